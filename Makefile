@@ -1,0 +1,34 @@
+# One-command entry points. Every target creates .venv (if missing) and installs fsnn into it first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install train test test-slow bench figures clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip check
+	touch $(STAMP)
+
+install: $(STAMP)
+
+train: $(STAMP)
+	$(PY) scripts/demo_neuron.py
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 tests
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -n 2 -m slow tests
+
+bench: $(STAMP)
+	$(PY) scripts/bench_neurons.py
+
+figures: $(STAMP)
+	$(PY) scripts/theory_figures.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,207 @@
+"""Integer-order baseline neurons (SpikingJelly 2.0.0, snnTorch 1.0.0) behind fsnn's multi-step interface.
+
+Every adapter is an ``nn.Module`` whose ``forward(x)`` takes ``x`` of shape ``[T, B, ...]`` and returns spikes of
+the same shape, dtype and device; ``forward(x, return_state=True)`` returns ``(spikes, v)`` with ``v`` the membrane
+trace ``[T, B, ...]``. State lives only inside one call: each forward starts from a fresh state and drops it on
+return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils.reset`` is never used).
+
+Surrogate families: ``surrogate`` name, default ``surrogate_scale`` (used when it is None), backward ``g'(x)``, and
+the SpikingJelly / snnTorch objects used:
+
+* ``sigmoid`` (kappa = 5): ``kappa sig(kappa x) (1 - sig(kappa x))``; SJ ``Sigmoid(alpha=kappa)``; snnTorch custom.
+* ``arctan`` (k = 2): ``(k/2) / (1 + (pi k x / 2)^2)``; SJ ``ATan(alpha=k)``; snnTorch ``surrogate.atan(alpha=k)``.
+* ``piecewise_linear`` (gamma = 1): box ``1/(2 gamma)`` on ``|x| <= gamma``, else 0; custom in both.
+* ``gaussian`` (sigma = 1): normal pdf ``N(x; 0, sigma^2)``; SJ ``Erf(alpha=1/(sigma sqrt 2))``; snnTorch custom.
+
+Why custom: snnTorch's ``surrogate.sigmoid`` computes ``k e^{-kx} / (e^{-kx} + 1)^2``, NaN in fp32 once ``k x < -88``;
+SJ's ``Rect`` and ``PiecewiseLeakyReLU(c=0)`` are open boxes (``|x| < gamma``); snnTorch has no Gaussian. Custom SJ
+surrogates run on SJ's torch reference path (autograd through a Python loop) instead of its fused CPU/Triton op, which
+``SJ_LIF_CUDA_IMPLEMENTATION`` / ``SJ_IF_CUDA_IMPLEMENTATION`` must allow (the default ``auto`` does).
+Heaviside forward: SpikingJelly fires on ``x >= 0``, snnTorch on ``x > 0`` (kept for the custom snnTorch surrogates).
+"""
+
+from __future__ import annotations
+
+import math
+
+import snntorch
+import torch
+from snntorch import surrogate as st_surrogate
+from spikingjelly.activation_based import neuron as sj_neuron
+from spikingjelly.activation_based import surrogate as sj_surrogate
+from torch import nn
+
+from fsnn.checks import check_choice, check_number, check_spike_input
+from fsnn.neurons import register_neuron
+from fsnn.surrogate import check_surrogate, spike
+
+__all__ = ["SJLIF", "SJIF", "SnnTorchLeaky"]
+
+_RESETS = ("hard", "soft")
+
+
+class _SJSpike(sj_surrogate.SurrogateFunctionBase):
+    """SpikingJelly-compatible surrogate module (fires on ``x >= 0``); SJ runs it on its torch reference path."""
+
+    def __init__(self, family: str, scale: float):
+        super().__init__(spiking=True, alpha=scale)
+        self.family = family
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return spike(x, self.family, self.alpha)
+
+
+class _SnnTorchSpike:
+    """Picklable snnTorch ``spike_grad`` callable (snnTorch accepts any callable); fires on ``x > 0`` like snnTorch."""
+
+    def __init__(self, family: str, scale: float):
+        self.family, self.scale = family, scale
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return spike(x, self.family, self.scale, strict=True)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.family!r}, {self.scale})"
+
+
+def _sj_surrogate(family: str, scale: float) -> nn.Module:
+    if family == "sigmoid":
+        return sj_surrogate.Sigmoid(alpha=scale)
+    if family == "arctan":
+        return sj_surrogate.ATan(alpha=scale)
+    if family == "gaussian":  # Erf backward (a/sqrt(pi)) exp(-(a x)^2) == N(x; 0, sigma^2) for a = 1/(sigma sqrt 2)
+        return sj_surrogate.Erf(alpha=1.0 / (scale * math.sqrt(2.0)))
+    return _SJSpike(family, scale)
+
+
+def _snntorch_surrogate(family: str, scale: float):
+    return st_surrogate.atan(alpha=scale) if family == "arctan" else _SnnTorchSpike(family, scale)
+
+
+# ------------------------------------------------------------------------------------------------------ adapters
+class _MultiStep(nn.Module):
+    """Validates ``x`` and dispatches to ``_run(x, return_state) -> (spikes, v | None)``."""
+
+    def forward(self, x: torch.Tensor, return_state: bool = False):
+        check_spike_input(x)
+        spikes, v = self._run(x, return_state)
+        return (spikes, v) if return_state else spikes
+
+    def _run(self, x, return_state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _SJNode(_MultiStep):
+    def __init__(self, threshold, reset, v_reset, surrogate, surrogate_scale):
+        super().__init__()
+        self.threshold = check_number("threshold", threshold, above=0.0, allowed="a finite number > 0")
+        self.reset = check_choice("reset", reset, _RESETS)
+        v_reset = check_number("v_reset", v_reset)
+        self.v_reset = v_reset if reset == "hard" else None
+        self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
+
+    def _run(self, x, return_state):
+        node = self.node
+        node.reset()
+        node.step_mode = "m"  # functional.set_step_mode(net, "s") on an enclosing net must not break the adapter
+        node.store_v_seq = return_state  # v_seq costs a [T, B, ...] buffer; keep it only when asked for
+        try:
+            spikes = node(x)
+            return spikes, node.v_seq
+        finally:
+            node.reset()  # drop v / v_seq (and their graphs) so nothing survives the call
+
+
+class SJLIF(_SJNode):
+    r"""SpikingJelly 2.0.0 ``LIFNode`` (``step_mode='m'``), fresh state each call.
+
+    With ``V[-1] = V_reset`` (``V_reset = v_reset`` for ``reset='hard'``, 0 in the charge for ``'soft'``)::
+
+        decay_input=True :  H[t] = V[t-1] + (X[t] - (V[t-1] - V_reset)) / tau
+        decay_input=False:  H[t] = V[t-1] - (V[t-1] - V_reset) / tau + X[t]
+        S[t] = Heaviside(H[t] - threshold)          (fires on >=; surrogate gradient)
+        hard: V[t] = S[t] V_reset + (1 - S[t]) H[t]    soft: V[t] = H[t] - S[t] threshold
+
+    ``detach_reset=True`` detaches ``S`` in the reset term only. ``return_state=True`` gives ``V`` (post-reset, SJ's
+    ``v_seq``). SpikingJelly needs ``tau > 1``.
+    """
+
+    def __init__(self, tau=2.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
+                 surrogate_scale=None, detach_reset=False, decay_input=True):
+        super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
+        self.tau = check_number("tau", tau, above=1.0, allowed="a finite number > 1 for the SpikingJelly LIF adapter")
+        self.node = sj_neuron.LIFNode(
+            tau=self.tau, decay_input=bool(decay_input), v_threshold=self.threshold, v_reset=self.v_reset,
+            surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
+            detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+
+
+class SJIF(_SJNode):
+    r"""SpikingJelly 2.0.0 ``IFNode`` (``step_mode='m'``), fresh state each call: :class:`SJLIF` with
+    ``H[t] = V[t-1] + X[t]``. IFNode has no time constant, so only ``tau=1.0`` is accepted."""
+
+    def __init__(self, tau=1.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
+                 surrogate_scale=None, detach_reset=False):
+        if check_number("tau", tau, allowed="1.0 (SpikingJelly's IFNode has no time constant)") != 1.0:
+            raise ValueError(f"tau must be 1.0: SpikingJelly's IFNode has no time constant; got {tau!r}")
+        super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
+        self.tau = 1.0
+        self.node = sj_neuron.IFNode(
+            v_threshold=self.threshold, v_reset=self.v_reset,
+            surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
+            detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+
+
+class SnnTorchLeaky(_MultiStep):
+    r"""snnTorch 1.0.0 ``Leaky`` looped over T (``spk, mem = leaky(x[t], mem)``, ``mem`` starts at zeros).
+
+    ``beta = 1 - 1/tau``; ``reset='soft'`` -> ``reset_mechanism='subtract'``, ``'hard'`` -> ``'zero'``. Per step,
+    with ``R[t] = Heaviside(mem[t-1] - threshold)`` **detached** (delayed reset)::
+
+        soft: U[t] = beta mem[t-1] + X[t] - R[t] threshold
+        hard: U[t] = beta (1 - R[t]) mem[t-1] + X[t]
+        S[t] = Heaviside(U[t] - threshold)          (fires on strict >, unlike SpikingJelly's >=)
+        reset_delay=True : mem[t] = U[t]            (returned mem is pre-reset)
+        reset_delay=False: soft mem[t] = U[t] - (S[t] - R[t]) threshold,  hard mem[t] = U[t] - (S[t] - R[t]) U[t]
+                           (immediate reset, not detached; returned mem is post-reset)
+
+    The input is never scaled by 1/tau, so ``reset_delay=False`` matches ``SJLIF(decay_input=False,
+    detach_reset=False)`` (hard reset with ``v_reset=0``) up to the ``>`` / ``>=`` tie, for the soft reset only while
+    the post-reset ``mem`` stays ``<= threshold`` (otherwise ``R`` lowers ``U`` before the next spike decision). With
+    ``reset_delay=True`` the soft reset subtracts ``threshold`` where SpikingJelly subtracts ``beta * threshold``
+    (snnTorch #341), and the hard reset acts one step late.
+    ``return_state=True`` gives the returned ``mem`` per step.
+    """
+
+    def __init__(self, tau=2.0, threshold=1.0, reset="soft", surrogate="sigmoid", surrogate_scale=None,
+                 reset_delay=False):
+        super().__init__()
+        self.tau = check_number("tau", tau, above=1.0, allowed="a finite number > 1 (beta = 1 - 1/tau in (0, 1))")
+        self.threshold = check_number("threshold", threshold, above=0.0, allowed="a finite number > 0")
+        self.reset = check_choice("reset", reset, _RESETS)
+        self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
+        self.leaky = snntorch.Leaky(
+            beta=1.0 - 1.0 / self.tau, threshold=self.threshold,
+            spike_grad=_snntorch_surrogate(self.surrogate, self.surrogate_scale),
+            reset_mechanism="subtract" if reset == "soft" else "zero", reset_delay=bool(reset_delay))
+
+    def _run(self, x, return_state):
+        mem = torch.zeros_like(x[0])
+        spikes, mems = [], []
+        try:
+            for x_t in x:
+                spk, mem = self.leaky(x_t, mem)
+                spikes.append(spk)
+                if return_state:
+                    mems.append(mem)
+        finally:
+            self.leaky.mem = x.new_zeros(0)  # Leaky keeps the last mem (and its graph) in a buffer: drop it
+        # snnTorch's own surrogates return fp32 (``.float()``): restore the input dtype
+        return torch.stack(spikes).to(x.dtype), (torch.stack(mems).to(x.dtype) if return_state else None)
+
+
+# Registered under the names the configs use; defaults (soft reset, sigmoid surrogate) match FractionalLIF's so that a
+# baseline differs from f-LIF only in the neuron when given the same keyword arguments.
+register_neuron("sj_lif")(SJLIF)
+register_neuron("sj_if")(SJIF)
+register_neuron("snntorch_leaky")(SnnTorchLeaky)

@@ -1,0 +1,150 @@
+r"""Discrete f-IF / f-LIF dynamics: the equations, as pure per-step functions.
+
+Notation: input ``X_k`` (k = 0..T-1, step ``dt``), threshold ``theta``, leak ``L`` (1 for f-LIF,
+0 for f-IF), resting potential ``v_rest`` (``v_reset`` for a hard reset, 0 for a soft one),
+``U_init`` (``v_reset`` for hard, 0 for soft), history kernel ``K_m`` of :mod:`fsnn.history`.
+
+fsnn convention (default). The Caputo equation ``tau D^alpha U = L (v_rest - U) + X`` is
+integrated as a convolution of currents (``history.py`` eq. 1)::
+
+    f_k = (X_k + L (v_rest - V_{k-1})) / tau                 V_{-1} = U_init
+    H_k = U_init + sum_{j<k} K_{k-j} g_j + K_0 f_k           charge (membrane before the spike)
+    S_k = Heaviside(H_k - theta)                             fire (at equality too)
+    V_k = H_k - theta S_k            (soft)                  reset
+    V_k = H_k - S_k (H_k - v_reset)  (hard)
+    g_k = f_k + (V_k - H_k) / K_0                            current entering the history
+
+The reset is a current ``(V_k - H_k)/K_0`` inside the fractional history: the drop at the spike is
+exactly ``theta`` (or down to ``v_reset``) and later steps remember it with the same power-law
+kernel. Read literally, the paper's f-IF charge ``U_k = U_0 + sum c_m X_{k-m}`` sums inputs only
+and would never see a reset. ``V_k = U_init + sum_{j<=k} K_{k-j} g_j`` holds identically. At
+``alpha = 1``, ``K_m = dt``; with ``dt = 1`` this is SpikingJelly's ``LIFNode(decay_input=True)``:
+``H_k = V_{k-1} + (X_k - (V_{k-1} - v_reset)) / tau`` (``IFNode``: ``H_k = V_{k-1} + X_k`` at
+``tau = 1``). The paper's ``c_m`` carries ``tau^alpha`` where this module divides by ``tau``
+(so that ``alpha = 1`` is the first-order neuron for every ``tau``).
+
+Engines store ``gamma_k = K_0 g_k`` and use ``kappa_m = K_m / K_0``; with the history potential
+``Y_k = U_init + sum_{j<k} kappa_{k-j} gamma_j`` one step is
+``H = Y + K_0 f``, ``V = reset(H)``, ``gamma = V - Y``.
+
+Backward (reverse time). With ``Gbar_k = sum_{k'>k} kappa_{k'-k} Hbar_{k'}`` (the history adjoint)
+and ``U_k = Hbar_k + Gbar_k`` (so ``dL/dX_k = K_0 U_k / tau``)::
+
+    U_k = d_k + c_k (Gbar_k - (L K_0 / tau) U_{k+1}),   Hbar_k = U_k - Gbar_k
+    c_k = 1 - theta s_k                  soft        (1 with detach_reset)
+    c_k = 1 - S_k - s_k (H_k - v_reset)  hard        (1 - S_k with detach_reset)
+    d_k = s_k dL/dS_k + c_k dL/dV_k      s_k = surrogate'(H_k - theta)
+
+spikeDE convention (``convention="spikede"``, the official toolbox's numerics): the spike is
+decided on a one-step Euler look-ahead and the reset is a detached current of size theta/tau::
+
+    u_k = v_k + (I_k - v_k) / tau        (IF: v_k + I_k / tau),   s_k = H(u_k - theta)
+    f_k = (I_k - v_k) / tau - theta sg(s_k) / tau   (IF: I_k / tau - theta sg(s_k) / tau)
+    v_{k+1} = sum_{j<=k} K_{k-j} f_j,    v_0 = 0
+
+which for ``pred`` is ``v_{k+1} = dt^a/Gamma(a+1) sum_j [(k+1-j)^a - (k-j)^a] f_j`` and for ``gl``
+equals ``v_{k+1} = dt^a f_k - sum_{m=1}^{k+1} w_m v_{k+1-m}``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fsnn.surrogate import spike
+
+
+class ChargeFireReset:
+    """One fsnn-convention step: ``H = h_pre + near - c_leak V_prev``, fire, reset, current."""
+
+    def __init__(self, leak: bool, reset: str, threshold: float, v_reset: float, c_leak: float):
+        self.leak, self.hard = leak, reset == "hard"
+        self.threshold, self.v_reset, self.c_leak = threshold, v_reset, c_leak
+        self._v_reset_t: torch.Tensor | None = None
+
+    def __call__(self, h_pre, y_far, near, v_prev, h_out, v_out, gamma_out):
+        if near is None:
+            h_out.copy_(h_pre)
+        else:
+            torch.add(h_pre, near, out=h_out)
+        if self.leak:
+            h_out.sub_(v_prev, alpha=self.c_leak)
+        fired = h_out >= self.threshold
+        if self.hard:
+            if self._v_reset_t is None:
+                self._v_reset_t = h_out.new_tensor(self.v_reset)
+            torch.where(fired, self._v_reset_t, h_out, out=v_out)
+        else:
+            torch.sub(h_out, fired.to(h_out.dtype), alpha=self.threshold, out=v_out)
+        torch.sub(v_out, y_far, out=gamma_out)
+        if near is not None:
+            gamma_out.sub_(near)
+        return v_out
+
+
+def reset_value(h, spikes, threshold: float, reset: str, v_reset: float):
+    """``V = reset(H)`` for a whole sequence (spikes as 0/1 floats)."""
+    if reset == "hard":
+        return torch.where(spikes.bool(), v_reset, h)
+    return h - threshold * spikes
+
+
+def reset_adjoint_coefficients(h, sg, grad_spikes, grad_v, *, threshold, reset, v_reset, detach_reset):
+    """``(c, d)`` of the backward recursion for all steps at once (``sg`` is consumed)."""
+    drive = sg * grad_spikes
+    if reset == "hard":
+        coef = (h < threshold).to(h.dtype)
+        if not detach_reset:
+            coef.sub_(sg * (h - v_reset))
+    elif detach_reset:
+        coef = torch.ones_like(h)
+    else:
+        coef = sg.mul_(-threshold).add_(1.0)
+    if grad_v is not None:
+        drive.addcmul_(coef, grad_v)
+    return coef, drive
+
+
+def adjoint_step(gbar, u_next, c_leak: float, u_out, coef_to_hbar):
+    """In place: ``U_k = d_k + c_k (Gbar - c_leak U_{k+1})``, then the ``c_k`` slot becomes ``Hbar_k``."""
+    carry = gbar if u_next is None else torch.add(gbar, u_next, alpha=-c_leak)
+    u_out.addcmul_(coef_to_hbar, carry)
+    torch.sub(u_out, gbar, out=coef_to_hbar)
+
+
+def threshold_grad(h, spikes, sg, v_bar, grad_spikes, threshold: float, cfg) -> torch.Tensor:
+    """``dL/dtheta`` from the spike condition and (soft reset) the size of the drop."""
+    if cfg.reset == "hard":
+        spike_bar = -(h - cfg.v_reset) * v_bar
+    else:
+        spike_bar = -threshold * v_bar
+    total = grad_spikes if cfg.detach_reset else grad_spikes + spike_bar
+    grad = -(sg * total).sum()
+    if cfg.reset == "soft":
+        grad = grad - (spikes * v_bar).sum()
+    return grad
+
+
+def spikede_sequence(x, kernel, *, tau, threshold, leak: bool, surrogate: str, scale: float):
+    """The official toolbox's recursion (module docstring), differentiated by autograd."""
+    T = x.shape[0]
+    v = torch.zeros_like(x[0])
+    currents, spikes, states = [], [], []
+    for k in range(T):
+        drive = (x[k] - v) / tau if leak else x[k] / tau
+        s = spike(v + drive - threshold, surrogate, scale)
+        currents.append(drive - threshold * s.detach() / tau)
+        history = torch.stack(currents[::-1])  # f_k, f_{k-1}, ..., f_0
+        v = torch.tensordot(kernel[: k + 1], history, dims=1)
+        spikes.append(s)
+        states.append(v)
+    return torch.stack(spikes), torch.stack(states)
+
+
+__all__ = [
+    "ChargeFireReset",
+    "adjoint_step",
+    "reset_adjoint_coefficients",
+    "reset_value",
+    "spikede_sequence",
+    "threshold_grad",
+]

@@ -1,0 +1,258 @@
+"""Fractional-order spiking neurons (f-LIF, f-IF) as thin multi-step ``nn.Module`` s.
+
+The equations live in :mod:`fsnn.dynamics`, the kernels in :mod:`fsnn.history`, the fast
+forward/backward in :mod:`fsnn.engines`; this module validates arguments, holds the (optionally
+learnable) parameters and picks an engine.
+
+``FractionalLIF`` solves ``tau D^alpha U = -(U - v_rest) + I`` and ``FractionalIF`` solves
+``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]) on the grid ``t_k = k dt``
+with spikes at ``U >= threshold``. ``alpha = 1`` is exactly SpikingJelly's ``LIFNode`` /
+``IFNode`` (decay_input=True). Input ``[T, B, ...]`` -> spikes ``[T, B, ...]``; all state lives
+inside one call, so there is nothing to reset between batches.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fsnn.checks import check_choice, check_number, check_spike_input
+from fsnn.dynamics import spikede_sequence
+from fsnn.engines import EngineConfig, FractionalNeuronFunction
+from fsnn.history import METHODS, SOE_METHODS, kernel_for, soe_bank
+from fsnn.surrogate import check_surrogate
+
+ENGINES = ("auto", "direct", "soe")
+CONVENTIONS = ("fsnn", "spikede")
+RESETS = ("soft", "hard")
+
+
+def _inverse_softplus(y: float) -> float:
+    return y + math.log(-math.expm1(-y))
+
+
+class FractionalNeuron(nn.Module):
+    """Shared implementation of :class:`FractionalLIF` (``leak=True``) and :class:`FractionalIF`."""
+
+    leak: bool = True
+    block = 32  # steps per block of the engines; the SOE keeps lags <= block exact
+
+    def __init__(
+        self,
+        alpha: float = 0.5,
+        tau: float = 2.0,
+        threshold: float = 1.0,
+        reset: str = "soft",
+        v_reset: float = 0.0,
+        dt: float = 1.0,
+        method: str = "pred",
+        memory: int | None = None,
+        engine: str = "auto",
+        surrogate: str = "sigmoid",
+        surrogate_scale: float | None = None,
+        detach_reset: bool = False,
+        learn_alpha: bool = False,
+        learn_tau: bool = False,
+        learn_threshold: bool = False,
+        convention: str = "fsnn",
+        tol: float = 1e-6,
+    ):
+        super().__init__()
+        alpha = check_number("alpha", alpha, above=0.0, allowed="in (0, 1]")
+        if alpha > 1.0:
+            raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+        positive = "a finite number > 0"
+        tau = check_number("tau", tau, above=0.0, allowed=positive)
+        threshold = check_number("threshold", threshold, above=0.0, allowed=positive)
+        self.dt = check_number("dt", dt, above=0.0, allowed=positive)
+        self.tol = check_number("tol", tol, above=0.0, allowed=positive)
+        check_choice("reset", reset, RESETS)
+        check_choice("method", method, METHODS)
+        check_choice("engine", engine, ENGINES)
+        check_choice("convention", convention, CONVENTIONS)
+        self.surrogate_scale = check_surrogate(surrogate, surrogate_scale)
+        if memory is not None:
+            if isinstance(memory, bool) or int(memory) != memory or memory < 1:
+                raise ValueError(f"memory must be None (full memory) or an integer >= 1, got {memory!r}")
+            memory = int(memory)
+            if engine == "soe":
+                raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
+        if engine == "soe" and method not in SOE_METHODS:
+            raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
+        self.v_reset = check_number("v_reset", v_reset)
+        self.reset, self.method, self.memory = reset, method, memory
+        self.engine, self.surrogate, self.convention = engine, surrogate, convention
+        self.detach_reset = bool(detach_reset)
+        self.last_engine: str | None = None
+
+        # alpha in (0, 1) through a sigmoid when learnable (it starts at most 1 - 1e-4)
+        if learn_alpha:
+            a0 = min(max(alpha, 1e-4), 1 - 1e-4)
+            self.alpha_raw = nn.Parameter(torch.tensor(math.log(a0 / (1 - a0))))
+        else:
+            self.register_buffer("alpha_value", torch.tensor(alpha, dtype=torch.float64))
+        self.tau_raw = nn.Parameter(torch.tensor(_inverse_softplus(tau))) if learn_tau else None
+        self.tau_value = tau
+        self.theta_raw = nn.Parameter(torch.tensor(_inverse_softplus(threshold))) if learn_threshold else None
+        self.threshold_value = threshold
+
+    # -- parameters --------------------------------------------------------------------------
+    @property
+    def alpha(self) -> torch.Tensor:
+        if hasattr(self, "alpha_raw"):
+            return torch.sigmoid(self.alpha_raw.to(torch.float64))
+        return self.alpha_value
+
+    @property
+    def tau(self) -> torch.Tensor:
+        return F.softplus(self.tau_raw) if self.tau_raw is not None else torch.tensor(self.tau_value)
+
+    @property
+    def threshold(self) -> torch.Tensor:
+        return F.softplus(self.theta_raw) if self.theta_raw is not None else torch.tensor(self.threshold_value)
+
+    def extra_repr(self) -> str:
+        kind = "learnable " if hasattr(self, "alpha_raw") else ""
+        return (
+            f"{kind}alpha={float(self.alpha.detach()):.4g}, tau={float(self.tau.detach()):.4g}, "
+            f"threshold={float(self.threshold.detach()):.4g}, reset={self.reset}, method={self.method}, "
+            f"memory={self.memory}, engine={self.engine}, convention={self.convention}"
+        )
+
+    # -- engine choice -----------------------------------------------------------------------
+    def _soe_alpha(self, alpha: float) -> float:
+        # banks are cached per 1e-3 of alpha (verified at half the tolerance) so that a learning
+        # alpha does not rebuild one each step; never round an alpha < 1 up to exactly 1
+        return 1.0 if alpha == 1.0 else min(round(alpha, 3), 0.999)
+
+    def resolve_engine(self, steps: int, alpha: float):
+        """``(engine, soe_bank or None)`` for a sequence of ``steps``."""
+        want = self.engine
+        if want == "direct" or self.memory is not None or self.method not in SOE_METHODS:
+            return "direct", None
+        if want == "auto" and steps <= 2 * self.block:
+            return "direct", None  # the SOE would add nothing: every lag fits in two blocks
+        bank = soe_bank(self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1),
+                        self.dt, self.block + 1, self.tol / 2)
+        if bank is None:
+            if want == "soe":
+                raise ValueError(
+                    f"engine='soe': no exponential bank reaches tol={self.tol} for alpha={alpha:.4g}; "
+                    "raise tol or use engine='direct'"
+                )
+            return "direct", None
+        return "soe", bank
+
+    # -- forward -----------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor, return_state: bool = False):
+        check_spike_input(x)
+        shape, in_dtype = x.shape, x.dtype
+        T = shape[0]
+        flat = x.reshape(T, -1)
+        if flat.dtype in (torch.float16, torch.bfloat16):
+            flat = flat.float()  # the history sums need fp32 accumulation
+        alpha = self.alpha
+        tau = self.tau.to(flat)
+        theta = self.threshold.to(flat)
+        if self.convention == "spikede":
+            self.last_engine = "spikede"
+            steps = T if self.memory is None else min(T, self.memory)
+            kernel = kernel_for(self.method, alpha, steps, self.dt, flat)
+            if steps < T:
+                kernel = torch.cat([kernel, kernel.new_zeros(T - steps)])
+            spikes, v = spikede_sequence(
+                flat, kernel, tau=tau, threshold=theta, leak=self.leak,
+                surrogate=self.surrogate, scale=self.surrogate_scale,
+            )
+        else:
+            engine, bank = self.resolve_engine(T, float(alpha.detach()))
+            self.last_engine = engine
+            if bank is None:
+                length = T if self.memory is None else min(T, self.memory + 1)
+                k_head = kernel_for(self.method, alpha, length, self.dt, flat)
+                soe_w, decays = flat.new_zeros(0), None
+            else:
+                k_head = kernel_for(self.method, alpha, bank.head, self.dt, flat)
+                soe_w, decays = bank.weights(alpha).to(flat), bank.decays(flat)
+            cfg = EngineConfig(
+                leak=self.leak, reset=self.reset, v_reset=self.v_reset,
+                detach_reset=self.detach_reset, surrogate=self.surrogate,
+                surrogate_scale=self.surrogate_scale, block=self.block,
+                memory=self.memory, decays=decays,
+            )
+            spikes, v = FractionalNeuronFunction.apply(flat, tau, theta, k_head, soe_w, cfg)
+        spikes = spikes.reshape(shape).to(in_dtype)
+        if return_state:
+            return spikes, v.reshape(shape).to(in_dtype)
+        return spikes
+
+
+class FractionalLIF(FractionalNeuron):
+    """f-LIF: ``tau D^alpha U = -(U - v_rest) + I`` (see :mod:`fsnn.dynamics` for the discrete form)."""
+
+    leak = True
+
+
+class FractionalIF(FractionalNeuron):
+    """f-IF: ``tau D^alpha U = I``; ``tau`` defaults to 1 so that ``alpha = 1`` is ``IFNode``."""
+
+    leak = False
+
+    def __init__(self, alpha: float = 0.5, tau: float = 1.0, **kwargs):
+        super().__init__(alpha=alpha, tau=tau, **kwargs)
+
+
+def collect_alphas(model: nn.Module) -> dict[str, float]:
+    """``{module name: alpha}`` of every fractional neuron in ``model`` (for logging)."""
+    return {name: float(m.alpha.detach()) for name, m in model.named_modules() if isinstance(m, FractionalNeuron)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry: backbones build neurons by name and never import a particular library.
+
+_NEURONS: dict[str, Callable[..., nn.Module]] = {}
+
+
+def register_neuron(name: str):
+    def wrap(factory):
+        _NEURONS[name] = factory
+        return factory
+
+    return wrap
+
+
+def neuron_names() -> list[str]:
+    return sorted(_NEURONS)
+
+
+def build_neuron(name: str, **kwargs) -> nn.Module:
+    """Multi-step neuron ``[T, B, ...] -> [T, B, ...]`` registered under ``name``."""
+    if name not in _NEURONS:
+        raise ValueError(f"neuron must be one of {neuron_names()}, got {name!r}")
+    factory = _NEURONS[name]
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    params = inspect.signature(target).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            allowed = sorted(k for k in params if k != "self")
+            raise ValueError(f"neuron {name!r} does not take {unknown}; it accepts {allowed}")
+    return factory(**kwargs)
+
+
+register_neuron("flif")(FractionalLIF)
+register_neuron("fif")(FractionalIF)
+
+
+@register_neuron("lif")
+def first_order_lif(**kwargs) -> FractionalLIF:
+    """fsnn's own first-order LIF: ``FractionalLIF`` with ``alpha = 1`` (same code path as f-LIF)."""
+    fixed = sorted({"alpha", "learn_alpha"} & set(kwargs))
+    if fixed:
+        raise ValueError(f"neuron 'lif' has alpha fixed to 1 and does not take {fixed}; use 'flif'")
+    return FractionalLIF(alpha=1.0, **kwargs)

@@ -1,0 +1,79 @@
+"""Surrogate gradients for the Heaviside spike function.
+
+Forward is always the Heaviside step ``H(x) = 1 if x >= 0 else 0`` (a neuron fires when its
+potential reaches the threshold). Backward replaces ``H'(x)`` with a smooth surrogate
+``s(x)``; the families follow the paper's appendix "Surrogate Functions in f-SNN":
+
+=====================  =====================================================  ==============
+name                   s(x)                                                   default scale
+=====================  =====================================================  ==============
+``sigmoid``            k * sig(k x) * (1 - sig(k x))                          k = 5.0
+``arctan``             (k / 2) / (1 + (pi k x / 2)^2)                         k = 2.0
+``piecewise_linear``   1 / (2 g) if |x| <= g else 0   (a box)                 g = 1.0
+``gaussian``           exp(-x^2 / (2 s^2)) / (s sqrt(2 pi))                   s = 1.0
+=====================  =====================================================  ==============
+
+The arctan form is SpikingJelly's ``ATan`` and snnTorch's ``atan`` (it integrates to
+``arctan(pi k x / 2) / pi + 1/2``, so it is a proper step approximation); the paper prints
+``k / (1 + (k x)^2)``, which the official toolbox does not implement. The sigmoid with
+``k = 4`` is SpikingJelly's default ``Sigmoid()``.
+
+``surrogate_derivative`` is the pure function the neuron engines call inside their analytic
+backward; ``spike`` is the autograd-aware Heaviside for code that relies on autograd.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from fsnn.checks import check_choice, check_number
+
+SURROGATE_DEFAULT_SCALE: dict[str, float] = {
+    "sigmoid": 5.0,
+    "arctan": 2.0,
+    "piecewise_linear": 1.0,
+    "gaussian": 1.0,
+}
+SURROGATES = tuple(SURROGATE_DEFAULT_SCALE)
+
+
+def check_surrogate(name: str, scale: float | None) -> float:
+    """Validate a surrogate family and return its scale (the family default when ``None``)."""
+    check_choice("surrogate", name, SURROGATES)
+    if scale is None:
+        return SURROGATE_DEFAULT_SCALE[name]
+    return check_number("surrogate_scale", scale, above=0.0, allowed="None or a finite number > 0")
+
+
+def surrogate_derivative(x: torch.Tensor, name: str, scale: float) -> torch.Tensor:
+    """``s(x)``: the surrogate for ``dH/dx`` evaluated at ``x = potential - threshold``."""
+    if name == "sigmoid":
+        sg = torch.sigmoid(scale * x)
+        return scale * sg * (1.0 - sg)
+    if name == "arctan":
+        return (0.5 * scale) / (1.0 + (0.5 * math.pi * scale * x) ** 2)
+    if name == "piecewise_linear":
+        return (x.abs() <= scale).to(x.dtype) / (2.0 * scale)
+    if name == "gaussian":
+        return torch.exp(-0.5 * (x / scale) ** 2) / (scale * math.sqrt(2.0 * math.pi))
+    raise ValueError(f"surrogate must be one of {list(SURROGATES)}, got {name!r}")
+
+
+class _Spike(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, name: str, scale: float, strict: bool) -> torch.Tensor:
+        ctx.save_for_backward(x)
+        ctx.name, ctx.scale = name, scale
+        return (x > 0 if strict else x >= 0).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (x,) = ctx.saved_tensors
+        return grad * surrogate_derivative(x, ctx.name, ctx.scale), None, None, None
+
+
+def spike(x: torch.Tensor, name: str = "sigmoid", scale: float | None = None, strict: bool = False):
+    """Heaviside spike ``H(x)`` (fires at ``x >= 0``; ``x > 0`` if ``strict``) with surrogate gradient."""
+    return _Spike.apply(x, name, check_surrogate(name, scale), strict)

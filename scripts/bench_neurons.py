@@ -1,0 +1,589 @@
+#!/usr/bin/env python
+"""CPU speed / memory benchmark: fsnn.FractionalLIF against SpikingJelly and snnTorch LIF neurons.
+
+Model per cell: ``torch.nn.Linear(256, 256)`` applied to an input ``[T, 32, 256]`` (one batched call over
+``T*32`` rows), followed by the neuron in multi-step mode (``[T, 32, 256] -> [T, 32, 256]``).  One iteration is
+forward + ``spikes.sum()`` + backward (gradients reach the Linear weights/bias and the input tensor).
+
+Neurons (``--only`` picks a subset by these names):
+
+* ``sj_lif``          SpikingJelly ``neuron.LIFNode(tau=2, v_reset=None, step_mode="m")``, ``surrogate.Sigmoid(alpha=5)``
+                      (driven directly, not through ``fsnn.baselines``, so the numbers are what SJ users get)
+* ``snntorch_leaky``  snnTorch ``Leaky(beta=0.5, reset_mechanism="subtract")``, sigmoid surrogate (slope=5, the same
+                      function as SJ's ``Sigmoid(alpha=5)``), Python loop over T
+* ``fsnn_auto``, ``fsnn_direct``, ``fsnn_soe``  ``FractionalLIF(alpha=0.5, tau=2, engine=...)``
+* ``fsnn_window16``   ``FractionalLIF(alpha=0.5, tau=2, engine="auto", memory=16)`` (short-memory window)
+
+Every (neuron, T) cell runs in fresh subprocesses of this script (``--cell``), so peak-memory numbers are not
+polluted by other cells and a cell that is too slow / too big can be killed (``--cell-timeout``,
+``--cell-max-rss-gib``) without losing the rest of the table.  A cell is two subprocesses:
+
+* timing pass (default allocator settings, i.e. what library users get): 2 warm-up iterations, then the median of
+  ``--repeats`` timed iterations (``time.perf_counter`` around forward+backward only).  A per-cell time budget
+  (``--budget`` seconds) lowers the repeat count for slow cells (at least 1);
+* memory pass: 1 warm-up, then the peak-RSS increase of up to 3 identical fwd+bwd iterations (max reported).
+  It is a separate process because measuring RSS faithfully needs ``MALLOC_MMAP_THRESHOLD_`` (see ``_PeakRSS``),
+  which costs ~10-15 % speed from extra page faults and so must not touch the timing pass.
+
+Memory: see ``_PeakRSS`` below.  Results: a table on stdout and JSON at ``--out``
+(default ``results/bench/neurons.json``, written atomically).
+
+Examples::
+
+    .venv/bin/python scripts/bench_neurons.py                      # full run, T = 16 128 512 2048
+    .venv/bin/python scripts/bench_neurons.py --quick              # smoke run, T = 16 128, 2 repeats
+    .venv/bin/python scripts/bench_neurons.py --only sj_lif snntorch_leaky --T 16 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "results" / "bench" / "neurons.json"
+
+NEURONS = ["sj_lif", "snntorch_leaky", "fsnn_auto", "fsnn_direct", "fsnn_soe", "fsnn_window16"]
+REFERENCE = "sj_lif"
+BATCH = 32
+FEATURES = 256
+THREADS = 2
+CELL_MARK = "@@CELL_RESULT@@ "
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# neuron construction (child side)
+# ----------------------------------------------------------------------------------------------------------------
+def build_neuron(name: str):
+    """Return ``(module, step_fn)``; ``step_fn(x[T,B,N]) -> spikes[T,B,N]`` runs one fresh sequence."""
+    import torch
+
+    if name == "sj_lif":
+        from spikingjelly.activation_based import neuron, surrogate
+
+        node = neuron.LIFNode(
+            tau=2.0, v_threshold=1.0, v_reset=None, surrogate_function=surrogate.Sigmoid(alpha=5.0), step_mode="m"
+        )
+
+        def step(x):
+            node.reset()  # drop the membrane state (and its graph) of the previous iteration
+            return node(x)
+
+        return node, step
+
+    if name == "snntorch_leaky":
+        import snntorch as snn
+        from snntorch import surrogate as snn_surrogate
+
+        lif = snn.Leaky(beta=0.5, threshold=1.0, spike_grad=snn_surrogate.sigmoid(slope=5.0), reset_mechanism="subtract")
+
+        def step(x):
+            mem = lif.reset_mem()  # zeros, no graph; Leaky re-shapes it to x[0] on the first call
+            spikes = []
+            # x.unbind(0), not x[t]: the Linear output requires grad, and T separate x[t] selects each
+            # materialise a full [T,B,N] zero gradient in backward -> O(T^2) (measured 52.9 s vs ~1 s per
+            # iteration at T=2048).  That cost belongs to the harness, not to snnTorch, so we avoid it.
+            for x_t in x.unbind(0):
+                spk, mem = lif(x_t, mem)
+                spikes.append(spk)
+            return torch.stack(spikes)
+
+        return lif, step
+
+    if name.startswith("fsnn_"):
+        from fsnn import FractionalLIF
+
+        kwargs = dict(alpha=0.5, tau=2.0, threshold=1.0, reset="soft")
+        variant = name[len("fsnn_"):]
+        if variant in ("auto", "direct", "soe"):
+            kwargs["engine"] = variant
+        elif variant.startswith("window"):
+            kwargs["engine"] = "auto"
+            kwargs["memory"] = int(variant[len("window"):])
+        else:
+            raise ValueError(f"unknown fsnn variant {name!r}")
+        mod = FractionalLIF(**kwargs)
+
+        def step(x):
+            if hasattr(mod, "reset") and callable(mod.reset):
+                mod.reset()  # harmless if the neuron is stateless between calls
+            return mod(x)
+
+        return mod, step
+
+    raise ValueError(f"unknown neuron {name!r}; choose from {NEURONS}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# peak RSS measurement (child side)
+# ----------------------------------------------------------------------------------------------------------------
+def _read_status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            m = re.search(rf"^{field}:\s+(\d+)\s+kB", f.read(), re.M)
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def _lock_memory() -> str | None:
+    """mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) for the memory pass; returns an error string or None.
+
+    Why: the kernel may page out "cold" resident pages behind our back (e.g. DAMON proactive reclaim of shared
+    library text, active on the project machines).  Re-faulting them inside the measured iteration would be
+    counted as activation memory and made the numbers jitter by +-50 %.  Locking keeps every page that is resident
+    (or becomes resident) in memory; MCL_ONFAULT means nothing is pre-faulted, so RSS still grows only when a page
+    is first touched, exactly as without the lock.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.mlockall(1 | 2 | 4) != 0:  # MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT
+            return f"mlockall failed: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError) as e:
+        return f"mlockall unavailable: {e}"
+    return None
+
+
+class _PeakRSS:
+    """Peak increase of resident memory over one fwd+bwd, relative to the RSS just before it.
+
+    Which method: on Linux we reset the kernel's RSS high-water mark by writing ``5`` to ``/proc/self/clear_refs``
+    right before the iteration, then read ``VmHWM`` from ``/proc/self/status`` right after it; the increase is
+    ``VmHWM_after - VmRSS_before``.  This is exact (the kernel tracks the peak page by page) and adds no overhead
+    inside the timed region.  A plain ``getrusage(RUSAGE_SELF).ru_maxrss`` before/after would NOT do on its own:
+    it is a lifetime maximum, so once warm-up reached the peak every later delta would read 0.  If ``clear_refs``
+    is not writable (non-Linux, restricted /proc) we fall back to a psutil thread sampling RSS every 1 ms, which
+    can miss short spikes and is labelled ``psutil-sampling-1ms`` in the JSON.
+
+    For RSS to follow live tensor memory, the parent starts the memory pass with ``MALLOC_MMAP_THRESHOLD_=65536``:
+    glibc then serves every large tensor with its own mmap and returns it to the OS on free.  Without it glibc's
+    dynamic threshold (up to 32 MiB) keeps the warm-up's freed activations in the heap, the "RSS before" already
+    contains them and the increase is underestimated (measured: SJ LIF at T=512 reads 16 MiB instead of 64 MiB).
+    """
+
+    def __init__(self, lock_error: str | None = None):
+        self.lock_error = lock_error  # None = pages locked (see _lock_memory)
+        self.method = "vmhwm-clear_refs"
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            if _read_status_kib("VmHWM") is None:
+                raise OSError("no VmHWM")
+        except OSError:
+            self.method = "psutil-sampling-1ms"
+        self._stop = None
+        self._thread = None
+        self._peak = 0
+        self._before = 0
+
+    def start(self):
+        gc.collect()
+        if self.method == "vmhwm-clear_refs":
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self._before = _read_status_kib("VmRSS") * 1024
+        else:
+            import psutil
+
+            proc = psutil.Process()
+            self._before = proc.memory_info().rss
+            self._peak = self._before
+            self._stop = threading.Event()
+
+            def sample():
+                while not self._stop.is_set():
+                    self._peak = max(self._peak, proc.memory_info().rss)
+                    self._stop.wait(0.001)
+
+            self._thread = threading.Thread(target=sample, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> int:
+        """Return the peak increase in bytes."""
+        if self.method == "vmhwm-clear_refs":
+            peak = _read_status_kib("VmHWM") * 1024
+        else:
+            import psutil
+
+            self._stop.set()
+            self._thread.join()
+            peak = max(self._peak, psutil.Process().memory_info().rss)
+        return max(0, peak - self._before)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# one cell (child side)
+# ----------------------------------------------------------------------------------------------------------------
+def run_cell(name: str, T: int, repeats: int, budget: float, warmup: int, measure_memory: bool) -> dict:
+    """One (neuron, T) cell.  ``measure_memory=False``: timing pass; ``True``: peak-RSS pass (see _PeakRSS)."""
+    import torch
+
+    locked = _lock_memory() if measure_memory else None
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(0)
+
+    linear = torch.nn.Linear(FEATURES, FEATURES)
+    neuron_mod, step = build_neuron(name)
+    # randn * 2 so a reasonable fraction of neurons fires (timing is not spike-rate dependent for these
+    # implementations, but a silent network would make the surrogate path trivially sparse for nobody)
+    x = (torch.randn(T, BATCH, FEATURES) * 2.0).requires_grad_(True)
+
+    def iteration():
+        h = linear(x.reshape(T * BATCH, FEATURES)).reshape(T, BATCH, FEATURES)
+        s = step(h)
+        loss = s.sum()
+        loss.backward()
+        return s
+
+    def clear_grads():
+        linear.zero_grad(set_to_none=True)
+        x.grad = None
+
+    # -- warm-up (also yields a per-iteration estimate for the budget) --
+    warm_times = []
+    rate = None
+    for i in range(warmup):
+        clear_grads()
+        t0 = time.perf_counter()
+        s = iteration()
+        warm_times.append(time.perf_counter() - t0)
+        if i == 0:
+            rate = float(s.detach().float().mean())
+            if tuple(s.shape) != (T, BATCH, FEATURES):
+                raise RuntimeError(f"{name}: output shape {tuple(s.shape)} != {(T, BATCH, FEATURES)}")
+            if x.grad is None or linear.weight.grad is None:
+                raise RuntimeError(f"{name}: backward did not reach the input / Linear weights")
+        del s
+        # a cell whose very first iteration already eats half the budget gets a single warm-up
+        if warm_times[0] > budget / 2:
+            break
+    engine = getattr(neuron_mod, "last_engine", None)
+
+    est = min(warm_times) if warm_times else 0.0
+    n_rep = repeats if est <= 0 else max(1, min(repeats, int(budget // max(est, 1e-9))))
+
+    meter = _PeakRSS(locked) if measure_memory else None
+    times, peaks = [], []
+    for _ in range(n_rep):
+        clear_grads()
+        if meter is not None:
+            meter.start()
+        t0 = time.perf_counter()
+        s = iteration()
+        dt = time.perf_counter() - t0
+        if meter is not None:
+            peaks.append(meter.stop())
+        times.append(dt)
+        del s
+
+    if measure_memory:
+        return {
+            "peak_mib": max(peaks) / 2**20,
+            "peak_mib_per_repeat": [p / 2**20 for p in peaks],
+            "memory_method": meter.method + ("+mlockall" if meter.lock_error is None else f" ({meter.lock_error})"),
+            "memory_pass_ms": [t * 1e3 for t in times],
+        }
+    return {
+        "neuron": name,
+        "T": T,
+        "median_ms": statistics.median(times) * 1e3,
+        "min_ms": min(times) * 1e3,
+        "times_ms": [t * 1e3 for t in times],
+        "warmup_ms": [t * 1e3 for t in warm_times],
+        "repeats": len(times),
+        "spike_rate": rate,
+        "engine": None if engine is None else str(engine),
+        "threads": torch.get_num_threads(),
+    }
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# parent side
+# ----------------------------------------------------------------------------------------------------------------
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _spawn(name: str, T: int, args, mode: str):
+    """Run one pass of a cell in a fresh interpreter; kill it on timeout or when its RSS passes the cap.
+
+    Returns ``(result_dict_or_None, status_or_None, wall_s, stderr)``.
+    """
+    import psutil
+
+    if mode == "time":
+        repeats, warmup = args.repeats, args.warmup
+    else:  # memory pass: one warm-up (lazy init), then the max peak over up to 3 iterations
+        repeats, warmup = min(3, args.repeats), 1
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--cell", name, "--cell-mode", mode, "--T", str(T),
+           "--repeats", str(repeats), "--budget", str(args.budget), "--warmup", str(warmup)]
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = str(THREADS)
+    if mode == "mem":
+        env["MALLOC_MMAP_THRESHOLD_"] = "65536"  # see _PeakRSS; never set for the timing pass
+    else:
+        env.pop("MALLOC_MMAP_THRESHOLD_", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    cap = int(args.cell_max_rss_gib * 2**30)
+    t_start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    out_chunks, err_chunks = [], []
+    readers = [threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True),
+               threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)]
+    for r in readers:
+        r.start()
+    status = None
+    ps = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        if time.monotonic() - t_start > args.cell_timeout:
+            status = f"timeout>{args.cell_timeout:.0f}s"
+        else:
+            try:
+                if ps.memory_info().rss > cap:
+                    status = f"rss>{args.cell_max_rss_gib:g}GiB"
+            except psutil.Error:
+                pass
+        if status:
+            proc.kill()  # only the child we started
+            break
+        time.sleep(0.2)
+    proc.wait()
+    for r in readers:
+        r.join()
+    out, err = "".join(out_chunks), "".join(err_chunks)
+    wall = time.monotonic() - t_start
+    for line in out.splitlines():
+        if line.startswith(CELL_MARK):
+            return json.loads(line[len(CELL_MARK):]), None, wall, err
+    if status is None:
+        tail = (err.strip().splitlines() or ["(no stderr)"])[-1]
+        status = f"error: {tail}"[:300]
+    return None, status, wall, err
+
+
+def _busy_cpu_s() -> float:
+    """Non-idle CPU seconds of the whole machine since boot (all cores, steal included)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+
+
+def _children_cpu_s() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _other_load(interval: float = 1.0) -> float:
+    """Average number of cores busy with anything but this script over ``interval`` seconds."""
+    b0, t0, own0 = _busy_cpu_s(), time.monotonic(), time.process_time()
+    time.sleep(interval)
+    return max(0.0, (_busy_cpu_s() - b0 - (time.process_time() - own0)) / (time.monotonic() - t0))
+
+
+def wait_for_idle(max_wait: float, threshold: float) -> float:
+    """Block (up to ``max_wait`` s) until other processes use < ``threshold`` cores; return the last reading."""
+    deadline = time.monotonic() + max_wait
+    load = _other_load()
+    while load >= threshold and time.monotonic() < deadline:
+        load = _other_load()
+    return load
+
+
+def launch_cell(name: str, T: int, args) -> dict:
+    """Timing pass (default malloc, as library users run) + memory pass (its own fresh process)."""
+    idle_before = wait_for_idle(args.wait_idle, args.busy_threshold) if args.wait_idle > 0 else None
+    b0, c0 = _busy_cpu_s(), _children_cpu_s()
+    res, status, wall, err = _spawn(name, T, args, "time")
+    # CPU time that other processes burnt while the timing pass ran, in cores (the machine has 2 and the
+    # benchmark uses both, so anything clearly above 0 slows the cell down)
+    other = max(0.0, (_busy_cpu_s() - b0 - (_children_cpu_s() - c0)) / max(wall, 1e-9))
+    if res is None:
+        return {"neuron": name, "T": T, "status": status, "cell_wall_s": wall, "median_ms": None,
+                "peak_mib": None, "engine": None, "stderr_tail": err[-2000:], "other_load_cores": other}
+    res["status"] = "ok"
+    res["other_load_cores"] = other
+    res["other_load_before_cores"] = idle_before
+    res["contended"] = other >= args.busy_threshold
+    mem, mstatus, mwall, merr = _spawn(name, T, args, "mem")
+    res["cell_wall_s"] = wall + mwall
+    if mem is None:
+        res["peak_mib"] = None
+        res["memory_status"] = mstatus
+        res["memory_stderr_tail"] = merr[-2000:]
+    else:
+        res.update(mem)
+    return res
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def print_table(rows):
+    hdr = f"{'neuron':<16} {'T':>5} {'median ms':>11} {'x SJ':>7} {'peak MiB':>9} {'mem x SJ':>9}  {'engine':<10} note"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        note = "" if r.get("status") == "ok" else r.get("status", "")
+        if r.get("status") == "ok" and r.get("repeats") is not None:
+            note = f"n={r['repeats']}"
+            if r.get("contended"):
+                note += f" BUSY({r['other_load_cores']:.1f} cores used by others)"
+        print(f"{r['neuron']:<16} {r['T']:>5} {_fmt(r.get('median_ms'), '11.2f')} {_fmt(r.get('time_ratio_vs_sj'), '7.2f')} "
+              f"{_fmt(r.get('peak_mib'), '9.1f')} {_fmt(r.get('mem_ratio_vs_sj'), '9.2f')}  {str(r.get('engine') or ''):<10} {note}")
+
+
+def write_json_atomic(path: Path, payload: dict):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--T", type=int, nargs="+", default=[16, 128, 512, 2048], help="sequence lengths")
+    p.add_argument("--only", nargs="+", choices=NEURONS, default=None, help="subset of neurons")
+    p.add_argument("--repeats", type=int, default=5, help="timed iterations per cell (median reported)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed warm-up iterations per cell")
+    p.add_argument("--budget", type=float, default=60.0,
+                   help="seconds of timed iterations per cell; slow cells get fewer repeats (>=1)")
+    p.add_argument("--cell-timeout", type=float, default=900.0, help="kill a cell after this many seconds")
+    p.add_argument("--cell-max-rss-gib", type=float, default=16.0, help="kill a cell whose RSS passes this")
+    p.add_argument("--wait-idle", type=float, default=60.0,
+                   help="before each cell wait up to this many seconds for other processes to go quiet (0: off)")
+    p.add_argument("--busy-threshold", type=float, default=0.25,
+                   help="cores used by other processes above which the machine counts as busy / a cell as contended")
+    p.add_argument("--quick", action="store_true", help="smoke run: T=16,128 and 2 repeats")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output path")
+    p.add_argument("--cell", default=None, help=argparse.SUPPRESS)  # internal: run one cell, print JSON
+    p.add_argument("--cell-mode", choices=["time", "mem"], default="time", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.cell is not None:
+        (T,) = args.T
+        res = run_cell(args.cell, T, args.repeats, args.budget, args.warmup, args.cell_mode == "mem")
+        print(CELL_MARK + json.dumps(res), flush=True)
+        return 0
+
+    if args.quick:
+        args.T = [16, 128]
+        args.repeats = 2
+    neurons = args.only or NEURONS
+    import torch
+
+    t_all = time.monotonic()
+    rows = []
+    for T in args.T:
+        for name in neurons:
+            r = launch_cell(name, T, args)
+            rows.append(r)
+            if r["status"] != "ok":
+                msg = r["status"]
+            else:
+                peak = "-" if r.get("peak_mib") is None else f"{r['peak_mib']:.1f}"
+                msg = f"{r['median_ms']:.2f} ms, peak +{peak} MiB" + (
+                    f" (memory pass: {r['memory_status']})" if r.get("memory_status") else "")
+            eng = f", engine={r['engine']}" if r.get("engine") else ""
+            print(f"[{time.monotonic() - t_all:7.1f}s] {name:<16} T={T:<5} {msg}{eng}", flush=True)
+
+    ref = {r["T"]: r for r in rows if r["neuron"] == REFERENCE and r["status"] == "ok"}
+    for r in rows:
+        base = ref.get(r["T"])
+        ok = r["status"] == "ok" and base is not None
+        r["time_ratio_vs_sj"] = r["median_ms"] / base["median_ms"] if ok and base["median_ms"] else None
+        r["mem_ratio_vs_sj"] = (r["peak_mib"] / base["peak_mib"]
+                                if ok and r.get("peak_mib") is not None and base.get("peak_mib") else None)
+    total = time.monotonic() - t_all
+
+    print()
+    print(f"torch {torch.__version__}, {THREADS} threads, CPU: {_cpu_model()}; "
+          f"model Linear({FEATURES},{FEATURES}) + neuron on [T,{BATCH},{FEATURES}], fwd+bwd; "
+          f"ratios vs {REFERENCE} at the same T")
+    print_table(rows)
+    resolved = [(r["neuron"], r["T"], r["engine"]) for r in rows
+                if r.get("engine") and r["neuron"] in ("fsnn_auto", "fsnn_window16")]
+    for n, T, e in resolved:
+        print(f"  {n} at T={T}: engine resolved to {e!r}")
+    busy = [f"{r['neuron']}@T={r['T']}" for r in rows if r.get("contended")]
+    if busy:
+        print(f"WARNING: other processes used >= {args.busy_threshold} cores during {len(busy)} cell(s): "
+              + ", ".join(busy) + " -- their times are inflated; rerun on a quiet machine")
+    print(f"total wall time {total:.1f} s")
+
+    payload = {
+        "benchmark": "neurons",
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "torch_version": torch.__version__,
+        "threads": THREADS,
+        "cpu_model": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "library_versions": _lib_versions(),
+        "config": {"T": args.T, "batch": BATCH, "features": FEATURES, "repeats": args.repeats,
+                   "warmup": args.warmup, "budget_s": args.budget, "quick": args.quick, "neurons": neurons,
+                   "reference": REFERENCE, "loss": "spikes.sum()",
+                   "model": f"Linear({FEATURES},{FEATURES}) over T*{BATCH} rows -> neuron (multi-step)",
+                   "wait_idle_s": args.wait_idle, "busy_threshold_cores": args.busy_threshold,
+                   "memory": "peak RSS increase during a fwd+bwd over the RSS just before it, max of up to 3 "
+                             "iterations in a separate fresh process (VmHWM reset via /proc/self/clear_refs; "
+                             "MALLOC_MMAP_THRESHOLD_=65536; mlockall(MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT))",
+                   "timing": "median of timed fwd+bwd iterations after warm-up, default allocator, "
+                             "torch.set_num_threads(2)"},
+        "total_wall_s": total,
+        "results": rows,
+    }
+    write_json_atomic(args.out, payload)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _lib_versions():
+    out = {}
+    for mod in ("spikingjelly", "snntorch", "fsnn"):
+        try:
+            from importlib.metadata import version
+
+            out[mod] = version(mod)
+        except Exception:
+            out[mod] = None
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
