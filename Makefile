@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test test-slow bench figures clean
+.PHONY: install train test test-slow bench figures fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 train: $(STAMP)
-	$(PY) scripts/demo_neuron.py
+	$(PY) train.py
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 tests
@@ -29,6 +29,10 @@ bench: $(STAMP)
 
 figures: $(STAMP)
 	$(PY) scripts/theory_figures.py
+	$(PY) scripts/demo_neuron.py
+
+fixtures: $(STAMP)
+	$(PY) scripts/make_fixtures.py data/fixtures
 
 clean:
 	rm -rf $(VENV) .pytest_cache

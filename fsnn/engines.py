@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from fsnn import dynamics
-from fsnn.surrogate import surrogate_derivative
+from fsnn.surrogate import surrogate_derivative, surrogate_derivative_
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class EngineConfig:
     block: int
     memory: int | None  # direct engine only
     decays: torch.Tensor | None  # SOE decay factors lam_i; None for the direct engine
+    return_state: bool = True  # False: keep only the last potential (saves a [T, N] buffer)
 
     @property
     def v_init(self) -> float:
@@ -141,7 +142,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
 
         G = torch.empty_like(x)  # gamma_k = K0 g_k: the current that enters the history
         H = torch.empty_like(x)
-        V = torch.empty_like(x)
+        V = torch.empty_like(x) if cfg.return_state else x.new_empty(2, N)  # else: ping-pong rows
         v_prev = x.new_full((N,), cfg.v_init)
         state: list = [None]
         B = cfg.block
@@ -155,12 +156,14 @@ class FractionalNeuronFunction(torch.autograd.Function):
             for i in range(e - s):
                 k = s + i
                 near = hist.near[i, :i] @ G[s:k] if i else None
-                v_prev = step(h_pre[i], y_far[i], near, v_prev, H[k], V[k], G[k])
+                v_out = V[k] if cfg.return_state else V[k % 2]
+                v_prev = step(h_pre[i], y_far[i], near, v_prev, H[k], v_out, G[k])
         spikes = (H >= theta_f).to(x.dtype)
         need_x = tau.requires_grad or k_head.requires_grad or soe_w.requires_grad
         ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
         ctx.cfg, ctx.hist = cfg, hist
-        return spikes, V
+        ctx.set_materialize_grads(False)  # an unused V output must not cost a zero [T, N] gradient
+        return spikes, V if cfg.return_state else V[:0]
 
     @staticmethod
     def backward(ctx, grad_spikes, grad_v):
@@ -172,7 +175,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
         if grad_spikes is None:
             grad_spikes = torch.zeros_like(H)
 
-        sg = surrogate_derivative(H - theta_f, cfg.surrogate, cfg.surrogate_scale)
+        sg = surrogate_derivative_(H - theta_f, cfg.surrogate, cfg.surrogate_scale)
         coef, drive = dynamics.reset_adjoint_coefficients(  # consumes sg
             H, sg, grad_spikes, grad_v, threshold=theta_f, reset=cfg.reset,
             v_reset=cfg.v_reset, detach_reset=cfg.detach_reset,

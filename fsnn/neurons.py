@@ -5,9 +5,9 @@ forward/backward in :mod:`fsnn.engines`; this module validates arguments, holds 
 learnable) parameters and picks an engine.
 
 ``FractionalLIF`` solves ``tau D^alpha U = -(U - v_rest) + I`` and ``FractionalIF`` solves
-``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]) on the grid ``t_k = k dt``
-with spikes at ``U >= threshold``. ``alpha = 1`` is exactly SpikingJelly's ``LIFNode`` /
-``IFNode`` (decay_input=True). Input ``[T, B, ...]`` -> spikes ``[T, B, ...]``; all state lives
+``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]); output step ``k``
+(0-based) is the state at ``t = (k + 1) dt``, with spikes at ``U >= threshold``. ``alpha = 1``
+is exactly SpikingJelly's ``LIFNode`` / ``IFNode`` (decay_input=True). Input ``[T, B, ...]`` -> spikes ``[T, B, ...]``; all state lives
 inside one call, so there is nothing to reset between batches.
 """
 
@@ -183,7 +183,7 @@ class FractionalNeuron(nn.Module):
                 leak=self.leak, reset=self.reset, v_reset=self.v_reset,
                 detach_reset=self.detach_reset, surrogate=self.surrogate,
                 surrogate_scale=self.surrogate_scale, block=self.block,
-                memory=self.memory, decays=decays,
+                memory=self.memory, decays=decays, return_state=return_state,
             )
             spikes, v = FractionalNeuronFunction.apply(flat, tau, theta, k_head, soe_w, cfg)
         spikes = spikes.reshape(shape).to(in_dtype)
@@ -228,6 +228,11 @@ def register_neuron(name: str):
 
 def neuron_names() -> list[str]:
     return sorted(_NEURONS)
+
+
+def is_neuron(module: nn.Module) -> bool:
+    """Whether ``module`` is one of the registered neuron classes (for probes such as firing rates)."""
+    return isinstance(module, tuple(f for f in _NEURONS.values() if inspect.isclass(f)))
 
 
 def build_neuron(name: str, **kwargs) -> nn.Module:

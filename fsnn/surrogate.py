@@ -47,18 +47,24 @@ def check_surrogate(name: str, scale: float | None) -> float:
     return check_number("surrogate_scale", scale, above=0.0, allowed="None or a finite number > 0")
 
 
+def surrogate_derivative_(x: torch.Tensor, name: str, scale: float) -> torch.Tensor:
+    """``s(x)`` computed in place in ``x`` (no temporaries the size of ``x``; used by the engines)."""
+    if name == "sigmoid":
+        sg = x.mul_(scale).sigmoid_()
+        return sg.addcmul_(sg, sg, value=-1.0).mul_(scale)  # k sig (1 - sig)
+    if name == "arctan":
+        return x.mul_(0.5 * math.pi * scale).square_().add_(1.0).reciprocal_().mul_(0.5 * scale)
+    if name == "piecewise_linear":
+        keep = x.abs_().le_(scale)
+        return keep.div_(2.0 * scale)
+    if name == "gaussian":
+        return x.div_(scale).square_().mul_(-0.5).exp_().div_(scale * math.sqrt(2.0 * math.pi))
+    raise ValueError(f"surrogate must be one of {list(SURROGATES)}, got {name!r}")
+
+
 def surrogate_derivative(x: torch.Tensor, name: str, scale: float) -> torch.Tensor:
     """``s(x)``: the surrogate for ``dH/dx`` evaluated at ``x = potential - threshold``."""
-    if name == "sigmoid":
-        sg = torch.sigmoid(scale * x)
-        return scale * sg * (1.0 - sg)
-    if name == "arctan":
-        return (0.5 * scale) / (1.0 + (0.5 * math.pi * scale * x) ** 2)
-    if name == "piecewise_linear":
-        return (x.abs() <= scale).to(x.dtype) / (2.0 * scale)
-    if name == "gaussian":
-        return torch.exp(-0.5 * (x / scale) ** 2) / (scale * math.sqrt(2.0 * math.pi))
-    raise ValueError(f"surrogate must be one of {list(SURROGATES)}, got {name!r}")
+    return surrogate_derivative_(x.clone(), name, scale)
 
 
 class _Spike(torch.autograd.Function):

@@ -1,0 +1,105 @@
+"""DVSNet: SpikingJelly's DVS128 Gesture network (``model.parametric_lif_net.DVSGestureNet``, Fang et al. 2021).
+
+``num_blocks`` x [Conv3x3(C, no bias) - BN - neuron - MaxPool 2] -> flatten -> Dropout 0.5 -> Linear(hidden) ->
+neuron -> Dropout 0.5 -> Linear(voting * classes) -> neuron -> VotingLayer(voting). The output is the firing of
+the last layer averaged over each group of ``voting`` neurons, ``[T, B, num_classes]`` in [0, 1]. This is the paper's
+"CNN-based" backbone (C = 128 / 256 / 512: 1.70M / 4.52M / 13.70M parameters at 128x128 with 11 classes). Weights
+keep PyTorch's default initialisation, as SpikingJelly's model does.
+"""
+
+from __future__ import annotations
+
+import torch
+from timm.layers import to_2tuple
+from torch import nn
+
+from fsnn.models import register_backbone
+from fsnn.models.layers import SeqBatchNorm2d, SeqConv2d, SeqDropout, SeqMaxPool2d, VotingLayer, check_sequence, spiking
+
+__all__ = ["DVSNet", "dvsnet"]
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+class DVSNet(nn.Module):
+    """Convolutional SNN for event frames ``[T, B, in_channels, H, W] -> [T, B, num_classes]``.
+
+    A block max-pools (2x2) only while both spatial sides are >= 2, so small inputs (34x34 N-MNIST) work with any
+    ``num_blocks``; the flatten size is ``channels * h * w`` of the last map.
+    """
+
+    def __init__(
+        self,
+        num_classes: int = 11,
+        in_channels: int = 2,
+        input_size=(128, 128),
+        channels: int = 128,
+        num_blocks: int = 5,
+        hidden: int = 512,
+        dropout: float = 0.5,
+        voting: int = 10,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
+        super().__init__()
+        self.num_classes = _positive_int("num_classes", num_classes)
+        self.in_channels = _positive_int("in_channels", in_channels)
+        channels = _positive_int("channels", channels)
+        num_blocks = _positive_int("num_blocks", num_blocks)
+        hidden = _positive_int("hidden", hidden)
+        voting = _positive_int("voting", voting)
+        h, w = (_positive_int("input_size", s) for s in to_2tuple(input_size))
+        self.input_size = (h, w)
+        self.neuron = neuron
+
+        blocks = []
+        self.pooled = []
+        cin = in_channels
+        for _ in range(num_blocks):
+            pool = h >= 2 and w >= 2
+            blocks.append(nn.Sequential(
+                SeqConv2d(cin, channels, kernel_size=3, padding=1, bias=False),
+                SeqBatchNorm2d(channels),
+                spiking(neuron, neuron_kwargs),
+                SeqMaxPool2d(2, 2) if pool else nn.Identity(),
+            ))
+            if pool:
+                h, w = h // 2, w // 2
+            self.pooled.append(pool)
+            cin = channels
+        self.features = nn.Sequential(*blocks)
+        self.feature_shape = (channels, h, w)
+        self.flatten_size = channels * h * w
+        self.classifier = nn.Sequential(
+            nn.Flatten(start_dim=2),
+            SeqDropout(dropout),
+            nn.Linear(self.flatten_size, hidden),
+            spiking(neuron, neuron_kwargs),
+            SeqDropout(dropout),
+            nn.Linear(hidden, voting * self.num_classes),
+            spiking(neuron, neuron_kwargs),
+        )
+        self.voting = VotingLayer(voting)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_sequence(x, 5)
+        if x.shape[2] != self.in_channels or tuple(x.shape[3:]) != self.input_size:
+            raise ValueError(
+                f"dvsnet was built for [T, B, {self.in_channels}, {self.input_size[0]}, {self.input_size[1]}] "
+                f"inputs, got {tuple(x.shape)}"
+            )
+        return self.voting(self.classifier(self.features(x)))
+
+
+@register_backbone("dvsnet", supports={"event", "static"})
+def dvsnet(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
+           neuron_kwargs: dict | None = None, channels: int = 128, num_blocks: int = 5, hidden: int = 512,
+           dropout: float = 0.5, voting: int = 10) -> DVSNet:
+    """SpikingJelly ``DVSGestureNet`` (C=128, 5 blocks, FC 512, voting 10): 1,698,926 parameters for 11 classes."""
+    return DVSNet(num_classes=num_classes, in_channels=in_channels, input_size=input_size, channels=channels,
+                  num_blocks=num_blocks, hidden=hidden, dropout=dropout, voting=voting, neuron=neuron,
+                  neuron_kwargs=neuron_kwargs)

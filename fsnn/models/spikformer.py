@@ -1,0 +1,234 @@
+"""Spikformer (Zhou et al., ICLR 2023): spiking patch splitting + spiking self-attention without softmax.
+
+* SPS: ``patch_stages`` x [Conv3x3 (no bias) - BN - neuron - MaxPool(3, s2, p1)] with widths D/2^(S-1), ..., D/2, D
+  (the last ``pool_stages`` stages pool; all by default, so 4 stages take 128x128 to 8x8 = 64 tokens), then the
+  relative position embedding Conv3x3-BN-neuron added residually.
+* Block: ``x + SSA(x)``, ``x + MLP(x)``. SSA: q, k, v each Conv1d(k=1, no bias)-BN-neuron; ``(q k^T) v * scale`` per
+  head (no softmax); attention neuron with threshold ``attn_threshold`` (0.5); projection Conv1d-BN-neuron.
+  MLP: Conv1d-BN-neuron twice (hidden ``mlp_ratio * D``).
+* Head: mean over tokens -> Linear -> ``[T, B, num_classes]`` logits. Linear layers use timm's ``trunc_normal_(0.02)``
+  as the reference model; convolutions keep PyTorch's default initialisation.
+
+Factories: ``spikformer`` (neuromorphic: 2x128x128, D 256, 16 heads, depth 2: the paper's "Transformer-based"
+backbone) and ``spikformer_imagenet`` (Spikformer-8-512, 29.69M parameters for 1000 classes; the paper trains it at
+160x160).
+"""
+
+from __future__ import annotations
+
+import torch
+from timm.layers import to_2tuple, trunc_normal_
+from torch import nn
+
+from fsnn.models import register_backbone
+from fsnn.models.layers import (
+    SeqBatchNorm1d,
+    SeqBatchNorm2d,
+    SeqConv1d,
+    SeqConv2d,
+    SeqDropPath,
+    SeqMaxPool2d,
+    check_sequence,
+    output_size,
+    spiking,
+)
+
+__all__ = ["MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "spikformer_imagenet"]
+
+
+class SPS(nn.Module):
+    """Spiking patch splitting: ``[T, B, C, H, W] -> [T, B, D, N]`` tokens."""
+
+    def __init__(self, in_channels: int, embed_dim: int, stages: int = 4, pool_stages: int | None = None,
+                 neuron: str = "flif", neuron_kwargs: dict | None = None):
+        super().__init__()
+        if isinstance(stages, bool) or int(stages) != stages or stages < 1:
+            raise ValueError(f"patch_stages must be an integer >= 1, got {stages!r}")
+        stages = int(stages)
+        pool_stages = stages if pool_stages is None else int(pool_stages)
+        if not 0 <= pool_stages <= stages:
+            raise ValueError(f"pool_stages must be in [0, patch_stages={stages}], got {pool_stages}")
+        if embed_dim % 2 ** (stages - 1):
+            raise ValueError(f"embed_dim {embed_dim} must be divisible by 2^(patch_stages-1) = {2 ** (stages - 1)}")
+        self.pools = [i >= stages - pool_stages for i in range(stages)]
+        layers, cin = [], in_channels
+        for i, pool in enumerate(self.pools):
+            cout = embed_dim // 2 ** (stages - 1 - i)
+            layers.append(nn.Sequential(
+                SeqConv2d(cin, cout, 3, stride=1, padding=1, bias=False),
+                SeqBatchNorm2d(cout),
+                spiking(neuron, neuron_kwargs),
+                SeqMaxPool2d(3, stride=2, padding=1) if pool else nn.Identity(),
+            ))
+            cin = cout
+        self.stages = nn.Sequential(*layers)
+        self.rpe_conv = SeqConv2d(embed_dim, embed_dim, 3, stride=1, padding=1, bias=False)
+        self.rpe_bn = SeqBatchNorm2d(embed_dim)
+        self.rpe_neuron = spiking(neuron, neuron_kwargs)
+
+    def token_grid(self, input_size) -> tuple[int, int]:
+        h, w = to_2tuple(input_size)
+        for pool in self.pools:
+            if pool:
+                h, w = output_size(h, 3, 2, 1), output_size(w, 3, 2, 1)
+        return h, w
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.stages(x)
+        x = x + self.rpe_neuron(self.rpe_bn(self.rpe_conv(x)))
+        return x.flatten(3)
+
+
+class SSA(nn.Module):
+    """Spiking self-attention ``[T, B, D, N] -> [T, B, D, N]`` (no softmax)."""
+
+    def __init__(self, dim: int, num_heads: int = 16, scale: float = 0.125, attn_threshold: float = 0.5,
+                 neuron: str = "flif", neuron_kwargs: dict | None = None):
+        super().__init__()
+        if dim % num_heads:
+            raise ValueError(f"embed_dim {dim} must be divisible by num_heads {num_heads}")
+        self.num_heads, self.scale, self.attn_threshold = num_heads, float(scale), float(attn_threshold)
+        for name in ("q", "k", "v"):
+            setattr(self, f"{name}_conv", SeqConv1d(dim, dim, 1, bias=False))
+            setattr(self, f"{name}_bn", SeqBatchNorm1d(dim))
+            setattr(self, f"{name}_neuron", spiking(neuron, neuron_kwargs))
+        self.attn_neuron = spiking(neuron, neuron_kwargs, threshold=self.attn_threshold)
+        self.proj_conv = SeqConv1d(dim, dim, 1)
+        self.proj_bn = SeqBatchNorm1d(dim)
+        self.proj_neuron = spiking(neuron, neuron_kwargs)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        T, B, D, N = x.shape  # channel c = head * (D / heads) + j, as the reference
+        return x.reshape(T, B, self.num_heads, D // self.num_heads, N).transpose(-1, -2)  # [T, B, h, N, d]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        T, B, D, N = x.shape
+        q = self._heads(self.q_neuron(self.q_bn(self.q_conv(x))))
+        k = self._heads(self.k_neuron(self.k_bn(self.k_conv(x))))
+        v = self._heads(self.v_neuron(self.v_bn(self.v_conv(x))))
+        # without softmax the product is associative: take the cheaper order ((q k^T) v costs N^2 d, q (k^T v) N d^2);
+        # q, k, v are spikes, so both orders give the same (integer-valued) result
+        if N <= q.shape[-1]:
+            attn = (q @ k.transpose(-1, -2)) @ v
+        else:
+            attn = q @ (k.transpose(-1, -2) @ v)
+        attn = (attn * self.scale).transpose(-1, -2).reshape(T, B, D, N)
+        attn = self.attn_neuron(attn)
+        return self.proj_neuron(self.proj_bn(self.proj_conv(attn)))
+
+
+class MLP(nn.Module):
+    """Conv1d(k=1)-BN-neuron twice, ``[T, B, D, N] -> [T, B, D, N]``."""
+
+    def __init__(self, dim: int, hidden: int, neuron: str = "flif", neuron_kwargs: dict | None = None):
+        super().__init__()
+        self.fc1_conv = SeqConv1d(dim, hidden, 1)
+        self.fc1_bn = SeqBatchNorm1d(hidden)
+        self.fc1_neuron = spiking(neuron, neuron_kwargs)
+        self.fc2_conv = SeqConv1d(hidden, dim, 1)
+        self.fc2_bn = SeqBatchNorm1d(dim)
+        self.fc2_neuron = spiking(neuron, neuron_kwargs)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.fc1_neuron(self.fc1_bn(self.fc1_conv(x)))
+        return self.fc2_neuron(self.fc2_bn(self.fc2_conv(x)))
+
+
+class SpikformerBlock(nn.Module):
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, scale: float = 0.125,
+                 attn_threshold: float = 0.5, drop_path: float = 0.0, neuron: str = "flif",
+                 neuron_kwargs: dict | None = None):
+        super().__init__()
+        self.attn = SSA(dim, num_heads, scale, attn_threshold, neuron, neuron_kwargs)
+        self.mlp = MLP(dim, int(dim * mlp_ratio), neuron, neuron_kwargs)
+        self.drop_path = SeqDropPath(drop_path)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.drop_path(self.attn(x))
+        return x + self.drop_path(self.mlp(x))
+
+
+class Spikformer(nn.Module):
+    """``[T, B, in_channels, H, W] -> [T, B, num_classes]`` logits (average over T for the prediction)."""
+
+    def __init__(
+        self,
+        num_classes: int = 11,
+        in_channels: int = 2,
+        input_size=(128, 128),
+        embed_dim: int = 256,
+        num_heads: int = 16,
+        depth: int = 2,
+        mlp_ratio: float = 4.0,
+        patch_stages: int = 4,
+        pool_stages: int | None = None,
+        scale: float = 0.125,
+        attn_threshold: float = 0.5,
+        drop_path_rate: float = 0.0,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
+        super().__init__()
+        for name, value in (("num_classes", num_classes), ("in_channels", in_channels), ("embed_dim", embed_dim),
+                            ("num_heads", num_heads)):
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if isinstance(depth, bool) or int(depth) != depth or depth < 0:
+            raise ValueError(f"depth must be an integer >= 0, got {depth!r}")
+        if not mlp_ratio > 0 or int(embed_dim * mlp_ratio) < 1:
+            raise ValueError(f"mlp_ratio must be > 0 (hidden width >= 1), got {mlp_ratio!r}")
+        if not scale > 0 or not attn_threshold > 0:
+            raise ValueError(f"scale and attn_threshold must be > 0, got {scale!r}, {attn_threshold!r}")
+        if not 0.0 <= drop_path_rate < 1.0:
+            raise ValueError(f"drop_path_rate must be in [0, 1), got {drop_path_rate!r}")
+        self.num_classes, self.in_channels = int(num_classes), int(in_channels)
+        self.input_size, self.embed_dim, self.neuron = to_2tuple(input_size), int(embed_dim), neuron
+
+        self.patch_embed = SPS(in_channels, embed_dim, patch_stages, pool_stages, neuron, neuron_kwargs)
+        self.token_grid = self.patch_embed.token_grid(self.input_size)
+        if min(self.token_grid) < 1:
+            raise ValueError(f"input_size {self.input_size} leaves no tokens after {patch_stages} patch stages")
+        rates = torch.linspace(0, drop_path_rate, depth).tolist() if depth else []
+        self.blocks = nn.ModuleList(
+            SpikformerBlock(embed_dim, num_heads, mlp_ratio, scale, attn_threshold, rate, neuron, neuron_kwargs)
+            for rate in rates
+        )
+        self.head = nn.Linear(embed_dim, self.num_classes)
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            trunc_normal_(m.weight, std=0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_sequence(x, 5)
+        if x.shape[2] != self.in_channels:
+            raise ValueError(f"spikformer expects [T, B, {self.in_channels}, H, W] inputs, got {tuple(x.shape)}")
+        x = self.patch_embed(x)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x.mean(-1))
+
+
+@register_backbone("spikformer", supports={"event", "static"})
+def spikformer(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
+               neuron_kwargs: dict | None = None, embed_dim: int = 256, num_heads: int = 16, depth: int = 2,
+               mlp_ratio: float = 4.0, patch_stages: int = 4, pool_stages: int | None = None, scale: float = 0.125,
+               attn_threshold: float = 0.5, drop_path_rate: float = 0.0) -> Spikformer:
+    """Neuromorphic Spikformer (2x128x128 -> 64 tokens, D 256, 16 heads, 2 blocks): 2,566,923 parameters, 11 classes."""
+    return Spikformer(num_classes, in_channels, input_size, embed_dim, num_heads, depth, mlp_ratio, patch_stages,
+                      pool_stages, scale, attn_threshold, drop_path_rate, neuron, neuron_kwargs)
+
+
+@register_backbone("spikformer_imagenet", supports={"static", "event"})
+def spikformer_imagenet(num_classes: int = 1000, in_channels: int = 3, input_size=(160, 160), neuron: str = "flif",
+                        neuron_kwargs: dict | None = None, embed_dim: int = 512, num_heads: int = 8, depth: int = 8,
+                        mlp_ratio: float = 4.0, patch_stages: int = 4, pool_stages: int | None = None,
+                        scale: float = 0.125, attn_threshold: float = 0.5,
+                        drop_path_rate: float = 0.0) -> Spikformer:
+    """Spikformer-8-512 (the paper's 29.7M-parameter ImageNet model, 160x160 -> 10x10 tokens): 29,689,384 parameters."""
+    return Spikformer(num_classes, in_channels, input_size, embed_dim, num_heads, depth, mlp_ratio, patch_stages,
+                      pool_stages, scale, attn_threshold, drop_path_rate, neuron, neuron_kwargs)

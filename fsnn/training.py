@@ -1,0 +1,122 @@
+"""Lightning pieces for spiking classifiers: the module, the data module, firing-rate probes.
+
+Lightning's Trainer owns the loop (checkpoints, resume, AMP, clipping, progress bars, DDP).
+Batches arrive as ``[B, T, C, H, W]`` (the default collate of ``[T, C, H, W]`` samples); the
+backbone sees ``[T, B, ...]`` and returns per-step outputs ``[T, B, classes]`` whose mean over T
+(the firing rate of a voting layer, or the mean of a linear readout) is the logit of a single
+cross-entropy.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable
+
+import lightning as L
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader
+from torchmetrics.classification import MulticlassAccuracy
+
+from fsnn.neurons import is_neuron
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN/inf loss; the last good checkpoint is left untouched."""
+
+
+class SpikingClassifier(L.LightningModule):
+    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None):
+        super().__init__()
+        self.model, self.optimizer_factory, self.scheduler_factory = model, optimizer, scheduler
+        self.metrics = nn.ModuleDict({
+            f"{split}_acc": MulticlassAccuracy(num_classes, average="micro") for split in ("train", "val", "test")
+        })
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x.transpose(0, 1)).mean(0)
+
+    def _step(self, batch, split: str) -> torch.Tensor:
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        acc = self.metrics[f"{split}_acc"]
+        acc(logits, y)
+        on_step = split == "train"
+        self.log(f"{split}/loss", loss, on_step=on_step, on_epoch=True, prog_bar=split != "test", batch_size=len(y))
+        self.log(f"{split}/acc", acc, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(y))
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        loss = self._step(batch, "train")
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(
+                f"non-finite training loss ({loss.item()}) at epoch {self.current_epoch}, "
+                f"step {self.global_step} (batch {batch_idx}); the last good checkpoint is kept"
+            )
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self._step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._step(batch, "test")
+
+    def configure_optimizers(self):
+        optimizer = self.optimizer_factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer), "interval": "epoch"}}
+
+
+class SplitDataModule(L.LightningDataModule):
+    """Wraps ready-made train/val/test datasets; shuffling is seeded so reruns see the same order."""
+
+    def __init__(self, build: Callable[[], tuple], batch_size: int, num_workers: int = 0, seed: int = 0):
+        super().__init__()
+        self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
+        self.splits = None
+
+    def setup(self, stage: str | None = None):
+        if self.splits is None:
+            self.splits = self.build()
+
+    def _loader(self, index: int, shuffle: bool) -> DataLoader:
+        generator = torch.Generator().manual_seed(self.seed) if shuffle else None
+        return DataLoader(self.splits[index], batch_size=self.batch_size, shuffle=shuffle, generator=generator,
+                          num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self):
+        return self._loader(0, shuffle=True)
+
+    def val_dataloader(self):
+        return self._loader(1, shuffle=False)
+
+    def test_dataloader(self):
+        return self._loader(2, shuffle=False)
+
+
+@contextmanager
+def firing_rates(model: nn.Module):
+    """Collect the mean firing rate of every neuron layer of ``model`` over the forwards inside.
+
+    Yields a dict that is filled on exit: ``{layer name: spikes / (neurons * steps * samples)}``.
+    """
+    totals: dict[str, list[float]] = {}
+    handles = []
+    for name, module in model.named_modules():
+        if is_neuron(module):
+            def hook(_module, _inputs, output, name=name):
+                spikes = output[0] if isinstance(output, tuple) else output
+                entry = totals.setdefault(name, [0.0, 0])
+                entry[0] += float(spikes.detach().sum())
+                entry[1] += spikes.numel()
+            handles.append(module.register_forward_hook(hook))
+    rates: dict[str, float] = {}
+    try:
+        yield rates
+    finally:
+        for handle in handles:
+            handle.remove()
+        rates.update({name: total / count for name, (total, count) in totals.items() if count})

@@ -1,0 +1,48 @@
+"""Shared fixtures: config composition, a data folder with every dataset faked in its real format."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+
+os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture
+def compose_cfg():
+    """``compose_cfg(*overrides)`` -> the composed config, with Hydra's own section."""
+
+    def _compose(*overrides: str, config_name: str = "config"):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            return compose(config_name=config_name, overrides=list(overrides), return_hydra_config=True)
+
+    yield _compose
+    GlobalHydra.instance().clear()
+
+
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory) -> Path:
+    """A ``paths.data_dir`` holding tiny fakes of every dataset in its real on-disk layout."""
+    from fsnn.data.fixtures import write_fixtures
+
+    root = tmp_path_factory.mktemp("data")
+    write_fixtures(root)
+    return root
+
+
+def run_app(script: str, *overrides: str, cwd: Path, env: dict | None = None, timeout: int = 600):
+    """Run ``train.py``/``evaluate.py`` as a user would, from ``cwd``; returns the CompletedProcess."""
+    full_env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run([sys.executable, str(ROOT / script), *overrides], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,201 @@
+"""The Hydra application: config composition, training runs, resume, errors, determinism."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+from conftest import CONF, ROOT, run_app
+from fsnn import build_neuron
+from fsnn.models import BACKBONES, build_backbone
+from fsnn.training import NonFiniteLossError, SpikingClassifier, SplitDataModule
+
+DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
+BACKBONE_CFGS = sorted(p.stem for p in (CONF / "backbone").glob("*.yaml"))
+NEURONS = sorted(p.stem for p in (CONF / "neuron").glob("*.yaml") if p.stem != "common")
+
+# a tiny, fast version of the default experiment
+TINY = ["trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
+        "trainer.limit_test_batches=2", "trainer.enable_progress_bar=false", "logger=none",
+        "dataset.batch_size=16"]
+
+
+@pytest.mark.parametrize("dataset,backbone,neuron", list(itertools.product(DATASETS, BACKBONE_CFGS, NEURONS)))
+def test_every_combination_composes(compose_cfg, dataset, backbone, neuron):
+    cfg = compose_cfg(f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}")
+    assert cfg.dataset.name and cfg.backbone.name and cfg.neuron.name == neuron
+    assert cfg.hydra.runtime.choices.neuron == neuron
+
+
+@pytest.mark.parametrize("neuron", NEURONS)
+def test_every_neuron_config_builds_its_neuron(compose_cfg, neuron):
+    from omegaconf import OmegaConf
+
+    options = OmegaConf.to_container(compose_cfg(f"neuron={neuron}").neuron, resolve=True)
+    module = build_neuron(options.pop("name"), **options)
+    x = torch.rand(4, 2, 3) * 2
+    assert module(x).shape == x.shape
+
+
+def test_neurons_share_hyperparameters_except_the_neuron(compose_cfg):
+    # the fair-comparison rule: every neuron config inherits the same common block
+    common = {"tau", "threshold", "reset", "surrogate", "surrogate_scale"}
+    cfgs = {n: compose_cfg(f"neuron={n}", "neuron.threshold=0.7").neuron for n in NEURONS}
+    for name, node in cfgs.items():
+        assert common <= set(node), name
+        assert node.threshold == 0.7
+    assert cfgs["flif"].tau == cfgs["sj_lif"].tau == cfgs["snntorch_leaky"].tau == cfgs["lif"].tau
+
+
+def test_run_folder_follows_the_command(compose_cfg):
+    from fsnn.app import run_dir_name
+
+    assert run_dir_name(None, "") == "default"
+    assert run_dir_name(None, "dataset=dvsgesture,neuron=flif") == "dataset=dvsgesture,neuron=flif"
+    assert run_dir_name("mine", "neuron=flif") == "mine"
+
+
+def test_non_finite_loss_names_epoch_and_step():
+    class Broken(nn.Module):
+        def forward(self, x):
+            return torch.full((x.shape[0], x.shape[1], 2), float("nan"))
+
+    module = SpikingClassifier(Broken(), 2, lambda p: torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1))
+    batch = (torch.zeros(3, 2, 1), torch.zeros(3, dtype=torch.long))
+    with pytest.raises(NonFiniteLossError, match=r"epoch 0, step 0"):
+        module.training_step(batch, 0)
+
+
+def _tiny_backbone_kwargs(name: str) -> dict:
+    return {
+        "dvsnet": {"channels": 4, "num_blocks": 2, "hidden": 16},
+        "spikformer": {"embed_dim": 16, "num_heads": 2, "depth": 1},
+        "resnet18": {},
+    }.get(name, {})
+
+
+@pytest.mark.parametrize("backbone", sorted(set(BACKBONES) - {"spikformer_imagenet"}))
+@pytest.mark.parametrize("neuron", ["flif", "fif", "lif", "sj_lif", "sj_if", "snntorch_leaky"])
+def test_one_training_step_per_backbone_and_neuron(backbone, neuron, tmp_path):
+    torch.manual_seed(0)
+    size = 16
+    neuron_kwargs = {"tau": 1.0} if neuron in ("sj_if", "fif") else {}
+    model = build_backbone(backbone, num_classes=3, in_channels=2, input_size=(size, size), neuron=neuron,
+                           neuron_kwargs=neuron_kwargs, **_tiny_backbone_kwargs(backbone))
+    x = torch.rand(4, 2, 2, size, size) * 3  # [B, T, C, H, W]
+    y = torch.tensor([0, 1, 2, 0])
+    data = SplitDataModule(lambda: (TensorDataset(x, y),) * 3, batch_size=4)
+    module = SpikingClassifier(model, 3, lambda p: torch.optim.SGD(p, lr=0.1))
+    before = [p.detach().clone() for p in model.parameters()]
+    trainer = L.Trainer(fast_dev_run=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=tmp_path, accelerator="cpu")
+    trainer.fit(module, datamodule=data)
+    changed = sum(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert changed >= len(before) // 2  # gradients reached most parameters
+
+
+# -- end to end through train.py, as a user runs it ------------------------------------------
+
+
+def _metrics(cwd: Path, task: str = "train") -> dict:
+    paths = list((cwd / "results" / task).glob("*/metrics.json"))
+    assert len(paths) == 1, paths
+    return json.loads(paths[0].read_text())
+
+
+@pytest.mark.slow
+def test_default_experiment_end_to_end(tmp_path, data_root):
+    proc = run_app("train.py", *TINY, f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = _metrics(tmp_path)
+    assert m["status"] == "complete"
+    for key in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "firing_rates", "alphas",
+                "versions", "config", "overrides", "seed", "wall_time_s", "device"):
+        assert key in m, key
+    assert 0.0 <= m["test_acc"] <= 1.0
+    assert m["config"]["neuron"]["name"] == "flif" and m["alphas"]
+    assert all(0.0 <= r <= 1.0 for r in m["firing_rates"].values()) and m["firing_rates"]
+
+
+@pytest.mark.slow
+def test_same_seed_same_metrics(tmp_path, data_root):
+    results = []
+    for run in ("a", "b"):
+        cwd = tmp_path / run
+        cwd.mkdir()
+        proc = run_app("train.py", *TINY, f"paths.data_dir={data_root}", cwd=cwd)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        m = _metrics(cwd)
+        results.append({k: m[k] for k in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "firing_rates")})
+    assert results[0] == results[1]
+
+
+@pytest.mark.slow
+def test_kill_minus_nine_then_rerun_resumes(tmp_path, data_root):
+    args = [sys.executable, str(ROOT / "train.py"), "trainer.max_epochs=3", "trainer.limit_train_batches=4",
+            "trainer.limit_val_batches=1", "trainer.limit_test_batches=1", "logger=none",
+            "trainer.enable_progress_bar=false", f"paths.data_dir={data_root}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    last = None
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        found = list((tmp_path / "results" / "train").glob("*/checkpoints/last.ckpt"))
+        if found:
+            last = found[0]
+            break
+        time.sleep(0.2)
+    assert last is not None, "no checkpoint appeared"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    epoch_before = torch.load(last, weights_only=False)["epoch"]
+    assert epoch_before < 2
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    m = _metrics(tmp_path)
+    assert m["status"] == "complete" and m["resumed_from"] and m["epochs"] == 3
+
+
+def test_missing_dataset_is_one_clear_message(tmp_path):
+    empty = tmp_path / "nodata"
+    empty.mkdir()
+    proc = run_app("train.py", "dataset=dvsgesture", "backbone=dvsnet", *TINY, f"paths.data_dir={empty}",
+                   cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2
+    err = proc.stderr
+    assert "dvsgesture" in err.lower() and str(empty) in err
+    assert "Traceback" not in err
+    m = _metrics(tmp_path)
+    assert m["status"] == "failed"
+
+
+def test_unknown_group_option_lists_choices(tmp_path):
+    proc = run_app("train.py", "neuron=nosuch", cwd=tmp_path, timeout=120)
+    assert proc.returncode != 0
+    assert "flif" in proc.stderr and "nosuch" in proc.stderr
+
+
+@pytest.mark.slow
+def test_dvsgesture_fixture_epoch_and_evaluate(tmp_path, data_root):
+    proc = run_app("train.py", "dataset=dvsgesture", "backbone=dvsnet", "neuron=flif", "backbone.channels=8",
+                   "dataset.batch_size=4", "dataset.num_workers=0", "trainer.max_epochs=1", "logger=none",
+                   "trainer.enable_progress_bar=false", f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = _metrics(tmp_path)
+    assert m["status"] == "complete" and m["epochs"] == 1
+    run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
+    ev = run_app("evaluate.py", f"run_dir={run_dir}", f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert ev.returncode == 0, ev.stderr[-3000:]
+    assert json.loads((run_dir / "eval.json").read_text())["test_acc"] == pytest.approx(m["test_acc"])
