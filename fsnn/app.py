@@ -10,8 +10,10 @@ reference, with the last weights).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import hydra
 import lightning as L
@@ -20,12 +22,22 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from fsnn.data import DatasetMissingError, build_dataset, dataset_info
+from fsnn.graphs.data import GRAPH_DATASETS, graph_cache_dir, load_graph
+from fsnn.graphs.features import node_features
+from fsnn.graphs.models import GRAPH_MODELS, build_graph_model
+from fsnn.graphs.training import GraphLinkPredictor, GraphNodeClassifier, LinkDataModule, NodeDataModule
 from fsnn.models import backbone_supports, build_backbone
 from fsnn.neurons import collect_alphas
 from fsnn.results import device_description, package_versions, write_json_atomic
 from fsnn.training import NonFiniteLossError, SpikingClassifier, SplitDataModule, firing_rates
 
 log = logging.getLogger("fsnn")
+
+
+class Task(NamedTuple):
+    module: L.LightningModule
+    data: L.LightningDataModule
+    metric: str  # the validation/test metric that selects and reports: "acc" or "auc"
 
 
 class ConfigError(ValueError):
@@ -46,31 +58,71 @@ def _options(node: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
     return {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in drop}
 
 
-def build_task(cfg: DictConfig):
-    """``(SpikingClassifier, SplitDataModule)`` for ``cfg``; checks the pairing before loading data."""
-    info = dataset_info(cfg.dataset.name)
-    supported = backbone_supports(cfg.backbone.name)
-    if info.kind not in supported:
+def _kinds(backbone: str) -> set[str]:
+    return {"graph"} if backbone in GRAPH_MODELS else backbone_supports(backbone)
+
+
+def data_kind(dataset: str) -> str:
+    return "graph" if dataset in GRAPH_DATASETS else dataset_info(dataset).kind
+
+
+def build_task(cfg: DictConfig) -> Task:
+    """The Lightning module and data module for ``cfg``; checks the pairing before loading data."""
+    kind, supported = data_kind(cfg.dataset.name), _kinds(cfg.backbone.name)
+    if kind not in supported:
         raise ConfigError(
             f"backbone {cfg.backbone.name!r} takes {sorted(supported)} data, but dataset "
-            f"{cfg.dataset.name!r} is {info.kind!r} data; choose another backbone or dataset"
+            f"{cfg.dataset.name!r} is {kind!r} data; choose another backbone or dataset"
         )
+    if cfg.get("task") not in (None, "link"):
+        raise ConfigError(f"task must be null (classification) or 'link', got {cfg.task!r}")
+    if cfg.get("task") == "link" and cfg.backbone.name != "msg":
+        raise ConfigError(f"task=link needs backbone=msg (it decodes edges), got backbone={cfg.backbone.name!r}")
+    scheduler = hydra.utils.instantiate(cfg.scheduler) if cfg.get("scheduler") else None
+    optimizer = hydra.utils.instantiate(cfg.optimizer)
+    return (_graph_task if kind == "graph" else _vision_task)(cfg, optimizer, scheduler)
+
+
+def _vision_task(cfg: DictConfig, optimizer, scheduler) -> Task:
+    info = dataset_info(cfg.dataset.name)
     size = cfg.dataset.size
     model = build_backbone(
         cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
         input_size=(size, size), neuron=cfg.neuron.name, neuron_kwargs=_options(cfg.neuron),
         **_options(cfg.backbone),
     )
-    scheduler = hydra.utils.instantiate(cfg.scheduler) if cfg.get("scheduler") else None
-    module = SpikingClassifier(model, info.num_classes, hydra.utils.instantiate(cfg.optimizer), scheduler)
-    data_dir = Path(cfg.paths.data_dir)
+    module = SpikingClassifier(model, info.num_classes, optimizer, scheduler)
 
     def build():
-        return build_dataset(cfg.dataset.name, data_dir=data_dir, T=cfg.dataset.T, size=size,
+        return build_dataset(cfg.dataset.name, data_dir=Path(cfg.paths.data_dir), T=cfg.dataset.T, size=size,
                              seed=cfg.seed, val_fraction=cfg.dataset.val_fraction)
 
     data = SplitDataModule(build, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed)
-    return module, data
+    return Task(module, data, "acc")
+
+
+def _graph_task(cfg: DictConfig, optimizer, scheduler) -> Task:
+    data_dir, name = Path(cfg.paths.data_dir), cfg.dataset.name
+    graph = load_graph(name, data_dir=data_dir, split=cfg.dataset.split, seed=cfg.seed)
+    options = _options(cfg.backbone)
+    T = options.pop("T", cfg.dataset.T)
+    build = dict(neuron=cfg.neuron.name, neuron_kwargs=_options(cfg.neuron), T=T)
+    if cfg.get("task") == "link":
+        model = build_graph_model("msg", graph.num_features, None, **build, **options)
+        return Task(GraphLinkPredictor(model, optimizer, scheduler), LinkDataModule(graph, seed=cfg.seed), "auc")
+    if cfg.backbone.name == "msg":
+        features, in_features, whole = None, graph.num_features, graph
+    else:
+        features = node_features(graph, hops=cfg.dataset.hops, pe=options.get("pe"),
+                                 pe_dim=options.get("pe_dim", 32), pe_seed=0,
+                                 cache_dir=graph_cache_dir(data_dir, name))
+        in_features, whole = features.shape[1], None
+    num_classes = int(graph.y.max()) + 1
+    model = build_graph_model(cfg.backbone.name, in_features, num_classes, **build, **options)
+    module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
+                                 test_repeats=cfg.dataset.test_repeats, monitor="val/acc")
+    data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
+    return Task(module, data, "acc")
 
 
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list) -> L.Trainer:
@@ -96,10 +148,10 @@ def train(cfg: DictConfig) -> float:
     start = time.perf_counter()
     try:
         L.seed_everything(cfg.seed, workers=True, verbose=False)
-        module, data = build_task(cfg)
+        module, data, metric = build_task(cfg)
         checkpoints = run_dir / "checkpoints"
         last = checkpoints / "last.ckpt"
-        best_cb = ModelCheckpoint(dirpath=checkpoints, filename="best", monitor="val/acc", mode="max",
+        best_cb = ModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
                                   save_last=True, save_top_k=1, enable_version_counter=False)
         trainer = _trainer(cfg, run_dir, [best_cb])
         record["device"] = device_description(trainer.strategy.root_device)
@@ -107,26 +159,28 @@ def train(cfg: DictConfig) -> float:
         write_json_atomic(metrics_path, record)
         trainer.fit(module, datamodule=data, ckpt_path=last if last.exists() else None)
 
-        last_val = trainer.validate(module, datamodule=data, verbose=False)[0]["val/acc"]
-        last_test = trainer.test(module, datamodule=data, verbose=False)[0]["test/acc"]
+        last_val = trainer.validate(module, datamodule=data, verbose=False)[0][f"val/{metric}"]
+        last_test = trainer.test(module, datamodule=data, verbose=False)[0]
         best_path = best_cb.best_model_path or str(last)
         with firing_rates(module.model) as rates:
-            best_test = trainer.test(module, datamodule=data, ckpt_path=best_path, verbose=False)[0]["test/acc"]
+            best_test = trainer.test(module, datamodule=data, ckpt_path=best_path, verbose=False)[0]
         best_val = float(best_cb.best_model_score) if best_cb.best_model_score is not None else last_val
         record.update({
             "status": "complete",
+            "metric": metric,
             "epochs": trainer.current_epoch,
-            "val_acc_best": best_val,
-            "val_acc_last": last_val,
-            "test_acc": best_test,  # at the best-validation checkpoint
-            "test_acc_last": last_test,
+            f"val_{metric}_best": best_val,
+            f"val_{metric}_last": last_val,
+            f"test_{metric}": best_test[f"test/{metric}"],  # at the best-validation checkpoint
+            f"test_{metric}_last": last_test[f"test/{metric}"],
+            "test_metrics": best_test,
             "best_checkpoint": best_path,
             "firing_rates": rates,
             "alphas": collect_alphas(module.model),
             "num_parameters": sum(p.numel() for p in module.model.parameters()),
         })
-        log.info("best val acc %.4f | test acc at best val %.4f | last test acc %.4f",
-                 best_val, best_test, last_test)
+        log.info("best val %s %.4f | test %s at best val %.4f | last test %.4f", metric, best_val, metric,
+                 record[f"test_{metric}"], record[f"test_{metric}_last"])
         return best_val
     except BaseException as error:
         record.update({"status": "failed", "error": f"{type(error).__name__}: {error}"})
@@ -149,23 +203,23 @@ def evaluate(cfg: DictConfig) -> dict:
     if not ckpt.exists():
         raise ConfigError(f"checkpoint={cfg.checkpoint!r}: {ckpt} does not exist (expected best or last)")
     L.seed_everything(run_cfg.seed, workers=True, verbose=False)
-    module, data = build_task(run_cfg)
+    module, data, metric = build_task(run_cfg)
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir,
                         accelerator=cfg.accelerator, devices=1)
     with firing_rates(module.model) as rates:
         test = trainer.test(module, datamodule=data, ckpt_path=str(ckpt), verbose=False)[0]
-    result = {"run_dir": str(run_dir), "checkpoint": str(ckpt), "test_acc": test["test/acc"],
-              "test_loss": test["test/loss"], "firing_rates": rates,
+    result = {"run_dir": str(run_dir), "checkpoint": str(ckpt), f"test_{metric}": test[f"test/{metric}"],
+              "test_metrics": test, "firing_rates": rates,
               "device": device_description(trainer.strategy.root_device)}
     write_json_atomic(run_dir / "eval.json", result)
-    log.info("test acc %.4f (%s)", result["test_acc"], ckpt)
+    log.info("test %s %.4f (%s)", metric, result[f"test_{metric}"], ckpt)
     return result
 
 
 def run_guarded(fn, cfg: DictConfig):
-    """Run ``fn(cfg)``; a user error becomes one logged message and exit status 2."""
+    """Run ``fn(cfg)``; a user error becomes one message on stderr and exit status 2."""
     try:
         return fn(cfg)
     except USER_ERRORS as error:
-        log.error("%s", error)
+        print(f"fsnn: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None

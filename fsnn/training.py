@@ -26,16 +26,18 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN/inf loss; the last good checkpoint is left untouched."""
 
 
-class SpikingClassifier(L.LightningModule):
-    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None):
+class ClassifierModule(L.LightningModule):
+    """One cross-entropy on ``self(x)``, accuracy per split, ``NonFiniteLossError`` on a NaN/inf loss, and
+    optimizer/scheduler factories (``functools.partial`` from Hydra). Subclasses define ``forward``."""
+
+    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None,
+                 monitor: str = "val/acc"):
         super().__init__()
         self.model, self.optimizer_factory, self.scheduler_factory = model, optimizer, scheduler
+        self.num_classes, self.monitor = int(num_classes), monitor
         self.metrics = nn.ModuleDict({
-            f"{split}_acc": MulticlassAccuracy(num_classes, average="micro") for split in ("train", "val", "test")
+            f"{split}_acc": MulticlassAccuracy(self.num_classes, average="micro") for split in ("train", "val", "test")
         })
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model(x.transpose(0, 1)).mean(0)
 
     def _step(self, batch, split: str) -> torch.Tensor:
         x, y = batch
@@ -64,10 +66,26 @@ class SpikingClassifier(L.LightningModule):
         self._step(batch, "test")
 
     def configure_optimizers(self):
-        optimizer = self.optimizer_factory(self.parameters())
-        if self.scheduler_factory is None:
-            return optimizer
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": self.scheduler_factory(optimizer), "interval": "epoch"}}
+        return configure_optimizers(self, self.optimizer_factory, self.scheduler_factory, self.monitor)
+
+
+def configure_optimizers(module: L.LightningModule, optimizer_factory, scheduler_factory, monitor: str):
+    """Lightning's optimizer config; a ``ReduceLROnPlateau`` scheduler watches ``monitor``."""
+    optimizer = optimizer_factory(module.parameters())
+    if scheduler_factory is None:
+        return optimizer
+    scheduler = scheduler_factory(optimizer)
+    config = {"scheduler": scheduler, "interval": "epoch"}
+    if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+        config["monitor"] = monitor
+    return {"optimizer": optimizer, "lr_scheduler": config}
+
+
+class SpikingClassifier(ClassifierModule):
+    """Image/event classification: batches ``[B, T, ...]``, the backbone's ``[T, B, classes]`` averaged over T."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x.transpose(0, 1)).mean(0)
 
 
 class SplitDataModule(L.LightningDataModule):
@@ -97,26 +115,48 @@ class SplitDataModule(L.LightningDataModule):
         return self._loader(2, shuffle=False)
 
 
+class SpikeRateMeter:
+    """Forward hooks on every neuron (and every module with ``emits_spikes = True``, e.g. an input encoder) of
+    ``model``: ``rates()`` gives ``{module name: spikes / elements}`` over all forwards between ``start`` and ``stop``."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self.totals: dict[str, list[float]] = {}
+        self.handles: list = []
+
+    def start(self) -> "SpikeRateMeter":
+        self.stop()
+        self.totals = {}
+        for name, module in self.model.named_modules():
+            if is_neuron(module) or getattr(module, "emits_spikes", False):
+                self.handles.append(module.register_forward_hook(self._hook(name)))
+        return self
+
+    def _hook(self, name):
+        def hook(_module, _inputs, output):
+            spikes = output[0] if isinstance(output, tuple) else output
+            entry = self.totals.setdefault(name, [0.0, 0])
+            entry[0] += float(spikes.detach().sum())
+            entry[1] += spikes.numel()
+
+        return hook
+
+    def stop(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+    def rates(self) -> dict[str, float]:
+        return {name: total / count for name, (total, count) in self.totals.items() if count}
+
+
 @contextmanager
 def firing_rates(model: nn.Module):
-    """Collect the mean firing rate of every neuron layer of ``model`` over the forwards inside.
-
-    Yields a dict that is filled on exit: ``{layer name: spikes / (neurons * steps * samples)}``.
-    """
-    totals: dict[str, list[float]] = {}
-    handles = []
-    for name, module in model.named_modules():
-        if is_neuron(module):
-            def hook(_module, _inputs, output, name=name):
-                spikes = output[0] if isinstance(output, tuple) else output
-                entry = totals.setdefault(name, [0.0, 0])
-                entry[0] += float(spikes.detach().sum())
-                entry[1] += spikes.numel()
-            handles.append(module.register_forward_hook(hook))
+    """``with firing_rates(model) as rates: ...``: ``rates`` is filled on exit with ``{module name: firing rate}``."""
+    meter = SpikeRateMeter(model).start()
     rates: dict[str, float] = {}
     try:
         yield rates
     finally:
-        for handle in handles:
-            handle.remove()
-        rates.update({name: total / count for name, (total, count) in totals.items() if count})
+        meter.stop()
+        rates.update(meter.rates())

@@ -16,6 +16,9 @@ CONF = ROOT / "conf"
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# fixtures are tiny fakes: skip the loaders' completeness checks (file counts, md5) and never download
+os.environ.setdefault("FSNN_DATA_VERIFY", "0")
+os.environ.setdefault("FSNN_DATA_DOWNLOAD", "0")
 
 
 @pytest.fixture
@@ -35,9 +38,11 @@ def compose_cfg():
 def data_root(tmp_path_factory) -> Path:
     """A ``paths.data_dir`` holding tiny fakes of every dataset in its real on-disk layout."""
     from fsnn.data.fixtures import write_fixtures
+    from fsnn.graphs.fixtures import write_graph_fixtures
 
     root = tmp_path_factory.mktemp("data")
     write_fixtures(root)
+    write_graph_fixtures(root)
     return root
 
 

@@ -14,6 +14,9 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
 from torch import nn
 from torch.utils.data import TensorDataset
 
@@ -25,6 +28,7 @@ from fsnn.training import NonFiniteLossError, SpikingClassifier, SplitDataModule
 DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
 BACKBONE_CFGS = sorted(p.stem for p in (CONF / "backbone").glob("*.yaml"))
 NEURONS = sorted(p.stem for p in (CONF / "neuron").glob("*.yaml") if p.stem != "common")
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
 # a tiny, fast version of the default experiment
 TINY = ["trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
@@ -32,17 +36,42 @@ TINY = ["trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_
         "dataset.batch_size=16"]
 
 
-@pytest.mark.parametrize("dataset,backbone,neuron", list(itertools.product(DATASETS, BACKBONE_CFGS, NEURONS)))
-def test_every_combination_composes(compose_cfg, dataset, backbone, neuron):
-    cfg = compose_cfg(f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}")
-    assert cfg.dataset.name and cfg.backbone.name and cfg.neuron.name == neuron
-    assert cfg.hydra.runtime.choices.neuron == neuron
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_every_combination_composes(dataset):
+    # dataset x backbone x neuron (and every experiment), one Hydra context per dataset
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        for backbone, neuron in itertools.product(BACKBONE_CFGS, NEURONS):
+            cfg = compose("config", overrides=[f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}"],
+                          return_hydra_config=True)
+            assert (cfg.dataset.name, cfg.neuron.name) == (dataset, neuron)
+            assert cfg.hydra.runtime.choices.backbone == backbone
+            OmegaConf.to_container(cfg.optimizer, resolve=True)  # interpolations resolve
+        for experiment in EXPERIMENTS:
+            cfg = compose("config", overrides=[f"experiment={experiment}", f"dataset={dataset}"],
+                          return_hydra_config=True)
+            assert cfg.task_name
+    GlobalHydra.instance().clear()
+
+
+@pytest.mark.parametrize("dataset,backbone", [("cora", "dvsnet"), ("dvsgesture", "sgcn"), ("digits_dvs", "msg")])
+def test_incompatible_pair_fails_before_loading_data(compose_cfg, dataset, backbone):
+    from fsnn.app import ConfigError, build_task
+
+    cfg = compose_cfg(f"dataset={dataset}", f"backbone={backbone}", "paths.data_dir=/nonexistent")
+    with pytest.raises(ConfigError, match=backbone):
+        build_task(cfg)
+
+
+def test_link_task_needs_msg(compose_cfg):
+    from fsnn.app import ConfigError, build_task
+
+    with pytest.raises(ConfigError, match="msg"):
+        build_task(compose_cfg("dataset=cora", "backbone=sgcn", "task=link"))
 
 
 @pytest.mark.parametrize("neuron", NEURONS)
 def test_every_neuron_config_builds_its_neuron(compose_cfg, neuron):
-    from omegaconf import OmegaConf
-
     options = OmegaConf.to_container(compose_cfg(f"neuron={neuron}").neuron, resolve=True)
     module = build_neuron(options.pop("name"), **options)
     x = torch.rand(4, 2, 3) * 2
@@ -63,7 +92,7 @@ def test_run_folder_follows_the_command(compose_cfg):
     from fsnn.app import run_dir_name
 
     assert run_dir_name(None, "") == "default"
-    assert run_dir_name(None, "dataset=dvsgesture,neuron=flif") == "dataset=dvsgesture,neuron=flif"
+    assert run_dir_name(None, "dataset-dvsgesture+neuron-flif") == "dataset-dvsgesture+neuron-flif"
     assert run_dir_name("mine", "neuron=flif") == "mine"
 
 

@@ -1,0 +1,199 @@
+"""Static image datasets (CIFAR-10, CIFAR-100, ImageNet) with direct encoding over ``T`` time steps.
+
+Direct encoding: the normalised image is the input at every time step, ``x = image.repeat(T, 1, 1, 1)`` of shape
+``[T, 3, H, W]``. Training augmentation (random crop + horizontal flip) is drawn once per sample, so the ``T``
+copies are identical. Validation is a seeded, stratified ``val_fraction`` of the official training set, served
+without augmentation; test is the official test set (CIFAR) or the official validation set (ImageNet).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+from torch.utils.data import Dataset
+
+from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, missing_message, stratified_split
+
+#: per-channel mean/std of the training sets (RGB)
+NORMALIZATION = {
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+}
+
+
+class DirectEncoded(Dataset):
+    """Subset ``indices`` of an image dataset ``base`` (items ``(PIL image, label)``), each image transformed once
+    and repeated over ``T`` steps: item ``i`` is ``(float32 [T, 3, H, W], int)``. ``targets``: subset labels."""
+
+    def __init__(self, base, indices, transform, T: int, info: DatasetInfo | None = None):
+        self.base = base
+        self.indices = [int(i) for i in indices]
+        self.transform = transform
+        self.T = int(T)
+        self.info = info
+        targets = np.asarray(base.targets)
+        self.targets = [int(v) for v in targets[self.indices]] if self.indices else []
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: int):
+        image, label = self.base[self.indices[i]]
+        x = self.transform(image)
+        return x.unsqueeze(0).repeat(self.T, 1, 1, 1).contiguous(), int(label)
+
+
+def _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction):
+    keep, take = stratified_split(np.asarray(base_train.targets), val_fraction, seed)
+    return (DirectEncoded(base_train, keep, train_tf, T, info), DirectEncoded(base_train, take, eval_tf, T, info),
+            DirectEncoded(base_test, range(len(base_test)), eval_tf, T, info))
+
+
+# -- CIFAR -------------------------------------------------------------------------------------
+
+CIFAR = {
+    "cifar10": ("CIFAR10", "cifar-10-batches-py",
+                ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
+                 "batches.meta"],
+                "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"),
+    "cifar100": ("CIFAR100", "cifar-100-python", ["train", "test", "meta"],
+                 "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"),
+}
+
+
+def _exists_only(fpath, md5=None) -> bool:
+    return os.path.isfile(fpath)
+
+
+def cifar_transforms(name: str, size: tuple[int, int]):
+    """(train, eval) transforms: [resize to ``size`` if not 32x32], random crop with 4/32 padding + flip (train),
+    to tensor, normalise."""
+    from torchvision import transforms as tv
+
+    mean, std = NORMALIZATION[name]
+    head = [] if tuple(size) == (32, 32) else [tv.Resize(size)]
+    tail = [tv.ToTensor(), tv.Normalize(mean, std)]
+    pad = max(1, round(size[0] * 4 / 32))
+    train = tv.Compose(head + [tv.RandomCrop(size, padding=pad), tv.RandomHorizontalFlip()] + tail)
+    return train, tv.Compose(head + tail)
+
+
+def build_cifar(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
+                download: bool, verify: bool, num_workers: int, cache_dir: Path):
+    """``(train, val, test)`` for CIFAR-10/100 through ``torchvision.datasets.CIFAR10/100(root=<data_dir>)``.
+
+    With ``verify`` torchvision's md5 checks run as usual; without, only the files' presence is checked (md5 check
+    replaced while constructing; the pickles are parsed by torchvision unchanged)."""
+    import torchvision.datasets as tvd
+
+    cls_name, folder, files, url = CIFAR[info.name]
+    cls = getattr(tvd, cls_name)
+    root = abspath(data_dir)
+    location = root / folder
+    missing = [f for f in files if not (location / f).is_file()]
+    problem = f"missing {', '.join(missing)}" if missing else None
+    if problem and download:
+        try:
+            cls(str(root), train=True, download=True)
+            missing = [f for f in files if not (location / f).is_file()]
+            problem = f"missing {', '.join(missing)}" if missing else None
+        except Exception as err:  # noqa: BLE001 - any download failure means: data missing
+            problem = f"{problem}; automatic download failed ({type(err).__name__}: {err})"
+    elif problem:
+        problem = f"{problem}; automatic download disabled (download=False or FSNN_DATA_DOWNLOAD=0)"
+
+    def load(train: bool):
+        if verify:
+            return cls(str(root), train=train)
+        with mock.patch("torchvision.datasets.cifar.check_integrity", _exists_only):
+            return cls(str(root), train=train)
+
+    if not problem:
+        try:
+            base_train, base_test = load(True), load(False)
+        except (RuntimeError, OSError, EOFError, ValueError, KeyError) as err:
+            problem = f"the files are corrupted or incomplete ({type(err).__name__}: {err})"
+    if problem:
+        layout = [f"{location}/{{{', '.join(files)}}}",
+                  f"(python pickles read by torchvision.datasets.{cls_name}(root=<data_dir>))"]
+        raise DatasetMissingError(missing_message(
+            info.name, location, problem, layout,
+            f"torchvision downloads it automatically when online; offline, download {url} and extract it into "
+            f"{root}"), dataset=info.name, directory=location)
+    train_tf, eval_tf = cifar_transforms(info.name, size)
+    return _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction)
+
+
+# -- ImageNet ----------------------------------------------------------------------------------
+
+IMAGENET_FOLDER = "imagenet"
+IMAGENET_ARCHIVES = {"train": "ILSVRC2012_img_train.tar", "val": "ILSVRC2012_img_val.tar",
+                     "devkit": "ILSVRC2012_devkit_t12.tar.gz"}
+
+
+def imagenet_transforms(size: tuple[int, int]):
+    """(train, eval) transforms at ``size`` (paper: 160x160): RandomResizedCrop + flip for training; resize the
+    short side to ``size / 0.875`` and centre-crop for evaluation; then normalise."""
+    from torchvision import transforms as tv
+
+    mean, std = NORMALIZATION["imagenet"]
+    tail = [tv.ToTensor(), tv.Normalize(mean, std)]
+    train = tv.Compose([tv.RandomResizedCrop(size), tv.RandomHorizontalFlip()] + tail)
+    resize = tuple(int(round(s / 0.875)) for s in size)
+    return train, tv.Compose([tv.Resize(resize[0] if size[0] == size[1] else resize), tv.CenterCrop(size)] + tail)
+
+
+def imagenet_problem(location: Path, verify: bool) -> str | None:
+    """What is missing in ``<data_dir>/imagenet`` for ``torchvision.datasets.ImageNet``, or ``None``.
+
+    Needs ``meta.bin`` (or the devkit archive, which torchvision parses into it) and, per split, the extracted
+    ``<split>/<wnid>/`` folders (or the split's archive, which torchvision extracts); with ``verify`` the extracted
+    folders must hold all 1000 classes."""
+    if not (location / "meta.bin").is_file() and not (location / IMAGENET_ARCHIVES["devkit"]).is_file():
+        return f"neither meta.bin nor {IMAGENET_ARCHIVES['devkit']}"
+    for split in ("train", "val"):
+        folder = location / split
+        if folder.is_dir():
+            classes = [e for e in os.scandir(folder) if e.is_dir()]
+            if not classes:
+                return f"{split}/ holds no class folders"
+            if verify and len(classes) != 1000:
+                return (f"incomplete: {split}/ holds {len(classes)} class folders, expected 1000 "
+                        f"(set FSNN_DATA_VERIFY=0 or verify=False to accept a subset)")
+        elif not (location / IMAGENET_ARCHIVES[split]).is_file():
+            return f"neither {split}/ nor {IMAGENET_ARCHIVES[split]}"
+    return None
+
+
+def build_imagenet(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
+                   download: bool, verify: bool, num_workers: int, cache_dir: Path):
+    """``(train, val, test)`` for ImageNet-1k through ``torchvision.datasets.ImageNet(root=<data_dir>/imagenet)``:
+    val is carved from the official train split, test is the official val split."""
+    from torchvision.datasets import ImageNet
+
+    location = abspath(data_dir) / IMAGENET_FOLDER
+    problem = imagenet_problem(location, verify)
+    if not problem:
+        try:
+            base_train = ImageNet(str(location), split="train")
+            base_test = ImageNet(str(location), split="val")
+        except (RuntimeError, OSError, ValueError) as err:
+            problem = f"torchvision could not read it ({type(err).__name__}: {err})"
+    if problem:
+        layout = [f"{location}/meta.bin                        (torch.save((wnid_to_classes, val_wnids)); "
+                  "written by torchvision from the devkit)",
+                  f"{location}/train/<wnid>/<image>.JPEG       (1000 wnid folders, 1,281,167 images)",
+                  f"{location}/val/<wnid>/<image>.JPEG         (1000 wnid folders, 50,000 images)",
+                  f"or the archives {', '.join(IMAGENET_ARCHIVES.values())} in {location} "
+                  "(torchvision.datasets.ImageNet extracts them on first use)"]
+        raise DatasetMissingError(missing_message(
+            "imagenet", location, problem, layout,
+            "manual download only (registration required): https://image-net.org/download.php -> ILSVRC2012; put "
+            f"the archives (or the extracted train/, val/ and meta.bin) in {location}"),
+            dataset="imagenet", directory=location)
+    train_tf, eval_tf = imagenet_transforms(size)
+    return _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction)

@@ -1,0 +1,453 @@
+"""Graph data layer: loaders on fixtures in the real raw formats, splits, missing-data errors, OGB safety,
+and the sparse feature preprocessing (propagation, LapPE, RWPE, perturbations, cache)."""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import time
+import urllib.error
+
+import numpy as np
+import pytest
+import torch
+
+from fsnn.data import DatasetMissingError
+from fsnn.graphs import features as F
+from fsnn.graphs.data import (GRAPH_DATASETS, graph_cache_dir, graph_dataset_info, load_graph,
+                              make_synthetic_graph, stratified_masks)
+from fsnn.graphs.fixtures import GRAPH_FIXTURE_NAMES, write_graph_fixtures
+
+FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv"]
+
+
+@pytest.fixture(scope="module")
+def graph_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("graphs")
+    write_graph_fixtures(root)
+    return root
+
+
+def _random_graph(n: int, degree: float, seed: int, connected: bool = True) -> torch.Tensor:
+    """Undirected edge index: a ring (connected) plus random chords."""
+    rng = np.random.default_rng(seed)
+    m = int(n * degree / 2)
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    if connected:
+        src = np.concatenate([src, np.arange(n)])
+        dst = np.concatenate([dst, (np.arange(n) + 1) % n])
+    ei = torch.from_numpy(np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])]))
+    from torch_geometric.utils import coalesce, remove_self_loops
+
+    return coalesce(remove_self_loops(ei)[0], num_nodes=n)
+
+
+def _dense_adj(ei: torch.Tensor, n: int) -> np.ndarray:
+    a = np.zeros((n, n))
+    a[ei[0].numpy(), ei[1].numpy()] = 1.0
+    return a
+
+
+# -- registry and fixtures ----------------------------------------------------------------------
+
+
+def test_registry_and_info():
+    assert set(FILE_DATASETS) | {"karate", "synthetic"} == set(GRAPH_DATASETS)
+    info = graph_dataset_info("cora")
+    assert (info.name, info.num_classes, info.num_features, info.library) == ("cora", 7, 1433, "planetoid")
+    assert graph_dataset_info("ogbn-arxiv") == graph_dataset_info("ogbn_arxiv")
+    assert graph_dataset_info("ogbn_arxiv").library == "ogb"
+    assert {GRAPH_DATASETS[n].library for n in ("photo", "computers")} == {"amazon"}
+    assert {GRAPH_DATASETS[n].library for n in ("cs", "physics")} == {"coauthor"}
+    syn = graph_dataset_info("synthetic", num_classes=3, num_features=10)
+    assert (syn.num_classes, syn.num_features) == (3, 10)
+    with pytest.raises(KeyError, match="unknown graph dataset"):
+        graph_dataset_info("nope")
+    with pytest.raises(TypeError):
+        graph_dataset_info("cora", num_nodes=5)
+    with pytest.raises(Exception):
+        info.num_classes = 3  # frozen
+
+
+def test_fixture_layout(tmp_path):
+    t0 = time.perf_counter()
+    out = write_graph_fixtures(tmp_path)
+    assert time.perf_counter() - t0 < 20
+    assert set(out) == set(GRAPH_FIXTURE_NAMES) == set(FILE_DATASETS)
+    assert (tmp_path / "Cora/raw/ind.cora.x").is_file()
+    assert (tmp_path / "CiteSeer/raw/ind.citeseer.test.index").is_file()
+    assert (tmp_path / "Photo/raw/amazon_electronics_photo.npz").is_file()
+    assert (tmp_path / "Physics/raw/ms_academic_phy.npz").is_file()
+    assert (tmp_path / "ogbn_arxiv/RELEASE_v1.txt").is_file()
+    assert (tmp_path / "ogbn_arxiv/split/time/valid.csv.gz").is_file()
+    assert set(np.load(tmp_path / "CS/raw/ms_academic_cs.npz")) >= {
+        "adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data", "attr_indices", "attr_indptr",
+        "attr_shape", "labels"}
+
+
+# -- loaders on the fixtures ----------------------------------------------------------------------
+
+
+def _check_graph(data, info):
+    n = data.num_nodes
+    assert data.x.dtype == torch.float32 and data.x.shape == (n, info.num_features)
+    assert data.y.dtype == torch.long and data.y.shape == (n,)
+    assert int(data.y.max()) < info.num_classes
+    ei = data.edge_index
+    assert ei.dtype == torch.long and ei.shape[0] == 2 and ei.shape[1] > 0
+    assert not bool((ei[0] == ei[1]).any())
+    from torch_geometric.utils import is_undirected
+
+    assert is_undirected(ei, num_nodes=n)
+
+
+@pytest.mark.parametrize("name", FILE_DATASETS)
+def test_loaders_on_fixtures(graph_root, name):
+    info = graph_dataset_info(name)
+    data = load_graph(name, data_dir=graph_root, split="ratio", seed=0, download=False)
+    _check_graph(data, info)
+    tr, va, te = data.train_mask, data.val_mask, data.test_mask
+    assert tr.dtype == va.dtype == te.dtype == torch.bool
+    assert not bool((tr & va).any() | (tr & te).any() | (va & te).any())
+    assert bool((tr | va | te).all())
+    assert te.sum() > 0 and va.sum() > 0
+    for c in data.y.unique():  # stratified: each class within one node of 0.7 / 0.2 / 0.1
+        members = data.y == c
+        n_c = int(members.sum())
+        assert abs(int((tr & members).sum()) - 0.7 * n_c) <= 1
+        assert abs(int((va & members).sum()) - 0.2 * n_c) <= 1
+    again = load_graph(name, data_dir=graph_root, split="ratio", seed=0, download=False)  # processed cache
+    assert torch.equal(again.train_mask, tr) and torch.equal(again.test_mask, te)
+    assert torch.equal(again.x, data.x) and torch.equal(again.edge_index, data.edge_index)
+    other = load_graph(name, data_dir=graph_root, split="ratio", seed=1, download=False)
+    assert not torch.equal(other.train_mask, tr)
+
+
+def test_public_splits(graph_root):
+    cora = load_graph("cora", data_dir=graph_root, split="public", download=False)
+    assert (int(cora.train_mask.sum()), int(cora.val_mask.sum()), int(cora.test_mask.sum())) == (14, 500, 30)
+    arxiv = load_graph("ogbn_arxiv", data_dir=graph_root, split="public", download=False)
+    import gzip
+
+    valid = np.loadtxt(gzip.open(graph_root / "ogbn_arxiv/split/time/valid.csv.gz"), dtype=int)
+    assert torch.equal(torch.nonzero(arxiv.val_mask).flatten(), torch.from_numpy(np.sort(valid)))
+    assert not bool((arxiv.train_mask & arxiv.test_mask).any())
+    with pytest.raises(ValueError, match="no public split"):
+        load_graph("photo", data_dir=graph_root, split="public", download=False)
+
+
+def test_custom_ratios_and_bad_arguments(graph_root):
+    data = load_graph("cora", data_dir=graph_root, ratios=(0.5, 0.25, 0.25), download=False)
+    assert abs(int(data.train_mask.sum()) - 275) <= 7
+    with pytest.raises(ValueError):
+        load_graph("cora", data_dir=graph_root, ratios=(0.5, 0.5, 0.5), download=False)
+    with pytest.raises(ValueError):
+        load_graph("cora", data_dir=graph_root, split="random", download=False)
+
+
+def test_stratified_masks_small_classes():
+    y = torch.tensor([0] * 10 + [1] * 3 + [2])
+    tr, va, te = stratified_masks(y, (0.7, 0.2, 0.1), seed=3)
+    assert bool((tr | va | te).all()) and not bool((tr & va).any() | (tr & te).any() | (va & te).any())
+    for c in range(3):
+        assert bool(tr[y == c].any())  # every class is represented in training
+    tr2, _, _ = stratified_masks(y, (0.7, 0.2, 0.1), seed=3)
+    assert torch.equal(tr, tr2)
+
+
+def test_karate_and_synthetic():
+    k = load_graph("karate", data_dir="/nonexistent")
+    _check_graph(k, graph_dataset_info("karate"))
+    s = load_graph("synthetic", seed=2, num_nodes=300, num_classes=3, num_features=7, graph_seed=5)
+    _check_graph(s, graph_dataset_info("synthetic", num_classes=3, num_features=7))
+    s2 = load_graph("synthetic", seed=4, num_nodes=300, num_classes=3, num_features=7, graph_seed=5)
+    assert torch.equal(s.edge_index, s2.edge_index) and torch.equal(s.x, s2.x)  # graph depends on graph_seed
+    assert not torch.equal(s.train_mask, s2.train_mask)  # split depends on seed
+    same = (s.y[s.edge_index[0]] == s.y[s.edge_index[1]]).float().mean()
+    assert same > 0.6  # homophilous
+    with pytest.raises(TypeError):
+        load_graph("synthetic", bogus=1)
+
+
+# -- missing data ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,folder", [("cora", "Cora"), ("citeseer", "CiteSeer"), ("pubmed", "PubMed"),
+                                         ("photo", "Photo"), ("computers", "Computers"), ("cs", "CS"),
+                                         ("physics", "Physics"), ("ogbn_arxiv", "ogbn_arxiv")])
+def test_missing_data_raises_clear_error(tmp_path, name, folder):
+    with pytest.raises(DatasetMissingError) as err:
+        load_graph(name, data_dir=tmp_path, download=False)
+    msg = str(err.value)
+    assert repr(name) in msg and str(tmp_path / folder) in msg
+    assert "How to get it" in msg and "Expected layout" in msg
+    assert err.value.dataset == name
+    assert isinstance(err.value, FileNotFoundError)
+
+
+def test_failed_download_is_a_clear_error(tmp_path, monkeypatch):
+    from torch_geometric.datasets import Amazon, Planetoid
+
+    def offline(self):
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.setattr(Planetoid, "download", offline)
+    monkeypatch.setattr(Amazon, "download", offline)
+    with pytest.raises(DatasetMissingError, match="automatic download failed") as err:
+        load_graph("cora", data_dir=tmp_path, download=True)
+    assert "ind.cora.graph" in str(err.value) and "URLError" in str(err.value)
+    with pytest.raises(DatasetMissingError, match="amazon_electronics_photo.npz"):
+        load_graph("photo", data_dir=tmp_path, download=True)
+
+
+def test_ogb_never_prompts_or_exits(tmp_path, monkeypatch):
+    import ogb.utils.url as ogb_url
+
+    # (1) offline download: URLError -> DatasetMissingError, empty leftovers removed (else OGB would prompt next time)
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.setattr(ogb_url.ur, "urlopen", no_network)
+    with pytest.raises(DatasetMissingError, match="download failed"):
+        load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
+    assert not (tmp_path / "ogbn_arxiv").exists()
+
+    # (2) OGB's "larger than 1 GB, proceed? (y/N)" input() prompt is refused, not read from stdin
+    class Big:
+        def info(self):
+            return {"Content-Length": str(5 << 30)}
+
+    monkeypatch.setattr(ogb_url.ur, "urlopen", lambda *a, **k: Big())
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("input() was called"))
+    with pytest.raises(DatasetMissingError, match="interactive input"):
+        load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
+
+    # (3) a folder without RELEASE_v1.txt (OGB would ask "Will you update the dataset now?")
+    write_graph_fixtures(tmp_path, ["ogbn_arxiv"])
+    (tmp_path / "ogbn_arxiv/RELEASE_v1.txt").unlink()
+    with pytest.raises(DatasetMissingError, match="RELEASE_v1.txt"):
+        load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
+    assert (tmp_path / "ogbn_arxiv/raw/edge.csv.gz").is_file()  # user data untouched
+
+    # (4) an empty leftover folder is cleaned up and reported as missing
+    shutil.rmtree(tmp_path / "ogbn_arxiv")
+    (tmp_path / "ogbn_arxiv/raw").mkdir(parents=True)
+    with pytest.raises(DatasetMissingError, match="folder not found"):
+        load_graph("ogbn_arxiv", data_dir=tmp_path, download=False)
+
+
+def test_ogb_loads_under_weights_only_without_stdin(tmp_path):
+    """A fresh process with stdin closed and torch's default weights_only=True loads the fixture twice
+    (process + reload of OGB's processed file)."""
+    import subprocess
+    import sys
+
+    write_graph_fixtures(tmp_path, ["ogbn_arxiv"])
+    code = ("import torch; from fsnn.graphs.data import load_graph\n"
+            f"for _ in range(2): d = load_graph('ogbn_arxiv', data_dir={str(tmp_path)!r}, download=False)\n"
+            "print('OK', torch.__version__, d.num_nodes, int(d.train_mask.sum()))\n")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    res = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "OK" in res.stdout and (tmp_path / "ogbn_arxiv/processed/geometric_data_processed.pt").is_file()
+
+
+# -- propagation and standardisation ---------------------------------------------------------------
+
+
+def test_propagate_matches_dense_formula():
+    n = 50
+    ei = _random_graph(n, 3.0, seed=0)
+    x = torch.randn(n, 6)
+    a = _dense_adj(ei, n) + np.eye(n)
+    dinv = np.diag(1.0 / np.sqrt(a.sum(1)))
+    s = dinv @ a @ dinv
+    for hops in (0, 1, 2):
+        ref = np.linalg.matrix_power(s, hops) @ x.double().numpy()
+        out = F.propagate(x, ei, hops=hops)
+        assert out.dtype == torch.float32 and out.shape == x.shape
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
+    # existing self loops are replaced by exactly one
+    loops = torch.arange(n).repeat(2, 1)
+    np.testing.assert_allclose(F.propagate(x, torch.cat([ei, loops], 1)).numpy(), F.propagate(x, ei).numpy(),
+                               atol=1e-6)
+
+
+def test_standardize_uses_training_statistics():
+    x = torch.randn(100, 4) * torch.tensor([1.0, 5.0, 0.1, 0.0]) + 3
+    mask = torch.zeros(100, dtype=torch.bool)
+    mask[:60] = True
+    z = F.standardize(x, mask)
+    assert torch.allclose(z[mask, :3].mean(0), torch.zeros(3), atol=1e-5)
+    assert torch.allclose(z[mask, :3].std(0), torch.ones(3), atol=1e-4)
+    assert torch.all(z[:, 3] == 0)  # constant column -> 0, not NaN
+    assert not torch.allclose(z[~mask, :3].mean(0), torch.zeros(3), atol=1e-6)
+
+
+# -- positional encodings --------------------------------------------------------------------------
+
+
+def _dense_laplacian(ei, n):
+    a = _dense_adj(ei, n)
+    d = a.sum(1)
+    dinv = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-300)), 0)
+    return np.eye(n) - dinv[:, None] * a * dinv[None, :]
+
+
+@pytest.mark.parametrize("n", [120, 400])  # dense path (<= 256 nodes) and eigsh path
+def test_laplacian_pe_matches_dense_eigh(n):
+    dim = 16
+    ei = _random_graph(n, 4.0, seed=n)
+    lam, vec = np.linalg.eigh(_dense_laplacian(ei, n))
+    assert lam[1] - lam[0] > 1e-6 and lam[dim + 1] - lam[dim] > 1e-6  # selected subspace well defined
+    pe, vals = F.laplacian_pe(ei, n, dim=dim, return_eigenvalues=True)
+    assert pe.shape == (n, dim) and pe.dtype == torch.float32
+    p = pe.double().numpy()
+    np.testing.assert_allclose(p.T @ p, np.eye(dim), atol=1e-5)  # orthonormal columns
+    np.testing.assert_allclose(vals.numpy(), lam[1:dim + 1], atol=1e-7)
+    ref = vec[:, 1:dim + 1]
+    np.testing.assert_allclose(p @ p.T, ref @ ref.T, atol=1e-5)  # same subspace (sign/rotation free)
+    gaps = np.diff(lam[: dim + 2])
+    for j in range(dim):  # eigenvectors of simple eigenvalues agree up to sign
+        if min(gaps[j], gaps[j + 1]) > 1e-4:
+            assert min(np.abs(p[:, j] - ref[:, j]).max(), np.abs(p[:, j] + ref[:, j]).max()) < 1e-4
+    assert torch.equal(pe, F.laplacian_pe(ei, n, dim=dim))  # deterministic signs
+
+
+def test_laplacian_pe_small_graph_is_padded():
+    ei = _random_graph(10, 2.0, seed=1)
+    pe = F.laplacian_pe(ei, 10, dim=32)
+    assert pe.shape == (10, 32)
+    assert torch.all(pe[:, 9:] == 0) and torch.linalg.matrix_rank(pe[:, :9].double()) == 9
+    assert F.laplacian_pe(torch.zeros(2, 0, dtype=torch.long), 1, dim=4).abs().sum() == 0
+
+
+def _dense_rwpe(ei, n, steps):
+    a = _dense_adj(ei, n)
+    d = a.sum(1)
+    p = a / np.maximum(d, 1)[:, None]
+    out, pk = [], np.eye(n)
+    for _ in range(steps):
+        pk = pk @ p
+        out.append(np.diag(pk).copy())
+    return np.stack(out, 1)
+
+
+def test_random_walk_pe_matches_dense_powers():
+    n, steps = 80, 32
+    ei = _random_graph(n, 3.0, seed=7)
+    ref = _dense_rwpe(ei, n, steps)
+    rw = F.random_walk_pe(ei, n, steps=steps, method="exact")
+    assert rw.shape == (n, steps) and rw.dtype == torch.float32
+    np.testing.assert_allclose(rw.numpy(), ref, rtol=1e-5, atol=1e-7)
+    assert torch.equal(rw, F.random_walk_pe(ei, n, steps=steps))  # auto = exact on small graphs
+    assert torch.all(rw[:, 0] == 0)  # no self loops
+    for k in (1, 2, 3, 5, 31):  # varies across nodes (the authors' version was constant per column)
+        assert rw[:, k].std() > 1e-4
+    odd = F.random_walk_pe(ei, n, steps=7, method="exact")  # odd number of steps
+    np.testing.assert_allclose(odd.numpy(), ref[:, :7], rtol=1e-5, atol=1e-7)
+
+
+def test_random_walk_pe_estimate():
+    n = 1500
+    ei = _random_graph(n, 10.0, seed=3)
+    # add a few small components (exact in the estimator): an edge and a triangle
+    extra = torch.tensor([[n, n + 1, n + 2, n + 3, n + 4, n + 2], [n + 1, n, n + 3, n + 4, n + 2, n + 4]])
+    ei = torch.cat([ei, extra, extra.flip(0)], 1)
+    n += 5
+    exact = F.random_walk_pe(ei, n, steps=16, method="exact").double()
+    est = F.random_walk_pe(ei, n, steps=16, method="estimate", num_probes=512, seed=0).double()
+    assert torch.equal(est, F.random_walk_pe(ei, n, steps=16, method="estimate", num_probes=512, seed=0).double())
+    np.testing.assert_allclose(est[:, :4].numpy(), exact[:, :4].numpy(), rtol=1e-5, atol=1e-7)  # k <= 4 exact
+    np.testing.assert_allclose(est[-5:].numpy(), exact[-5:].numpy(), rtol=1e-5, atol=1e-7)  # small components
+    assert est[-5, 1] == pytest.approx(1.0) and est[-5, 0] == 0  # isolated edge: returns after 2 steps
+    rel = ((est - exact).abs() / exact.clamp_min(1e-12))[:-5]
+    for k in (6, 8, 12, 16):
+        assert float(rel[:, k - 1].median()) < 0.1, k
+    rms = (est - exact)[:-5, 5].pow(2).mean().sqrt()
+    assert rms < 0.5 * exact[:-5, 5].std()  # node-to-node signal survives the noise
+
+
+# -- perturbations ----------------------------------------------------------------------------------
+
+
+def test_drop_edges_symmetric_fraction_and_seeded():
+    n = 200
+    ei = _random_graph(n, 6.0, seed=2)
+    undirected = ei.size(1) // 2
+    g = torch.Generator().manual_seed(5)
+    out = F.drop_edges(ei, 0.3, g)
+    from torch_geometric.utils import is_undirected
+
+    assert is_undirected(out, num_nodes=n)
+    assert out.size(1) // 2 == undirected - round(0.3 * undirected)
+    kept = set(map(tuple, out.t().tolist()))
+    assert kept <= set(map(tuple, ei.t().tolist()))
+    assert torch.equal(out, F.drop_edges(ei, 0.3, torch.Generator().manual_seed(5)))
+    assert not torch.equal(out, F.drop_edges(ei, 0.3, torch.Generator().manual_seed(6)))
+    assert torch.equal(F.drop_edges(ei, 0.0, 0), ei)
+    assert F.drop_edges(ei, 1.0, 0).size(1) == 0
+    assert ei.size(1) == 2 * undirected  # input untouched
+
+
+def test_mask_features():
+    x = torch.rand(50, 20) + 0.5
+    g = torch.Generator().manual_seed(0)
+    out = F.mask_features(x, 0.25, g)
+    assert int((out == 0).sum()) == 250 and torch.all(x > 0)
+    assert torch.equal(out[out != 0], x[out != 0])
+    assert torch.equal(out, F.mask_features(x, 0.25, torch.Generator().manual_seed(0)))
+    cols = F.mask_features(x, 0.5, 1, mode="column")
+    assert int((cols == 0).all(0).sum()) == 10
+    with pytest.raises(ValueError):
+        F.mask_features(x, 1.5)
+
+
+# -- cache -------------------------------------------------------------------------------------------
+
+
+def test_node_features_cache(graph_root, tmp_path, monkeypatch):
+    data = load_graph("cora", data_dir=graph_root, download=False)
+    cache = graph_cache_dir(tmp_path, "cora")
+    assert cache == tmp_path / "fsnn_cache" / "graphs" / "cora"
+    x1 = F.node_features(data, hops=1, pe="laplacian", pe_dim=8, cache_dir=cache)
+    assert x1.shape == (data.num_nodes, 1433 + 8)
+    names = sorted(p.name for p in cache.glob("*.pt"))
+    assert len(names) == 2 and names[0].startswith("lappe-") and names[1].startswith("propagate-")
+    assert not [p for p in cache.iterdir() if ".tmp" in p.name]
+    monkeypatch.setattr(F, "laplacian_pe", lambda *a, **k: pytest.fail("recomputed instead of cached"))
+    monkeypatch.setattr(F, "propagate", lambda *a, **k: pytest.fail("recomputed instead of cached"))
+    x2 = F.node_features(data, hops=1, pe="laplacian", pe_dim=8, cache_dir=cache)
+    assert torch.equal(x1, x2)
+    xr = F.node_features(load_graph("cora", data_dir=graph_root, seed=3, download=False), hops=1,
+                         pe="laplacian", pe_dim=8, cache_dir=cache)  # other split: same cache, other z-score
+    assert not torch.equal(xr, x1)
+    monkeypatch.undo()
+    rw = F.node_features(data, hops=0, zscore=False, pe="random_walk", pe_dim=4, cache_dir=cache)
+    assert rw.shape == (data.num_nodes, 1433 + 4) and any(cache.glob("rwpe-*-exact-*.pt"))
+    # a perturbed graph gets its own entries (fingerprint), never the stale ones
+    dropped = data.clone()
+    dropped.edge_index = F.drop_edges(data.edge_index, 0.5, 0)
+    F.node_features(dropped, hops=1, pe="laplacian", pe_dim=8, cache_dir=cache)
+    assert len(list(cache.glob("lappe-*.pt"))) == 2
+
+
+# -- scale ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_preprocessing_stays_sparse_on_a_large_graph():
+    """50k nodes: a dense N x N float32 would need 10 GB; the whole pipeline must stay far below that."""
+    n = 50_000
+    g = make_synthetic_graph(n, num_classes=10, num_features=32, avg_degree=10, seed=0)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # GiB (Linux: kB)
+    t0 = time.perf_counter()
+    xp = F.propagate(g.x, g.edge_index, hops=2)
+    pe = F.laplacian_pe(g.edge_index, n, dim=32)
+    rw = F.random_walk_pe(g.edge_index, n, steps=32, method="estimate", num_probes=128)
+    elapsed = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    assert xp.shape == (n, 32) and pe.shape == (n, 32) and rw.shape == (n, 32)
+    assert elapsed < 120
+    assert peak - base < 3.0

@@ -1,0 +1,508 @@
+"""Spiking graph models (SGCN, DRSGNN, MSG), their Lightning modules, link splits and the energy estimate.
+
+Tiny graphs (PyG's KarateClub, random graphs), T = 8, CPU; the whole file runs in seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+
+import lightning as L
+import pytest
+import torch
+
+from fsnn.training import firing_rates
+from torch import nn
+from torch.nn import functional as F
+from torch_geometric.data import Data
+from torch_geometric.datasets import KarateClub
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.utils import erdos_renyi_graph
+
+from fsnn.graphs.models import (
+    DRSGNN,
+    GRAPH_MODELS,
+    MSG,
+    Euclidean,
+    Lorentz,
+    Sphere,
+    SynapticLayer,
+    build_graph_model,
+    poisson_encode,
+)
+from fsnn.graphs.training import (
+    GraphLinkPredictor,
+    GraphNodeClassifier,
+    LinkDataModule,
+    NodeDataModule,
+    NonFiniteLossError,
+    link_split,
+    sample_train_negatives,
+    spike_noise,
+    synaptic_energy,
+)
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*self.trainer.*:UserWarning",
+    "ignore::UserWarning:lightning.*",
+    "ignore::lightning.fabric.utilities.warnings.PossibleUserWarning",
+)
+
+T = 8
+NODE_NEURONS = ("flif", "lif", "sj_lif")
+MSG_NEURONS = ("fif", "sj_if", "flif")
+
+
+# ------------------------------------------------------------------------------------------------------ helpers
+def _propagate(x, edge_index, num_nodes):
+    """One SGC hop ``D^-1/2 (A + I) D^-1/2 x`` (stand-in for fsnn.graphs.features.propagate)."""
+    ei, w = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+    dense = torch.zeros(num_nodes, num_nodes).index_put_((ei[1], ei[0]), w, accumulate=True)
+    return dense @ x
+
+
+def _standardize(x):
+    return (x - x.mean(0)) / x.std(0).clamp_min(1e-6)
+
+
+@pytest.fixture(scope="module")
+def karate():
+    data = KarateClub()[0]
+    data.features = _standardize(_propagate(data.x, data.edge_index, data.num_nodes))
+    return data
+
+
+def _neuron_kwargs(neuron, threshold=0.5):
+    tau = 1.0 if neuron in ("fif", "sj_if") else 2.0
+    return {"threshold": threshold, "tau": tau}
+
+
+def _model(name, neuron, in_features, num_classes, **kwargs):
+    if name == "drsgnn":
+        kwargs.setdefault("pe_dim", 4)
+    return build_graph_model(name, in_features, num_classes, neuron=neuron, neuron_kwargs=_neuron_kwargs(neuron),
+                             T=T, **kwargs)
+
+
+def _random_graph(n=60, p=0.12, features=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    edge_index = erdos_renyi_graph(n, p)  # undirected, both directions, no self loops
+    return Data(x=torch.randn(n, features, generator=g), edge_index=edge_index, num_nodes=n)
+
+
+def _pairs(edge_index):
+    return set(map(tuple, edge_index.t().tolist()))
+
+
+def _trainer(epochs=2, **kwargs):
+    return L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, **kwargs)
+
+
+def _adam(lr):
+    return functools.partial(torch.optim.Adam, lr=lr)
+
+
+# ------------------------------------------------------------------------------------------------------ encoding
+def test_poisson_rate_matches_probability_and_resamples_each_step():
+    p = torch.tensor([-0.5, 0.0, 0.05, 0.3, 0.5, 0.9, 1.0, 1.7])
+    steps = 4000
+    gen = torch.Generator().manual_seed(1234)
+    spikes = poisson_encode(p, steps, generator=gen)
+    assert spikes.shape == (steps, 8) and spikes.dtype == p.dtype
+    assert set(spikes.unique().tolist()) <= {0.0, 1.0}
+    q = p.clamp(0, 1)
+    rate = spikes.mean(0)
+    sigma = torch.sqrt(q * (1 - q) / steps)
+    assert torch.all((rate - q).abs() <= 4 * sigma + 1e-12), (rate, q)
+    assert rate[0] == 0 and rate[1] == 0 and rate[6] == 1 and rate[7] == 1  # clamp: never / always fire
+    # a fresh draw at every step (not one frozen pattern): p = 0.5 changes between steps about half the time
+    flips = (spikes[1:, 4] != spikes[:-1, 4]).float().mean()
+    assert 0.4 < flips < 0.6
+    # reproducible from the generator, different without it
+    again = poisson_encode(p, steps, generator=torch.Generator().manual_seed(1234))
+    assert torch.equal(spikes, again)
+    assert not torch.equal(spikes, poisson_encode(p, steps))
+    # batched input keeps its shape behind T
+    assert poisson_encode(torch.rand(3, 5), 7).shape == (7, 3, 5)
+
+
+def test_spike_noise_probe_changes_output_not_measured_rates(karate):
+    model = _model("sgcn", "lif", karate.features.shape[1], 4).eval()
+    with torch.no_grad():
+        torch.manual_seed(0)
+        with firing_rates(model) as clean_rates:
+            clean = model(karate.features)
+        torch.manual_seed(0)
+        with spike_noise(model, 0.5), firing_rates(model) as noisy_rates:
+            noisy = model(karate.features)
+    assert model.spike_noise_std == 0.0
+    assert not torch.equal(clean, noisy)
+    assert clean_rates["encoder"] == noisy_rates["encoder"]  # the encoder's clean spikes are what is measured
+
+
+# ------------------------------------------------------------------------------------------- one training step
+@pytest.mark.parametrize("name", ["sgcn", "drsgnn"])
+@pytest.mark.parametrize("neuron", NODE_NEURONS)
+def test_node_models_train_step_has_finite_gradients(karate, name, neuron):
+    torch.manual_seed(0)
+    model = _model(name, neuron, karate.features.shape[1], 4, dropout=0.2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    rates = model(karate.features)
+    loss = F.cross_entropy(rates, karate.y)
+    loss.backward()
+    assert torch.isfinite(loss)
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    for n, p in trainable:
+        assert p.grad is not None, n
+        assert torch.isfinite(p.grad).all(), n
+    assert any(float(p.grad.abs().sum()) > 0 for _, p in trainable)
+    before = [p.detach().clone() for _, p in trainable]
+    opt.step()
+    assert any(not torch.equal(b, p) for b, (_, p) in zip(before, trainable))
+
+
+@pytest.mark.parametrize("manifold", ["lorentz", "sphere", "euclidean"])
+@pytest.mark.parametrize("neuron", MSG_NEURONS)
+def test_msg_train_step_has_finite_gradients(karate, manifold, neuron):
+    torch.manual_seed(0)
+    model = build_graph_model("msg", karate.num_features, 4, neuron=neuron, neuron_kwargs=_neuron_kwargs(neuron, 0.2),
+                              T=T, manifold=manifold, n_layers=2, dim=8, step_size=0.5)
+    z = model.encode(karate.x, karate.edge_index)
+    assert z.shape == (34, 8 + (manifold != "euclidean"))
+    logits = model.classify(z)
+    link = model.decode(z, karate.edge_index[:, :20])
+    loss = F.cross_entropy(logits, karate.y) + F.binary_cross_entropy_with_logits(link, torch.ones_like(link))
+    loss.backward()
+    assert torch.isfinite(loss)
+    for n, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), n
+    assert float(model.encoder.lin.weight.grad.abs().sum()) > 0
+    if manifold == "lorentz":  # points stay on the hyperboloid
+        assert torch.allclose(Lorentz.inner(z, z), -torch.ones(34, 1), atol=1e-4)
+    if manifold == "sphere":
+        assert torch.allclose(z.norm(dim=-1), torch.ones(34), atol=1e-5)
+
+
+def test_msg_runs_under_inference_mode_after_backward(karate):
+    """Regression: geoopt's TorchScript Lorentz maps fail under inference_mode once profiled with autograd."""
+    model = build_graph_model("msg", karate.num_features, 4, T=5)
+    model(karate.x, karate.edge_index).sum().backward()
+    model.eval()
+    with torch.inference_mode():
+        assert torch.isfinite(model(karate.x, karate.edge_index)).all()
+
+
+@pytest.mark.parametrize("geometry", [Lorentz(5), Lorentz(5, k=2.0), Sphere(5), Euclidean(5)],
+                         ids=["lorentz", "lorentz_k2", "sphere", "euclidean"])
+def test_manifold_maps_are_consistent_and_gradient_safe(geometry):
+    torch.manual_seed(0)
+    v = torch.randn(6, 5, dtype=torch.float64) * 0.8
+    w = torch.randn(6, 5, dtype=torch.float64) * 0.5
+    z = geometry.expmap0(v)
+    assert torch.allclose(geometry.logmap0(z), v, atol=1e-10)  # Log_o inverts Exp_o
+    # the geodesic distance from the origin is the tangent norm; the distance is symmetric and zero on the diagonal
+    o = geometry.origin(6, v)
+    assert torch.allclose(geometry.sqdist(o, z), (v * v).sum(-1), atol=1e-10)
+    z2 = geometry.move(z, w)
+    assert torch.allclose(geometry.sqdist(z, z2), geometry.sqdist(z2, z), atol=1e-12)
+    # d(z, Exp_z(u)) = |u|: parallel transport (Lorentz, Euclidean) keeps |w|; the sphere projects w onto T_z
+    u = Sphere.proju(z, F.pad(w, (1, 0))) if isinstance(geometry, Sphere) else w
+    assert torch.allclose(geometry.sqdist(z, z2), (u * u).sum(-1), atol=1e-8)
+    assert torch.equal(geometry.sqdist(z, z), torch.zeros(6, dtype=torch.float64))
+    # gradients stay finite at zero tangent vectors and coincident points
+    zero = torch.zeros(4, 5, requires_grad=True)
+    out = geometry.move(geometry.expmap0(zero), zero)
+    (out.sum() + geometry.sqdist(out, out).sum() + geometry.logmap0(out).sum()).backward()
+    assert torch.isfinite(zero.grad).all()
+
+
+def test_manifold_maps_match_geoopt():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # geoopt 0.5.1 calls torch.jit.script at import
+        geoopt = pytest.importorskip("geoopt")
+    torch.manual_seed(0)
+    v = torch.randn(6, 4, dtype=torch.float64)
+    w = torch.randn(6, 4, dtype=torch.float64) * 0.7
+    lifted_v, lifted_w = F.pad(v, (1, 0)), F.pad(w, (1, 0))
+    ours, ref = Lorentz(4), geoopt.Lorentz(k=1.0)
+    z = ours.expmap0(v)
+    assert torch.allclose(z, ref.expmap0(lifted_v), atol=1e-6)
+    assert torch.allclose(ours.logmap0(z), ref.logmap0(z)[..., 1:], atol=1e-6)
+    assert torch.allclose(ours.transp0(z, lifted_w), ref.transp0(z, lifted_w), atol=1e-6)
+    z2 = ours.expmap0(w)
+    assert torch.allclose(ours.sqdist(z, z2), ref.dist(z, z2) ** 2, atol=1e-6)
+    ours, ref = Sphere(4), geoopt.Sphere()
+    v = v / v.norm(dim=-1, keepdim=True) * 2.5 * torch.rand(6, 1, dtype=torch.float64)
+    z, o = ours.expmap0(v), ours.origin(6, v)
+    assert torch.allclose(z, ref.expmap(o, F.pad(v, (1, 0))), atol=1e-10)
+    assert torch.allclose(ours.logmap0(z), ref.logmap(o, z)[..., 1:], atol=1e-8)
+    assert torch.allclose(ours.move(z, w), ref.expmap(z, ref.proju(z, lifted_w)), atol=1e-10)
+    assert torch.allclose(ours.sqdist(z, z2 := ours.expmap0(w)), ref.dist(z, z2) ** 2, atol=1e-8)
+
+
+# ------------------------------------------------------------------------------------------------- SGCN readout
+def test_sgcn_readout_is_a_firing_rate_and_loss_is_one_softmax(karate):
+    torch.manual_seed(0)
+    model = _model("sgcn", "flif", karate.features.shape[1], 4)
+    with torch.no_grad():
+        model.fc.weight.mul_(5.0)  # make the tiny untrained model fire
+    rates = model(karate.features)
+    assert rates.shape == (34, 4)
+    assert rates.min() >= 0 and rates.max() <= 1
+    assert torch.allclose(rates * T, (rates * T).round())  # mean of T binary outputs
+    assert rates.max() > 0  # the tiny test really fires
+
+    module = GraphNodeClassifier(model, 4, _adam(0.01))
+    batch = (karate.features, karate.y)
+    torch.manual_seed(7)
+    loss = module.training_step(batch, 0)
+    torch.manual_seed(7)
+    expected = F.cross_entropy(model(karate.features), karate.y)
+    assert torch.allclose(loss, expected)
+    torch.manual_seed(7)
+    double = F.cross_entropy(F.softmax(model(karate.features), dim=1), karate.y)
+    assert not torch.allclose(loss, double)  # the authors' double softmax is not what is trained
+
+
+def test_nonfinite_loss_raises():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            return x[:, :2] * self.w * float("nan")
+
+    module = GraphNodeClassifier(Broken(), 2, _adam(0.01))
+    with pytest.raises(NonFiniteLossError):
+        module.training_step((torch.ones(3, 4), torch.tensor([0, 1, 0])), 0)
+
+
+# --------------------------------------------------------------------------------------------------------- DRSGNN
+def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
+    pe_dim, F_in = 4, karate.features.shape[1]
+    x = torch.cat([karate.features, torch.randn(34, pe_dim)], dim=1)
+    model = build_graph_model("drsgnn", F_in + pe_dim, 4, neuron="lif", neuron_kwargs={}, T=T, pe="lap", pe_dim=pe_dim)
+    seen = []
+    model.encoder.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
+    torch.manual_seed(0)
+    model.train()
+    for _ in range(12):
+        model(x)
+    for inp in seen:
+        assert torch.equal(inp[:, :F_in], x[:, :F_in])  # features untouched
+        assert torch.equal(inp[:, F_in:].abs(), x[:, F_in:].abs())
+        signs = inp[:, F_in:] / x[:, F_in:]
+        assert torch.equal(signs, signs[:1].expand_as(signs))  # one sign per column, shared by all nodes
+    flipped = torch.stack([(inp[0, F_in:] / x[0, F_in:]) for inp in seen])
+    assert (flipped < 0).any() and (flipped > 0).any()
+    seen.clear()
+    model.eval()
+    model(x)
+    assert torch.equal(seen[0], x)
+    # random-walk PEs are sign-definite: never flipped
+    rw = build_graph_model("drsgnn", F_in + pe_dim, 4, neuron="lif", neuron_kwargs={}, T=T, pe="rw", pe_dim=pe_dim)
+    rw.encoder.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
+    seen.clear()
+    rw.train()
+    for _ in range(5):
+        rw(x)
+    assert all(torch.equal(inp, x) for inp in seen)
+
+
+def test_drsgnn_threshold_modes():
+    flif = build_graph_model("drsgnn", 10, 3, neuron="flif", neuron_kwargs={"threshold": 1.5}, T=T, pe_dim=4)
+    assert flif.threshold_mode == "neuron" and flif.theta_raw is None
+    assert flif.neuron.theta_raw is not None and flif.neuron.theta_raw.requires_grad
+    assert math.isclose(float(flif.learned_threshold.detach()), 1.5, rel_tol=1e-6)
+    sj = build_graph_model("drsgnn", 10, 3, neuron="sj_lif", neuron_kwargs={"threshold": 1.5}, T=T, pe_dim=4)
+    assert sj.threshold_mode == "scale" and sj.theta_raw.requires_grad
+    assert math.isclose(float(sj.learned_threshold.detach()), 1.5, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="cannot learn"):
+        build_graph_model("drsgnn", 10, 3, neuron="sj_lif", neuron_kwargs={}, T=T, threshold_mode="neuron", pe_dim=4)
+    with pytest.raises(ValueError, match="twice"):
+        build_graph_model("drsgnn", 10, 3, neuron="flif", neuron_kwargs={"learn_threshold": True}, T=T,
+                          threshold_mode="scale", pe_dim=4)
+
+
+@pytest.mark.parametrize("neuron", ["sj_lif", "flif"])
+def test_drsgnn_scaled_currents_equal_a_neuron_with_that_threshold(neuron):
+    """'scale' mode: currents x theta0/theta into a threshold-theta0 neuron == a neuron with threshold theta."""
+    torch.manual_seed(0)
+    theta = 1.7
+    scaled = build_graph_model("drsgnn", 12, 5, neuron=neuron, neuron_kwargs={"threshold": 1.0}, T=16,
+                               pe="rw", pe_dim=4, threshold_mode="scale")
+    with torch.no_grad():
+        scaled.theta_raw.fill_(math.log(math.expm1(theta)))
+        scaled.fc.weight.mul_(6.0)
+    plain = build_graph_model("drsgnn", 12, 5, neuron=neuron, neuron_kwargs={"threshold": theta}, T=16,
+                              pe="rw", pe_dim=4, threshold_mode="fixed")
+    plain.fc.load_state_dict(scaled.fc.state_dict())
+    x = torch.rand(40, 12) * 1.5
+    gen_state = torch.random.get_rng_state()
+    a = scaled.eval()(x)
+    torch.random.set_rng_state(gen_state)
+    b = plain.eval()(x)
+    assert a.sum() > 0
+    assert (a - b).abs().max() <= 1.0 / 16 + 1e-6  # at most a one-spike tie flip from rounding
+    assert (a != b).float().mean() < 0.05
+
+
+# ------------------------------------------------------------------------------------------------------- energy
+def test_synaptic_energy_by_hand():
+    model = build_graph_model("sgcn", 3, 2, neuron="lif", neuron_kwargs={}, T=4)
+    energy = synaptic_energy(model, {"encoder": 0.5, "neuron": 0.2})
+    # 0.9 pJ x (3 inputs x 2 outputs) x 4 steps x 0.5 input rate = 10.8 pJ = 1.08e-8 mJ
+    assert math.isclose(energy["fc"], 1.08e-8, rel_tol=1e-12)
+    assert math.isclose(energy["total"], 1.08e-8, rel_tol=1e-12)
+    # measured end to end: x = 1 fires at every step, x = 0 never -> input rate 2/3
+    with firing_rates(model) as rates:
+        model(torch.tensor([[1.0, 1.0, 0.0]]))
+    assert math.isclose(rates["encoder"], 2 / 3, rel_tol=1e-12)
+    assert math.isclose(synaptic_energy(model, rates)["total"], 0.9e-9 * 6 * 4 * (2 / 3), rel_tol=1e-9)
+    with pytest.raises(KeyError, match="encoder"):
+        synaptic_energy(model, {})
+    # the authors' convention scales the layer by the rate of the neuron it feeds: 0.9 x 6 x 4 x 0.2 pJ
+    output = synaptic_energy(model, {"encoder": 0.5, "neuron": 0.2}, convention="output")
+    assert math.isclose(output["total"], 0.9e-9 * 6 * 4 * 0.2, rel_tol=1e-12)
+
+    class Dense(nn.Module):  # a first layer on real-valued input counts as MAC, 4.6 pJ
+        T = 10
+
+        def synaptic_layers(self):
+            return [SynapticLayer("first", 100, source=None, kind="MAC", steps=1),
+                    SynapticLayer("second", 50, source="first_neuron")]
+
+    energy = synaptic_energy(Dense(), {"first_neuron": 0.1})
+    assert math.isclose(energy["first"], 4.6 * 100 * 1e-9, rel_tol=1e-12)
+    assert math.isclose(energy["second"], 0.9 * 50 * 10 * 0.1 * 1e-9, rel_tol=1e-12)
+    assert math.isclose(energy["total"], energy["first"] + energy["second"], rel_tol=1e-12)
+
+
+def test_msg_energy_layers(karate):
+    model = build_graph_model("msg", karate.num_features, 4, T=5, dim=8, n_layers=2)
+    with firing_rates(model) as rates:
+        model(karate.x, karate.edge_index)
+    assert set(rates) == {"encoder_neuron", "layers.0.neuron", "layers.1.neuron"}
+    energy = synaptic_energy(model, rates)
+    deg = karate.edge_index.shape[1] / 34
+    assert math.isclose(energy["encoder"], 4.6e-9 * (34 * 8 + (deg + 1) * 8), rel_tol=1e-9)
+    assert math.isclose(energy["layers.0.conv"], 0.9e-9 * 64 * 5 * rates["encoder_neuron"], rel_tol=1e-9)
+    assert math.isclose(energy["layers.1.conv"], 0.9e-9 * 64 * 5 * rates["layers.0.neuron"], rel_tol=1e-9)
+    assert math.isclose(energy["layers.0.aggregate"], 0.9e-9 * (deg + 1) * 8 * 5, rel_tol=1e-9)
+    output = synaptic_energy(model, rates, convention="output")
+    assert math.isclose(output["layers.0.conv"], 0.9e-9 * 64 * 5 * rates["layers.0.neuron"], rel_tol=1e-9)
+    assert math.isclose(output["encoder"], energy["encoder"], rel_tol=1e-12)  # dense layers: rate 1 either way
+
+
+# -------------------------------------------------------------------------------------------------- link splits
+def test_random_link_split_is_disjoint_shuffled_and_seeded():
+    data = _random_graph()
+    train, val, test = link_split(data, num_val=0.1, num_test=0.2, seed=3)
+    full = _pairs(data.edge_index)
+    train_mp = _pairs(train.edge_index)
+    for part in (val, test):
+        pos = _pairs(part.pos_edge_label_index)
+        assert pos and pos <= full
+        assert not pos & train_mp and not {(j, i) for i, j in pos} & train_mp  # evaluation edges hidden in training
+        neg = part.neg_edge_label_index
+        assert neg.shape == part.pos_edge_label_index.shape
+        assert not _pairs(neg) & full and bool((neg[0] != neg[1]).all())  # negatives are not edges of the graph
+    assert not _pairs(val.neg_edge_label_index) & _pairs(test.neg_edge_label_index)
+    assert not _pairs(val.pos_edge_label_index) & _pairs(test.pos_edge_label_index)
+    assert _pairs(val.edge_index) == train_mp  # val scores with training edges, test with train + val
+    assert _pairs(test.edge_index) == train_mp | _pairs(val.pos_edge_label_index) | {
+        (j, i) for i, j in _pairs(val.pos_edge_label_index)}
+    # training negatives: never a positive of the whole graph nor an evaluation negative
+    eval_neg = _pairs(val.neg_edge_label_index) | _pairs(test.neg_edge_label_index)
+    eval_neg |= {(j, i) for i, j in eval_neg}
+    for _ in range(20):
+        neg = sample_train_negatives(train)
+        assert neg.shape[1] > 0.9 * train.pos_edge_label_index.shape[1]
+        assert not _pairs(neg) & full and not _pairs(neg) & eval_neg and bool((neg[0] != neg[1]).all())
+    # shuffled (not the first edges in storage order), reproducible under the seed, different under another seed
+    again = link_split(data, num_val=0.1, num_test=0.2, seed=3)
+    assert torch.equal(again[1].pos_edge_label_index, val.pos_edge_label_index)
+    assert torch.equal(again[2].neg_edge_label_index, test.neg_edge_label_index)
+    other = link_split(data, num_val=0.1, num_test=0.2, seed=4)
+    assert not torch.equal(other[1].pos_edge_label_index, val.pos_edge_label_index)
+    upper = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
+    assert _pairs(val.pos_edge_label_index) != _pairs(upper[:, :val.pos_edge_label_index.shape[1]])
+
+
+# ------------------------------------------------------------------------------------------------ Lightning fits
+def test_node_classifier_fit_beats_chance_on_karate(karate):
+    L.seed_everything(0, verbose=False)
+    model = build_graph_model("sgcn", karate.features.shape[1], 4, neuron="flif",
+                              neuron_kwargs={"threshold": 1.0, "tau": 2.0, "alpha": 0.5}, T=T)
+    everything = torch.arange(34)
+    dm = NodeDataModule(karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0)
+    module = GraphNodeClassifier(model, 4, _adam(0.05), test_repeats=3, spike_noise_std=0.0)
+    trainer = _trainer(epochs=2)
+    trainer.fit(module, dm)
+    assert {"train/loss", "train/acc", "val/loss", "val/acc"} <= set(trainer.callback_metrics)
+    trainer.test(module, dm, verbose=False)
+    assert {"test/acc", "test/acc_std", "test/loss", "test/energy_mJ", "test/energy_output_rate_mJ",
+            "test/rate/encoder", "test/rate/neuron"} <= set(
+        trainer.callback_metrics)
+    assert len(module.test_accuracies) == 3
+    majority = torch.bincount(karate.y).max().item() / 34
+    model.eval()
+    with torch.no_grad():
+        train_acc = (model(karate.features).argmax(1) == karate.y).float().mean().item()
+    assert train_acc > max(0.25, majority), train_acc  # chance: 1/4; majority class: 13/34
+
+
+def test_node_classifier_full_graph_msg_and_noise_probe(karate):
+    L.seed_everything(0, verbose=False)
+    model = build_graph_model("msg", karate.num_features, 4, neuron="fif", neuron_kwargs={"threshold": 0.2}, T=5,
+                              dim=8, step_size=0.5)
+    with pytest.raises(ValueError, match="whole graph"):
+        GraphNodeClassifier(model, 4, _adam(0.05))
+    dm = NodeDataModule.from_masks(None, Data(y=karate.y, train_mask=torch.ones(34, dtype=torch.bool),
+                                              val_mask=torch.ones(34, dtype=torch.bool),
+                                              test_mask=torch.ones(34, dtype=torch.bool)), batch_size=None)
+    module = GraphNodeClassifier(model, 4, _adam(0.05), graph=karate, spike_noise_std=0.3)
+    trainer = _trainer(epochs=2)
+    trainer.fit(module, dm)
+    trainer.test(module, dm, verbose=False)
+    assert 0.0 <= float(trainer.callback_metrics["test/acc"]) <= 1.0
+    assert "test/energy_mJ" in trainer.callback_metrics
+    assert model.spike_noise_std == 0.0  # the probe is switched off after the test
+
+
+def test_link_predictor_fit_logs_auc_and_ap():
+    L.seed_everything(0, verbose=False)
+    data = _random_graph(n=50, p=0.15)
+    model = build_graph_model("msg", data.num_features, None, neuron="fif", neuron_kwargs={"threshold": 0.2}, T=5,
+                              dim=8, step_size=0.5)
+    dm = LinkDataModule(data, num_val=0.1, num_test=0.1, seed=0)
+    module = GraphLinkPredictor(model, _adam(0.01))
+    trainer = _trainer(epochs=2)
+    trainer.fit(module, dm)
+    fit_metrics = dict(trainer.callback_metrics)
+    assert torch.isfinite(fit_metrics["train/loss"])
+    trainer.test(module, dm, verbose=False)
+    metrics = {**fit_metrics, **trainer.callback_metrics}
+    for key in ("val/auc", "val/ap", "test/auc", "test/ap"):
+        assert key in metrics and 0.0 <= float(metrics[key]) <= 1.0, key
+
+
+# -------------------------------------------------------------------------------------------------------- misc
+def test_build_graph_model_validates():
+    assert set(GRAPH_MODELS) == {"sgcn", "drsgnn", "msg"}
+    with pytest.raises(ValueError, match="graph model must be"):
+        build_graph_model("gat", 4, 2)
+    with pytest.raises(ValueError, match="does not take"):
+        build_graph_model("sgcn", 4, 2, manifold="lorentz")
+    with pytest.raises(ValueError, match="features must have shape"):
+        build_graph_model("sgcn", 4, 2, T=2)(torch.rand(3, 5))
+    assert isinstance(build_graph_model("drsgnn", 40, 2, dropout=0.1), DRSGNN)
+    assert build_graph_model("drsgnn", 40, 2, pe="laplacian").pe == "lap"
+    assert build_graph_model("drsgnn", 40, 2, pe="random_walk").pe == "rw"
+    assert build_graph_model("drsgnn", 40, 2, pe=None).pe_dim == 0
+    assert isinstance(build_graph_model("msg", 4, 2), MSG)
