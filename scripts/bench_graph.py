@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""CPU time and peak memory of the graph preprocessing on an ogbn-arxiv-sized graph.
+"""CPU time and peak memory of the graph pipeline on an ogbn-arxiv-sized graph: preprocessing, then one
+training epoch of SGCN per neuron.
 
 The graph is :func:`fsnn.graphs.data.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes, ~1.17M
 undirected edges (2.33M directed entries), 128 features, 40 classes (the real data is not needed). Stages, each
@@ -10,15 +11,17 @@ timed with ``time.perf_counter``:
 * ``laplacian_pe`` 32 Laplacian eigenvectors through ``scipy.sparse.linalg.eigsh``
 * ``random_walk_pe`` 32 random-walk steps, ``method="auto"`` (the probe estimator at this size)
 
-plus ``rwpe_exact (projected)``: the exact RWPE timed on a few node blocks and extrapolated to all nodes (it is
+then one epoch of SGCN (T=100 Poisson steps, batch 32, Adam, the paper's node-classification setting) on the
+70 % training nodes for each neuron of ``--epoch-neurons`` (same model, only the neuron differs), timed with
+``time.perf_counter``; plus ``rwpe_exact (projected)``: the exact RWPE timed on a few node blocks and extrapolated to all nodes (it is
 not run in full: hours). Memory: resident set size sampled every 10 ms by a thread (psutil) -> the peak during each
 stage, and the process peak (``ru_maxrss``) at the end. Results: a table on stdout and JSON at ``--out``
-(default ``results/bench/graph_preprocess.json``, written atomically).
+(default ``results/bench/graph.json``, written atomically).
 
 Examples::
 
-    .venv/bin/python scripts/bench_graph_preprocess.py
-    .venv/bin/python scripts/bench_graph_preprocess.py --nodes 20000 --edges 100000 --out /tmp/small.json
+    .venv/bin/python scripts/bench_graph.py
+    .venv/bin/python scripts/bench_graph.py --nodes 20000 --edges 100000 --out /tmp/small.json
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from fsnn.graphs.data import make_synthetic_graph, stratified_masks
 from fsnn.results import package_versions, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "results" / "bench" / "graph_preprocess.json"
+DEFAULT_OUT = REPO / "results" / "bench" / "graph.json"
 GIB = 2**30
 
 
@@ -107,6 +110,28 @@ def _project_exact_rwpe(edge_index, n: int, steps: int, blocks: int = 4) -> dict
             "work_multiply_adds": float(n) * math.ceil(steps / 2) * s.nnz}
 
 
+def time_epoch(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, neuron: str, T: int,
+               batch: int, seed: int) -> dict:
+    """One epoch of SGCN over the training nodes (mini-batches of rows), Adam step per batch."""
+    from torch.nn import functional as nnf
+
+    from fsnn.graphs.models import build_graph_model
+
+    torch.manual_seed(seed)
+    model = build_graph_model("sgcn", features.shape[1], int(y.max()) + 1, neuron=neuron, neuron_kwargs={}, T=T)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    idx = train.nonzero().flatten()[torch.randperm(int(train.sum()), generator=torch.Generator().manual_seed(seed))]
+    start = time.perf_counter()
+    for i in range(0, len(idx), batch):
+        rows = idx[i:i + batch]
+        loss = nnf.cross_entropy(model(features[rows]), y[rows])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return {"neuron": neuron, "seconds": time.perf_counter() - start, "steps": math.ceil(len(idx) / batch),
+            "engine": getattr(model.neuron, "last_engine", None)}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=169_343)
@@ -119,6 +144,10 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget-seconds", type=float, default=120.0)
     p.add_argument("--budget-gib", type=float, default=8.0)
+    p.add_argument("--epoch-neurons", nargs="*", default=["sj_lif", "flif"],
+                   help="neurons to time one SGCN epoch with (none: preprocessing only)")
+    p.add_argument("--T", type=int, default=100)
+    p.add_argument("--batch", type=int, default=32)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = p.parse_args(argv)
 
@@ -151,15 +180,29 @@ def main(argv=None) -> int:
     print(f"  rwpe exact (projected): {projection['projected_seconds'] / 60:.0f} min "
           f"({projection['work_multiply_adds']:.2e} multiply-adds, {projection['workers']} threads)", flush=True)
 
+    epochs = []
+    features = F.standardize(xp, train)
+    for neuron in args.epoch_neurons:
+        epochs.append(time_epoch(features, g.y, train, neuron, args.T, args.batch, args.seed))
+        print(f"  epoch {neuron:<14} {epochs[-1]['seconds']:8.1f} s ({epochs[-1]['steps']} steps)", flush=True)
+    ref = next((e["seconds"] for e in epochs if e["neuron"] == "sj_lif"), None)
+    for e in epochs:
+        e["ratio_vs_sj_lif"] = e["seconds"] / ref if ref else None
+
     ok_time, ok_mem = total < args.budget_seconds, process_peak < args.budget_gib
     print(f"\n| stage | seconds | peak RSS (GiB) | note |\n|---|---:|---:|---|")
     for r in rows:
         print(f"| {r['stage']} | {r['seconds']:.2f} | {r['peak_rss_gib']:.2f} | {r['note']} |")
     print(f"| **total** | **{total:.2f}** | **{process_peak:.2f}** (process) | targets < {args.budget_seconds:.0f} s:"
           f" {'met' if ok_time else 'MISSED'}, < {args.budget_gib:.0f} GiB: {'met' if ok_mem else 'MISSED'} |")
+    if epochs:
+        print(f"\n| SGCN epoch, T={args.T}, batch {args.batch} | seconds | x sj_lif | engine |\n|---|---:|---:|---|")
+        for e in epochs:
+            ratio = f"{e['ratio_vs_sj_lif']:.2f}" if e["ratio_vs_sj_lif"] else "-"
+            print(f"| {e['neuron']} | {e['seconds']:.1f} | {ratio} | {e['engine'] or ''} |")
 
     payload = {
-        "benchmark": "graph_preprocess",
+        "benchmark": "graph",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "graph": {"generator": "fsnn.graphs.data.make_synthetic_graph", "num_nodes": n,
                   "edge_index_entries": e_directed, "undirected_edges": e_directed // 2,
@@ -173,6 +216,8 @@ def main(argv=None) -> int:
         "targets": {"seconds": args.budget_seconds, "gib": args.budget_gib, "time_met": ok_time,
                     "memory_met": ok_mem},
         "rwpe_exact_projection": projection,
+        "epochs": epochs,
+        "epoch_config": {"model": "sgcn", "T": args.T, "batch": args.batch, "optimizer": "Adam(lr=1e-3)"},
         "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
                     "torch_threads": torch.get_num_threads(),
                     "memory_gib": psutil.virtual_memory().total / GIB},
