@@ -89,9 +89,10 @@ class SpikingClassifier(ClassifierModule):
 
 
 class SplitDataModule(L.LightningDataModule):
-    """Wraps ready-made train/val/test datasets; shuffling is seeded so reruns see the same order."""
+    """Wraps the train/val/test datasets returned by ``build()`` (called once, at setup); shuffling is seeded so
+    reruns see the same order; ``batch_size=None`` makes each split one batch."""
 
-    def __init__(self, build: Callable[[], tuple], batch_size: int, num_workers: int = 0, seed: int = 0):
+    def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0):
         super().__init__()
         self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
         self.splits = None
@@ -101,8 +102,11 @@ class SplitDataModule(L.LightningDataModule):
             self.splits = self.build()
 
     def _loader(self, index: int, shuffle: bool) -> DataLoader:
+        self.setup()
+        data = self.splits[index]
+        size = len(data) if self.batch_size is None else self.batch_size
         generator = torch.Generator().manual_seed(self.seed) if shuffle else None
-        return DataLoader(self.splits[index], batch_size=self.batch_size, shuffle=shuffle, generator=generator,
+        return DataLoader(data, batch_size=max(size, 1), shuffle=shuffle, generator=generator,
                           num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self):

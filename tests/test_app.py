@@ -228,3 +228,23 @@ def test_dvsgesture_fixture_epoch_and_evaluate(tmp_path, data_root):
     ev = run_app("evaluate.py", f"run_dir={run_dir}", f"paths.data_dir={data_root}", cwd=tmp_path)
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert json.loads((run_dir / "eval.json").read_text())["test_acc"] == pytest.approx(m["test_acc"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args,metric", [
+    (["experiment=graph_demo"], "acc"),
+    (["dataset=cora", "backbone=drsgnn", "backbone.pe=random_walk", "neuron.dt=0.1"], "acc"),
+    (["dataset=photo", "backbone=msg", "neuron=fif"], "acc"),
+    (["dataset=computers", "backbone=msg", "neuron=fif", "task=link"], "auc"),
+    (["dataset=ogbn_arxiv", "backbone=sgcn", "neuron=sj_lif"], "acc"),
+])
+def test_graph_runs_on_fixtures(tmp_path, data_root, args, metric):
+    proc = run_app("train.py", *args, "trainer.max_epochs=1", "dataset.T=5", "dataset.test_repeats=2", "logger=none",
+                   "trainer.enable_progress_bar=false", f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    task = "graph_demo" if "experiment=graph_demo" in args else "train"
+    m = _metrics(tmp_path, task)
+    assert m["status"] == "complete" and m["metric"] == metric
+    assert 0.0 <= m[f"test_{metric}"] <= 1.0 and m["firing_rates"]
+    if metric == "acc":
+        assert "test/energy_mJ" in m["test_metrics"] and m["test_metrics"]["test/energy_mJ"] > 0

@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torchmetrics.classification import MulticlassAccuracy
 from torchmetrics.functional.classification import binary_auroc, binary_average_precision
 
-from fsnn.training import ClassifierModule, NonFiniteLossError, SpikeRateMeter, configure_optimizers
+from fsnn.training import ClassifierModule, NonFiniteLossError, SpikeRateMeter, SplitDataModule, configure_optimizers
 
 __all__ = [
     "E_AC_PJ",
@@ -185,17 +185,16 @@ class GraphNodeClassifier(ClassifierModule):
 
 
 
-class NodeDataModule(L.LightningDataModule):
+class NodeDataModule(SplitDataModule):
     """Node splits as data loaders. ``features`` given: batches ``(features[idx], y[idx])`` (SGCN/DRSGNN rows);
     ``features=None``: batches ``(idx, y[idx])`` for full-graph models. ``batch_size=None``: one batch per split.
     Training shuffles with a seeded generator so reruns see the same order."""
 
     def __init__(self, features: torch.Tensor | None, y: torch.Tensor, train_idx, val_idx, test_idx,
                  batch_size: int | None = 32, seed: int = 0, num_workers: int = 0):
-        super().__init__()
         self.features, self.y = features, y.long()
-        self.splits = [_as_index(i, len(y)) for i in (train_idx, val_idx, test_idx)]
-        self.batch_size, self.seed, self.num_workers = batch_size, seed, num_workers
+        self.index = [_as_index(i, len(y)) for i in (train_idx, val_idx, test_idx)]
+        super().__init__(lambda: tuple(self.dataset(k) for k in range(3)), batch_size, num_workers, seed)
 
     @classmethod
     def from_masks(cls, features, data, **kwargs) -> "NodeDataModule":
@@ -203,25 +202,9 @@ class NodeDataModule(L.LightningDataModule):
         return cls(features, data.y, data.train_mask, data.val_mask, data.test_mask, **kwargs)
 
     def dataset(self, split: int) -> TensorDataset:
-        idx = self.splits[split]
+        idx = self.index[split]
         rows = idx if self.features is None else self.features[idx]
         return TensorDataset(rows, self.y[idx])
-
-    def _loader(self, split: int, shuffle: bool) -> DataLoader:
-        data = self.dataset(split)
-        size = len(data) if self.batch_size is None else self.batch_size
-        generator = torch.Generator().manual_seed(self.seed) if shuffle else None
-        return DataLoader(data, batch_size=max(size, 1), shuffle=shuffle, generator=generator,
-                          num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
-
-    def train_dataloader(self):
-        return self._loader(0, shuffle=True)
-
-    def val_dataloader(self):
-        return self._loader(1, shuffle=False)
-
-    def test_dataloader(self):
-        return self._loader(2, shuffle=False)
 
 
 def _as_index(index, n: int) -> torch.Tensor:
