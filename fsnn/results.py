@@ -16,8 +16,8 @@ PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingj
             "tonic", "timm", "torch-geometric", "numpy")
 
 
-def write_json_atomic(path: str | Path, payload: Any) -> Path:
-    """Write ``payload`` as JSON to ``path`` via a temporary file and ``os.replace``.
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``.
 
     A reader (or a crash) sees either the old file or the complete new one, never half of one.
     """
@@ -26,7 +26,7 @@ def write_json_atomic(path: str | Path, payload: Any) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(payload, handle, indent=2, sort_keys=True, default=_jsonable)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -34,6 +34,11 @@ def write_json_atomic(path: str | Path, payload: Any) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json_atomic(path: str | Path, payload: Any) -> Path:
+    """``payload`` as indented JSON, written atomically (:func:`write_text_atomic`)."""
+    return write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=_jsonable))
 
 
 def _jsonable(value):

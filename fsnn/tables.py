@@ -1,0 +1,264 @@
+"""The paper's tables next to ours: collect ``results/**/metrics.json`` and fill ``experiments/paper_tables.yaml``.
+
+``python -m fsnn.tables`` (or ``scripts/make_tables.py``) prints every table and writes it as Markdown
+and LaTeX (booktabs) under ``results/tables/``. A cell is mean ± std (sample std, ddof=1) over the
+complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
+a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fsnn.results import write_text_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_PATH = ROOT / "experiments" / "paper_tables.yaml"
+DASH = "—"
+# match keys that are not dotted paths into a run's resolved config
+ALIASES = {"dataset": "config.dataset.name", "backbone": "config.backbone.name",
+           "neuron": "config.neuron.name", "alpha": "config.neuron.alpha",
+           "task_name": "task", "metric": "metric"}
+# config fields that do not make two runs different experiments (for the mixed-config flag)
+INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra")
+
+
+@dataclass
+class Collection:
+    """Every ``metrics.json`` under a results folder, sorted by status."""
+
+    complete: list[dict] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+    running: list[dict] = field(default_factory=list)
+    corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+    def summary(self) -> str:
+        return (f"{len(self.complete)} complete, {len(self.failed)} failed, "
+                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt")
+
+
+def scan_runs(results_dir: str | Path) -> Collection:
+    """Read every ``results_dir/**/metrics.json``; a corrupt one is recorded (and warned about), never fatal."""
+    found = Collection()
+    for path in sorted(Path(results_dir).rglob("metrics.json")):
+        try:
+            record = json.loads(path.read_text())
+            if not isinstance(record, dict):
+                raise ValueError(f"top level is {type(record).__name__}, not an object")
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            reason = f"{type(error).__name__}: {error}"
+            found.corrupt.append((str(path), reason))
+            warnings.warn(f"skipping unreadable {path}: {reason}", stacklevel=2)
+            continue
+        record["_path"] = str(path)
+        status = record.get("status")
+        if status == "complete":
+            found.complete.append(record)
+        elif status == "failed":
+            found.failed.append(record)
+        else:
+            found.running.append(record)
+    return found
+
+
+def collect_runs(results_dir: str | Path) -> list[dict]:
+    """The complete runs under ``results_dir`` (corrupt files are warned about and skipped)."""
+    return scan_runs(results_dir).complete
+
+
+def load_spec(path: str | Path = SPEC_PATH) -> list[dict]:
+    return yaml.safe_load(Path(path).read_text())["tables"]
+
+
+def _lookup(run: dict, key: str) -> tuple[bool, Any]:
+    """(found, value) of a match key in a run record."""
+    path = ALIASES.get(key, key if key.startswith("config.") else f"config.{key}")
+    node: Any = run
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _equal(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual is expected
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-9)
+    return actual == expected
+
+
+def matches(run: dict, match: dict) -> bool:
+    for key, expected in (match or {}).items():
+        found, actual = _lookup(run, key)
+        if expected is None:
+            if found and actual is not None:
+                return False
+        elif not found or not _equal(actual, expected):
+            return False
+    return True
+
+
+def _value(run: dict, source: str) -> float | None:
+    """A run's number: ``test`` is ``test_<metric>`` (at the best-validation checkpoint), else a path."""
+    if source == "test":
+        value = run.get(f"test_{run.get('metric', 'acc')}")
+    else:
+        value = _lookup(run, source)[1]
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _paper(value: Any) -> tuple[float | None, float | None]:
+    if isinstance(value, (list, tuple)):
+        return float(value[0]), (float(value[1]) if len(value) > 1 and value[1] is not None else None)
+    if isinstance(value, dict):
+        return value.get("mean"), value.get("std")
+    return (None if value is None else float(value)), None
+
+
+def _fingerprint(run: dict) -> str:
+    config = {k: v for k, v in (run.get("config") or {}).items() if k not in INCIDENTAL}
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
+    """Fill one paper table: per cell mean/std/n over matching runs, the paper's value and the difference."""
+    rows = []
+    table_source = spec.get("value", "test")
+    for row in spec["rows"]:
+        cells = []
+        for col in spec["columns"]:
+            source = col.get("value", table_source)
+            percent = col.get("percent", spec.get("percent", True))
+            match = {**(spec.get("match") or {}), **(row.get("match") or {}), **(col.get("match") or {})}
+            paper_mean, paper_std = _paper((row.get("paper") or {}).get(col["key"]))
+            cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,
+                    "diff": None, "failed": 0, "mixed": False, "runs": [], "measured": source is not None}
+            if source is not None:
+                chosen = [r for r in runs if matches(r, match)]
+                values = [(r, v) for r in chosen if (v := _value(r, source)) is not None]
+                scale = 100.0 if percent else 1.0
+                numbers = [v * scale for _, v in values]
+                cell["n"] = len(numbers)
+                cell["runs"] = [r["_path"] for r, _ in values if "_path" in r]
+                cell["failed"] = sum(matches(r, match) for r in failed)
+                cell["mixed"] = len({_fingerprint(r) for r, _ in values}) > 1
+                if numbers:
+                    cell["mean"] = statistics.fmean(numbers)
+                    cell["std"] = statistics.stdev(numbers) if len(numbers) > 1 else None
+                    if paper_mean is not None:
+                        cell["diff"] = cell["mean"] - paper_mean
+            cells.append(cell)
+        rows.append({"label": row["label"], "cells": cells})
+    return {"id": spec["id"], "label": spec.get("label"), "caption": spec.get("caption", ""),
+            "section": spec.get("section", ""), "notes": spec.get("notes"),
+            "columns": [c["label"] for c in spec["columns"]], "rows": rows}
+
+
+def _num(mean: float | None, std: float | None, pm: str) -> str:
+    if mean is None:
+        return DASH
+    return f"{mean:.2f}" + (f" {pm} {std:.2f}" if std is not None else "")
+
+
+def cell_text(cell: dict, pm: str = "±") -> str:
+    """``ours (n=k) / paper P / Δ d``; ``—`` where there is no run (or no paper value)."""
+    paper = "" if cell["paper_mean"] is None else "paper " + _num(cell["paper_mean"], cell["paper_std"], pm)
+    if not cell["measured"]:
+        return paper or DASH
+    ours = _num(cell["mean"], cell["std"], pm)
+    if cell["n"]:
+        ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''})"
+    if cell["failed"]:
+        ours += f" [{cell['failed']} failed]"
+    text = f"{ours} / {paper}" if paper else ours
+    if cell["diff"] is not None:
+        text += f" / Δ {cell['diff']:+.2f}"
+    return text
+
+
+def to_markdown(table: dict) -> str:
+    def esc(text: str) -> str:
+        return str(text).replace("|", "\\|")
+
+    lines = [f"### {table['id']} ({table['label']}): {esc(table['caption'])}", "",
+             f"Paper: {table['section']}. Cells: ours mean ± std (n) / paper / Δ = ours - paper.", "",
+             "| | " + " | ".join(esc(c) for c in table["columns"]) + " |",
+             "|---" * (len(table["columns"]) + 1) + "|"]
+    for row in table["rows"]:
+        lines.append(f"| {esc(row['label'])} | " + " | ".join(esc(cell_text(c)) for c in row["cells"]) + " |")
+    if table.get("notes"):
+        lines += ["", esc(table["notes"])]
+    return "\n".join(lines) + "\n"
+
+
+def _latex_escape(text: str) -> str:
+    out = str(text)
+    for char, repl in (("\\", r"\textbackslash "), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
+                       ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+        out = out.replace(char, repl)
+    return out.replace(DASH, "---").replace("Δ", r"$\Delta$").replace("±", r"$\pm$").replace("α", r"$\alpha$")
+
+
+def to_latex(table: dict) -> str:
+    cols = "l" + "c" * len(table["columns"])
+    lines = [r"\begin{table}[ht]", r"\centering", r"\small",
+             rf"\caption{{{_latex_escape(table['caption'])} (paper: {_latex_escape(table['label'] or '')})}}",
+             rf"\label{{repro:{table['id']}}}", rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+             " & ".join([""] + [_latex_escape(c) for c in table["columns"]]) + r" \\", r"\midrule"]
+    for row in table["rows"]:
+        lines.append(" & ".join([_latex_escape(row["label"])]
+                                + [_latex_escape(cell_text(c)) for c in row["cells"]]) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def make_tables(results_dir: str | Path, out_dir: str | Path | None = None,
+                spec_path: str | Path = SPEC_PATH, echo=print) -> tuple[Collection, list[dict]]:
+    """Build every table from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and ``all.md``) to ``out_dir``."""
+    results_dir = Path(results_dir)
+    out_dir = Path(out_dir) if out_dir is not None else results_dir / "tables"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # corrupt files are listed below instead
+        found = scan_runs(results_dir)
+    echo(f"runs in {results_dir}: {found.summary()}")
+    for path, reason in found.corrupt:
+        echo(f"  corrupt, skipped: {path} ({reason})")
+    for run in found.failed:
+        echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
+    tables, markdown = [], []
+    for spec in load_spec(spec_path):
+        table = build_table(spec, found.complete, found.failed)
+        tables.append(table)
+        md = to_markdown(table)
+        markdown.append(md)
+        write_text_atomic(out_dir / f"{table['id']}.md", md)
+        write_text_atomic(out_dir / f"{table['id']}.tex", to_latex(table))
+        echo("\n" + md)
+    write_text_atomic(out_dir / "all.md", f"Runs: {found.summary()}\n\n" + "\n".join(markdown))
+    echo(f"wrote {len(tables)} tables (Markdown + LaTeX) to {out_dir}")
+    return found, tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default=str(ROOT / "results"), help="results folder to scan")
+    parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")
+    parser.add_argument("--spec", default=str(SPEC_PATH), help="paper tables YAML")
+    args = parser.parse_args(argv)
+    make_tables(args.results, args.out, args.spec)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""Paper tables from results/**/metrics.json: grouping, mean/std/n, missing cells, corrupt files, writers."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsnn import tables
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _record(task, run, dataset, backbone, neuron, seed, acc, status="complete", metric="acc", **extra):
+    config = {"task_name": task, "task": "link" if metric == "auc" else None, "seed": seed,
+              "dataset": {"name": dataset}, "backbone": {"name": backbone, "channels": 128},
+              "neuron": {"name": neuron, **({"alpha": 0.5, "learn_alpha": False} if neuron == "flif" else {})},
+              "paths": {"output_dir": f"/somewhere/{run}"}}
+    record = {"status": status, "task": task, "run": run, "seed": seed, "config": config,
+              "choices": {"dataset": dataset, "backbone": backbone, "neuron": neuron}, "overrides": []}
+    if status == "complete":
+        record.update({"metric": metric, f"test_{metric}": acc, f"test_{metric}_last": acc,
+                       f"val_{metric}_best": acc, "test_metrics": {f"test/{metric}": acc}})
+    elif status == "failed":
+        record["error"] = "RuntimeError: boom"
+    record.update(extra)
+    return record
+
+
+def _write(root: Path, record: dict) -> Path:
+    path = root / record["task"] / record["run"] / "metrics.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    return path
+
+
+@pytest.fixture
+def results(tmp_path):
+    root = tmp_path / "results"
+    gesture_flif = [0.95, 0.94, 0.97]
+    for seed, acc in enumerate(gesture_flif):
+        _write(root, _record("neuro", f"flif_s{seed}", "dvsgesture", "dvsnet", "flif", seed, acc))
+    for seed, acc in enumerate([0.93, 0.92]):
+        _write(root, _record("neuro", f"sj_s{seed}", "dvsgesture", "dvsnet", "sj_lif", seed, acc))
+    _write(root, _record("neuro", "leaky_s0", "dvsgesture", "dvsnet", "snntorch_leaky", 0, 0.88))
+    _write(root, _record("neuro", "leaky_s1", "dvsgesture", "dvsnet", "snntorch_leaky", 1, None, status="failed"))
+    _write(root, _record("neuro", "leaky_s2", "dvsgesture", "dvsnet", "snntorch_leaky", 2, None, status="running"))
+    for seed, acc in enumerate([0.88, 0.89, 0.87, 0.90]):
+        _write(root, _record("nc", f"cora_s{seed}", "cora", "sgcn", "flif", seed, acc))
+    _write(root, _record("lp", "photo_s0", "photo", "msg", "flif", 0, 0.968, metric="auc"))
+    corrupt = root / "neuro" / "broken" / "metrics.json"
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_text('{"status": "complete", "test_acc": 0.9')  # truncated
+    return root, corrupt
+
+
+def _spec(table_id):
+    return next(s for s in tables.load_spec() if s["id"] == table_id)
+
+
+def _cell(table, row_label, column):
+    row = next(r for r in table["rows"] if r["label"] == row_label)
+    return row["cells"][table["columns"].index(column)]
+
+
+def test_collect_skips_and_reports_corrupt(results):
+    root, corrupt = results
+    with pytest.warns(UserWarning, match="broken"):
+        found = tables.scan_runs(root)
+    assert [p for p, _ in found.corrupt] == [str(corrupt)]
+    assert "JSONDecodeError" in found.corrupt[0][1]
+    assert (len(found.complete), len(found.failed), len(found.running)) == (11, 1, 1)
+    with pytest.warns(UserWarning):
+        runs = tables.collect_runs(root)
+    assert all(r["status"] == "complete" for r in runs) and len(runs) == 11
+
+
+def test_cells_mean_std_n(results):
+    root, _ = results
+    with pytest.warns(UserWarning):
+        found = tables.scan_runs(root)
+    table = tables.build_table(_spec("neuromorphic"), found.complete, found.failed)
+    row = "DVS128 Gesture / CNN (T=16)"
+    flif = _cell(table, row, "f-LIF (f-SNN)")
+    assert flif["n"] == 3
+    assert flif["mean"] == pytest.approx(statistics.mean([95, 94, 97]))
+    assert flif["std"] == pytest.approx(statistics.stdev([95, 94, 97]))
+    assert flif["paper_mean"] == pytest.approx(94.80)
+    assert flif["diff"] == pytest.approx(95.333333 - 94.80, abs=1e-4)
+    assert not flif["mixed"]
+    sj = _cell(table, row, "LIF (SpikingJelly)")
+    assert (sj["n"], sj["mean"], sj["std"]) == (2, pytest.approx(92.5), pytest.approx(0.7071068))
+    leaky = _cell(table, row, "LIF (snnTorch)")  # one complete, one failed, one running
+    assert (leaky["n"], leaky["mean"], leaky["std"], leaky["failed"]) == (1, pytest.approx(88.0), None, 1)
+    assert "[1 failed]" in tables.cell_text(leaky)
+    missing = _cell(table, "N-MNIST / CNN (T=16)", "f-LIF (f-SNN)")
+    assert missing["n"] == 0 and missing["mean"] is None
+    assert tables.cell_text(missing) == "— / paper 99.48"
+    assert tables.cell_text(_cell(table, row, "LIF (fsnn alpha=1)")) == "—"  # no runs, no paper value
+
+    nc = tables.build_table(_spec("node_classification"), found.complete)
+    cora = _cell(nc, "SGCN (f-SNN)", "Cora")
+    assert cora["n"] == 4 and cora["mean"] == pytest.approx(88.5)
+    assert cora["std"] == pytest.approx(statistics.stdev([88, 89, 87, 90]))
+    assert (cora["paper_mean"], cora["paper_std"]) == (88.08, 0.58)
+    assert _cell(nc, "SGCN (SJ)", "Cora")["n"] == 0
+
+    lp = tables.build_table(_spec("link_prediction"), found.complete)
+    photo = _cell(lp, "MSG (f-SNN)", "Photos")
+    assert photo["n"] == 1 and photo["mean"] == pytest.approx(96.8)
+    assert photo["diff"] == pytest.approx(0.0, abs=1e-9)
+
+    alpha = tables.build_table(_spec("alpha_gnn"), found.complete)
+    assert _cell(alpha, "SGCN (f-SNN)", "Cora")["mean"] == pytest.approx(0.5)  # an alpha, not a percent
+    ablation = tables.build_table(_spec("alpha_ablation"), found.complete)
+    assert _cell(ablation, "Acc1", "0.5")["n"] == 3 and _cell(ablation, "Acc1", "0.2")["n"] == 0
+
+
+def test_mixed_configs_flagged(results):
+    root, _ = results
+    run = _record("neuro", "flif_a02", "dvsgesture", "dvsnet", "flif", 9, 0.90)
+    run["config"]["neuron"]["alpha"] = 0.2
+    _write(root, run)
+    with pytest.warns(UserWarning):
+        runs = tables.collect_runs(root)
+    cell = _cell(tables.build_table(_spec("neuromorphic"), runs), "DVS128 Gesture / CNN (T=16)", "f-LIF (f-SNN)")
+    assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in tables.cell_text(cell)
+
+
+def test_make_tables_writes_markdown_and_latex(results):
+    root, corrupt = results
+    lines = []
+    found, built = tables.make_tables(root, echo=lines.append)
+    out = root / "tables"
+    ids = [s["id"] for s in tables.load_spec()]
+    for table_id in ids:
+        md = (out / f"{table_id}.md").read_text()
+        tex = (out / f"{table_id}.tex").read_text()
+        assert md.count("\n|") >= 3
+        assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
+    assert "95.33 ± 1.53 (n=3) / paper 94.80 / Δ +0.53" in (out / "neuromorphic.md").read_text()
+    assert r"95.33 $\pm$ 1.53 (n=3) / paper 94.80 / $\Delta$ +0.53" in (out / "neuromorphic.tex").read_text()
+    text = "\n".join(lines)
+    assert "11 complete, 1 failed, 1 running/unfinished, 1 corrupt" in text
+    assert str(corrupt) in text
+    assert not list(out.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("spec", tables.load_spec(), ids=lambda s: s["id"])
+def test_every_paper_table_renders_empty(spec):
+    table = tables.build_table(spec, [])
+    keys = [c["key"] for c in spec["columns"]]
+    assert len(set(keys)) == len(keys) and spec.get("label") and spec.get("section")
+    for row in spec["rows"]:
+        assert set(row.get("paper") or {}) <= set(keys), row["label"]
+    assert all(c["n"] == 0 and c["mean"] is None for r in table["rows"] for c in r["cells"])
+    md, tex = tables.to_markdown(table), tables.to_latex(table)
+    assert "—" in md and "---" in tex and "—" not in tex
+    assert len(md.strip().splitlines()) >= 4 + len(spec["rows"])
+
+
+def test_paper_transcription_spot_checks():
+    specs = {s["id"]: s for s in tables.load_spec()}
+    assert {"neuromorphic", "node_classification", "link_prediction", "static", "alpha_gnn",
+            "alpha_ablation", "channels", "neuron_type", "memory"} <= set(specs)
+    neuro = {r["label"]: r["paper"] for r in specs["neuromorphic"]["rows"]}
+    assert neuro["HarDVS / Transformer (T=8)"] == {"sj_lif": 45.20, "snntorch_leaky": 46.14, "flif": 47.23,
+                                                   "lif": None}
+    nc = {r["label"]: r["paper"] for r in specs["node_classification"]["rows"]}
+    assert nc["DRSGNN (snnTorch)"]["ogbn_arxiv"] == [28.46, 0.25]
+
+
+def test_cli_on_empty_results(tmp_path):
+    empty = tmp_path / "results"
+    empty.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tables.py"), "--results", str(empty)],
+                          capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "0 complete, 0 failed, 0 running/unfinished, 0 corrupt" in done.stdout
+    assert "— / paper 99.48" in done.stdout
+    assert (empty / "tables" / "memory.tex").exists() and (empty / "tables" / "all.md").exists()
