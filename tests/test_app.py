@@ -248,3 +248,19 @@ def test_graph_runs_on_fixtures(tmp_path, data_root, args, metric):
     assert 0.0 <= m[f"test_{metric}"] <= 1.0 and m["firing_rates"]
     if metric == "acc":
         assert "test/energy_mJ" in m["test_metrics"] and m["test_metrics"]["test/energy_mJ"] > 0
+
+
+@pytest.mark.slow
+def test_table1_smoke_sweep_then_table(tmp_path, data_root):
+    # the whole Table 1 sweep shape (every setting x neuron) on fixtures, then the table from its metrics
+    proc = run_app("train.py", "experiment=table1_neuromorphic_smoke", f"paths.data_dir={data_root}", cwd=tmp_path,
+                   timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "results" / "table1_neuromorphic_smoke").glob("*/metrics.json")]
+    assert len(runs) == 8 * 4 and all(r["status"] == "complete" for r in runs)
+    from fsnn.tables import make_tables
+
+    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    assert (tmp_path / "tables" / "neuromorphic.md").exists() and (tmp_path / "tables" / "neuromorphic.tex").exists()
+    md = (tmp_path / "tables" / "neuromorphic.md").read_text()
+    assert md.count("(n=1)") == 8 * 4  # every cell of Table 1 filled by exactly one smoke run
