@@ -264,3 +264,17 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     assert (tmp_path / "tables" / "neuromorphic.md").exists() and (tmp_path / "tables" / "neuromorphic.tex").exists()
     md = (tmp_path / "tables" / "neuromorphic.md").read_text()
     assert md.count("(n=1)") == 8 * 4  # every cell of Table 1 filled by exactly one smoke run
+
+
+@pytest.mark.slow
+def test_table2_smoke_sweep_then_table(tmp_path, data_root):
+    proc = run_app("train.py", "experiment=table2_node_classification_smoke", f"paths.data_dir={data_root}",
+                   cwd=tmp_path, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = list((tmp_path / "results" / "table2_node_classification_smoke").glob("*/metrics.json"))
+    assert len(runs) == 6 * 2 * 4
+    from fsnn.tables import make_tables
+
+    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    md = (tmp_path / "tables" / "node_classification.md").read_text()
+    assert md.count("(n=1)") == 6 * 2 * 4  # SGCN/DRSGNN x 4 neurons x 6 datasets, one seed each
