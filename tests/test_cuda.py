@@ -1,0 +1,97 @@
+"""CUDA paths: every engine on the GPU gives what it gives on the CPU, forward and backward.
+
+Skipped where no GPU is present (CI); run on a GPU machine with ``pytest tests/test_cuda.py``.
+The CPU results are themselves checked against the literal equations in ``test_neurons.py``, so
+agreement here means the GPU path computes the paper's dynamics.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fsnn import FractionalIF, FractionalLIF, build_neuron
+from fsnn.models import build_backbone
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+CUDA = torch.device("cuda")
+
+
+def _run(neuron: torch.nn.Module, x: torch.Tensor):
+    """Spikes, potentials and the gradients of a spike-and-potential loss w.r.t. input and parameters."""
+    x = x.clone().requires_grad_(True)
+    spikes, v = neuron(x, return_state=True)
+    weights = torch.linspace(-1, 1, v.numel(), device=x.device, dtype=x.dtype).reshape(v.shape)
+    (spikes.sum() + (weights * v).sum()).backward()
+    params = {name: p.grad.detach().cpu() for name, p in neuron.named_parameters() if p.grad is not None}
+    return spikes.detach().cpu(), v.detach().cpu(), x.grad.detach().cpu(), params
+
+
+@pytest.mark.parametrize("cls", [FractionalLIF, FractionalIF])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(engine="direct"),
+        dict(engine="soe"),
+        dict(engine="direct", memory=8),
+        dict(engine="direct", reset="hard", v_reset=-0.1, method="gl"),
+        dict(engine="direct", method="l1", learn_alpha=True, learn_tau=True, learn_threshold=True),
+        dict(engine="soe", learn_alpha=True),
+        dict(convention="spikede"),
+    ],
+    ids=["direct", "soe", "window8", "hard-gl", "l1-learn-all", "soe-learn-alpha", "spikede"],
+)
+def test_gpu_matches_cpu(cls, options):
+    torch.manual_seed(0)
+    T = 160 if options.get("engine") == "soe" else 48  # soe needs T > 2 blocks to engage
+    x = torch.randn(T, 3, 37, dtype=torch.float64) * 0.8 + 0.4
+    cpu = cls(alpha=0.6, tau=2.0, **options).double()
+    gpu = cls(alpha=0.6, tau=2.0, **options).double().to(CUDA)
+    want, got = _run(cpu, x), _run(gpu, x.to(CUDA))
+    assert gpu.last_engine == cpu.last_engine
+    assert torch.equal(got[0], want[0]), "spike trains differ between CPU and GPU"
+    for name, a, b in (("potential", got[1], want[1]), ("input grad", got[2], want[2])):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10, msg=lambda m: f"{name}: {m}")
+    assert got[3].keys() == want[3].keys()
+    for name in want[3]:
+        torch.testing.assert_close(got[3][name], want[3][name], rtol=1e-8, atol=1e-10)
+
+
+def test_mixed_precision_on_gpu():
+    """bf16 inputs (autocast) run in fp32 inside and come back in bf16, close to the fp32 result."""
+    torch.manual_seed(1)
+    x = torch.randn(64, 8, 128, device=CUDA) * 0.8 + 0.4
+    neuron = FractionalLIF(alpha=0.5).to(CUDA)
+    ref = neuron(x)
+    out = neuron(x.to(torch.bfloat16))
+    assert out.dtype == torch.bfloat16
+    mismatch = (out.float() != ref).float().mean().item()
+    assert mismatch < 0.02, f"{mismatch:.3%} of spikes differ between bf16 and fp32 inputs"
+
+
+@pytest.mark.parametrize("neuron", ["flif", "lif", "sj_lif", "snntorch_leaky"])
+def test_dvsnet_train_step_on_gpu(neuron):
+    """A DVSNet training step runs on the GPU for every neuron and matches the CPU loss."""
+    torch.manual_seed(0)
+    kwargs = {"alpha": 0.5} if neuron == "flif" else {}
+    model = build_backbone("dvsnet", num_classes=11, in_channels=2, input_size=(32, 32), neuron=neuron,
+                           neuron_kwargs=kwargs, channels=16)
+    x = (torch.rand(8, 2, 2, 32, 32) < 0.2).float()
+    y = torch.randint(0, 11, (2,))
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model.eval()  # batch-norm statistics identical on both devices
+    loss_cpu = torch.nn.functional.cross_entropy(model(x).mean(0), y)
+    model.to(CUDA)
+    loss_gpu = torch.nn.functional.cross_entropy(model(x.to(CUDA)).mean(0), y.to(CUDA))
+    loss_gpu.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters() if p.requires_grad)
+    torch.testing.assert_close(loss_gpu.detach().cpu(), loss_cpu.detach(), rtol=1e-3, atol=1e-3)
+
+
+def test_registry_neurons_keep_state_on_gpu():
+    for name in ("flif", "fif", "lif", "sj_lif", "sj_if", "snntorch_leaky"):
+        neuron = build_neuron(name).to(CUDA)
+        out = neuron(torch.rand(6, 2, 5, device=CUDA) * 2)
+        assert out.device.type == CUDA.type and out.shape == (6, 2, 5), name
