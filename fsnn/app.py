@@ -18,6 +18,8 @@ from typing import NamedTuple
 import hydra
 import lightning as L
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import CompactHydraException
+from hydra.types import RunMode
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
@@ -217,9 +219,21 @@ def evaluate(cfg: DictConfig) -> dict:
 
 
 def run_guarded(fn, cfg: DictConfig):
-    """Run ``fn(cfg)``; a user error becomes one message on stderr and exit status 2."""
+    """Run ``fn(cfg)``; a user error becomes one message on stderr and exit status 2.
+
+    Inside a multirun (``-m`` or an experiment with ``hydra.mode: MULTIRUN``) a job's failure must not stop
+    the other jobs, so a user error is printed the same way when it happens but then raised as a compact
+    Hydra error instead of exiting: every launcher records it as that job's failure (its ``metrics.json``
+    says ``status: failed`` with the error) and runs the remaining jobs. Once they are done the basic sweeper
+    reports the first failed job's overrides and error, without a traceback, and the multirun exits 1. The
+    Optuna sweeper instead tells the failure to the study as a failed trial and carries on up to its
+    ``max_failure_rate``. Other exceptions (bugs) keep their traceback and take the same paths.
+    """
     try:
         return fn(cfg)
     except USER_ERRORS as error:
         print(f"fsnn: error: {error}", file=sys.stderr)
+        if HydraConfig.get().mode == RunMode.MULTIRUN:
+            # an Exception, unlike SystemExit, is caught by Hydra's run_job and kept as the job's result
+            raise CompactHydraException(f"fsnn: error: {error}") from error
         raise SystemExit(2) from None
