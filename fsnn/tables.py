@@ -4,6 +4,8 @@
 and LaTeX (booktabs) under ``results/tables/``. A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
+A run's ``robustness.json`` (``evaluate.py robustness=...``, beside its ``metrics.json``) is merged into its
+record under ``robustness``, where the robustness tables read it with list paths (see the YAML header).
 """
 
 from __future__ import annotations
@@ -47,19 +49,27 @@ class Collection:
 
 
 def scan_runs(results_dir: str | Path) -> Collection:
-    """Read every ``results_dir/**/metrics.json``; a corrupt one is recorded (and warned about), never fatal."""
+    """Read every ``results_dir/**/metrics.json`` (with its sibling ``robustness.json`` under ``robustness``); a
+    corrupt file is recorded (and warned about), never fatal: a run with a corrupt ``robustness.json`` still counts."""
     found = Collection()
-    for path in sorted(Path(results_dir).rglob("metrics.json")):
+
+    def read(path: Path) -> dict | None:
         try:
-            record = json.loads(path.read_text())
-            if not isinstance(record, dict):
-                raise ValueError(f"top level is {type(record).__name__}, not an object")
+            return read_record(path)
         except (OSError, UnicodeDecodeError, ValueError) as error:
             reason = f"{type(error).__name__}: {error}"
             found.corrupt.append((str(path), reason))
-            warnings.warn(f"skipping unreadable {path}: {reason}", stacklevel=2)
+            warnings.warn(f"skipping unreadable {path}: {reason}", stacklevel=3)
+            return None
+
+    for path in sorted(Path(results_dir).rglob("metrics.json")):
+        record = read(path)
+        if record is None:
             continue
         record["_path"] = str(path)
+        robustness = path.with_name("robustness.json")
+        if robustness.exists() and (study := read(robustness)) is not None:
+            record["robustness"] = study
         status = record.get("status")
         if status == "complete":
             found.complete.append(record)
@@ -68,6 +78,14 @@ def scan_runs(results_dir: str | Path) -> Collection:
         else:
             found.running.append(record)
     return found
+
+
+def read_record(path: str | Path) -> dict:
+    """The JSON object in ``path``; ``ValueError`` if it is not valid JSON or not an object."""
+    record = json.loads(Path(path).read_text())
+    if not isinstance(record, dict):
+        raise ValueError(f"top level is {type(record).__name__}, not an object")
+    return record
 
 
 def collect_runs(results_dir: str | Path) -> list[dict]:
@@ -79,14 +97,28 @@ def load_spec(path: str | Path = SPEC_PATH) -> list[dict]:
     return yaml.safe_load(Path(path).read_text())["tables"]
 
 
-def _lookup(run: dict, key: str) -> tuple[bool, Any]:
-    """(found, value) of a match key in a run record."""
-    path = ALIASES.get(key, key if key.startswith("config.") else f"config.{key}")
+def _lookup(run: dict, key: str | list) -> tuple[bool, Any]:
+    """(found, value) of a match key in a run record.
+
+    A string is a match key (an alias or a dotted path into the run's config); a list is a path from the top of
+    the record, one element per level: a string or number is an object key (a number as its shortest text,
+    0.1 -> "0.1", so robustness levels can be addressed), an int also indexes a list.
+    """
+    if isinstance(key, list):
+        path = key
+    else:
+        path = ALIASES.get(key, key if key.startswith("config.") else f"config.{key}").split(".")
     node: Any = run
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
+    for part in path:
+        if isinstance(node, list) and type(part) is int:  # not bool, a subclass of int
+            if not -len(node) <= part < len(node):
+                return False, None
+            node = node[part]
+            continue
+        name = part if isinstance(part, str) else f"{part:g}"
+        if not isinstance(node, dict) or name not in node:
             return False, None
-        node = node[part]
+        node = node[name]
     return True, node
 
 
@@ -109,8 +141,9 @@ def matches(run: dict, match: dict) -> bool:
     return True
 
 
-def _value(run: dict, source: str) -> float | None:
-    """A run's number: ``test`` is ``test_<metric>`` (at the best-validation checkpoint), else a path."""
+def _value(run: dict, source: str | list) -> float | None:
+    """A run's number: ``test`` is ``test_<metric>`` (at the best-validation checkpoint), else a path (a dotted
+    path into the config or a list path from the top of the record, see :func:`_lookup`)."""
     if source == "test":
         value = run.get(f"test_{run.get('metric', 'acc')}")
     else:
@@ -138,8 +171,9 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
     for row in spec["rows"]:
         cells = []
         for col in spec["columns"]:
-            source = col.get("value", table_source)
-            percent = col.get("percent", spec.get("percent", True))
+            # a column's value/percent wins over its row's, the row's over the table's
+            source = col.get("value", row.get("value", table_source))
+            percent = col.get("percent", row.get("percent", spec.get("percent", True)))
             match = {**(spec.get("match") or {}), **(row.get("match") or {}), **(col.get("match") or {})}
             paper_mean, paper_std = _paper((row.get("paper") or {}).get(col["key"]))
             cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,

@@ -182,3 +182,87 @@ def test_cli_on_empty_results(tmp_path):
     assert "0 complete, 0 failed, 0 running/unfinished, 0 corrupt" in done.stdout
     assert "— / paper 99.48" in done.stdout
     assert (empty / "tables" / "memory.tex").exists() and (empty / "tables" / "all.md").exists()
+
+
+# -- robustness tables: a run's robustness.json beside its metrics.json -----------------------
+
+
+def _study(clean: float, noise: list[float]) -> dict:
+    """A robustness.json (evaluate.py robustness=events) with the Gaussian-noise levels of the paper."""
+    levels = [0.1, 0.2, 0.3, 0.4, 0.5]
+    return {"metric": "acc", "clean": clean, "corruptions": {"gaussian_noise": {
+        "levels": levels, "acc": noise, "by_level": {f"{lv:g}": a for lv, a in zip(levels, noise)},
+        "score": 100 * statistics.fmean(noise) / clean}}}
+
+
+def test_lookup_list_paths():
+    record = {"robustness": {"corruptions": {"noise": {"by_level": {"0.1": 0.9, "1": 0.5}, "acc": [0.9, 0.8]}}}}
+    base = ["robustness", "corruptions", "noise"]
+    assert tables._lookup(record, base + ["by_level", 0.1]) == (True, 0.9)  # a number is its shortest text
+    assert tables._lookup(record, base + ["by_level", "0.1"]) == (True, 0.9)
+    assert tables._lookup(record, base + ["by_level", 1]) == (True, 0.5)
+    assert tables._lookup(record, base + ["acc", 1]) == (True, 0.8)  # an int indexes a list
+    assert tables._lookup(record, base + ["acc", 2]) == (False, None)
+    assert tables._lookup(record, base + ["by_level", 0.3]) == (False, None)
+    assert tables._lookup(record, ["robustness", "clean"]) == (False, None)
+    assert tables._value({"robustness": {"clean": 0.7}}, ["robustness", "clean"]) == 0.7
+
+
+def test_robustness_table_from_robustness_json(tmp_path):
+    root = tmp_path / "results"
+    flif = [(0.95, [0.94, 0.93, 0.92, 0.91, 0.90]), (0.93, [0.92, 0.91, 0.90, 0.89, 0.80])]
+    for seed, (clean, noise) in enumerate(flif):
+        path = _write(root, _record("rob", f"flif_s{seed}", "dvsgesture", "dvsnet", "flif", seed, clean))
+        (path.parent / "robustness.json").write_text(json.dumps(_study(clean, noise)))
+    _write(root, _record("rob", "sj_s0", "dvsgesture", "dvsnet", "sj_lif", 0, 0.93))  # no robustness study
+    path = _write(root, _record("rob", "leaky_s0", "dvsgesture", "dvsnet", "snntorch_leaky", 0, 0.88))
+    (path.parent / "robustness.json").write_text('{"clean": 0.8')  # truncated
+    with pytest.warns(UserWarning, match="robustness.json"):
+        found = tables.scan_runs(root)
+    assert len(found.complete) == 4 and [p for p, _ in found.corrupt] == [str(path.parent / "robustness.json")]
+    assert "robustness" not in next(r for r in found.complete if r["run"] == "leaky_s0")
+
+    table = tables.build_table(_spec("robustness_noise"), found.complete)
+    assert [r["label"] for r in table["rows"]] == ["0.1", "0.2", "0.3", "0.4", "0.5", "Score", "Original"]
+    level = _cell(table, "0.5", "f-SNN")
+    assert level["n"] == 2 and level["mean"] == pytest.approx(85.0) and level["paper_mean"] == pytest.approx(90.28)
+    assert level["std"] == pytest.approx(statistics.stdev([90.0, 80.0]))
+    score = _cell(table, "Score", "f-SNN")  # already in percent: not scaled again
+    scores = [100 * statistics.fmean(noise) / clean for clean, noise in flif]
+    assert score["mean"] == pytest.approx(statistics.fmean(scores)) and score["paper_mean"] == 95.96
+    assert _cell(table, "Original", "f-SNN")["mean"] == pytest.approx(94.0)
+    for column in ("SJ", "snnTorch", "LIF (fsnn alpha=1)"):  # no (readable) robustness.json: no cells
+        assert all(_cell(table, row, column)["n"] == 0 for row in ("0.1", "Score", "Original"))
+    assert tables.cell_text(_cell(table, "0.1", "SJ")) == "— / paper 92.36"
+    assert tables.cell_text(_cell(table, "0.1", "LIF (fsnn alpha=1)")) == "—"
+    # another corruption's table: no levels nor score (not run), only the clean accuracy of the same studies
+    jitter = tables.build_table(_spec("robustness_temporal_jitter"), found.complete)
+    assert all(c["n"] == 0 for r in jitter["rows"] if r["label"] != "Original" for c in r["cells"])
+    assert _cell(jitter, "Original", "f-SNN")["n"] == 2
+    # the 128-channel DVSNet of the paper only: other widths do not count
+    path = _write(root, _record("rob", "flif_c8", "dvsgesture", "dvsnet", "flif", 9, 0.5))
+    record = json.loads(path.read_text())
+    record["config"]["backbone"]["channels"] = 8
+    path.write_text(json.dumps(record))
+    (path.parent / "robustness.json").write_text(json.dumps(_study(0.5, [0.1] * 5)))
+    with pytest.warns(UserWarning):
+        runs = tables.collect_runs(root)
+    assert _cell(tables.build_table(_spec("robustness_noise"), runs), "0.5", "f-SNN")["n"] == 2
+
+
+def test_robustness_tables_transcribed():
+    specs = {s["id"]: s for s in tables.load_spec()}
+    ids = ["robustness_noise", "robustness_discard", "robustness_temporal_jitter", "robustness_temporal_truncate",
+           "robustness_occlude_block"]
+    assert set(ids) <= set(specs)
+    for table_id in ids:
+        rows = {r["label"]: r["paper"] for r in specs[table_id]["rows"]}
+        assert rows["Original"] == {"flif": 94.80, "sj_lif": 93.40, "snntorch_leaky": 88.99, "lif": None}
+        if table_id == "robustness_noise":
+            continue  # its printed Score does not follow from its accuracies (see the table's notes)
+        for key in ("flif", "sj_lif", "snntorch_leaky"):  # Score = 100 x mean(level accuracies) / Original
+            levels = [paper[key] for label, paper in rows.items() if label not in ("Score", "Original")]
+            assert 100 * statistics.fmean(levels) / rows["Original"][key] == pytest.approx(rows["Score"][key],
+                                                                                            abs=0.011)
+    jitter = {r["label"]: r["paper"] for r in specs["robustness_temporal_jitter"]["rows"]}
+    assert len(jitter) == 11 and jitter["0.9"]["snntorch_leaky"] == 73.61
