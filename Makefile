@@ -28,7 +28,7 @@ bench: $(STAMP)
 	$(PY) scripts/bench_neurons.py
 
 figures: $(STAMP)
-	$(PY) scripts/theory_figures.py
+	$(PY) scripts/figures.py
 	$(PY) scripts/demo_neuron.py
 
 fixtures: $(STAMP)
