@@ -1,4 +1,5 @@
-"""Re-test a finished run: ``python evaluate.py run_dir=results/train/<run> [checkpoint=best|last]``."""
+"""Re-test a finished run: ``python evaluate.py run_dir=results/train/<run> [checkpoint=best|last]``;
+add ``robustness=events`` (vision) or ``robustness=graph`` (node classification) for the robustness study."""
 
 import hydra
 from omegaconf import DictConfig

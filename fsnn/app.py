@@ -9,9 +9,11 @@ reference, with the last weights).
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,15 +24,25 @@ from hydra.errors import CompactHydraException
 from hydra.types import RunMode
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
 
 from fsnn.data import DatasetMissingError, build_dataset, dataset_info
 from fsnn.graphs.data import GRAPH_DATASETS, graph_cache_dir, load_graph
 from fsnn.graphs.features import node_features
 from fsnn.graphs.models import GRAPH_MODELS, build_graph_model
-from fsnn.graphs.training import GraphLinkPredictor, GraphNodeClassifier, LinkDataModule, NodeDataModule
+from fsnn.graphs.training import GraphLinkPredictor, GraphNodeClassifier, LinkDataModule, NodeDataModule, spike_noise
 from fsnn.models import backbone_supports, build_backbone
 from fsnn.neurons import collect_alphas
 from fsnn.results import device_description, package_versions, write_json_atomic
+from fsnn.robustness import (
+    GRAPH_CORRUPTIONS,
+    KINDS,
+    SPIKE_NOISE,
+    CorruptedDataset,
+    check_corruption,
+    robustness_score,
+    spike_noise_std,
+)
 from fsnn.training import NonFiniteLossError, SpikingClassifier, SplitDataModule, firing_rates
 
 log = logging.getLogger("fsnn")
@@ -112,19 +124,25 @@ def _graph_task(cfg: DictConfig, optimizer, scheduler) -> Task:
     if cfg.get("task") == "link":
         model = build_graph_model("msg", graph.num_features, None, **build, **options)
         return Task(GraphLinkPredictor(model, optimizer, scheduler), LinkDataModule(graph, seed=cfg.seed), "auc")
-    if cfg.backbone.name == "msg":
-        features, in_features, whole = None, graph.num_features, graph
-    else:
-        features = node_features(graph, hops=cfg.dataset.hops, pe=options.get("pe"),
-                                 pe_dim=options.get("pe_dim", 32), pe_seed=0,
-                                 cache_dir=graph_cache_dir(data_dir, name))
-        in_features, whole = features.shape[1], None
+    features = node_inputs(cfg, graph, cache_dir=graph_cache_dir(data_dir, name))
+    in_features, whole = (graph.num_features, graph) if features is None else (features.shape[1], None)
     num_classes = int(graph.y.max()) + 1
     model = build_graph_model(cfg.backbone.name, in_features, num_classes, **build, **options)
     module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
                                  test_repeats=cfg.dataset.test_repeats, monitor="val/acc")
     data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
     return Task(module, data, "acc")
+
+
+def node_inputs(cfg: DictConfig, graph, cache_dir: Path | None = None):
+    """What a node classifier reads of ``graph``: the preprocessed feature rows of SGCN/DRSGNN (SGC propagation,
+    z-scoring on the training nodes, the backbone's positional encoding), or ``None`` for a full-graph model (MSG),
+    which reads ``graph.x`` and ``graph.edge_index`` itself."""
+    if cfg.backbone.name == "msg":
+        return None
+    options = _options(cfg.backbone)
+    return node_features(graph, hops=cfg.dataset.hops, pe=options.get("pe"), pe_dim=options.get("pe_dim", 32),
+                         pe_seed=0, cache_dir=cache_dir)
 
 
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list) -> L.Trainer:
@@ -193,8 +211,8 @@ def train(cfg: DictConfig) -> float:
         log.info("metrics: %s", metrics_path)
 
 
-def evaluate(cfg: DictConfig) -> dict:
-    """Re-test a finished run from its saved config and checkpoint; writes ``eval.json`` beside it."""
+def _finished_run(cfg: DictConfig) -> tuple[Path, DictConfig, Path]:
+    """``(run_dir, the run's saved config with this machine's data_dir, checkpoint path)``; ConfigError if absent."""
     run_dir = Path(cfg.run_dir)
     saved = run_dir / ".hydra" / "config.yaml"
     if not saved.exists():
@@ -203,18 +221,172 @@ def evaluate(cfg: DictConfig) -> dict:
     run_cfg.paths.data_dir = cfg.paths.data_dir
     ckpt = run_dir / "checkpoints" / f"{cfg.checkpoint}.ckpt"
     if not ckpt.exists():
-        raise ConfigError(f"checkpoint={cfg.checkpoint!r}: {ckpt} does not exist (expected best or last)")
+        found = sorted(p.stem for p in (run_dir / "checkpoints").glob("*.ckpt"))
+        raise ConfigError(f"checkpoint={cfg.checkpoint!r}: {ckpt} does not exist (run_dir={run_dir} has "
+                          f"{'checkpoints ' + ', '.join(found) if found else 'no checkpoints'}; expected best or last)")
+    return run_dir, run_cfg, ckpt
+
+
+def _robustness_plan(cfg: DictConfig, run_cfg: DictConfig) -> dict[str, tuple[list[float], dict]]:
+    """``{corruption: (levels, options)}`` of ``cfg.robustness``, checked against the run before any data is loaded
+    (``{}`` for ``robustness=none``)."""
+    spec = OmegaConf.to_container(cfg.robustness, resolve=True) if cfg.get("robustness") else {}
+    if not spec:
+        return {}
+    corruptions = spec.get("corruptions")
+    if not corruptions:
+        raise ConfigError(f"robustness={spec.get('name')!r} lists no corruptions (robustness.corruptions is empty)")
+    kind = "graph" if data_kind(run_cfg.dataset.name) == "graph" else "vision"
+    if kind == "graph" and run_cfg.get("task") == "link":
+        raise ConfigError(f"robustness={spec.get('name')!r}: run_dir={cfg.run_dir} is a link-prediction run; the "
+                          "robustness study covers vision and node-classification runs")
+    plan = {}
+    for name, entry in corruptions.items():
+        entry = entry or {}
+        extra = sorted(set(entry) - {"levels", "options"})
+        if extra:
+            raise ConfigError(f"robustness.corruptions.{name}: unknown keys {extra}; expected levels and options")
+        options = entry.get("options") or {}
+        try:
+            plan[name] = (check_corruption(kind, name, entry.get("levels"), options), options)
+        except ValueError as error:
+            hint = "" if name in KINDS[kind] else (
+                f" (run_dir={cfg.run_dir} is a {kind} run on {run_cfg.dataset.name}; "
+                f"robustness={'events' if kind == 'vision' else 'graph'} fits it)")
+            raise ConfigError(f"robustness.corruptions.{name}: {error}{hint}") from None
+    return plan
+
+
+def _test_pass(trainer: L.Trainer, module: L.LightningModule, seed: int, **data) -> dict[str, float]:
+    """One test pass, seeded, so that every pass of a study draws the same Poisson spikes and spike noise."""
+    L.seed_everything(seed, workers=True, verbose=False)
+    return trainer.test(module, verbose=False, **data)[0]
+
+
+@contextmanager
+def _replaced(obj, **values):
+    """Set attributes of ``obj`` (e.g. a module's graph buffers) for the duration of the block."""
+    old = {name: getattr(obj, name) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(obj, name, value)
+        yield obj
+    finally:
+        for name, value in old.items():
+            setattr(obj, name, value)
+
+
+def _corrupted_tester(run_cfg: DictConfig, task: Task, trainer: L.Trainer, seed: int):
+    """``test(name, level, options) -> metric`` on the test split with one corruption applied at test time.
+
+    Vision: the test set's frames, sample by sample (:class:`fsnn.robustness.CorruptedDataset`). Graph: the graph
+    is corrupted once per level (one draw seeded with ``seed``) and the model's input rebuilt from it; spike noise
+    switches on the model's probe (``spike_noise_std``) instead.
+    """
+    module, data, metric = task
+    if isinstance(data, NodeDataModule):
+        graph = load_graph(run_cfg.dataset.name, data_dir=Path(run_cfg.paths.data_dir), split=run_cfg.dataset.split,
+                           seed=run_cfg.seed)
+
+        def test(name: str, level: float, options: dict) -> float:
+            if name == SPIKE_NOISE:
+                with spike_noise(module, spike_noise_std(level)):
+                    return _test_pass(trainer, module, seed, datamodule=data)[f"test/{metric}"]
+            corrupted = GRAPH_CORRUPTIONS[name](graph, level, seed, **options)
+            if module.full_graph:
+                with _replaced(module, graph_x=corrupted.x.float(), graph_edge_index=corrupted.edge_index.long()):
+                    return _test_pass(trainer, module, seed, datamodule=data)[f"test/{metric}"]
+            rows = NodeDataModule.from_masks(node_inputs(run_cfg, corrupted), corrupted, batch_size=data.batch_size,
+                                             seed=run_cfg.seed)
+            return _test_pass(trainer, module, seed, datamodule=rows)[f"test/{metric}"]
+
+        return test
+    data.setup()
+    test_set = data.splits[2]
+
+    def test(name: str, level: float, options: dict) -> float:
+        corrupted = CorruptedDataset(test_set, name, level, seed, options)
+        frames = SplitDataModule(lambda: (None, None, corrupted), data.batch_size, data.num_workers, data.seed)
+        return _test_pass(trainer, module, seed, datamodule=frames)[f"test/{metric}"]
+
+    return test
+
+
+def _run_config(run_dir: Path, run_cfg: DictConfig) -> dict:
+    """The run's resolved config as ``train`` recorded it in ``metrics.json`` (else resolved here)."""
+    try:
+        return json.loads((run_dir / "metrics.json").read_text())["config"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return OmegaConf.to_container(run_cfg, resolve=True)
+
+
+def _robustness(cfg: DictConfig, run_dir: Path, run_cfg: DictConfig, task: Task, trainer: L.Trainer,
+                plan: dict, clean: float, seed: int) -> dict:
+    """Every corruption at every level of ``plan``; writes ``robustness.json`` and its figures into ``run_dir``.
+
+    Per corruption: the metric at each level and the paper's score ``100 * mean_i(acc_i) / clean``
+    (:func:`fsnn.robustness.robustness_score`; ``null`` when the clean metric is 0).
+    """
+    from fsnn.figures import robustness_figures  # matplotlib only for a robustness study
+
+    start = time.perf_counter()
+    metric = task.metric
+    test = _corrupted_tester(run_cfg, task, trainer, seed)
+    corruptions = {}
+    with tqdm(total=sum(len(levels) for levels, _ in plan.values()), desc="robustness", unit="test pass") as bar:
+        for name, (levels, options) in plan.items():
+            values = []
+            for level in levels:
+                bar.set_postfix_str(f"{name} {level:g}")
+                values.append(float(test(name, level, options)))
+                bar.update()
+                log.info("%s %g: test %s %.4f (clean %.4f)", name, level, metric, values[-1], clean)
+            corruptions[name] = {
+                "levels": levels, metric: values, "by_level": {f"{level:g}": v for level, v in zip(levels, values)},
+                "score": robustness_score(clean, values) if clean > 0 else None, "options": options,
+            }
+    record = {
+        "robustness": cfg.robustness.get("name"), "run_dir": str(run_dir), "checkpoint": cfg.checkpoint,
+        "metric": metric, "clean": clean, "seed": seed, "limit_test_batches": cfg.get("limit_test_batches"),
+        "corruptions": corruptions, "config": _run_config(run_dir, run_cfg),
+        "device": device_description(trainer.strategy.root_device), "versions": package_versions(),
+        "wall_time_s": time.perf_counter() - start,
+    }
+    write_json_atomic(run_dir / "robustness.json", record)
+    log.info("robustness: %s; scores %s", run_dir / "robustness.json",
+             {name: c["score"] for name, c in corruptions.items()})
+    for path in robustness_figures([record], run_dir, echo=log.info):
+        log.info("figure: %s", path)
+    return record
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """Re-test a finished run from its saved config and checkpoint; writes ``eval.json`` beside it.
+
+    With ``robustness=<name>`` (``conf/robustness/``) it then tests the same checkpoint on the corrupted test split
+    for every corruption and level listed there and writes ``robustness.json`` (clean metric, metric per level,
+    the paper's robustness score per corruption, the run's config) and its figures (accuracy-vs-level curves,
+    radar of scores). Every test pass is seeded with ``seed`` (the run's seed when null).
+    """
+    run_dir, run_cfg, ckpt = _finished_run(cfg)
+    plan = _robustness_plan(cfg, run_cfg)
+    seed = run_cfg.seed if cfg.get("seed") is None else int(cfg.seed)
     L.seed_everything(run_cfg.seed, workers=True, verbose=False)
-    module, data, metric = build_task(run_cfg)
+    task = build_task(run_cfg)
+    module, data, metric = task
+    # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir,
-                        accelerator=cfg.accelerator, devices=1)
+                        accelerator=cfg.accelerator, devices=1, limit_test_batches=cfg.get("limit_test_batches"),
+                        enable_progress_bar=not plan)
     with firing_rates(module.model) as rates:
-        test = trainer.test(module, datamodule=data, ckpt_path=str(ckpt), verbose=False)[0]
+        test = _test_pass(trainer, module, seed, datamodule=data, ckpt_path=str(ckpt))
     result = {"run_dir": str(run_dir), "checkpoint": str(ckpt), f"test_{metric}": test[f"test/{metric}"],
               "test_metrics": test, "firing_rates": rates,
               "device": device_description(trainer.strategy.root_device)}
     write_json_atomic(run_dir / "eval.json", result)
     log.info("test %s %.4f (%s)", metric, result[f"test_{metric}"], ckpt)
+    if plan:
+        result["robustness"] = _robustness(cfg, run_dir, run_cfg, task, trainer, plan, test[f"test/{metric}"], seed)
     return result
 
 

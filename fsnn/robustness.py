@@ -1,4 +1,4 @@
-"""Event-data corruptions and the robustness score of the paper's robustness study (neuromorphic vision).
+"""Corruptions and the robustness score of the paper's robustness study (neuromorphic vision and graphs).
 
 Paper: appendix "Robustness Analysis Setting" (``ssec.robust``) defines five corruptions applied at test time to
 the input frames; appendix "Extended Robustness Experiments" (``robustness``, Tables ``tab:noise``,
@@ -16,27 +16,50 @@ Every corruption is a pure function ``fn(x, level, generator=None, **options) ->
 For a batch, random draws are made sample by sample (independent corruption per sample, like evaluating a test
 set sample by sample); the noise is drawn element-wise in one go.
 
+Graph corruptions (appendix "Extended Robustness Experiments", "Graph Learning Tasks"): feature masking and
+edge dropping change the graph a trained model is tested on (:data:`GRAPH_CORRUPTIONS`, ``fn(graph, level,
+generator=None, **options) -> graph``); Gaussian spike noise (``spike_noise``, Fig. ``fig:robust_SGCN``) is a
+probe inside the model (``spike_noise_std``, :func:`fsnn.graphs.models.add_spike_noise`). :func:`check_corruption`
+validates a name, its levels and options on a dummy input before any data is loaded; :class:`CorruptedDataset`
+corrupts a test set sample by sample, reproducibly. ``evaluate.py robustness=...`` (:func:`fsnn.app.evaluate`) runs
+the study on a trained run.
+
 Counts ``k = round(ratio * n)`` use round-half-up (``floor(ratio * n + 0.5)``, with a 1e-9 guard against
 floating error such as ``0.35 * 10 = 3.4999...``), not Python's banker's rounding.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 
+import numpy as np
 import torch
+from torch.utils.data import Dataset
+
+from fsnn.graphs.features import drop_edges, mask_features
 
 __all__ = [
     "CORRUPTIONS",
+    "CorruptedDataset",
+    "GRAPH_CORRUPTIONS",
+    "GRAPH_LEVELS",
+    "KINDS",
     "LEVELS",
+    "SPIKE_NOISE",
     "center_occlusion",
+    "check_corruption",
     "corrupt",
+    "drop_graph_edges",
     "frame_discard",
     "gaussian_noise",
+    "mask_graph_features",
     "occlusion_box",
     "robustness_score",
     "round_count",
+    "sample_seed",
+    "spike_noise_std",
     "temporal_jitter",
     "temporal_truncation",
 ]
@@ -78,6 +101,12 @@ def _check_ratio(ratio, what: str = "ratio") -> float:
     return float(ratio)
 
 
+def _check_nonnegative(level, what: str) -> float:
+    if isinstance(level, bool) or not math.isfinite(float(level)) or float(level) < 0.0:
+        raise ValueError(f"{what} must be a finite number >= 0, got {level!r}")
+    return float(level)
+
+
 def _restore(out: torch.Tensor, batched: bool) -> torch.Tensor:
     return out if batched else out.squeeze(0)
 
@@ -95,9 +124,7 @@ def gaussian_noise(x: torch.Tensor, level: float, generator=None, *, clamp_min: 
     the data's std or max). Values stay real (may become negative) unless ``clamp_min`` is given (e.g. ``0.0``),
     which the paper does not do, hence off by default. An integer input is promoted to float32.
     """
-    std = float(level)
-    if isinstance(level, bool) or not math.isfinite(std) or std < 0.0:
-        raise ValueError(f"noise std must be a finite number >= 0, got {level!r}")
+    std = _check_nonnegative(level, "noise std")
     xb, batched = _check_frames(x)
     out = xb if xb.is_floating_point() else xb.to(torch.float32)
     noise_dtype = out.dtype if out.dtype in (torch.float32, torch.float64) else torch.float32
@@ -205,9 +232,7 @@ def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: 
     event is created or lost: the sum over the tensor, and over time for every pixel and channel, is unchanged
     (exactly for integer-valued counts; up to float rounding of the summation otherwise). ``m = 0`` is identity.
     """
-    lv = float(level)
-    if isinstance(level, bool) or not math.isfinite(lv) or lv < 0.0:
-        raise ValueError(f"jitter level must be a finite number >= 0, got {level!r}")
+    lv = _check_nonnegative(level, "jitter level")
     if boundary not in ("clamp", "wrap"):
         raise ValueError(f"boundary must be 'clamp' or 'wrap', got {boundary!r}")
     xb, batched = _check_frames(x)
@@ -277,6 +302,132 @@ def corrupt(x: torch.Tensor, name: str, level: float, generator=None, **options)
     except KeyError:
         raise KeyError(f"unknown corruption {name!r}; known: {sorted(CORRUPTIONS)}") from None
     return fn(x, level, generator, **options)
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """The seed of sample ``index`` under study seed ``seed`` (both >= 0): the first 32-bit word of numpy's
+    ``SeedSequence([seed, index])``, a hash that mixes both. (torch's CPU generator keeps only the low 32 bits
+    of a seed, so a plain ``seed * 2**32 + index`` would give every study seed the same draws.)"""
+    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
+
+
+class CorruptedDataset(Dataset):
+    """``dataset`` (items ``(frames [T, C, H, W], label)``) with ``corrupt(frames, name, level, g, **options)`` applied
+    to every item; sample ``i`` draws from a generator seeded with :func:`sample_seed` ``(seed, i)``.
+
+    Per-sample seeds make the corrupted test set the same whatever the batch size, the number of loader workers or
+    the order of reads. Since the seed does not depend on the level, the draws are shared across levels (common
+    random numbers): e.g. the frames discarded at 0.2 include those discarded at 0.1 (``randperm(T)[:k]`` grows
+    with ``k``) and the noise at std 0.4 is that at 0.2 scaled by 2, so an accuracy-vs-level curve measures the
+    level, not a fresh random draw at each point.
+    """
+
+    def __init__(self, dataset, name: str, level: float, seed: int = 0, options: Mapping | None = None):
+        if name not in CORRUPTIONS:
+            raise KeyError(f"unknown corruption {name!r}; known: {sorted(CORRUPTIONS)}")
+        self.dataset, self.name, self.level, self.seed = dataset, name, float(level), int(seed)
+        self.options = dict(options or {})
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int):
+        x, y = self.dataset[index]
+        generator = torch.Generator().manual_seed(sample_seed(self.seed, index))
+        return corrupt(x, self.name, self.level, generator, **self.options), y
+
+
+# -- graph corruptions ------------------------------------------------------------------------
+
+
+def mask_graph_features(graph, level: float, generator=None, *, mode: str = "entry"):
+    """A shallow copy of ``graph`` (a PyG ``Data``) whose node features ``x`` have a fraction ``level`` zeroed.
+
+    Paper ("Robustness to Feature Masking Ratios in Graph Learning"): "a proportion of features in the graph
+    feature matrix are zeroed out according to predefined ratios"; the masked matrix is then fed to the model.
+    ``mode="entry"`` zeroes ``round(level * N * F)`` entries, ``mode="column"`` whole feature columns
+    (:func:`fsnn.graphs.features.mask_features`). The masked graph goes through the model's own preprocessing
+    (SGC propagation and z-scoring for SGCN/DRSGNN), as the raw feature matrix does in training.
+    """
+    out = copy.copy(graph)
+    out.x = mask_features(graph.x, _check_ratio(level), _generator(generator), mode=mode)
+    return out
+
+
+def drop_graph_edges(graph, level: float, generator=None):
+    """A shallow copy of ``graph`` with ``round(level * U)`` of its ``U`` undirected edges removed (both directions).
+
+    Paper ("Structural Robustness Under Edge Dropping Scenarios"): "a predefined proportion of edges in the graph
+    adjacency matrix are randomly zeroed out"; the modified adjacency is then used for prediction
+    (:func:`fsnn.graphs.features.drop_edges`; the result is symmetric and coalesced, as the loaders' graphs are).
+    """
+    out = copy.copy(graph)
+    out.edge_index = drop_edges(graph.edge_index, _check_ratio(level), _generator(generator))
+    return out
+
+
+def spike_noise_std(level: float) -> float:
+    """The ``spike_noise_std`` of the graph models' noise probe at ``level``: Gaussian noise of standard deviation
+    ``level`` added to the encoded input spikes (paper, "Robustness Test", Fig. ``fig:robust_SGCN``: "we randomly
+    add Gaussian noise of varying intensities to the spike signals input to the network")."""
+    return _check_nonnegative(level, "spike noise std")
+
+
+GRAPH_CORRUPTIONS: dict[str, Callable] = {
+    "feature_masking": mask_graph_features,
+    "edge_dropping": drop_graph_edges,
+}
+SPIKE_NOISE = "spike_noise"  # a model probe, not a change of the graph (:func:`spike_noise_std`)
+
+# The paper's graph robustness figures give no levels in numbers; these are fsnn's choice (conf/robustness/graph.yaml).
+GRAPH_LEVELS: dict[str, list[float]] = {
+    "feature_masking": [0.1, 0.2, 0.3, 0.4, 0.5],
+    "edge_dropping": [0.1, 0.2, 0.3, 0.4, 0.5],
+    SPIKE_NOISE: [0.1, 0.2, 0.3, 0.4, 0.5],
+}
+
+# the corruptions that apply to each kind of data ("vision": event/static frames [T, C, H, W]; "graph": nodes)
+KINDS: dict[str, tuple[str, ...]] = {
+    "vision": tuple(CORRUPTIONS),
+    "graph": (*GRAPH_CORRUPTIONS, SPIKE_NOISE),
+}
+
+
+def _dummy_graph():
+    from torch_geometric.data import Data
+
+    return Data(x=torch.ones(3, 2), edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]))
+
+
+def check_corruption(kind: str, name: str, levels, options: Mapping | None = None) -> list[float]:
+    """Validate one corruption of a robustness study before any data is loaded; returns the levels as floats.
+
+    ``name`` must belong to ``KINDS[kind]``, ``levels`` must be a non-empty list of numbers, and the corruption is
+    run once per level with ``options`` on a tiny dummy input, so a bad level (a ratio above 1, a negative std) or
+    an unknown option fails here with the corruption's own message. Raises ``ValueError``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+    if name not in KINDS[kind]:
+        raise ValueError(f"unknown {kind} corruption {name!r}; known: {sorted(KINDS[kind])}")
+    if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence) or not levels:
+        raise ValueError(f"{name}: levels must be a non-empty list of numbers, got {levels!r}")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in levels):
+        raise ValueError(f"{name}: levels must be numbers, got {list(levels)!r}")
+    options = dict(options or {})
+    for level in levels:
+        try:
+            if kind == "vision":
+                corrupt(torch.ones(2, 1, 2, 2), name, level, 0, **options)
+            elif name == SPIKE_NOISE:
+                if options:
+                    raise TypeError(f"takes no options, got {sorted(options)}")
+                spike_noise_std(level)
+            else:
+                GRAPH_CORRUPTIONS[name](_dummy_graph(), level, 0, **options)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name} at level {level!r}: {error}") from None
+    return [float(v) for v in levels]
 
 
 def robustness_score(clean_acc: float, accs_by_level: Sequence[float] | Mapping[float, float],

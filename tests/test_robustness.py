@@ -1,22 +1,35 @@
-"""Event-data corruptions and the robustness score (fsnn.robustness)."""
+"""Corruptions, the robustness score (fsnn.robustness) and the robustness study of evaluate.py."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 
+from conftest import ROOT, run_app
 from fsnn.robustness import (
     CORRUPTIONS,
+    GRAPH_LEVELS,
+    KINDS,
     LEVELS,
+    CorruptedDataset,
     center_occlusion,
+    check_corruption,
     corrupt,
+    drop_graph_edges,
     frame_discard,
     gaussian_noise,
+    mask_graph_features,
     occlusion_box,
     robustness_score,
     round_count,
+    sample_seed,
     temporal_jitter,
     temporal_truncation,
 )
@@ -289,3 +302,319 @@ def test_robustness_score_hand_computed():
 ])
 def test_robustness_score_reproduces_paper_tables(accs, clean, printed):
     assert robustness_score(clean, accs) == pytest.approx(printed, abs=0.011)
+
+
+# -- per-sample seeded test sets --------------------------------------------------------------
+
+
+def test_corrupted_dataset_is_per_sample_seeded_and_nested_across_levels():
+    data = [(frames(T, C, 4, 4, seed=i), i) for i in range(5)]
+    a = CorruptedDataset(data, "frame_discard", 0.2, seed=3)
+    assert len(a) == 5 and a[2][1] == 2
+    # the same item whatever was read before (order, batch size and workers do not matter)
+    first = a[4][0]
+    _ = [a[i] for i in range(4)]
+    assert torch.equal(a[4][0], first)
+    assert torch.equal(first, frame_discard(data[4][0], 0.2, torch.Generator().manual_seed(sample_seed(3, 4))))
+    assert not torch.equal(a[4][0], CorruptedDataset(data, "frame_discard", 0.2, seed=4)[4][0])
+    # common random numbers: the frames discarded at 0.2 are among those discarded at 0.4
+    zeroed = [(CorruptedDataset(data, "frame_discard", lv, seed=3)[1][0] == 0).flatten(1).all(1) for lv in (0.2, 0.4)]
+    assert int(zeroed[0].sum()) == round_count(0.2, T) and not (zeroed[0] & ~zeroed[1]).any()
+    with pytest.raises(KeyError, match="unknown corruption"):
+        CorruptedDataset(data, "nope", 0.1)
+
+
+# -- graph corruptions ------------------------------------------------------------------------
+
+
+def _graph(n: int = 20, f: int = 6):
+    from torch_geometric.data import Data
+    from torch_geometric.utils import to_undirected
+
+    g = torch.Generator().manual_seed(0)
+    edges = to_undirected(torch.randint(0, n, (2, 40), generator=g), num_nodes=n)
+    edges = edges[:, edges[0] != edges[1]]
+    return Data(x=torch.rand(n, f, generator=g) + 0.5, edge_index=edges, y=torch.zeros(n, dtype=torch.long))
+
+
+@pytest.mark.parametrize("level", GRAPH_LEVELS["feature_masking"])
+def test_mask_graph_features_zeroes_exactly_the_ratio(level):
+    graph = _graph()
+    x = graph.x.clone()
+    out = mask_graph_features(graph, level, 1)
+    assert torch.equal(graph.x, x), "input graph modified"
+    assert out.edge_index is graph.edge_index and torch.equal(out.y, graph.y)
+    assert int((out.x == 0).sum()) == round(level * x.numel())
+    assert torch.equal(out.x[out.x != 0], x[out.x != 0])
+    columns = mask_graph_features(graph, level, 1, mode="column").x
+    assert int((columns == 0).all(0).sum()) == round(level * x.shape[1])
+
+
+@pytest.mark.parametrize("level", GRAPH_LEVELS["edge_dropping"])
+def test_drop_graph_edges_removes_the_ratio_of_undirected_edges(level):
+    graph = _graph()
+    undirected = graph.edge_index.shape[1] // 2
+    out = drop_graph_edges(graph, level, 2)
+    assert graph.edge_index.shape[1] == 2 * undirected, "input graph modified"
+    assert out.x is graph.x
+    kept = {tuple(e) for e in out.edge_index.t().tolist()}
+    assert len(kept) == 2 * (undirected - round(level * undirected))
+    assert all((v, u) in kept for u, v in kept), "not symmetric"
+    assert kept <= {tuple(e) for e in graph.edge_index.t().tolist()}
+
+
+def test_check_corruption_validates_before_any_data():
+    assert check_corruption("vision", "gaussian_noise", [0.1, 1]) == [0.1, 1.0]
+    assert check_corruption("graph", "spike_noise", [0.5]) == [0.5]
+    bad = [
+        (("vision", "nope", [0.1]), "unknown vision corruption 'nope'"),
+        (("graph", "gaussian_noise", [0.1]), "unknown graph corruption"),
+        (("vision", "center_occlusion", [0.2, 1.5]), "center_occlusion at level 1.5"),
+        (("vision", "frame_discard", []), "non-empty list"),
+        (("vision", "frame_discard", "0.1"), "non-empty list"),
+        (("vision", "frame_discard", [True]), "numbers"),
+        (("vision", "temporal_jitter", [0.1], {"boundary": "drop"}), "boundary"),
+        (("vision", "frame_discard", [0.1], {"mode": "tail"}), "unexpected keyword"),
+        (("graph", "spike_noise", [-0.1]), "spike noise std"),
+        (("graph", "spike_noise", [0.1], {"scale": 2}), "takes no options"),
+        (("graph", "edge_dropping", [2.0]), "ratio must be in"),
+        (("pixels", "gaussian_noise", [0.1]), "kind must be"),
+    ]
+    for args, message in bad:
+        with pytest.raises(ValueError, match=message):
+            check_corruption(*args)
+
+
+@pytest.mark.parametrize("name, levels", [("events", LEVELS), ("graph", GRAPH_LEVELS)])
+def test_config_groups_hold_the_levels(compose_cfg, name, levels):
+    cfg = compose_cfg("run_dir=x", f"robustness={name}", config_name="eval")
+    corruptions = OmegaConf.to_container(cfg.robustness.corruptions)
+    assert {k: v["levels"] for k, v in corruptions.items()} == levels
+    assert set(corruptions) == set(KINDS["vision" if name == "events" else "graph"])
+    assert not compose_cfg("run_dir=x", config_name="eval").robustness  # default: none
+
+
+# -- evaluate.py robustness=...: a real study on tiny in-process runs -------------------------
+
+
+def _fixture_run(root: Path, compose_cfg, *overrides: str) -> Path:
+    """A finished run folder as train.py leaves one (``.hydra/config.yaml``, ``checkpoints/best.ckpt``,
+    ``metrics.json``), trained in process for one epoch of two batches on fixture data."""
+    import lightning as L
+
+    from fsnn.app import build_task
+
+    cfg = compose_cfg(*overrides, "logger=none")
+    cfg = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
+    run_dir = root / "run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
+    L.seed_everything(cfg.seed, verbose=False)
+    module, data, _ = build_task(cfg)
+    trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=0, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(module, datamodule=data)
+    trainer.save_checkpoint(run_dir / "checkpoints" / "best.ckpt")
+    (run_dir / "metrics.json").write_text(json.dumps({"status": "complete", "metric": "acc",
+                                                      "config": OmegaConf.to_container(cfg, resolve=True)}))
+    return run_dir
+
+
+def _spy(monkeypatch, cls, seen: list, probe):
+    """Record ``probe(module, x)`` at every forward of ``cls`` (what the model is fed, pass by pass)."""
+    forward = cls.forward
+
+    def spying(self, x):
+        seen.append(probe(self, x))
+        return forward(self, x)
+
+    monkeypatch.setattr(cls, "forward", spying)
+
+
+def _check_study(study: dict, levels: dict, clean: float):
+    assert study["metric"] == "acc" and study["clean"] == pytest.approx(clean)
+    clean = study["clean"]
+    assert sorted(study["corruptions"]) == sorted(levels)  # robustness.json keeps its keys sorted
+    for name, entry in study["corruptions"].items():
+        assert entry["levels"] == levels[name] and len(entry["acc"]) == len(levels[name])
+        assert entry["by_level"] == {f"{lv:g}": a for lv, a in zip(entry["levels"], entry["acc"])}
+        assert all(0.0 <= a <= 1.0 for a in entry["acc"])
+        assert entry["score"] == (pytest.approx(robustness_score(clean, entry["acc"])) if clean > 0 else None)
+
+
+def _check_figures(run_dir: Path, radar: bool = True):
+    names = ["robustness_curves"] + (["robustness_radar"] if radar else [])
+    for name in names:
+        assert (run_dir / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert (run_dir / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
+    assert (run_dir / "robustness_radar.png").exists() == radar
+
+
+VISION_RUN = ("dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.batch_size=8", "dataset.num_workers=0",
+              "backbone=dvsnet_small", "backbone.channels=4", "backbone.hidden=16")
+
+
+def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
+    from fsnn.app import evaluate
+    from fsnn.training import SpikingClassifier
+
+    run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, f"paths.data_dir={data_root}")
+    seen: list[torch.Tensor] = []
+    _spy(monkeypatch, SpikingClassifier, seen, lambda module, x: x.detach().clone())
+    cfg = compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=events",
+                      "limit_test_batches=1", "accelerator=cpu", config_name="eval")
+    result = evaluate(cfg)
+    study = json.loads((run_dir / "robustness.json").read_text())
+    assert study == json.loads(json.dumps(result["robustness"]))
+    _check_study(study, LEVELS, json.loads((run_dir / "eval.json").read_text())["test_acc"])
+    assert study["robustness"] == "events" and study["config"]["dataset"]["name"] == "dvsgesture"
+    _check_figures(run_dir)
+
+    # what the model was fed: the clean batch, then one batch per corruption and level, in the study's order
+    clean, passes = seen[0], seen[1:]
+    assert len(passes) == sum(len(v) for v in LEVELS.values())
+    t = clean.shape[1]
+    for (name, level), x in zip([(n, lv) for n, levels in LEVELS.items() for lv in levels], passes):
+        assert x.shape == clean.shape
+        if name == "gaussian_noise":
+            assert (x - clean).std().item() == pytest.approx(level, rel=0.05)
+        elif name == "center_occlusion":
+            top, left, sh, sw = occlusion_box(x.shape[-2], x.shape[-1], level)
+            block = torch.zeros(x.shape[-2:], dtype=torch.bool)
+            block[top:top + sh, left:left + sw] = True
+            assert (x[..., block] == 0).all() and torch.equal(x[..., ~block], clean[..., ~block])
+        elif name == "temporal_truncation":
+            k = round_count(level, t)
+            assert (x[:, t - k:] == 0).all() and torch.equal(x[:, :t - k], clean[:, :t - k])
+        elif name == "temporal_jitter":
+            assert torch.allclose(x.sum(1), clean.sum(1), atol=1e-4)
+        else:  # frame_discard: k whole frames zeroed per sample, the others untouched
+            zeroed = (x == 0).flatten(2).all(2) & ~(clean == 0).flatten(2).all(2)
+            same = (x == clean).flatten(2).all(2)
+            assert (zeroed | same).all() and (zeroed.sum(1) <= round_count(level, t)).all()
+
+    # the same command gives the same study (seeded passes and corruptions)
+    again = evaluate(compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=events",
+                                 "limit_test_batches=1", "accelerator=cpu", "~robustness.corruptions.gaussian_noise",
+                                 "~robustness.corruptions.center_occlusion", "~robustness.corruptions.temporal_jitter",
+                                 "robustness.corruptions.frame_discard.levels=[0.3]",
+                                 "robustness.corruptions.temporal_truncation.levels=[0.5]", config_name="eval"))
+    assert again["robustness"]["corruptions"]["frame_discard"]["acc"] == [study["corruptions"]["frame_discard"]["by_level"]["0.3"]]
+    assert torch.equal(seen[-1], passes[-3])  # frame_discard 0.3 drew the same frames
+    _check_figures(run_dir, radar=False)  # two corruptions: curves only
+
+
+@pytest.mark.parametrize("run", [
+    ("dataset=cora", "backbone=sgcn"),
+    ("dataset=photo", "backbone=msg", "backbone.T=3"),
+])
+def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run):
+    from fsnn.app import evaluate
+    from fsnn.graphs.training import GraphNodeClassifier
+
+    run_dir = _fixture_run(tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1",
+                           f"paths.data_dir={data_root}")
+    seen: list[tuple] = []
+
+    def probe(module, x):  # the feature rows, or the graph a full-graph model reads, and the noise probe
+        inputs = (module.graph_x, module.graph_edge_index) if module.full_graph else (x,)
+        return tuple(t.detach().clone() for t in inputs) + (module.model.spike_noise_std,)
+
+    _spy(monkeypatch, GraphNodeClassifier, seen, probe)
+    cfg = compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=graph", "accelerator=cpu",
+                      config_name="eval")
+    result = evaluate(cfg)
+    study = json.loads((run_dir / "robustness.json").read_text())
+    _check_study(study, GRAPH_LEVELS, result["test_acc"])
+    _check_figures(run_dir)
+
+    # one pass per level, after the clean pass (SGCN: one batch of rows per pass)
+    per_pass = len(seen) // (1 + sum(len(v) for v in GRAPH_LEVELS.values()))
+    passes = seen[::per_pass]
+    clean, names = passes[0], [(n, lv) for n, levels in GRAPH_LEVELS.items() for lv in levels]
+    for (name, level), fed in zip(names, passes[1:]):
+        assert fed[-1] == (level if name == "spike_noise" else 0.0)
+        changed = [not torch.equal(a, b) for a, b in zip(fed[:-1], clean[:-1])]
+        assert any(changed) == (name != "spike_noise"), (name, level)
+        if len(fed) == 3:  # MSG reads the corrupted graph itself
+            assert changed == [name == "feature_masking", name == "edge_dropping"]
+    assert seen[-1][-1] == GRAPH_LEVELS["spike_noise"][-1] and passes[0][-1] == 0.0
+
+
+def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compose_cfg):
+    from fsnn.app import ConfigError, evaluate
+
+    run_dir = tmp_path / "run"
+    (run_dir / ".hydra").mkdir(parents=True)
+    cfg = compose_cfg(*VISION_RUN, "logger=none")
+    OmegaConf.save(OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"}), run_dir / ".hydra" / "config.yaml")
+
+    def fails(*overrides, match, **changes):
+        cfg = compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", *overrides, config_name="eval")
+        for key, value in changes.items():
+            OmegaConf.update(cfg, key.replace("__", "."), value, merge=False)
+        with pytest.raises(ConfigError, match=match):
+            evaluate(cfg)
+
+    fails("robustness=events", match=r"checkpoint='best': .* does not exist \(run_dir=.* has no checkpoints")
+    (run_dir / "checkpoints").mkdir()
+    (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"")
+    fails(match="has checkpoints last")
+    (run_dir / "checkpoints" / "best.ckpt").write_bytes(b"")  # never loaded: the plan fails first
+    fails("robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
+          match=r"robustness.corruptions.blur: unknown vision corruption 'blur'.*robustness=events fits")
+    fails("robustness=graph", match=r"robustness.corruptions.feature_masking: unknown vision corruption")
+    fails("robustness=events", "robustness.corruptions.center_occlusion.levels=[0.5,2]",
+          match=r"center_occlusion at level 2")
+    fails("robustness=events", "+robustness.corruptions.frame_discard.repeat=3", match="unknown keys")
+    fails("robustness=events", robustness__corruptions={}, match="lists no corruptions")
+    fails("run_dir=/nonexistent", match="no .hydra/config.yaml")
+
+
+# -- end to end: train.py, evaluate.py robustness=..., the paper's table, the figures script ---
+
+
+@pytest.mark.slow
+def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
+    from fsnn import tables
+
+    run = ["dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.batch_size=8", "dataset.num_workers=0",
+           "backbone=dvsnet", "backbone.channels=4", "backbone.num_blocks=3", "backbone.hidden=16", "neuron=flif",
+           "trainer.max_epochs=1", "trainer.limit_train_batches=4", "logger=none", "trainer.enable_progress_bar=false",
+           f"paths.data_dir={data_root}"]
+    proc = run_app("train.py", *run, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
+
+    bad = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
+                  f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "robustness.corruptions.blur: unknown vision corruption 'blur'" in bad.stderr
+
+    ev = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "limit_test_batches=3",
+                 f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert ev.returncode == 0, ev.stderr[-3000:]
+    assert "29/29" in ev.stderr  # the progress bar over every test pass
+    study = json.loads((run_dir / "robustness.json").read_text())
+    _check_study(study, LEVELS, json.loads((run_dir / "eval.json").read_text())["test_acc"])
+    _check_figures(run_dir)
+
+    # the paper's table from it (the paper's 128-channel row relaxed to this run's width)
+    spec = next(s for s in tables.load_spec() if s["id"] == "robustness_occlude_block")
+    spec["match"] = {"dataset": "dvsgesture", "backbone": "dvsnet"}
+    table = tables.build_table(spec, tables.scan_runs(tmp_path / "results").complete)
+    entry = study["corruptions"]["center_occlusion"]
+    expected = [100 * a for a in entry["acc"]] + [entry["score"], 100 * study["clean"]]
+    for row, value in zip(table["rows"], expected):
+        flif, *others = row["cells"]
+        assert flif["n"] == 1 and flif["mean"] == pytest.approx(value)
+        assert all(cell["n"] == 0 for cell in others)
+
+    out = tmp_path / "figures"
+    fig = subprocess.run([sys.executable, str(ROOT / "scripts" / "figures.py"), "--results", str(tmp_path / "results"),
+                          "--out", str(out), "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101"],
+                         capture_output=True, text=True, timeout=600)
+    assert fig.returncode == 0, fig.stderr[-3000:]
+    for name in ("firing_rates", "robustness_dvsgesture_dvsnet_curves", "robustness_dvsgesture_dvsnet_radar",
+                 "mittag_leffler_relaxation", "kernel_decay"):
+        assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.pdf").stat().st_size > 0, name
