@@ -254,10 +254,18 @@ register_neuron("flif")(FractionalLIF)
 register_neuron("fif")(FractionalIF)
 
 
-@register_neuron("lif")
-def first_order_lif(**kwargs) -> FractionalLIF:
-    """fsnn's own first-order LIF: ``FractionalLIF`` with ``alpha = 1`` (same code path as f-LIF)."""
-    fixed = sorted({"alpha", "learn_alpha"} & set(kwargs))
-    if fixed:
-        raise ValueError(f"neuron 'lif' has alpha fixed to 1 and does not take {fixed}; use 'flif'")
-    return FractionalLIF(alpha=1.0, **kwargs)
+def _first_order(cls: type[FractionalNeuron], name: str, fractional: str):
+    """Registry factory for fsnn's own first-order neuron: ``cls`` with ``alpha = 1`` (same code path)."""
+
+    def build(**kwargs) -> FractionalNeuron:
+        fixed = sorted({"alpha", "learn_alpha"} & set(kwargs))
+        if fixed:
+            raise ValueError(f"neuron {name!r} has alpha fixed to 1 and does not take {fixed}; use {fractional!r}")
+        return cls(alpha=1.0, **kwargs)
+
+    build.__doc__ = f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``."
+    return build
+
+
+register_neuron("lif")(_first_order(FractionalLIF, "lif", "flif"))
+register_neuron("if")(_first_order(FractionalIF, "if", "fif"))

@@ -91,7 +91,7 @@ def test_dvsnet_train_step_on_gpu(neuron):
 
 
 def test_registry_neurons_keep_state_on_gpu():
-    for name in ("flif", "fif", "lif", "sj_lif", "sj_if", "snntorch_leaky"):
+    for name in ("flif", "fif", "lif", "if", "sj_lif", "sj_if", "snntorch_leaky"):
         neuron = build_neuron(name).to(CUDA)
         out = neuron(torch.rand(6, 2, 5, device=CUDA) * 2)
         assert out.device.type == CUDA.type and out.shape == (6, 2, 5), name

@@ -308,11 +308,15 @@ def test_build_neuron_registry():
     assert isinstance(build_neuron("flif", alpha=0.3), FractionalLIF)
     assert isinstance(build_neuron("fif", alpha=0.3), FractionalIF)
     lif = build_neuron("lif", tau=2.0)
-    assert float(lif.alpha) == 1.0
+    assert isinstance(lif, FractionalLIF) and float(lif.alpha) == 1.0
+    if_ = build_neuron("if")
+    assert isinstance(if_, FractionalIF) and float(if_.alpha) == 1.0 and float(if_.tau) == 1.0
     with pytest.raises(ValueError, match="neuron must be one of"):
         build_neuron("nope")
     with pytest.raises(ValueError, match="alpha"):
         build_neuron("lif", alpha=0.5)
+    with pytest.raises(ValueError, match="use 'fif'"):
+        build_neuron("if", learn_alpha=True)
 
 
 @pytest.mark.parametrize("kwargs,name", [
