@@ -43,7 +43,7 @@ from fsnn.robustness import (
     robustness_score,
     spike_noise_std,
 )
-from fsnn.training import NonFiniteLossError, SpikingClassifier, SplitDataModule, firing_rates
+from fsnn.training import NonFiniteLossError, SpeedMonitor, SpikingClassifier, SplitDataModule, firing_rates
 
 log = logging.getLogger("fsnn")
 
@@ -173,14 +173,17 @@ def train(cfg: DictConfig) -> float:
         last = checkpoints / "last.ckpt"
         best_cb = ModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
                                   save_last=True, save_top_k=1, enable_version_counter=False)
-        trainer = _trainer(cfg, run_dir, [best_cb])
+        speed = SpeedMonitor()
+        trainer = _trainer(cfg, run_dir, [best_cb, speed])
         record["device"] = device_description(trainer.strategy.root_device)
         record["resumed_from"] = str(last) if last.exists() else None
         write_json_atomic(metrics_path, record)
         trainer.fit(module, datamodule=data, ckpt_path=last if last.exists() else None)
 
         last_val = trainer.validate(module, datamodule=data, verbose=False)[0][f"val/{metric}"]
+        speed.reset_test()  # test throughput from this pass alone (no firing-rate hooks)
         last_test = trainer.test(module, datamodule=data, verbose=False)[0]
+        speeds = speed.summary()
         best_path = best_cb.best_model_path or str(last)
         with firing_rates(module.model) as rates:
             best_test = trainer.test(module, datamodule=data, ckpt_path=best_path, verbose=False)[0]
@@ -198,6 +201,7 @@ def train(cfg: DictConfig) -> float:
             "firing_rates": rates,
             "alphas": collect_alphas(module.model),
             "num_parameters": sum(p.numel() for p in module.model.parameters()),
+            **speeds,
         })
         log.info("best val %s %.4f | test %s at best val %.4f | last test %.4f", metric, best_val, metric,
                  record[f"test_{metric}"], record[f"test_{metric}_last"])

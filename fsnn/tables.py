@@ -164,8 +164,19 @@ def _fingerprint(run: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
+def experiment_of(run: dict) -> str:
+    """The experiment a run belongs to: its ``task_name``, with a ``_smoke`` variant counted as its experiment."""
+    return str(run.get("task") or "").removesuffix("_smoke")
+
+
 def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
-    """Fill one paper table: per cell mean/std/n over matching runs, the paper's value and the difference."""
+    """Fill one paper table: per cell mean/std/n over matching runs, the paper's value and the difference.
+
+    A table that names ``experiments`` reads only their runs (and their ``_smoke`` variants'): ablations share
+    datasets and neurons with Table 1, and an alpha-0.2 ablation run must not land in Table 1's f-LIF cell."""
+    if spec.get("experiments"):
+        runs = [r for r in runs if experiment_of(r) in spec["experiments"]]
+        failed = [r for r in failed if experiment_of(r) in spec["experiments"]]
     rows = []
     table_source = spec.get("value", "test")
     for row in spec["rows"]:

@@ -9,6 +9,8 @@ cross-entropy.
 
 from __future__ import annotations
 
+import resource
+import time
 from contextlib import contextmanager
 from typing import Callable
 
@@ -117,6 +119,67 @@ class SplitDataModule(L.LightningDataModule):
 
     def test_dataloader(self):
         return self._loader(2, shuffle=False)
+
+
+class SpeedMonitor(L.Callback):
+    """Samples per second of training and of testing, and peak memory, for ``metrics.json``.
+
+    A train step is timed from ``on_train_batch_start`` to ``on_train_batch_end`` (forward, backward and
+    optimizer step; data loading excluded), a test step likewise; on CUDA both ends synchronize so the time
+    is the GPU's. ``samples`` counts labels (``len(batch[-1])``), or 1 for a batch that is one graph.
+    Peak memory: ``torch.cuda.max_memory_allocated`` since fit start on CUDA (the paper's "Memory (GB)"),
+    else the process's peak resident set size (``ru_maxrss``: data and model included)."""
+
+    def __init__(self):
+        self.totals = {"train": [0.0, 0], "test": [0.0, 0]}
+        self._start = 0.0
+        self.cuda_device: torch.device | None = None
+
+    def _tick(self) -> float:
+        if self.cuda_device is not None:
+            torch.cuda.synchronize(self.cuda_device)
+        return time.perf_counter()
+
+    @staticmethod
+    def _samples(batch) -> int:
+        last = batch[-1] if isinstance(batch, (tuple, list)) else None
+        return len(last) if isinstance(last, torch.Tensor) and last.dim() > 0 else 1
+
+    def on_fit_start(self, trainer, pl_module):
+        device = trainer.strategy.root_device
+        self.cuda_device = device if device.type == "cuda" else None
+        if self.cuda_device is not None:
+            torch.cuda.reset_peak_memory_stats(device)
+
+    def _begin(self, *_):
+        self._start = self._tick()
+
+    def _end(self, split, batch):
+        entry = self.totals[split]
+        entry[0] += self._tick() - self._start
+        entry[1] += self._samples(batch)
+
+    on_train_batch_start = on_test_batch_start = _begin
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._end("train", batch)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        self._end("test", batch)
+
+    def reset_test(self) -> None:
+        self.totals["test"] = [0.0, 0]
+
+    def summary(self) -> dict:
+        out = {f"{split}_samples_per_s": (count / seconds if seconds > 0 else None)
+               for split, (seconds, count) in self.totals.items()}
+        if self.cuda_device is not None:
+            out |= {"peak_memory_gib": torch.cuda.max_memory_allocated(self.cuda_device) / 2**30,
+                    "peak_memory_kind": "cuda max_memory_allocated"}
+        else:
+            out |= {"peak_memory_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                    "peak_memory_kind": "process peak RSS"}
+        return out
 
 
 class SpikeRateMeter:

@@ -116,7 +116,7 @@ def _tiny_backbone_kwargs(name: str) -> dict:
 
 
 @pytest.mark.parametrize("backbone", sorted(set(BACKBONES) - {"spikformer_imagenet"}))
-@pytest.mark.parametrize("neuron", ["flif", "fif", "lif", "sj_lif", "sj_if", "snntorch_leaky"])
+@pytest.mark.parametrize("neuron", ["flif", "fif", "lif", "if", "sj_lif", "sj_if", "snntorch_leaky"])
 def test_one_training_step_per_backbone_and_neuron(backbone, neuron, tmp_path):
     torch.manual_seed(0)
     size = 16

@@ -43,15 +43,17 @@ def results(tmp_path):
     root = tmp_path / "results"
     gesture_flif = [0.95, 0.94, 0.97]
     for seed, acc in enumerate(gesture_flif):
-        _write(root, _record("neuro", f"flif_s{seed}", "dvsgesture", "dvsnet", "flif", seed, acc))
+        _write(root, _record("table1_neuromorphic", f"flif_s{seed}", "dvsgesture", "dvsnet", "flif", seed, acc))
     for seed, acc in enumerate([0.93, 0.92]):
-        _write(root, _record("neuro", f"sj_s{seed}", "dvsgesture", "dvsnet", "sj_lif", seed, acc))
-    _write(root, _record("neuro", "leaky_s0", "dvsgesture", "dvsnet", "snntorch_leaky", 0, 0.88))
-    _write(root, _record("neuro", "leaky_s1", "dvsgesture", "dvsnet", "snntorch_leaky", 1, None, status="failed"))
-    _write(root, _record("neuro", "leaky_s2", "dvsgesture", "dvsnet", "snntorch_leaky", 2, None, status="running"))
+        _write(root, _record("table1_neuromorphic", f"sj_s{seed}", "dvsgesture", "dvsnet", "sj_lif", seed, acc))
+    _write(root, _record("table1_neuromorphic", "leaky_s0", "dvsgesture", "dvsnet", "snntorch_leaky", 0, 0.88))
+    _write(root, _record("table1_neuromorphic", "leaky_s1", "dvsgesture", "dvsnet", "snntorch_leaky", 1, None, status="failed"))
+    _write(root, _record("table1_neuromorphic", "leaky_s2", "dvsgesture", "dvsnet", "snntorch_leaky", 2, None, status="running"))
     for seed, acc in enumerate([0.88, 0.89, 0.87, 0.90]):
-        _write(root, _record("nc", f"cora_s{seed}", "cora", "sgcn", "flif", seed, acc))
-    _write(root, _record("lp", "photo_s0", "photo", "msg", "flif", 0, 0.968, metric="auc"))
+        _write(root, _record("table2_node_classification_smoke", f"cora_s{seed}", "cora", "sgcn", "flif", seed, acc))
+    _write(root, _record("table_link_prediction", "photo_s0", "photo", "msg", "fif", 0, 0.968, metric="auc"))
+    for seed, acc in enumerate([0.94, 0.96]):
+        _write(root, _record("ablation_alpha", f"a05_s{seed}", "dvsgesture", "dvsnet", "flif", seed, acc))
     corrupt = root / "neuro" / "broken" / "metrics.json"
     corrupt.parent.mkdir(parents=True)
     corrupt.write_text('{"status": "complete", "test_acc": 0.9')  # truncated
@@ -73,10 +75,10 @@ def test_collect_skips_and_reports_corrupt(results):
         found = tables.scan_runs(root)
     assert [p for p, _ in found.corrupt] == [str(corrupt)]
     assert "JSONDecodeError" in found.corrupt[0][1]
-    assert (len(found.complete), len(found.failed), len(found.running)) == (11, 1, 1)
+    assert (len(found.complete), len(found.failed), len(found.running)) == (13, 1, 1)
     with pytest.warns(UserWarning):
         runs = tables.collect_runs(root)
-    assert all(r["status"] == "complete" for r in runs) and len(runs) == 11
+    assert all(r["status"] == "complete" for r in runs) and len(runs) == 13
 
 
 def test_cells_mean_std_n(results):
@@ -116,13 +118,18 @@ def test_cells_mean_std_n(results):
 
     alpha = tables.build_table(_spec("alpha_gnn"), found.complete)
     assert _cell(alpha, "SGCN (f-SNN)", "Cora")["mean"] == pytest.approx(0.5)  # an alpha, not a percent
+    # a table reads only its own experiments: Table 1's f-LIF runs (alpha 0.5) are not ablation runs
     ablation = tables.build_table(_spec("alpha_ablation"), found.complete)
-    assert _cell(ablation, "Acc1", "0.5")["n"] == 3 and _cell(ablation, "Acc1", "0.2")["n"] == 0
+    fixed = _cell(ablation, "Acc1, fixed alpha", "0.5")
+    assert fixed["n"] == 2 and fixed["mean"] == pytest.approx(95.0)
+    assert _cell(ablation, "Acc1, fixed alpha", "0.2")["n"] == 0
+    assert _cell(ablation, "Acc1, learnable alpha (initial value)", "0.5")["n"] == 0
+    assert _cell(table, row, "f-LIF (f-SNN)")["n"] == 3  # and the ablation runs are not Table 1 runs
 
 
 def test_mixed_configs_flagged(results):
     root, _ = results
-    run = _record("neuro", "flif_a02", "dvsgesture", "dvsnet", "flif", 9, 0.90)
+    run = _record("table1_neuromorphic", "flif_a02", "dvsgesture", "dvsnet", "flif", 9, 0.90)
     run["config"]["neuron"]["alpha"] = 0.2
     _write(root, run)
     with pytest.warns(UserWarning):
@@ -145,7 +152,7 @@ def test_make_tables_writes_markdown_and_latex(results):
     assert "95.33 ± 1.53 (n=3) / paper 94.80 / Δ +0.53" in (out / "neuromorphic.md").read_text()
     assert r"95.33 $\pm$ 1.53 (n=3) / paper 94.80 / $\Delta$ +0.53" in (out / "neuromorphic.tex").read_text()
     text = "\n".join(lines)
-    assert "11 complete, 1 failed, 1 running/unfinished, 1 corrupt" in text
+    assert "13 complete, 1 failed, 1 running/unfinished, 1 corrupt" in text
     assert str(corrupt) in text
     assert not list(out.glob(".*.tmp"))
 
