@@ -37,6 +37,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from fsnn.history import history_kernel
+from fsnn.tables import scan_runs
 
 ALPHAS = (0.2, 0.4, 0.6, 0.8, 1.0)
 NEURON_LABELS = {"flif": "f-LIF (f-SNN)", "sj_lif": "LIF (SpikingJelly)", "snntorch_leaky": "LIF (snnTorch)",
@@ -315,8 +316,6 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
     """The figures from the complete runs under ``results_dir`` (:func:`fsnn.tables.scan_runs`): firing rates
     (``metrics.json``) and, per setting, robustness curves and radar (``robustness.json``). Says so and skips a
     figure that has no data."""
-    from fsnn.tables import scan_runs
-
     results_dir = Path(results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # corrupt files are listed below instead
