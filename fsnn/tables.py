@@ -4,8 +4,9 @@
 and LaTeX (booktabs) under ``results/tables/``. A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
-A run's ``robustness.json`` (``evaluate.py robustness=...``, beside its ``metrics.json``) is merged into its
-record under ``robustness``, where the robustness tables read it with list paths (see the YAML header).
+A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``scripts/energy.py <run>``),
+beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
+and energy tables read them with list paths (see the YAML header).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ DASH = "—"
 ALIASES = {"dataset": "config.dataset.name", "backbone": "config.backbone.name",
            "neuron": "config.neuron.name", "alpha": "config.neuron.alpha",
            "task_name": "task", "metric": "metric"}
+# studies written beside a run's metrics.json by later commands, merged into its record under these names
+SIBLINGS = ("robustness", "energy")
 # config fields that do not make two runs different experiments (for the mixed-config flag)
 INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra")
 
@@ -49,8 +52,9 @@ class Collection:
 
 
 def scan_runs(results_dir: str | Path) -> Collection:
-    """Read every ``results_dir/**/metrics.json`` (with its sibling ``robustness.json`` under ``robustness``); a
-    corrupt file is recorded (and warned about), never fatal: a run with a corrupt ``robustness.json`` still counts."""
+    """Read every ``results_dir/**/metrics.json`` (with its sibling ``robustness.json`` / ``energy.json`` under
+    ``robustness`` / ``energy``); a corrupt file is recorded (and warned about), never fatal: a run with a corrupt
+    sibling still counts."""
     found = Collection()
 
     def read(path: Path) -> dict | None:
@@ -67,9 +71,10 @@ def scan_runs(results_dir: str | Path) -> Collection:
         if record is None:
             continue
         record["_path"] = str(path)
-        robustness = path.with_name("robustness.json")
-        if robustness.exists() and (study := read(robustness)) is not None:
-            record["robustness"] = study
+        for name in SIBLINGS:
+            sibling = path.with_name(f"{name}.json")
+            if sibling.exists() and (study := read(sibling)) is not None:
+                record[name] = study
         status = record.get("status")
         if status == "complete":
             found.complete.append(record)
@@ -185,6 +190,7 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
             # a column's value/percent wins over its row's, the row's over the table's
             source = col.get("value", row.get("value", table_source))
             percent = col.get("percent", row.get("percent", spec.get("percent", True)))
+            scale = col.get("scale", row.get("scale", spec.get("scale", 100.0 if percent else 1.0)))
             match = {**(spec.get("match") or {}), **(row.get("match") or {}), **(col.get("match") or {})}
             paper_mean, paper_std = _paper((row.get("paper") or {}).get(col["key"]))
             cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,
@@ -192,7 +198,6 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
             if source is not None:
                 chosen = [r for r in runs if matches(r, match)]
                 values = [(r, v) for r in chosen if (v := _value(r, source)) is not None]
-                scale = 100.0 if percent else 1.0
                 numbers = [v * scale for _, v in values]
                 cell["n"] = len(numbers)
                 cell["runs"] = [r["_path"] for r, _ in values if "_path" in r]

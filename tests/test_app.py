@@ -265,6 +265,17 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     md = (tmp_path / "tables" / "neuromorphic.md").read_text()
     assert md.count("(n=1)") == 8 * 4  # every cell of Table 1 filled by exactly one smoke run
 
+    # the energy table from the layer-wise count of one Spikformer run
+    run = tmp_path / "results" / "table1_neuromorphic_smoke" / "neuron-flif+seed-0+setup-dvsgesture_transformer"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "energy.py"), str(run), "--data-dir", str(data_root)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "FSNN_DATA_VERIFY": "0"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "E_overall" in proc.stdout and (run / "energy.json").exists()
+    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    energy = (tmp_path / "tables" / "energy.md").read_text()
+    assert energy.count("(n=1)") == 4  # the f-LIF row: synaptic, neuron, total, share
+
 
 @pytest.mark.slow
 def test_table2_smoke_sweep_then_table(tmp_path, data_root):

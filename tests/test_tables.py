@@ -273,3 +273,27 @@ def test_robustness_tables_transcribed():
                                                                                             abs=0.011)
     jitter = {r["label"]: r["paper"] for r in specs["robustness_temporal_jitter"]["rows"]}
     assert len(jitter) == 11 and jitter["0.9"]["snntorch_leaky"] == 73.61
+
+
+# -- energy table: a run's energy.json (scripts/energy.py <run>) beside its metrics.json -------------------
+def test_energy_table_from_energy_json(tmp_path):
+    root = tmp_path / "results"
+    totals = {"flif": [(2.4, 0.4), (2.6, 0.5)], "sj_lif": [(2.7, 0.2)]}  # (synaptic, neuron) mJ per run
+    for neuron, runs in totals.items():
+        for seed, (synaptic, neuron_mj) in enumerate(runs):
+            path = _write(root, _record("table1_neuromorphic", f"{neuron}_s{seed}", "dvsgesture", "spikformer",
+                                        neuron, seed, 0.9))
+            total = synaptic + neuron_mj
+            energy = {"synaptic_mj": synaptic, "neuron_mj": neuron_mj, "total_mj": total,
+                      "synaptic_share": synaptic / total, "neuron_share": neuron_mj / total, "layers": []}
+            (path.parent / "energy.json").write_text(json.dumps(energy))
+    # a DVSNet run's energy is not the Spikformer table's, nor an ablation run's
+    path = _write(root, _record("table1_neuromorphic", "cnn", "dvsgesture", "dvsnet", "flif", 0, 0.9))
+    (path.parent / "energy.json").write_text(json.dumps({"synaptic_mj": 9.0, "neuron_mj": 9.0, "total_mj": 18.0}))
+    table = tables.build_table(_spec("energy"), tables.scan_runs(root).complete)
+    total = _cell(table, "f-LIF (f-SNN)", "Total (uJ)")
+    assert total["n"] == 2 and total["mean"] == pytest.approx(2950.0) and total["paper_mean"] == 2911.79
+    share = _cell(table, "f-LIF (f-SNN)", "Neuron share (%)")
+    assert share["mean"] == pytest.approx(statistics.fmean([100 * 0.4 / 2.8, 100 * 0.5 / 3.1]))
+    assert _cell(table, "LIF (SpikingJelly)", "Synaptic (uJ)")["mean"] == pytest.approx(2700.0)
+    assert _cell(table, "LIF (fsnn alpha=1)", "Total (uJ)")["n"] == 0
