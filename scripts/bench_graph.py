@@ -190,7 +190,7 @@ def main(argv=None) -> int:
         e["ratio_vs_sj_lif"] = e["seconds"] / ref if ref else None
 
     ok_time, ok_mem = total < args.budget_seconds, process_peak < args.budget_gib
-    print(f"\n| stage | seconds | peak RSS (GiB) | note |\n|---|---:|---:|---|")
+    print("\n| stage | seconds | peak RSS (GiB) | note |\n|---|---:|---:|---|")
     for r in rows:
         print(f"| {r['stage']} | {r['seconds']:.2f} | {r['peak_rss_gib']:.2f} | {r['note']} |")
     print(f"| **total** | **{total:.2f}** | **{process_peak:.2f}** (process) | targets < {args.budget_seconds:.0f} s:"
