@@ -30,15 +30,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+WINDOWS = range(2, 17, 2)  # --memory-sweep: f-LIF with memory=M (paper: M = 2..16)
 NEURONS = {  # name -> (registry name, kwargs): only the neuron differs
     "sj_lif": ("sj_lif", {}),
     "flif": ("flif", {"alpha": 0.5}),
+    "flif_direct": ("flif", {"alpha": 0.5, "engine": "direct"}),  # full memory, exact GEMM engine
     "lif": ("lif", {}),
     "snntorch_leaky": ("snntorch_leaky", {}),
+    **{f"flif_m{m}": ("flif", {"alpha": 0.5, "memory": m}) for m in WINDOWS},
 }
-WINDOWS = range(2, 17, 2)  # --memory-sweep: f-LIF with memory=M (paper: M = 2..16)
-NEURONS["flif_direct"] = ("flif", {"alpha": 0.5, "engine": "direct"})  # full memory, exact GEMM engine
-NEURONS |= {f"flif_m{m}": ("flif", {"alpha": 0.5, "memory": m}) for m in WINDOWS}
 MARK = "@@RESULT@@ "
 
 
