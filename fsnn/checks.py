@@ -27,11 +27,15 @@ def check_number(name: str, value, *, above: float | None = None, allowed: str =
 
 
 def check_spike_input(x) -> None:
-    """Multi-step neuron input: a floating tensor ``[T, B, ...]`` with finite values."""
+    """Multi-step neuron input: a floating tensor ``[T, B, ...]`` with finite values.
+
+    Finiteness is checked on the CPU only: on a GPU the check would synchronise the device on every
+    call of every neuron layer (there, NaN inputs give NaN potentials and no spikes).
+    """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         got = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a floating-point tensor of shape [T, B, ...], got {got}")
     if x.dim() < 2 or x.shape[0] < 1:
         raise ValueError(f"x must have shape [T, B, ...] (rank >= 2, T >= 1), got shape {tuple(x.shape)}")
-    if not bool(torch.isfinite(x).all()):
+    if x.device.type == "cpu" and not bool(torch.isfinite(x).all()):
         raise ValueError("x must be finite, got NaN or inf values")

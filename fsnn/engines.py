@@ -11,6 +11,10 @@ matrix-vector product); everything older than the block is added for the whole b
 * ``soe``: lags ``<= B`` exact, older lags from ``W`` exponential modes (:mod:`fsnn.history`),
   carried as a ``[W, N]`` state updated once per block: O(T W) work, O(W N) state.
 
+``backend="triton"`` runs the same recursion in one fused GPU kernel per direction
+(:mod:`fsnn.kernels`); this Function then only allocates, launches and computes the parameter
+gradients, which are sums over the whole sequence.
+
 Backward is analytic and runs in reverse time. The adjoint of the causal convolution is the
 time-reversed convolution with the same kernel, so the same two engines serve it. Only the
 charged potentials ``H`` (and the input when ``tau``/``alpha`` learn) are saved. Learnable
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fsnn import dynamics
+from fsnn import dynamics, kernels
 from fsnn.surrogate import surrogate_derivative, surrogate_derivative_
 
 
@@ -40,6 +44,7 @@ class EngineConfig:
     memory: int | None  # direct engine only
     decays: torch.Tensor | None  # SOE decay factors lam_i; None for the direct engine
     return_state: bool = True  # False: keep only the last potential (saves a [T, N] buffer)
+    backend: str = "torch"  # "torch" | "triton" (fused kernels, fsnn.kernels)
 
     @property
     def v_init(self) -> float:
@@ -126,6 +131,15 @@ class FractionalNeuronFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, tau, theta, k_head, soe_w, cfg: EngineConfig):
+        need_x = tau.requires_grad or k_head.requires_grad or soe_w.requires_grad
+        ctx.cfg = cfg
+        ctx.set_materialize_grads(False)  # an unused V output must not cost a zero [T, N] gradient
+        if cfg.backend == "triton":
+            spikes, H, V = kernels.forward(x, tau, theta, k_head, soe_w, cfg.decays, leak=cfg.leak, reset=cfg.reset,
+                                           v_reset=cfg.v_reset, store_v=cfg.return_state)
+            ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
+            ctx.x_dtype = x.dtype
+            return spikes, V if cfg.return_state else H[:0]
         T, N = x.shape
         tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])
         kappa = k_head / k0
@@ -159,14 +173,14 @@ class FractionalNeuronFunction(torch.autograd.Function):
                 v_out = V[k] if cfg.return_state else V[k % 2]
                 v_prev = step(h_pre[i], y_far[i], near, v_prev, H[k], v_out, G[k])
         spikes = (H >= theta_f).to(x.dtype)
-        need_x = tau.requires_grad or k_head.requires_grad or soe_w.requires_grad
         ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
-        ctx.cfg, ctx.hist = cfg, hist
-        ctx.set_materialize_grads(False)  # an unused V output must not cost a zero [T, N] gradient
+        ctx.hist = hist
         return spikes, V if cfg.return_state else V[:0]
 
     @staticmethod
     def backward(ctx, grad_spikes, grad_v):
+        if ctx.cfg.backend == "triton":
+            return _triton_backward(ctx, grad_spikes, grad_v)
         H, x, tau, theta, k_head, soe_w = ctx.saved_tensors
         cfg, hist = ctx.cfg, ctx.hist
         T, N = H.shape
@@ -200,6 +214,24 @@ class FractionalNeuronFunction(torch.autograd.Function):
         grads = _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0)
         grad_x = U.mul_(k0 / tau_f)
         return (grad_x, *grads, None)
+
+
+def _triton_backward(ctx, grad_spikes, grad_v):
+    H, x, tau, theta, k_head, soe_w = ctx.saved_tensors
+    cfg = ctx.cfg
+    need_params = any(ctx.needs_input_grad[1:5])
+    grad_x, U, Hbar = kernels.backward(
+        grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg.decays, leak=cfg.leak, reset=cfg.reset,
+        v_reset=cfg.v_reset, detach_reset=cfg.detach_reset, surrogate=cfg.surrogate, scale=cfg.surrogate_scale,
+        x_dtype=ctx.x_dtype, need_uh=need_params,
+    )
+    if not need_params:
+        return grad_x, None, None, None, None, None
+    tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])  # learning parameters: one sync is fine
+    if grad_spikes is None:
+        grad_spikes = torch.zeros_like(H)
+    grads = _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0)
+    return (grad_x, *grads, None)
 
 
 def _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0):

@@ -4,6 +4,9 @@ The equations live in :mod:`fsnn.dynamics`, the kernels in :mod:`fsnn.history`, 
 forward/backward in :mod:`fsnn.engines`; this module validates arguments, holds the (optionally
 learnable) parameters and picks an engine.
 
+On CUDA tensors ``engine="auto"`` runs the fused Triton kernels of :mod:`fsnn.kernels` (one kernel
+per direction instead of a few small ops per time step); everywhere else the torch engines.
+
 ``FractionalLIF`` solves ``tau D^alpha U = -(U - v_rest) + I`` and ``FractionalIF`` solves
 ``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]); output step ``k``
 (0-based) is the state at ``t = (k + 1) dt``, with spikes at ``U >= threshold``. ``alpha = 1``
@@ -23,11 +26,12 @@ from torch.nn import functional as F
 
 from fsnn.checks import check_choice, check_number, check_spike_input
 from fsnn.dynamics import spikede_sequence
+from fsnn import kernels
 from fsnn.engines import EngineConfig, FractionalNeuronFunction
 from fsnn.history import METHODS, SOE_METHODS, kernel_for, soe_bank
 from fsnn.surrogate import check_surrogate
 
-ENGINES = ("auto", "direct", "soe")
+ENGINES = ("auto", "direct", "soe", "triton")
 CONVENTIONS = ("fsnn", "spikede")
 RESETS = ("soft", "hard")
 
@@ -40,7 +44,8 @@ class FractionalNeuron(nn.Module):
     """Shared implementation of :class:`FractionalLIF` (``leak=True``) and :class:`FractionalIF`."""
 
     leak: bool = True
-    block = 32  # steps per block of the engines; the SOE keeps lags <= block exact
+    block = 32  # steps per block of the torch engines
+    soe_head = 9  # the SOE engine keeps lags < soe_head exact (the fused kernel holds them in registers)
 
     def __init__(
         self,
@@ -84,11 +89,16 @@ class FractionalNeuron(nn.Module):
                 raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
         if engine == "soe" and method not in SOE_METHODS:
             raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
+        if engine == "triton" and convention != "fsnn":
+            raise ValueError("engine='triton' runs the fsnn convention; convention='spikede' has its own loop "
+                             "(use engine='auto')")
         self.v_reset = check_number("v_reset", v_reset)
         self.reset, self.method, self.memory = reset, method, memory
         self.engine, self.surrogate, self.convention = engine, surrogate, convention
         self.detach_reset = bool(detach_reset)
         self.last_engine: str | None = None
+        self._alpha_host = None if learn_alpha else alpha  # fixed alpha as a float: no device sync per call
+        self._prepared: dict = {}  # per (steps, block, device, dtype): kernel tensors for the fixed parameters
 
         # alpha in (0, 1) through a sigmoid when learnable (it starts at most 1 - 1e-4)
         if learn_alpha:
@@ -130,23 +140,73 @@ class FractionalNeuron(nn.Module):
         # alpha does not rebuild one each step; never round an alpha < 1 up to exactly 1
         return 1.0 if alpha == 1.0 else min(round(alpha, 3), 0.999)
 
-    def resolve_engine(self, steps: int, alpha: float):
-        """``(engine, soe_bank or None)`` for a sequence of ``steps``."""
-        want = self.engine
+    def _fused(self, device: torch.device | None) -> bool:
+        """Whether this call runs the Triton kernels (``auto``: on CUDA tensors when Triton is there)."""
+        if self.engine == "triton":
+            reason = kernels.unavailable_reason(device or torch.device("cpu"))
+            if reason is not None:
+                raise ValueError(f"engine='triton' cannot run here: {reason}; use engine='auto'")
+            return True
+        return (self.engine == "auto" and device is not None and device.type == "cuda"
+                and kernels.unavailable_reason(device) is None)
+
+    def resolve_engine(self, steps: int, alpha: float, device: torch.device | None = None):
+        """``(engine, soe_bank or None)`` for a sequence of ``steps`` on ``device``.
+
+        The fused kernels (``triton-direct`` / ``triton-soe``) follow the same rule as ``auto``.
+        """
+        fused = self._fused(device)
+        prefix = "triton-" if fused else ""
+        want = "auto" if fused else self.engine
         if want == "direct" or self.memory is not None or self.method not in SOE_METHODS:
-            return "direct", None
+            return prefix + "direct", None
         if want == "auto" and steps <= 2 * self.block:
-            return "direct", None  # the SOE would add nothing: every lag fits in two blocks
+            return prefix + "direct", None  # the SOE would add nothing: every lag fits in two blocks
+        head = min(self.soe_head, 2 * self.block)  # the torch engine reads exact lags from its first two blocks
         bank = soe_bank(self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1),
-                        self.dt, self.block + 1, self.tol / 2)
+                        self.dt, head, self.tol / 2)
         if bank is None:
             if want == "soe":
                 raise ValueError(
                     f"engine='soe': no exponential bank reaches tol={self.tol} for alpha={alpha:.4g}; "
                     "raise tol or use engine='direct'"
                 )
-            return "direct", None
-        return "soe", bank
+            return prefix + "direct", None
+        return prefix + "soe", bank
+
+    def _history_tensors(self, steps: int, like: torch.Tensor):
+        """``(engine, k_head, soe_w, decays, tau, theta)`` in ``like``'s device and dtype.
+
+        Made once per sequence length, device and dtype while nothing learns: the per-call
+        alternative costs host-device copies and a synchronisation on every forward.
+        """
+        fixed = self._alpha_host is not None and self.tau_raw is None and self.theta_raw is None
+        key = (steps, self.block, self.engine, like.device, like.dtype)
+        if fixed and key in self._prepared:
+            return self._prepared[key]
+        alpha = self.alpha
+        engine, bank = self.resolve_engine(steps, self._alpha_host if fixed else float(alpha.detach()), like.device)
+        if bank is None:
+            length = steps if self.memory is None else min(steps, self.memory + 1)
+            k_head = kernel_for(self.method, alpha, length, self.dt, like)
+            soe_w, decays = like.new_zeros(0), None
+        else:
+            k_head = kernel_for(self.method, alpha, bank.head, self.dt, like)
+            soe_w, decays = bank.weights(alpha).to(like), bank.decays(like)
+        out = (engine, k_head, soe_w, decays, self.tau.to(like), self.threshold.to(like))
+        if fixed:
+            self._prepared[key] = out
+        return out
+
+    def _apply(self, fn, *args, **kwargs):
+        self._prepared.clear()  # .to() / .double() / .cuda(): the cached tensors would be stale
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if self._alpha_host is not None:
+            self._alpha_host = float(self.alpha_value)
+        self._prepared.clear()
 
     # -- forward -----------------------------------------------------------------------------
     def forward(self, x: torch.Tensor, return_state: bool = False):
@@ -154,42 +214,41 @@ class FractionalNeuron(nn.Module):
         shape, in_dtype = x.shape, x.dtype
         T = shape[0]
         flat = x.reshape(T, -1)
-        if flat.dtype in (torch.float16, torch.bfloat16):
-            flat = flat.float()  # the history sums need fp32 accumulation
-        alpha = self.alpha
-        tau = self.tau.to(flat)
-        theta = self.threshold.to(flat)
         if self.convention == "spikede":
-            self.last_engine = "spikede"
-            steps = T if self.memory is None else min(T, self.memory)
-            kernel = kernel_for(self.method, alpha, steps, self.dt, flat)
-            if steps < T:
-                kernel = torch.cat([kernel, kernel.new_zeros(T - steps)])
-            spikes, v = spikede_sequence(
-                flat, kernel, tau=tau, threshold=theta, leak=self.leak,
-                surrogate=self.surrogate, scale=self.surrogate_scale,
-            )
+            spikes, v = self._spikede(flat)
         else:
-            engine, bank = self.resolve_engine(T, float(alpha.detach()))
+            fused = self._fused(flat.device)
+            if flat.dtype in (torch.float16, torch.bfloat16) and not fused:
+                flat = flat.float()  # the history sums need fp32 accumulation (the kernels do it in registers)
+            state = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
+            engine, k_head, soe_w, decays, tau, theta = self._history_tensors(T, flat.new_empty(0, dtype=state))
             self.last_engine = engine
-            if bank is None:
-                length = T if self.memory is None else min(T, self.memory + 1)
-                k_head = kernel_for(self.method, alpha, length, self.dt, flat)
-                soe_w, decays = flat.new_zeros(0), None
-            else:
-                k_head = kernel_for(self.method, alpha, bank.head, self.dt, flat)
-                soe_w, decays = bank.weights(alpha).to(flat), bank.decays(flat)
             cfg = EngineConfig(
                 leak=self.leak, reset=self.reset, v_reset=self.v_reset,
                 detach_reset=self.detach_reset, surrogate=self.surrogate,
                 surrogate_scale=self.surrogate_scale, block=self.block,
                 memory=self.memory, decays=decays, return_state=return_state,
+                backend="triton" if fused else "torch",
             )
-            spikes, v = FractionalNeuronFunction.apply(flat, tau, theta, k_head, soe_w, cfg)
+            spikes, v = FractionalNeuronFunction.apply(flat.contiguous(), tau, theta, k_head, soe_w, cfg)
         spikes = spikes.reshape(shape).to(in_dtype)
         if return_state:
             return spikes, v.reshape(shape).to(in_dtype)
         return spikes
+
+    def _spikede(self, flat: torch.Tensor):
+        self.last_engine = "spikede"
+        if flat.dtype in (torch.float16, torch.bfloat16):
+            flat = flat.float()
+        T = flat.shape[0]
+        steps = T if self.memory is None else min(T, self.memory)
+        kernel = kernel_for(self.method, self.alpha, steps, self.dt, flat)
+        if steps < T:
+            kernel = torch.cat([kernel, kernel.new_zeros(T - steps)])
+        return spikede_sequence(
+            flat, kernel, tau=self.tau.to(flat), threshold=self.threshold.to(flat), leak=self.leak,
+            surrogate=self.surrogate, scale=self.surrogate_scale,
+        )
 
 
 class FractionalLIF(FractionalNeuron):

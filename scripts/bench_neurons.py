@@ -29,9 +29,21 @@ polluted by other cells and a cell that is too slow / too big can be killed (``-
 Memory: see ``_PeakRSS`` below.  Results: a table on stdout and JSON at ``--out``
 (default ``results/bench/neurons.json``, written atomically).
 
+GPU (``--device cuda``): the neuron alone, fwd+bwd of ``[T, 16, F]`` with ``F = 2^14 .. 2^20`` features
+(``--features-log2``), full memory, alpha 0.5, ``T = 16, 64, 256, 1024, 4096``; backward from a fixed random
+``dL/dspikes``. Neurons (``--only``): ``sj_lif`` (SpikingJelly's default CUDA dispatch: its fused Triton kernel),
+``sj_lif_torch`` (SpikingJelly's torch reference path, ``SJ_LIF_CUDA_IMPLEMENTATION=torch``), ``snntorch_leaky``,
+``fsnn_direct`` / ``fsnn_soe`` (fsnn's torch engines) and ``fsnn_triton`` (fsnn's fused kernels, what ``auto``
+uses on CUDA). Each neuron runs in its own process over every cell (smallest first, within ``--neuron-budget``
+seconds); a cell is the median of CUDA-event-timed iterations after two warm-ups, and peak memory is
+``torch.cuda.max_memory_allocated`` over one iteration above what was allocated before it (input, gradient
+buffer). Cells with more than ``--max-elements`` elements in ``[T, 16, F]`` are skipped. Results:
+``results/bench/neurons_cuda.json``.
+
 Examples::
 
     .venv/bin/python scripts/bench_neurons.py                      # full run, T = 16 128 512 2048
+    .venv/bin/python scripts/bench_neurons.py --device cuda        # the GPU table
     .venv/bin/python scripts/bench_neurons.py --quick              # smoke run, T = 16 128, 2 repeats
     .venv/bin/python scripts/bench_neurons.py --only sj_lif snntorch_leaky --T 16 128
 """
@@ -58,6 +70,10 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "results" / "bench" / "neurons.json"
 
 NEURONS = ["sj_lif", "snntorch_leaky", "fsnn_auto", "fsnn_direct", "fsnn_soe", "fsnn_window16"]
+GPU_NEURONS = ["sj_lif", "sj_lif_torch", "snntorch_leaky", "fsnn_direct", "fsnn_soe", "fsnn_triton"]
+GPU_T = [16, 64, 256, 1024, 4096]
+GPU_BATCH = 16
+SJ_TORCH_ENV = {"SJ_LIF_CUDA_IMPLEMENTATION": "torch"}  # read when SpikingJelly is imported
 REFERENCE = "sj_lif"
 BATCH = 32
 FEATURES = 256
@@ -72,7 +88,7 @@ def build_neuron(name: str):
     """Return ``(module, step_fn)``; ``step_fn(x[T,B,N]) -> spikes[T,B,N]`` runs one fresh sequence."""
     import torch
 
-    if name == "sj_lif":
+    if name in ("sj_lif", "sj_lif_torch"):  # which path sj_lif_torch takes is set by SJ_TORCH_ENV
         from spikingjelly.activation_based import neuron, surrogate
 
         node = neuron.LIFNode(
@@ -109,7 +125,7 @@ def build_neuron(name: str):
 
         kwargs = dict(alpha=0.5, tau=2.0, threshold=1.0, reset="soft")
         variant = name[len("fsnn_"):]
-        if variant in ("auto", "direct", "soe"):
+        if variant in ("auto", "direct", "soe", "triton"):
             kwargs["engine"] = variant
         elif variant.startswith("window"):
             kwargs["engine"] = "auto"
@@ -341,6 +357,134 @@ def run_cell(name: str, T: int, repeats: int, budget: float, warmup: int, measur
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# GPU: one process per neuron runs all its cells
+# ----------------------------------------------------------------------------------------------------------------
+def gpu_cells(args) -> list[tuple[int, int]]:
+    """``(T, features)`` cells within ``--max-elements``, cheapest first."""
+    cells = [(T, 2**k) for T in args.T for k in args.features_log2 if T * GPU_BATCH * 2**k <= args.max_elements]
+    return sorted(cells, key=lambda c: c[0] * c[1])
+
+
+def run_gpu_neuron(name: str, args) -> None:
+    """Child: time every cell of one neuron on the GPU, print one JSON line per cell."""
+    import torch
+
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    neuron_mod, step = build_neuron(name)
+    neuron_mod.to(device)
+    start = time.monotonic()
+    for T, F in gpu_cells(args):
+        row = {"neuron": name, "T": T, "features": F, "N": GPU_BATCH * F}
+        if time.monotonic() - start > args.neuron_budget:
+            print(CELL_MARK + json.dumps({**row, "status": "skipped: neuron budget spent"}), flush=True)
+            continue
+        try:
+            gen = torch.Generator(device=device).manual_seed(0)
+            x = (torch.randn(T, GPU_BATCH, F, device=device, generator=gen) * 2.0).requires_grad_(True)
+            grad = torch.randn(T, GPU_BATCH, F, device=device, generator=gen)
+
+            def iteration():
+                x.grad = None
+                spikes = step(x)
+                torch.autograd.backward(spikes, grad)
+                return spikes
+
+            def timed() -> float:
+                if not cuda:
+                    t0 = time.perf_counter()
+                    iteration()
+                    return time.perf_counter() - t0
+                begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                begin.record()
+                iteration()
+                end.record()
+                end.synchronize()
+                return begin.elapsed_time(end) / 1e3
+
+            first = timed()  # compilation, autotuning, allocator growth
+            est = timed()
+            n = max(2, min(args.repeats, int(args.cell_budget / max(est, 1e-6))))
+            if cuda:
+                x.grad = None
+                torch.cuda.synchronize()
+                base = torch.cuda.memory_allocated(device)
+                torch.cuda.reset_peak_memory_stats(device)
+            times = [timed() for _ in range(n)]
+            peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20 if cuda else None
+            rate = float(step(x.detach()).float().mean())
+            row.update(status="ok", median_ms=statistics.median(times) * 1e3, min_ms=min(times) * 1e3,
+                       first_ms=first * 1e3, repeats=n, peak_mib=peak, spike_rate=rate,
+                       engine=getattr(neuron_mod, "last_engine", None))
+        except torch.cuda.OutOfMemoryError:
+            row["status"] = "out of GPU memory"
+        finally:
+            x = grad = None
+            if cuda:
+                torch.cuda.empty_cache()
+        print(CELL_MARK + json.dumps(row), flush=True)
+
+
+def gpu_main(args) -> int:
+    """Parent: one child process per neuron (SpikingJelly reads its dispatch choice at import)."""
+    import torch
+
+    from fsnn.results import device_description
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print(f"--device {args.device}: no CUDA device is visible", file=sys.stderr)
+        return 2
+    hardware = device_description(device)
+    neurons = args.only or GPU_NEURONS
+    forward = ["--device", args.device, "--T", *map(str, args.T), "--features-log2", *map(str, args.features_log2),
+               "--repeats", str(args.repeats), "--cell-budget", str(args.cell_budget),
+               "--neuron-budget", str(args.neuron_budget), "--max-elements", str(args.max_elements)]
+    rows, t_all = [], time.monotonic()
+    for name in neurons:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        if name == "sj_lif_torch":
+            env.update(SJ_TORCH_ENV)
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), *forward, "--gpu-child", name],
+                              capture_output=True, text=True, env=env, cwd=REPO,
+                              timeout=args.neuron_budget + args.cell_timeout)
+        got = [json.loads(line[len(CELL_MARK):]) for line in proc.stdout.splitlines() if line.startswith(CELL_MARK)]
+        if proc.returncode or not got:
+            print(f"{name}: failed\n{proc.stderr[-3000:]}", file=sys.stderr)
+        for r in got:
+            msg = f"{r['median_ms']:9.2f} ms  peak {_fmt(r['peak_mib'], '.0f')} MiB" if r["status"] == "ok" else r["status"]
+            print(f"[{time.monotonic() - t_all:6.1f}s] {name:<15} T={r['T']:<5} N={r['N']:<9} {msg}", flush=True)
+        rows += got
+    ref = {(r["T"], r["N"]): r for r in rows if r["neuron"] == REFERENCE and r["status"] == "ok"}
+    for r in rows:
+        base = ref.get((r["T"], r["N"]))
+        ok = r["status"] == "ok" and base is not None
+        r["time_ratio_vs_sj"] = r["median_ms"] / base["median_ms"] if ok else None
+        r["mem_ratio_vs_sj"] = r["peak_mib"] / base["peak_mib"] if ok and base.get("peak_mib") else None
+    print(f"\n{hardware}, torch {torch.__version__}; neuron alone on [T, {GPU_BATCH}, F], fwd+bwd, alpha 0.5, "
+          f"full memory; ratios vs {REFERENCE} (its fused CUDA kernel) in the same cell")
+    hdr = f"{'neuron':<15} {'T':>5} {'N':>9} {'median ms':>10} {'x SJ':>6} {'peak MiB':>9} {'mem x SJ':>8}  engine"
+    print(hdr + "\n" + "-" * len(hdr))
+    for r in sorted(rows, key=lambda r: (r["T"], r["N"], neurons.index(r["neuron"]))):
+        if r["status"] != "ok":
+            print(f"{r['neuron']:<15} {r['T']:>5} {r['N']:>9} {r['status']}")
+            continue
+        print(f"{r['neuron']:<15} {r['T']:>5} {r['N']:>9} {r['median_ms']:>10.2f} {_fmt(r['time_ratio_vs_sj'], '.2f'):>6} "
+              f"{_fmt(r['peak_mib'], '.0f'):>9} {_fmt(r['mem_ratio_vs_sj'], '.2f'):>8}  {r.get('engine') or ''}")
+    write_json_atomic(args.out, {
+        "benchmark": "neurons_cuda", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "hardware": hardware, "library_versions": package_versions(),
+        "config": {"T": args.T, "batch": GPU_BATCH, "features_log2": args.features_log2, "alpha": 0.5,
+                   "neurons": neurons, "reference": REFERENCE, "max_elements": args.max_elements,
+                   "timing": "median of CUDA-event-timed fwd+bwd iterations after two warm-ups",
+                   "memory": "torch.cuda.max_memory_allocated over the timed iterations minus what was allocated "
+                             "before them (input and upstream gradient)"},
+        "total_wall_s": time.monotonic() - t_all, "results": rows})
+    print(f"wrote {args.out}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # parent side
 # ----------------------------------------------------------------------------------------------------------------
 def _cpu_model() -> str:
@@ -517,11 +661,30 @@ def main(argv=None):
                    help="cores used by other processes above which the machine counts as busy / a cell as contended")
     p.add_argument("--retry-busy", type=int, default=2, help="re-run a contended cell up to this many times")
     p.add_argument("--quick", action="store_true", help="smoke run: T=16,128 and 2 repeats")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON output path")
+    p.add_argument("--out", type=Path, default=None,
+                   help="JSON output path (default results/bench/neurons.json, neurons_cuda.json with --device)")
+    p.add_argument("--device", default=None, help="cuda[:i]: the GPU table (see above); default: the CPU table")
+    p.add_argument("--features-log2", type=int, nargs="+", default=[14, 17, 20],
+                   help="--device: F = 2^k features per sample (batch 16)")
+    p.add_argument("--max-elements", type=int, default=2**31, help="--device: skip cells larger than this")
+    p.add_argument("--cell-budget", type=float, default=1.0, help="--device: seconds of timed iterations per cell")
+    p.add_argument("--neuron-budget", type=float, default=90.0, help="--device: seconds per neuron, all cells")
+    p.add_argument("--gpu-child", default=None, help=argparse.SUPPRESS)  # internal: one neuron's GPU cells
     p.add_argument("--cell", default=None, help=argparse.SUPPRESS)  # internal: run one cell, print JSON
     p.add_argument("--cell-mode", choices=["time", "mem"], default="time", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
+    if args.device is not None:
+        if args.T == [16, 128, 512, 2048]:
+            args.T = GPU_T
+        if args.repeats == 5:
+            args.repeats = 20
+        args.out = args.out or DEFAULT_OUT.with_name("neurons_cuda.json")
+        if args.gpu_child:
+            run_gpu_neuron(args.gpu_child, args)
+            return 0
+        return gpu_main(args)
+    args.out = args.out or DEFAULT_OUT
     if args.cell is not None:
         (T,) = args.T
         res = run_cell(args.cell, T, args.repeats, args.budget, args.warmup, args.cell_mode == "mem")

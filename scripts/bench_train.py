@@ -9,6 +9,14 @@ Peak memory: on CPU the peak resident memory of the process above its resident m
 the first step (``ru_maxrss``); on CUDA ``torch.cuda.max_memory_allocated`` over the train steps
 (the paper's "Memory (GB)").
 
+On CUDA, ``flif`` and ``lif`` run fsnn's fused Triton kernels (``engine="auto"``); ``flif_torch`` is f-LIF on
+fsnn's torch engines (``direct`` up to T=64, ``soe`` beyond), ``sj_lif_torch`` SpikingJelly's LIFNode on its torch
+reference path instead of its fused kernel::
+
+    python scripts/bench_train.py --device cuda --batch 16 \
+        --neurons sj_lif sj_lif_torch snntorch_leaky flif_torch flif lif
+    python scripts/bench_train.py --device cuda --batch 16 --T 256 --size 32 --out results/bench/train_step_cuda_T256.json
+
 ``--memory-sweep`` adds f-LIF with the short-memory window ``M = 2, 4, ..., 16`` (the paper's
 ``tab:memory_comparison``: batch 16, T=16, DVSNet on DVS128 Gesture)::
 
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -33,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WINDOWS = range(2, 17, 2)  # --memory-sweep: f-LIF with memory=M (paper: M = 2..16)
 NEURONS = {  # name -> (registry name, kwargs): only the neuron differs
     "sj_lif": ("sj_lif", {}),
+    "sj_lif_torch": ("sj_lif", {}),  # SpikingJelly's torch reference path (SJ_TORCH_ENV)
+    "flif_torch": ("flif", {"alpha": 0.5}),  # the torch engines, chosen as auto would on the CPU
     "flif": ("flif", {"alpha": 0.5}),
     "flif_direct": ("flif", {"alpha": 0.5, "engine": "direct"}),  # full memory, exact GEMM engine
     "lif": ("lif", {}),
@@ -40,6 +51,7 @@ NEURONS = {  # name -> (registry name, kwargs): only the neuron differs
     **{f"flif_m{m}": ("flif", {"alpha": 0.5, "memory": m}) for m in WINDOWS},
 }
 MARK = "@@RESULT@@ "
+SJ_TORCH_ENV = {"SJ_LIF_CUDA_IMPLEMENTATION": "torch"}  # read when SpikingJelly is imported
 
 
 def _rss_mib() -> float:
@@ -61,6 +73,8 @@ def child(name: str, args: argparse.Namespace) -> dict:
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     neuron, kwargs = NEURONS[name]
+    if name == "flif_torch":
+        kwargs = {**kwargs, "engine": "direct" if args.T <= 64 else "soe"}
     model = build_backbone("dvsnet", num_classes=11, in_channels=2, input_size=(args.size, args.size),
                            neuron=neuron, neuron_kwargs=kwargs, channels=args.channels).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -139,8 +153,9 @@ def main() -> None:
     forward = [a for a in sys.argv[1:] if a not in ("--memory-sweep",)]
     rows = []
     for name in names:
+        env = {**os.environ, **(SJ_TORCH_ENV if name == "sj_lif_torch" else {})}
         proc = subprocess.run([sys.executable, __file__, *forward, "--child", name],
-                              capture_output=True, text=True, cwd=ROOT)
+                              capture_output=True, text=True, cwd=ROOT, env=env)
         lines = [line for line in proc.stdout.splitlines() if line.startswith(MARK)]
         if proc.returncode or not lines:
             print(f"{name}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)

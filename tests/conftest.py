@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
@@ -19,6 +20,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # fixtures are tiny fakes: skip the loaders' completeness checks (file counts, md5) and never download
 os.environ.setdefault("FSNN_DATA_VERIFY", "0")
 os.environ.setdefault("FSNN_DATA_DOWNLOAD", "0")
+if not torch.cuda.is_available():
+    # the Triton kernels run on CPU tensors through Triton's interpreter; it is chosen when a kernel is
+    # defined, so before anything imports fsnn.kernels
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture

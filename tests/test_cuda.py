@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fsnn import FractionalIF, FractionalLIF, build_neuron
+from fsnn import FractionalIF, FractionalLIF, build_neuron, kernels
 from fsnn.models import build_backbone
+from fsnn.surrogate import SURROGATES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CUDA = torch.device("cuda")
@@ -95,3 +96,76 @@ def test_registry_neurons_keep_state_on_gpu():
         neuron = build_neuron(name).to(CUDA)
         out = neuron(torch.rand(6, 2, 5, device=CUDA) * 2)
         assert out.device.type == CUDA.type and out.shape == (6, 2, 5), name
+
+
+# ---------------------------------------------------------------------------------------------
+# the fused Triton kernels against fsnn's torch engines on the same GPU, at realistic sizes
+
+
+KERNEL_CASES = {  # name -> (T, options); every option the torch engines cover
+    "direct-T64": (64, {}),
+    "soe-T1024": (1024, {}),
+    "soe-gl-hard-detach": (512, dict(method="gl", reset="hard", v_reset=-0.1, detach_reset=True)),
+    "window8": (256, dict(memory=8)),
+    "window100-far": (256, dict(memory=100)),
+    "l1-full-far": (160, dict(method="l1")),
+    "soe-learn-all": (300, dict(learn_alpha=True, learn_tau=True, learn_threshold=True)),
+    "direct-learn-tau-threshold": (48, dict(learn_tau=True, learn_threshold=True)),
+}
+
+
+def _pair(cls, T, **options):
+    """The same neuron on the torch engines (the algorithm auto picks) and on the kernels."""
+    ref = cls(alpha=0.6, tau=2.0, **options).to(CUDA)
+    fused = cls(alpha=0.6, tau=2.0, engine="triton", **options).to(CUDA)
+    fused.load_state_dict(ref.state_dict())
+    algorithm = fused.resolve_engine(T, 0.6, CUDA)[0].removeprefix("triton-")
+    ref.engine = algorithm  # on CUDA, auto would pick the kernels
+    return ref, fused
+
+
+@pytest.mark.parametrize("cls", [FractionalLIF, FractionalIF], ids=["lif", "if"])
+@pytest.mark.parametrize("case", list(KERNEL_CASES))
+def test_kernels_match_torch_engines_float64(cls, case):
+    """Float64: the same spikes, potentials and gradients to rounding (1e-10)."""
+    T, options = KERNEL_CASES[case]
+    ref, fused = (m.double() for m in _pair(cls, T, **options))
+    torch.manual_seed(0)
+    x = (torch.randn(T, 4, 1024, dtype=torch.float64) * 0.9 + 0.6).to(CUDA)
+    want, got = _run(ref, x), _run(fused, x)
+    assert fused.last_engine.startswith("triton-") and ref.last_engine == fused.last_engine[len("triton-"):]
+    assert torch.equal(got[0], want[0]) and want[0].sum() > 0.02 * want[0].numel()
+    for name, a, b in (("potential", got[1], want[1]), ("input grad", got[2], want[2])):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10 * b.abs().max().item(), msg=lambda m: f"{name}: {m}")
+    assert got[3].keys() == want[3].keys()
+    for name in want[3]:
+        torch.testing.assert_close(got[3][name], want[3][name], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("surrogate", SURROGATES)
+def test_kernels_float32_at_scale(surrogate):
+    """Float32, 2^20 neurons: spikes agree but for rare threshold ties; potentials and gradients to 1e-5."""
+    ref, fused = FractionalLIF(alpha=0.5, surrogate=surrogate), FractionalLIF(alpha=0.5, surrogate=surrogate,
+                                                                              engine="triton")
+    ref.engine = "soe"
+    torch.manual_seed(1)
+    x = torch.randn(256, 16, 2**16, device=CUDA) * 0.9 + 0.6
+    want, got = _run(ref.to(CUDA), x), _run(fused.to(CUDA), x)
+    flips = (got[0] != want[0]).any(0)  # neurons whose spike train differs anywhere
+    assert flips.float().mean() < 1e-3
+    keep = ~flips
+    for a, b in ((got[1], want[1]), (got[2], want[2])):
+        err = (a - b)[:, keep].abs().max() / b[:, keep].abs().max()
+        assert err < 1e-5, err
+
+
+def test_auto_uses_the_kernels_on_cuda_and_autocast():
+    m = FractionalLIF(alpha=0.5).to(CUDA)
+    x = torch.randn(300, 8, 512, device=CUDA)
+    m(x)
+    assert m.last_engine == "triton-soe"
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = torch.nn.Linear(512, 512).to(CUDA)(x)
+        s = m(y)
+    assert s.dtype == torch.bfloat16 and m.last_engine == "triton-soe"
+    assert kernels.unavailable_reason(CUDA) is None
