@@ -42,6 +42,7 @@ import os
 import torch
 
 R_MAX = 64  # the longest exact history kept in registers; beyond it the direct engine reads G
+R_DIRECT = 32  # auto stays exact up to this many lags; beyond, the SOE's ~8 + 2W registers cost less
 # launch: one neuron per thread (the state is ~R + W registers a neuron), UNROLL time steps per loop iteration
 LAUNCH = {"block": 128, "num_warps": 4, "unroll": 4}
 SURROGATE_IDS = {"sigmoid": 0, "arctan": 1, "piecewise_linear": 2, "gaussian": 3}
@@ -153,7 +154,21 @@ if importlib.util.find_spec("triton") is not None:
         return (new,) + ring[:-1], out
 
     @triton.jit
-    def _forward_step(x_ptr, s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, k, N, reach, ring, modes, v_prev,
+    def _prefetch(ptr, col, mask, k, SIGN: tl.constexpr, T, N, UNROLL: tl.constexpr, DT: tl.constexpr):
+        """Row ``k + SIGN j`` of a ``[T, N]`` input for ``j < UNROLL`` (zero outside ``[0, T)``).
+
+        The kernels load one loop iteration ahead: a load issued right before its use would stall
+        every step on memory latency, which the few warps a register-heavy kernel runs cannot hide.
+        """
+        out = ()
+        for j in tl.static_range(UNROLL):
+            t = k + SIGN * j
+            ok = mask & (t >= 0) & (t < T)
+            out = out + (tl.load(ptr + tl.cast(t, col.dtype) * N + col, mask=ok, other=0.0).to(DT),)
+        return out
+
+    @triton.jit
+    def _forward_step(s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, k, N, reach, x, ring, modes, v_prev,
                       kap, lam, read, drive, k0, theta, v_reset, v_init,
                       R: tl.constexpr, W: tl.constexpr, FAR: tl.constexpr, LEAK: tl.constexpr,
                       HARD: tl.constexpr, STORE_V: tl.constexpr, DT: tl.constexpr):
@@ -161,7 +176,7 @@ if importlib.util.find_spec("triton") is not None:
         y = _history(ring, modes, kap, read, R, W) + v_init
         if FAR:
             y += _far(g_ptr, kappa_ptr, col, k, R + 1, tl.minimum(k, reach), N, k0, -1, mask, DT)
-        h = y + drive * tl.load(x_ptr + row + col, mask=mask, other=0.0).to(DT)
+        h = y + drive * x
         if LEAK:
             h += drive * (v_init - v_prev)
         fired = h >= theta
@@ -197,25 +212,27 @@ if importlib.util.find_spec("triton") is not None:
         modes = (zero,) * W
         v_prev = zero + v_init
         full = (T // UNROLL) * UNROLL
-        for k0_ in range(0, full, UNROLL):
+        xs = _prefetch(x_ptr, col, mask, 0, 1, T, N, UNROLL, DT)
+        for c in range(0, full, UNROLL):
+            ahead = _prefetch(x_ptr, col, mask, c + UNROLL, 1, T, N, UNROLL, DT)
             for j in tl.static_range(UNROLL):
                 ring, modes, v_prev = _forward_step(
-                    x_ptr, s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, k0_ + j, N, reach, ring, modes, v_prev,
+                    s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, c + j, N, reach, xs[j], ring, modes, v_prev,
                     kap, lam, read, drive, k0, theta, v_reset, v_init, R, W, FAR, LEAK, HARD, STORE_V, DT)
+            xs = ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
                 ring, modes, v_prev = _forward_step(
-                    x_ptr, s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, full + j, N, reach, ring, modes,
+                    s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, full + j, N, reach, xs[j], ring, modes,
                     v_prev, kap, lam, read, drive, k0, theta, v_reset, v_init, R, W, FAR, LEAK, HARD, STORE_V, DT)
 
     @triton.jit
-    def _backward_step(gs_ptr, gv_ptr, h_ptr, gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, k, T, N, reach,
+    def _backward_step(gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, k, T, N, reach, h, gs, gv,
                        ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale,
                        R: tl.constexpr, W: tl.constexpr, FAR: tl.constexpr, LEAK: tl.constexpr,
                        HARD: tl.constexpr, DETACH: tl.constexpr, SURROGATE: tl.constexpr, HAS_GS: tl.constexpr,
                        HAS_GV: tl.constexpr, STORE_UH: tl.constexpr, DT: tl.constexpr):
         row = tl.cast(k, col.dtype) * N
-        h = tl.load(h_ptr + row + col, mask=mask, other=0.0).to(DT)
         sg = _surrogate(h - theta, scale, SURROGATE)
         if HARD:
             c = tl.where(h < theta, 1.0, 0.0)
@@ -227,9 +244,9 @@ if importlib.util.find_spec("triton") is not None:
             c = 1.0 - theta * sg
         d = tl.zeros(h.shape, DT)
         if HAS_GS:
-            d += sg * tl.load(gs_ptr + row + col, mask=mask, other=0.0).to(DT)
+            d += sg * gs
         if HAS_GV:
-            d += c * tl.load(gv_ptr + row + col, mask=mask, other=0.0).to(DT)
+            d += c * gv
         gbar = _history(ring, modes, kap, read, R, W)
         if FAR:
             gbar += _far(hb_ptr, kappa_ptr, col, k, R + 1, tl.minimum(T - 1 - k, reach), N, k0, 1, mask, DT)
@@ -264,18 +281,27 @@ if importlib.util.find_spec("triton") is not None:
         ring = (zero,) * R
         modes = (zero,) * W
         u_next = zero
+        none = (zero,) * UNROLL
         full = (T // UNROLL) * UNROLL
+        hs = _prefetch(h_ptr, col, mask, T - 1, -1, T, N, UNROLL, DT)
+        gss = _prefetch(gs_ptr, col, mask, T - 1, -1, T, N, UNROLL, DT) if HAS_GS else none
+        gvs = _prefetch(gv_ptr, col, mask, T - 1, -1, T, N, UNROLL, DT) if HAS_GV else none
         for c in range(0, full, UNROLL):
+            k = T - 1 - c - UNROLL
+            h_ahead = _prefetch(h_ptr, col, mask, k, -1, T, N, UNROLL, DT)
+            gs_ahead = _prefetch(gs_ptr, col, mask, k, -1, T, N, UNROLL, DT) if HAS_GS else none
+            gv_ahead = _prefetch(gv_ptr, col, mask, k, -1, T, N, UNROLL, DT) if HAS_GV else none
             for j in tl.static_range(UNROLL):
                 ring, modes, u_next = _backward_step(
-                    gs_ptr, gv_ptr, h_ptr, gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T - 1 - c - j, T, N, reach,
+                    gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T - 1 - c - j, T, N, reach, hs[j], gss[j], gvs[j],
                     ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale, R, W, FAR, LEAK, HARD,
                     DETACH, SURROGATE, HAS_GS, HAS_GV, STORE_UH, DT)
+            hs, gss, gvs = h_ahead, gs_ahead, gv_ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
                 ring, modes, u_next = _backward_step(
-                    gs_ptr, gv_ptr, h_ptr, gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T - 1 - full - j, T, N,
-                    reach, ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale, R, W, FAR, LEAK,
+                    gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T - 1 - full - j, T, N, reach, hs[j], gss[j],
+                    gvs[j], ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale, R, W, FAR, LEAK,
                     HARD, DETACH, SURROGATE, HAS_GS, HAS_GV, STORE_UH, DT)
 
 

@@ -153,15 +153,17 @@ class FractionalNeuron(nn.Module):
     def resolve_engine(self, steps: int, alpha: float, device: torch.device | None = None):
         """``(engine, soe_bank or None)`` for a sequence of ``steps`` on ``device``.
 
-        The fused kernels (``triton-direct`` / ``triton-soe``) follow the same rule as ``auto``.
+        The fused kernels (``triton-direct`` / ``triton-soe``) follow the rule of ``auto``, except that they
+        stay exact only while the whole history fits their registers (``kernels.R_DIRECT`` lags).
         """
         fused = self._fused(device)
         prefix = "triton-" if fused else ""
         want = "auto" if fused else self.engine
         if want == "direct" or self.memory is not None or self.method not in SOE_METHODS:
             return prefix + "direct", None
-        if want == "auto" and steps <= 2 * self.block:
-            return prefix + "direct", None  # the SOE would add nothing: every lag fits in two blocks
+        # exact when the whole history is cheap: it fits the torch engine's two blocks, or the kernel's registers
+        if want == "auto" and steps <= (kernels.R_DIRECT + 1 if fused else 2 * self.block):
+            return prefix + "direct", None
         head = min(self.soe_head, 2 * self.block)  # the torch engine reads exact lags from its first two blocks
         bank = soe_bank(self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1),
                         self.dt, head, self.tol / 2)
