@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test test-slow bench figures fixtures clean
+.PHONY: install train test test-slow test-cuda bench bench-cuda figures fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,8 +24,17 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests
 
+test-cuda: $(STAMP)
+	$(PY) -m pytest tests/test_cuda.py
+
 bench: $(STAMP)
 	$(PY) scripts/bench_neurons.py
+
+bench-cuda: $(STAMP)
+	$(PY) scripts/bench_neurons.py --device cuda
+	$(PY) scripts/bench_train.py --device cuda --batch 16 --neurons sj_lif sj_lif_torch snntorch_leaky flif_torch flif lif
+	$(PY) scripts/bench_train.py --device cuda --batch 16 --T 256 --size 32 \
+		--neurons sj_lif sj_lif_torch snntorch_leaky flif_torch flif lif --out results/bench/train_step_cuda_T256.json
 
 figures: $(STAMP)
 	$(PY) scripts/figures.py

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingjelly", "snntorch",
-            "tonic", "timm", "torch-geometric", "numpy")
+            "tonic", "timm", "torch-geometric", "numpy", "triton")
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
