@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from fsnn.checks import as_generator, check_ratio, round_count
+from fsnn.checks import as_generator, check_int, check_ratio, round_count
 from fsnn.data.cache import cached_tensor
 
 __all__ = [
@@ -142,8 +142,7 @@ def propagate(x: torch.Tensor, edge_index, hops: int = 1, num_nodes: int | None 
 
     ``x``: ``[N, F]`` floating tensor (float32 stays float32). Cost O(hops * nnz * F), memory O(nnz + N * F).
     """
-    if hops < 0 or int(hops) != hops:
-        raise ValueError(f"hops must be a non-negative integer, got {hops!r}")
+    hops = check_int("hops", hops, minimum=0)
     x = torch.as_tensor(x)
     if x.dim() != 2:
         raise ValueError(f"x must be [N, F], got {tuple(x.shape)}")
@@ -208,9 +207,7 @@ def laplacian_pe(edge_index, num_nodes: int, dim: int = 32, *, seed: int = 0, to
     arbitrary (only the spanned subspace is defined). ``return_eigenvalues=True`` also returns the ``[dim]``
     eigenvalues of ``L`` (NaN for padded columns).
     """
-    dim = int(dim)
-    if dim < 0:
-        raise ValueError(f"dim must be >= 0, got {dim}")
+    dim = check_int("dim", dim, minimum=0)
     n = int(num_nodes)
     s = normalized_adjacency(edge_index, n, self_loops=False)
     k = min(dim + 1, n)
@@ -390,14 +387,11 @@ def random_walk_pe(edge_index, num_nodes: int, steps: int = 32, *, method: str =
         estimate.
     ``workers``: threads for the block products (default: ``torch.get_num_threads()``).
     """
-    steps = int(steps)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+    steps = check_int("steps", steps)
     n = int(num_nodes)
     if method not in ("auto", "exact", "estimate"):
         raise ValueError(f"method must be 'auto', 'exact' or 'estimate', got {method!r}")
-    if int(num_probes) < 1:
-        raise ValueError(f"num_probes must be >= 1, got {num_probes}")
+    check_int("num_probes", num_probes)
     if n == 0:
         return torch.zeros(0, steps)
     s = normalized_adjacency(edge_index, n, self_loops=False)

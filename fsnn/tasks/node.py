@@ -43,14 +43,21 @@ STUDY = "graph"
 
 
 @contextmanager
-def spike_noise(model: nn.Module, std: float):
-    """Temporarily set ``model.spike_noise_std`` (the robustness probe) to ``std``."""
-    old = model.spike_noise_std
-    model.spike_noise_std = float(std)
+def _replaced(obj, **values):
+    """Set attributes of ``obj`` (e.g. a module's graph buffers) for the duration of the block."""
+    old = {name: getattr(obj, name) for name in values}
     try:
-        yield model
+        for name, value in values.items():
+            setattr(obj, name, value)
+        yield obj
     finally:
-        model.spike_noise_std = old
+        for name, value in old.items():
+            setattr(obj, name, value)
+
+
+def spike_noise(model: nn.Module, std: float):
+    """``with spike_noise(model, std):`` sets ``model.spike_noise_std`` (the robustness probe) for the block."""
+    return _replaced(model, spike_noise_std=float(std))
 
 
 class GraphNodeClassifier(ClassifierModule):
@@ -204,19 +211,6 @@ def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> T
                                  test_repeats=cfg.dataset.test_repeats, monitor=f"val/{METRIC}")
     data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
     return Task(module, data, METRIC)
-
-
-@contextmanager
-def _replaced(obj, **values):
-    """Set attributes of ``obj`` (e.g. a module's graph buffers) for the duration of the block."""
-    old = {name: getattr(obj, name) for name in values}
-    try:
-        for name, value in values.items():
-            setattr(obj, name, value)
-        yield obj
-    finally:
-        for name, value in old.items():
-            setattr(obj, name, value)
 
 
 def corrupted_tester(cfg: DictConfig, task: Task, seed: int, run_pass: Callable):
