@@ -126,7 +126,8 @@ def test_a_baseline_without_its_library_is_one_clear_error(monkeypatch):
     neurons.lazy("sj_lif", "fsnn.baselines:SJLIF", extra="baselines")
     assert neurons.names() == ["sj_lif"]  # listed before its library is imported
     monkeypatch.delitem(sys.modules, "fsnn.baselines", raising=False)
-    monkeypatch.setitem(sys.modules, "spikingjelly", None)  # as if not installed
+    for module in ["spikingjelly", *(m for m in sys.modules if m.startswith("spikingjelly."))]:
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     with pytest.raises(ImportError) as error:
         neurons.build("sj_lif", tau=2.0)
     message = str(error.value)
