@@ -2,6 +2,9 @@
 
 >>> from fsnn import FractionalLIF
 >>> spikes = FractionalLIF(alpha=0.5)(currents)  # currents: [T, B, ...]
+
+``import fsnn`` needs only torch; the baselines (``fsnn[baselines]``), the training suite (``fsnn[vision]``,
+``fsnn[graph]``) and the sweeps (``fsnn[sweeps]``) load their libraries when used.
 """
 
 from fsnn.history import history_kernel, soe_bank
@@ -12,10 +15,10 @@ from fsnn.neurons import (
     build_neuron,
     collect_alphas,
     neuron_names,
+    neuron_params,
     register_neuron,
 )
 from fsnn.surrogate import SURROGATES, spike
-from fsnn import baselines  # noqa: E402,F401  (registers sj_lif, sj_if, snntorch_leaky)
 
 __all__ = [
     "FractionalIF",
@@ -26,6 +29,7 @@ __all__ = [
     "collect_alphas",
     "history_kernel",
     "neuron_names",
+    "neuron_params",
     "register_neuron",
     "soe_bank",
     "spike",

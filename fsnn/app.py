@@ -1,4 +1,6 @@
-"""What ``train.py`` and ``evaluate.py`` do with a composed Hydra config.
+"""What ``train.py`` and ``evaluate.py`` do with a composed Hydra config: the run folder, resume, ``metrics.json``,
+the robustness study's loop and the user's errors. What is trained and tested comes from the task the config
+composes (:func:`fsnn.tasks.build_task`, by the dataset's kind of data).
 
 A run lives in ``results/<task_name>/<run>/`` (Hydra's output dir): ``checkpoints/`` (``last.ckpt``
 every epoch, ``best.ckpt`` on validation accuracy), Lightning logs, and ``metrics.json`` written
@@ -13,9 +15,7 @@ import json
 import logging
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
 
 import hydra
 import lightning as L
@@ -26,37 +26,14 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from fsnn.data import DatasetMissingError, build_dataset, dataset_info
-from fsnn.graphs.data import GRAPH_DATASETS, graph_cache_dir, load_graph
-from fsnn.graphs.features import node_features
-from fsnn.graphs.models import GRAPH_MODELS, build_graph_model
-from fsnn.graphs.training import GraphLinkPredictor, GraphNodeClassifier, LinkDataModule, NodeDataModule, spike_noise
-from fsnn.models import backbone_supports, build_backbone
+from fsnn.data import DatasetMissingError
 from fsnn.neurons import collect_alphas
 from fsnn.results import device_description, package_versions, write_json_atomic
-from fsnn.robustness import (
-    GRAPH_CORRUPTIONS,
-    KINDS,
-    SPIKE_NOISE,
-    CorruptedDataset,
-    check_corruption,
-    robustness_score,
-    spike_noise_std,
-)
-from fsnn.training import NonFiniteLossError, SpeedMonitor, SpikingClassifier, SplitDataModule, firing_rates
+from fsnn.robustness import KINDS, check_corruption, robustness_score
+from fsnn.tasks import ConfigError, Task, build_task, task_kind
+from fsnn.training import NonFiniteLossError, SpeedMonitor, firing_rates
 
 log = logging.getLogger("fsnn")
-
-
-class Task(NamedTuple):
-    module: L.LightningModule
-    data: L.LightningDataModule
-    metric: str  # the validation/test metric that selects and reports: "acc" or "auc"
-
-
-class ConfigError(ValueError):
-    """A combination of options that cannot work, reported before any data is loaded."""
-
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
 USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError)
@@ -66,83 +43,6 @@ def run_dir_name(run_name: str | None, overrides: str) -> str:
     """Folder name of a run: ``run_name`` if given, else its command-line overrides, else ``default``."""
     name = run_name or overrides or "default"
     return name.replace("/", "_")
-
-
-def _options(node: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
-    return {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in drop}
-
-
-def _kinds(backbone: str) -> set[str]:
-    return {"graph"} if backbone in GRAPH_MODELS else backbone_supports(backbone)
-
-
-def data_kind(dataset: str) -> str:
-    return "graph" if dataset in GRAPH_DATASETS else dataset_info(dataset).kind
-
-
-def build_task(cfg: DictConfig) -> Task:
-    """The Lightning module and data module for ``cfg``; checks the pairing before loading data."""
-    kind, supported = data_kind(cfg.dataset.name), _kinds(cfg.backbone.name)
-    if kind not in supported:
-        raise ConfigError(
-            f"backbone {cfg.backbone.name!r} takes {sorted(supported)} data, but dataset "
-            f"{cfg.dataset.name!r} is {kind!r} data; choose another backbone or dataset"
-        )
-    if cfg.get("task") not in (None, "link"):
-        raise ConfigError(f"task must be null (classification) or 'link', got {cfg.task!r}")
-    if cfg.get("task") == "link" and cfg.backbone.name != "msg":
-        raise ConfigError(f"task=link needs backbone=msg (it decodes edges), got backbone={cfg.backbone.name!r}")
-    scheduler = hydra.utils.instantiate(cfg.scheduler) if cfg.get("scheduler") else None
-    optimizer = hydra.utils.instantiate(cfg.optimizer)
-    return (_graph_task if kind == "graph" else _vision_task)(cfg, optimizer, scheduler)
-
-
-def _vision_task(cfg: DictConfig, optimizer, scheduler) -> Task:
-    info = dataset_info(cfg.dataset.name)
-    size = cfg.dataset.size
-    model = build_backbone(
-        cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
-        input_size=(size, size), neuron=cfg.neuron.name, neuron_kwargs=_options(cfg.neuron),
-        **_options(cfg.backbone),
-    )
-    module = SpikingClassifier(model, info.num_classes, optimizer, scheduler)
-
-    def build():
-        return build_dataset(cfg.dataset.name, data_dir=Path(cfg.paths.data_dir), T=cfg.dataset.T, size=size,
-                             seed=cfg.seed, val_fraction=cfg.dataset.val_fraction)
-
-    data = SplitDataModule(build, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed)
-    return Task(module, data, "acc")
-
-
-def _graph_task(cfg: DictConfig, optimizer, scheduler) -> Task:
-    data_dir, name = Path(cfg.paths.data_dir), cfg.dataset.name
-    graph = load_graph(name, data_dir=data_dir, split=cfg.dataset.split, seed=cfg.seed)
-    options = _options(cfg.backbone)
-    T = options.pop("T", cfg.dataset.T)
-    build = dict(neuron=cfg.neuron.name, neuron_kwargs=_options(cfg.neuron), T=T)
-    if cfg.get("task") == "link":
-        model = build_graph_model("msg", graph.num_features, None, **build, **options)
-        return Task(GraphLinkPredictor(model, optimizer, scheduler), LinkDataModule(graph, seed=cfg.seed), "auc")
-    features = node_inputs(cfg, graph, cache_dir=graph_cache_dir(data_dir, name))
-    in_features, whole = (graph.num_features, graph) if features is None else (features.shape[1], None)
-    num_classes = int(graph.y.max()) + 1
-    model = build_graph_model(cfg.backbone.name, in_features, num_classes, **build, **options)
-    module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
-                                 test_repeats=cfg.dataset.test_repeats, monitor="val/acc")
-    data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
-    return Task(module, data, "acc")
-
-
-def node_inputs(cfg: DictConfig, graph, cache_dir: Path | None = None):
-    """What a node classifier reads of ``graph``: the preprocessed feature rows of SGCN/DRSGNN (SGC propagation,
-    z-scoring on the training nodes, the backbone's positional encoding), or ``None`` for a full-graph model (MSG),
-    which reads ``graph.x`` and ``graph.edge_index`` itself."""
-    if cfg.backbone.name == "msg":
-        return None
-    options = _options(cfg.backbone)
-    return node_features(graph, hops=cfg.dataset.hops, pe=options.get("pe"), pe_dim=options.get("pe_dim", 32),
-                         pe_seed=0, cache_dir=cache_dir)
 
 
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list) -> L.Trainer:
@@ -240,10 +140,10 @@ def _robustness_plan(cfg: DictConfig, run_cfg: DictConfig) -> dict[str, tuple[li
     corruptions = spec.get("corruptions")
     if not corruptions:
         raise ConfigError(f"robustness={spec.get('name')!r} lists no corruptions (robustness.corruptions is empty)")
-    kind = "graph" if data_kind(run_cfg.dataset.name) == "graph" else "vision"
-    if kind == "graph" and run_cfg.get("task") == "link":
-        raise ConfigError(f"robustness={spec.get('name')!r}: run_dir={cfg.run_dir} is a link-prediction run; the "
-                          "robustness study covers vision and node-classification runs")
+    kind = task_kind(run_cfg)
+    if kind.ROBUSTNESS is None:
+        raise ConfigError(f"robustness={spec.get('name')!r}: run_dir={cfg.run_dir} is a task={run_cfg.task} run; "
+                          "the robustness study covers vision and node-classification runs")
     plan = {}
     for name, entry in corruptions.items():
         entry = entry or {}
@@ -252,11 +152,11 @@ def _robustness_plan(cfg: DictConfig, run_cfg: DictConfig) -> dict[str, tuple[li
             raise ConfigError(f"robustness.corruptions.{name}: unknown keys {extra}; expected levels and options")
         options = entry.get("options") or {}
         try:
-            plan[name] = (check_corruption(kind, name, entry.get("levels"), options), options)
+            plan[name] = (check_corruption(kind.ROBUSTNESS, name, entry.get("levels"), options), options)
         except ValueError as error:
-            hint = "" if name in KINDS[kind] else (
-                f" (run_dir={cfg.run_dir} is a {kind} run on {run_cfg.dataset.name}; "
-                f"robustness={'events' if kind == 'vision' else 'graph'} fits it)")
+            hint = "" if name in KINDS[kind.ROBUSTNESS] else (
+                f" (run_dir={cfg.run_dir} is a {kind.ROBUSTNESS} run on {run_cfg.dataset.name}; "
+                f"robustness={kind.STUDY} fits it)")
             raise ConfigError(f"robustness.corruptions.{name}: {error}{hint}") from None
     return plan
 
@@ -265,55 +165,6 @@ def _test_pass(trainer: L.Trainer, module: L.LightningModule, seed: int, **data)
     """One test pass, seeded, so that every pass of a study draws the same Poisson spikes and spike noise."""
     L.seed_everything(seed, workers=True, verbose=False)
     return trainer.test(module, verbose=False, **data)[0]
-
-
-@contextmanager
-def _replaced(obj, **values):
-    """Set attributes of ``obj`` (e.g. a module's graph buffers) for the duration of the block."""
-    old = {name: getattr(obj, name) for name in values}
-    try:
-        for name, value in values.items():
-            setattr(obj, name, value)
-        yield obj
-    finally:
-        for name, value in old.items():
-            setattr(obj, name, value)
-
-
-def _corrupted_tester(run_cfg: DictConfig, task: Task, trainer: L.Trainer, seed: int):
-    """``test(name, level, options) -> metric`` on the test split with one corruption applied at test time.
-
-    Vision: the test set's frames, sample by sample (:class:`fsnn.robustness.CorruptedDataset`). Graph: the graph
-    is corrupted once per level (one draw seeded with ``seed``) and the model's input rebuilt from it; spike noise
-    switches on the model's probe (``spike_noise_std``) instead.
-    """
-    module, data, metric = task
-    if isinstance(data, NodeDataModule):
-        graph = load_graph(run_cfg.dataset.name, data_dir=Path(run_cfg.paths.data_dir), split=run_cfg.dataset.split,
-                           seed=run_cfg.seed)
-
-        def test(name: str, level: float, options: dict) -> float:
-            if name == SPIKE_NOISE:
-                with spike_noise(module, spike_noise_std(level)):
-                    return _test_pass(trainer, module, seed, datamodule=data)[f"test/{metric}"]
-            corrupted = GRAPH_CORRUPTIONS[name](graph, level, seed, **options)
-            if module.full_graph:
-                with _replaced(module, graph_x=corrupted.x.float(), graph_edge_index=corrupted.edge_index.long()):
-                    return _test_pass(trainer, module, seed, datamodule=data)[f"test/{metric}"]
-            rows = NodeDataModule.from_masks(node_inputs(run_cfg, corrupted), corrupted, batch_size=data.batch_size,
-                                             seed=run_cfg.seed)
-            return _test_pass(trainer, module, seed, datamodule=rows)[f"test/{metric}"]
-
-        return test
-    data.setup()
-    test_set = data.splits[2]
-
-    def test(name: str, level: float, options: dict) -> float:
-        corrupted = CorruptedDataset(test_set, name, level, seed, options)
-        frames = SplitDataModule(lambda: (None, None, corrupted), data.batch_size, data.num_workers, data.seed)
-        return _test_pass(trainer, module, seed, datamodule=frames)[f"test/{metric}"]
-
-    return test
 
 
 def _run_config(run_dir: Path, run_cfg: DictConfig) -> dict:
@@ -335,7 +186,11 @@ def _robustness(cfg: DictConfig, run_dir: Path, run_cfg: DictConfig, task: Task,
 
     start = time.perf_counter()
     metric = task.metric
-    test = _corrupted_tester(run_cfg, task, trainer, seed)
+
+    def run_pass(datamodule) -> float:
+        return _test_pass(trainer, task.module, seed, datamodule=datamodule)[f"test/{metric}"]
+
+    test = task_kind(run_cfg).corrupted_tester(run_cfg, task, seed, run_pass)
     corruptions = {}
     with tqdm(total=sum(len(levels) for levels, _ in plan.values()), desc="robustness", unit="test pass") as bar:
         for name, (levels, options) in plan.items():

@@ -4,6 +4,9 @@ Every adapter is an ``nn.Module`` whose ``forward(x)`` takes ``x`` of shape ``[T
 the same shape, dtype and device; ``forward(x, return_state=True)`` returns ``(spikes, v)`` with ``v`` the membrane
 trace ``[T, B, ...]``. State lives only inside one call: each forward starts from a fresh state and drops it on
 return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils.reset`` is never used).
+:mod:`fsnn.neurons` registers them as ``sj_lif``, ``sj_if`` and ``snntorch_leaky`` and imports this module (and so
+SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Their defaults (soft reset, sigmoid
+surrogate) match FractionalLIF's, so that a baseline differs from f-LIF only in the neuron given the same arguments.
 
 Surrogate families: ``surrogate`` name, default ``surrogate_scale`` (used when it is None), backward ``g'(x)``, and
 the SpikingJelly / snnTorch objects used:
@@ -32,7 +35,7 @@ from spikingjelly.activation_based import surrogate as sj_surrogate
 from torch import nn
 
 from fsnn.checks import check_choice, check_number, check_spike_input
-from fsnn.neurons import register_neuron
+from fsnn.neurons import SpikingNeuron
 from fsnn.surrogate import check_surrogate, spike
 
 __all__ = ["SJLIF", "SJIF", "SnnTorchLeaky"]
@@ -79,7 +82,7 @@ def _snntorch_surrogate(family: str, scale: float):
 
 
 # ------------------------------------------------------------------------------------------------------ adapters
-class _MultiStep(nn.Module):
+class _MultiStep(SpikingNeuron):
     """Validates ``x`` and dispatches to ``_run(x, return_state) -> (spikes, v | None)``."""
 
     def forward(self, x: torch.Tensor, return_state: bool = False):
@@ -140,6 +143,8 @@ class SJIF(_SJNode):
     r"""SpikingJelly 2.0.0 ``IFNode`` (``step_mode='m'``), fresh state each call: :class:`SJLIF` with
     ``H[t] = V[t-1] + X[t]``. IFNode has no time constant, so only ``tau=1.0`` is accepted."""
 
+    leak = False
+
     def __init__(self, tau=1.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
                  surrogate_scale=None, detach_reset=False):
         if check_number("tau", tau, allowed="1.0 (SpikingJelly's IFNode has no time constant)") != 1.0:
@@ -198,10 +203,3 @@ class SnnTorchLeaky(_MultiStep):
             self.leaky.mem = x.new_zeros(0)  # Leaky keeps the last mem (and its graph) in a buffer: drop it
         # snnTorch's own surrogates return fp32 (``.float()``): restore the input dtype
         return torch.stack(spikes).to(x.dtype), (torch.stack(mems).to(x.dtype) if return_state else None)
-
-
-# Registered under the names the configs use; defaults (soft reset, sigmoid surrogate) match FractionalLIF's so that a
-# baseline differs from f-LIF only in the neuron when given the same keyword arguments.
-register_neuron("sj_lif")(SJLIF)
-register_neuron("sj_if")(SJIF)
-register_neuron("snntorch_leaky")(SnnTorchLeaky)

@@ -2,8 +2,10 @@ r"""Inference energy of a spiking network, following the paper's "Energy Consump
 
 :func:`count_operations` runs ONE real forward pass of a backbone on ``x = [T, B, ...]`` with forward hooks on every
 ``nn.Conv1d/2d/3d`` and ``nn.Linear`` (also those wrapped by the time-folding layers of :mod:`fsnn.models.layers`),
-on Spikformer's spike self-attention (``SSA``: its two spike matrix products) and on every neuron
-(:func:`fsnn.neurons.is_neuron`). All numbers are per sample (the batch mean), summed over the ``T`` time steps.
+on spike self-attention (a module declaring ``spike_attention = True``, Spikformer's ``SSA``: its two spike matrix
+products) and on every neuron (:func:`fsnn.neurons.is_neuron`). All numbers are per sample (the batch mean), summed
+over the ``T`` time steps. The graph models list their synapses instead (:class:`SynapticLayer`), priced by
+:func:`synaptic_energy`.
 
 Synaptic energy (the appendix, after Yao et al. 2023/2024):
 
@@ -14,8 +16,7 @@ where ``FLOPs(l)`` is the layer's multiply-accumulate count per time step for it
 rate of the layer's INPUT (fraction of nonzero entries). A layer counts as ``E_MAC`` x ``T x FLOPs`` (rate reported as
 1) when it is the first synaptic layer (the encoding layer, ``first_layer_mac=True``) or when its input is not
 spike-valued (not all entries non-negative integers, e.g. Spikformer's head after the token mean); every other layer
-counts as ``E_AC x rho x T x FLOPs``. ``E_MAC = 4.6 pJ`` and ``E_AC = 0.9 pJ`` (32-bit float, 45 nm), the constants of
-:mod:`fsnn.graphs.training`.
+counts as ``E_AC x rho x T x FLOPs``. ``E_MAC = 4.6 pJ`` and ``E_AC = 0.9 pJ`` (32-bit float, 45 nm).
 
 Neuron-intrinsic energy per neuron over ``T`` steps (the appendix; ``kappa := E_MAC / E_AC``, ``rho`` the neuron's own
 output firing rate; the paper's formulas are for hard reset and are used for soft reset too):
@@ -29,7 +30,8 @@ For f-LIF the ``T`` inside ``log2 T`` is the length of the memory (history) the 
 ``memory`` when it is set (a short-memory neuron), else the full history ``T``, i.e. ``H = min(T, memory)`` and
 ``E = T [ (kappa + 1) log2 H + 1 + rho (2 kappa + 1) ] E_AC``. Neurons with ``alpha = 1`` (fsnn's ``lif``,
 SpikingJelly ``LIFNode``, snnTorch ``Leaky``) use the LIF formula; the f-IF neuron uses the f-LIF formula (its update
-is the same merged history sum); an integer-order IF (no leak) uses the LIF formula without the leak multiplication,
+is the same merged history sum); an integer-order IF (a neuron with ``leak = False``: fsnn's ``if``, SpikingJelly
+``IFNode``) uses the LIF formula without the leak multiplication,
 ``T [ (1 + 2 rho) kappa + (2 + rho) ] E_AC`` (an extension: the paper gives no IF formula). A layer of ``N`` neurons
 (per sample and step) costs ``N x E_neuron``; ``E_total = E_synaptic + E_neuron x N_neurons``.
 
@@ -45,7 +47,6 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from fsnn.graphs.training import E_AC_PJ, E_MAC_PJ
 from fsnn.neurons import FractionalNeuron, is_neuron
 
 __all__ = [
@@ -53,13 +54,17 @@ __all__ = [
     "E_MAC_PJ",
     "EnergyReport",
     "LayerEnergy",
+    "SynapticLayer",
     "count_operations",
     "energy_report",
     "format_table",
     "neuron_energy_pj",
     "neuron_kind",
+    "synaptic_energy",
 ]
 
+E_AC_PJ = 0.9  # 32-bit float accumulate, 45 nm (Horowitz 2014; the paper's energy appendix)
+E_MAC_PJ = 4.6  # 32-bit float multiply-accumulate
 SYNAPTIC = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
 PJ_PER_MJ = 1e9
 
@@ -101,13 +106,11 @@ class EnergyReport:
 
 
 def neuron_kind(module: nn.Module) -> str:
-    """``'f-LIF'`` (any fractional neuron with alpha < 1), ``'LIF'`` or ``'IF'`` (integer order)."""
-    if isinstance(module, FractionalNeuron):
-        if float(module.alpha.detach()) < 1.0:
-            return "f-LIF"
-        return "LIF" if module.leak else "IF"
-    name = type(module).__name__  # baselines: SJLIF, SnnTorchLeaky -> LIF; SJIF -> IF
-    return "IF" if name.endswith("IF") and not name.endswith("LIF") else "LIF"
+    """``'f-LIF'`` (any fractional neuron with alpha < 1), ``'LIF'`` or ``'IF'`` (integer order, by the neuron's
+    ``leak``: :class:`fsnn.neurons.SpikingNeuron`)."""
+    if isinstance(module, FractionalNeuron) and float(module.alpha.detach()) < 1.0:
+        return "f-LIF"
+    return "LIF" if getattr(module, "leak", True) else "IF"
 
 
 def neuron_energy_pj(kind: str, T: int, rate: float, memory: int | None = None, e_ac: float = E_AC_PJ,
@@ -141,8 +144,9 @@ def _is_spikes(x: torch.Tensor) -> bool:
     return bool(((x >= 0) & (x == torch.round(x))).all())
 
 
-def _is_ssa(module: nn.Module) -> bool:
-    return type(module).__name__ == "SSA" and all(hasattr(module, n) for n in ("q_neuron", "k_neuron", "v_neuron"))
+def _synaptic_kind(module: nn.Module) -> str:
+    """The torch layer a synaptic module is (``SeqConv2d`` -> ``Conv2d``), for the table."""
+    return next(cls.__name__ for cls in SYNAPTIC if isinstance(module, cls))
 
 
 def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool = True, e_ac: float = E_AC_PJ,
@@ -168,7 +172,7 @@ def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool
             dense = not spikes or (first_layer_mac and not any(r.energy_type != "Neuron" for r in rows))
             rate = 1.0 if dense else float((inp.detach() != 0).float().mean())
             pj = macs * e_mac if dense else macs * rate * e_ac
-            rows.append(LayerEnergy(name, type(module).__name__.removeprefix("Seq"), "MAC" if dense else "AC",
+            rows.append(LayerEnergy(name, _synaptic_kind(module), "MAC" if dense else "AC",
                                     macs, rate, pj / PJ_PER_MJ, T, spikes))
         return hook
 
@@ -201,7 +205,7 @@ def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool
             handles.append(module.register_forward_hook(neuron_hook(name)))
         elif isinstance(module, SYNAPTIC):
             handles.append(module.register_forward_hook(synaptic_hook(name)))
-        elif _is_ssa(module):
+        elif getattr(module, "spike_attention", False):
             handles.append(module.register_forward_hook(ssa_hook(name)))
     was_training = model.training
     model.eval()
@@ -259,3 +263,62 @@ def format_table(report: EnergyReport) -> str:
         f"Neuron energy share: {100 * report.neuron_share:.1f}%",
     ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SynapticLayer:
+    """One synaptic layer for the energy estimate.
+
+    ``ops``: synaptic operations per sample (node) per step for a dense input (fan-in x fan-out for a linear layer);
+    ``source``: firing-rate key (module name) of the spikes that drive it, or None for a non-spike (dense) input;
+    ``kind``: ``"AC"`` (accumulate, 0.9 pJ) or ``"MAC"`` (multiply-accumulate, 4.6 pJ); ``steps``: how many times it
+    runs per sample (None = the model's T); ``target``: the neuron that the layer feeds (for the authors' convention,
+    which scales a layer by its output neuron's rate).
+    """
+
+    name: str
+    ops: float
+    source: str | None
+    kind: str = "AC"
+    steps: int | None = None
+    target: str | None = None
+
+
+def synaptic_energy(model: nn.Module, firing_rates: dict[str, float], T: int | None = None, convention: str = "input",
+                    e_ac: float = E_AC_PJ, e_mac: float = E_MAC_PJ) -> dict[str, float]:
+    """Synaptic energy per sample (node) in mJ: ``{layer name: mJ, ..., "total": mJ}``.
+
+    For each :class:`SynapticLayer` of ``model.synaptic_layers()``: an accumulate layer driven by
+    spikes costs ``E_AC (0.9 pJ) x ops x T x rate`` (``ops`` = fan-in x fan-out for a linear layer), i.e. one
+    accumulate per input spike and fan-out connection; a layer with a non-spike (dense) input counts ``ops`` per step
+    at rate 1, as ``E_MAC (4.6 pJ)`` when it is a multiply-accumulate layer (e.g. a first layer on real-valued
+    features). ``T`` defaults to ``model.T``; a layer may run fewer steps (MSG's encoder runs once). Neuron-intrinsic
+    costs (membrane updates) are not included.
+
+    ``convention="input"`` (default; the paper's appendix, Yao et al.): ``rate`` is the firing rate of the spikes that
+    drive the layer (``layer.source``), so SGCN's energy depends on the Poisson input only. ``convention="output"``:
+    ``rate`` is the firing rate of the neuron the layer feeds (``layer.target``), what the authors' fspikeDE SGCN code
+    computes (``E_AC x in*out x T x`` the output neurons' rate), and what makes their energies differ by neuron; dense
+    layers stay at rate 1 in both. ``firing_rates``: ``{module name: rate}``, e.g. from
+    :func:`fsnn.training.firing_rates`.
+    """
+    if convention not in ("input", "output"):
+        raise ValueError(f"convention must be 'input' or 'output', got {convention!r}")
+    T = int(T if T is not None else model.T)
+    energies: dict[str, float] = {}
+    for layer in model.synaptic_layers():
+        key = layer.source if convention == "input" else (layer.target if layer.source is not None else None)
+        if key is None:
+            rate = 1.0
+        elif key in firing_rates:
+            rate = float(firing_rates[key])
+        else:
+            raise KeyError(f"no firing rate for {key!r} ({convention} of {layer.name!r}); "
+                           f"measured: {sorted(firing_rates)}")
+        if layer.kind not in ("AC", "MAC"):
+            raise ValueError(f"layer {layer.name!r}: kind must be 'AC' or 'MAC', got {layer.kind!r}")
+        per_op = e_ac if layer.kind == "AC" else e_mac
+        steps = T if layer.steps is None else layer.steps
+        energies[layer.name] = per_op * layer.ops * steps * rate / PJ_PER_MJ
+    energies["total"] = sum(energies.values())
+    return energies

@@ -16,19 +16,18 @@ inside one call, so there is nothing to reset between batches.
 
 from __future__ import annotations
 
-import inspect
 import math
-from typing import Callable
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsnn.checks import check_choice, check_number, check_spike_input
+from fsnn.checks import check_choice, check_int, check_number, check_spike_input
 from fsnn.dynamics import spikede_sequence
 from fsnn import kernels
 from fsnn.engines import EngineConfig, FractionalNeuronFunction
 from fsnn.history import METHODS, SOE_METHODS, kernel_for, soe_bank
+from fsnn.registry import Registry
 from fsnn.surrogate import check_surrogate
 
 ENGINES = ("auto", "direct", "soe", "triton")
@@ -36,14 +35,21 @@ CONVENTIONS = ("fsnn", "spikede")
 RESETS = ("soft", "hard")
 
 
-def _inverse_softplus(y: float) -> float:
+def inverse_softplus(y: float) -> float:
+    """``x`` with ``softplus(x) = y``: the raw value of a parameter kept positive through a softplus."""
     return y + math.log(-math.expm1(-y))
 
 
-class FractionalNeuron(nn.Module):
-    """Shared implementation of :class:`FractionalLIF` (``leak=True``) and :class:`FractionalIF`."""
+class SpikingNeuron(nn.Module):
+    """Base class of every multi-step neuron (``[T, B, ...] -> spikes [T, B, ...]``): firing-rate probes and the
+    energy count find neurons by this type. ``leak``: the membrane decays towards rest (LIF) or only integrates (IF)."""
 
     leak: bool = True
+
+
+class FractionalNeuron(SpikingNeuron):
+    """Shared implementation of :class:`FractionalLIF` (``leak=True``) and :class:`FractionalIF`."""
+
     block = 32  # steps per block of the torch engines
     soe_head = 9  # the SOE engine keeps lags < soe_head exact (the fused kernel holds them in registers)
 
@@ -82,9 +88,7 @@ class FractionalNeuron(nn.Module):
         check_choice("convention", convention, CONVENTIONS)
         self.surrogate_scale = check_surrogate(surrogate, surrogate_scale)
         if memory is not None:
-            if isinstance(memory, bool) or int(memory) != memory or memory < 1:
-                raise ValueError(f"memory must be None (full memory) or an integer >= 1, got {memory!r}")
-            memory = int(memory)
+            memory = check_int("memory", memory)
             if engine == "soe":
                 raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
         if engine == "soe" and method not in SOE_METHODS:
@@ -106,9 +110,9 @@ class FractionalNeuron(nn.Module):
             self.alpha_raw = nn.Parameter(torch.tensor(math.log(a0 / (1 - a0))))
         else:
             self.register_buffer("alpha_value", torch.tensor(alpha, dtype=torch.float64))
-        self.tau_raw = nn.Parameter(torch.tensor(_inverse_softplus(tau))) if learn_tau else None
+        self.tau_raw = nn.Parameter(torch.tensor(inverse_softplus(tau))) if learn_tau else None
         self.tau_value = tau
-        self.theta_raw = nn.Parameter(torch.tensor(_inverse_softplus(threshold))) if learn_threshold else None
+        self.theta_raw = nn.Parameter(torch.tensor(inverse_softplus(threshold))) if learn_threshold else None
         self.threshold_value = threshold
 
     # -- parameters --------------------------------------------------------------------------
@@ -276,39 +280,29 @@ def collect_alphas(model: nn.Module) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 # Registry: backbones build neurons by name and never import a particular library.
 
-_NEURONS: dict[str, Callable[..., nn.Module]] = {}
-
-
-def register_neuron(name: str):
-    def wrap(factory):
-        _NEURONS[name] = factory
-        return factory
-
-    return wrap
+NEURONS = Registry("neuron")
+register_neuron = NEURONS.register
 
 
 def neuron_names() -> list[str]:
-    return sorted(_NEURONS)
+    return NEURONS.names()
+
+
+def neuron_params(name: str) -> set[str] | None:
+    """Keyword arguments the neuron registered as ``name`` takes (``None``: any)."""
+    return NEURONS.params(name)
 
 
 def is_neuron(module: nn.Module) -> bool:
-    """Whether ``module`` is one of the registered neuron classes (for probes such as firing rates)."""
-    return isinstance(module, tuple(f for f in _NEURONS.values() if inspect.isclass(f)))
+    """Whether ``module`` is a neuron (for probes such as firing rates): a :class:`SpikingNeuron`, or an instance of
+    a class registered with :func:`register_neuron`."""
+    registered = tuple(f for f in NEURONS.values() if isinstance(f, type))
+    return isinstance(module, (SpikingNeuron, *registered))
 
 
 def build_neuron(name: str, **kwargs) -> nn.Module:
     """Multi-step neuron ``[T, B, ...] -> [T, B, ...]`` registered under ``name``."""
-    if name not in _NEURONS:
-        raise ValueError(f"neuron must be one of {neuron_names()}, got {name!r}")
-    factory = _NEURONS[name]
-    target = factory.__init__ if inspect.isclass(factory) else factory
-    params = inspect.signature(target).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        unknown = sorted(set(kwargs) - set(params))
-        if unknown:
-            allowed = sorted(k for k in params if k != "self")
-            raise ValueError(f"neuron {name!r} does not take {unknown}; it accepts {allowed}")
-    return factory(**kwargs)
+    return NEURONS.build(name, **kwargs)
 
 
 register_neuron("flif")(FractionalLIF)
@@ -325,8 +319,13 @@ def _first_order(cls: type[FractionalNeuron], name: str, fractional: str):
         return cls(alpha=1.0, **kwargs)
 
     build.__doc__ = f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``."
+    build.__wrapped__ = cls  # the registry checks arguments against the class's
     return build
 
 
 register_neuron("lif")(_first_order(FractionalLIF, "lif", "flif"))
 register_neuron("if")(_first_order(FractionalIF, "if", "fif"))
+# integer-order baselines (fsnn.baselines): listed always, their library imported only when one is built
+NEURONS.lazy("sj_lif", "fsnn.baselines:SJLIF", extra="baselines")
+NEURONS.lazy("sj_if", "fsnn.baselines:SJIF", extra="baselines")
+NEURONS.lazy("snntorch_leaky", "fsnn.baselines:SnnTorchLeaky", extra="baselines")

@@ -1,14 +1,14 @@
-"""Run records: atomic JSON files and the facts every ``metrics.json`` carries."""
+"""Run records and files: the one atomic writer, JSON records, and the facts every ``metrics.json`` carries."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
-import tempfile
+import threading
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 import torch
 
@@ -16,24 +16,31 @@ PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingj
             "tonic", "timm", "torch-geometric", "numpy", "triton")
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``.
-
-    A reader (or a crash) sees either the old file or the complete new one, never half of one.
-    """
+def write_atomic(path: str | Path, write: Callable[[BinaryIO], object], *, sync: bool = True) -> Path:
+    """Create or replace ``path`` atomically: ``write(binary file)`` fills a temporary file in the same folder, which
+    ``os.replace`` then moves over ``path``, so a reader (or a crash) sees either the old file or the complete new
+    one, never half of one. ``sync=False`` skips the ``fsync`` where a damaged file is detected and rebuilt anyway
+    (cache samples checked against a synced manifest)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # unique per writer (processes of a multirun, threads integrating a cache), created with the usual permissions
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with open(tmp, "wb") as handle:
+            write(handle)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """``text`` (UTF-8) written atomically (:func:`write_atomic`)."""
+    return write_atomic(path, lambda handle: handle.write(text.encode()))
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> Path:

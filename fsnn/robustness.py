@@ -3,7 +3,7 @@
 Paper: appendix "Robustness Analysis Setting" (``ssec.robust``) defines five corruptions applied at test time to
 the input frames; appendix "Extended Robustness Experiments" (``robustness``, Tables ``tab:noise``,
 ``tab:discard``, ``tab:temporal_jitter``, ``tab:temporal_truncate``, ``tab:occlude_block``) lists the levels and
-defines the robustness score.
+defines the robustness score. The levels a study runs live only in ``conf/robustness/*.yaml``.
 
 Every corruption is a pure function ``fn(x, level, generator=None, **options) -> Tensor``:
 
@@ -19,13 +19,13 @@ set sample by sample); the noise is drawn element-wise in one go.
 Graph corruptions (appendix "Extended Robustness Experiments", "Graph Learning Tasks"): feature masking and
 edge dropping change the graph a trained model is tested on (:data:`GRAPH_CORRUPTIONS`, ``fn(graph, level,
 generator=None, **options) -> graph``); Gaussian spike noise (``spike_noise``, Fig. ``fig:robust_SGCN``) is a
-probe inside the model (``spike_noise_std``, :func:`fsnn.graphs.models.add_spike_noise`). :func:`check_corruption`
+probe inside the model (``spike_noise_std``, :func:`fsnn.models.sgcn.add_spike_noise`). :func:`check_corruption`
 validates a name, its levels and options on a dummy input before any data is loaded; :class:`CorruptedDataset`
 corrupts a test set sample by sample, reproducibly. ``evaluate.py robustness=...`` (:func:`fsnn.app.evaluate`) runs
 the study on a trained run.
 
-Counts ``k = round(ratio * n)`` use round-half-up (``floor(ratio * n + 0.5)``, with a 1e-9 guard against
-floating error such as ``0.35 * 10 = 3.4999...``), not Python's banker's rounding.
+Counts ``k = round(ratio * n)`` use fsnn's one rounding rule, half up (:func:`fsnn.checks.round_count`), not Python's
+banker's rounding.
 """
 
 from __future__ import annotations
@@ -38,15 +38,14 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.graphs.features import drop_edges, mask_features
+from fsnn.checks import as_generator, check_number, check_ratio, round_count, round_half_up
+from fsnn.data.graph_features import drop_edges, mask_features
 
 __all__ = [
     "CORRUPTIONS",
     "CorruptedDataset",
     "GRAPH_CORRUPTIONS",
-    "GRAPH_LEVELS",
     "KINDS",
-    "LEVELS",
     "SPIKE_NOISE",
     "center_occlusion",
     "check_corruption",
@@ -57,7 +56,6 @@ __all__ = [
     "mask_graph_features",
     "occlusion_box",
     "robustness_score",
-    "round_count",
     "sample_seed",
     "spike_noise_std",
     "temporal_jitter",
@@ -66,22 +64,6 @@ __all__ = [
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def _generator(generator) -> torch.Generator:
-    """A CPU ``torch.Generator``: the one given, or a fresh one seeded with the int (``None`` -> 0)."""
-    if isinstance(generator, torch.Generator):
-        return generator
-    if isinstance(generator, bool):
-        raise TypeError("generator must be a torch.Generator, an int seed or None, not bool")
-    g = torch.Generator()
-    g.manual_seed(0 if generator is None else int(generator))
-    return g
-
-
-def round_count(ratio: float, n: int) -> int:
-    """``round(ratio * n)`` with round-half-up (``floor(ratio * n + 0.5)``), clipped to ``[0, n]``."""
-    return max(0, min(int(n), int(math.floor(float(ratio) * int(n) + 0.5 + 1e-9))))
 
 
 def _check_frames(x) -> tuple[torch.Tensor, bool]:
@@ -95,16 +77,8 @@ def _check_frames(x) -> tuple[torch.Tensor, bool]:
     raise ValueError(f"expected frames [T, C, H, W] or [B, T, C, H, W], got shape {tuple(x.shape)}")
 
 
-def _check_ratio(ratio, what: str = "ratio") -> float:
-    if isinstance(ratio, bool) or not math.isfinite(float(ratio)) or not 0.0 <= float(ratio) <= 1.0:
-        raise ValueError(f"{what} must be in [0, 1], got {ratio!r}")
-    return float(ratio)
-
-
-def _check_nonnegative(level, what: str) -> float:
-    if isinstance(level, bool) or not math.isfinite(float(level)) or float(level) < 0.0:
-        raise ValueError(f"{what} must be a finite number >= 0, got {level!r}")
-    return float(level)
+def _check_level(level, what: str) -> float:
+    return check_number(what, level, at_least=0.0, allowed="a finite number >= 0")
 
 
 def _restore(out: torch.Tensor, batched: bool) -> torch.Tensor:
@@ -124,11 +98,11 @@ def gaussian_noise(x: torch.Tensor, level: float, generator=None, *, clamp_min: 
     the data's std or max). Values stay real (may become negative) unless ``clamp_min`` is given (e.g. ``0.0``),
     which the paper does not do, hence off by default. An integer input is promoted to float32.
     """
-    std = _check_nonnegative(level, "noise std")
+    std = _check_level(level, "noise std")
     xb, batched = _check_frames(x)
     out = xb if xb.is_floating_point() else xb.to(torch.float32)
     noise_dtype = out.dtype if out.dtype in (torch.float32, torch.float64) else torch.float32
-    noise = torch.randn(out.shape, generator=_generator(generator), dtype=noise_dtype)  # CPU draw: device-independent
+    noise = torch.randn(out.shape, generator=as_generator(generator), dtype=noise_dtype)  # CPU draw: device-independent
     out = out + (std * noise).to(device=out.device, dtype=out.dtype)
     if clamp_min is not None:
         out = out.clamp_min(float(clamp_min))
@@ -148,8 +122,8 @@ def occlusion_box(height: int, width: int, ratio: float) -> tuple[int, int, int,
     ``H - side_h`` is odd the extra row goes below the block, likewise the extra column to the right).
     """
     h, w = int(height), int(width)
-    ratio = _check_ratio(ratio)
-    s = int(math.floor(math.sqrt(ratio * h * w) + 0.5 + 1e-9))
+    ratio = check_ratio("ratio", ratio)
+    s = round_half_up(math.sqrt(ratio * h * w))
     sh, sw = min(s, h), min(s, w)
     return (h - sh) // 2, (w - sw) // 2, sh, sw
 
@@ -189,7 +163,7 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
     Steps are zeroed rather than removed so the model sees the same ``T`` (its time axis and readout stay
     unchanged), which is how a truncated recording integrated into ``T`` fixed-length bins looks.
     """
-    ratio = _check_ratio(level)
+    ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
     t = xb.shape[1]
     k = round_count(ratio, t)
@@ -201,7 +175,7 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
     elif mode == "head":
         out[:, :k] = 0
     elif mode == "random":
-        g = _generator(generator)
+        g = as_generator(generator)
         for b in range(out.shape[0]):
             start = int(torch.randint(0, k + 1, (1,), generator=g))
             out[b, :start] = 0
@@ -232,15 +206,15 @@ def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: 
     event is created or lost: the sum over the tensor, and over time for every pixel and channel, is unchanged
     (exactly for integer-valued counts; up to float rounding of the summation otherwise). ``m = 0`` is identity.
     """
-    lv = _check_nonnegative(level, "jitter level")
+    lv = _check_level(level, "jitter level")
     if boundary not in ("clamp", "wrap"):
         raise ValueError(f"boundary must be 'clamp' or 'wrap', got {boundary!r}")
     xb, batched = _check_frames(x)
     t = xb.shape[1]
-    m = max(0, int(math.floor(lv * t + 0.5 + 1e-9)))
+    m = round_count(lv, t)
     if m == 0:
         return _restore(xb.clone(), batched)
-    g = _generator(generator)
+    g = as_generator(generator)
     offsets = torch.randint(-m, m + 1, xb.shape, generator=g).to(xb.device)
     steps = torch.arange(t, device=xb.device).view(1, t, *([1] * (xb.dim() - 2)))
     target = steps + offsets
@@ -262,13 +236,13 @@ def frame_discard(x: torch.Tensor, level: float, generator=None) -> torch.Tensor
     are zeroed (not removed) so ``T`` is unchanged. In a batch each sample draws its own ``k`` frames (in batch
     order from the same generator).
     """
-    ratio = _check_ratio(level)
+    ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
     t = xb.shape[1]
     k = round_count(ratio, t)
     out = xb.clone()
     if k:
-        g = _generator(generator)
+        g = as_generator(generator)
         for b in range(out.shape[0]):
             out[b, torch.randperm(t, generator=g)[:k].to(out.device)] = 0
     return _restore(out, batched)
@@ -283,17 +257,6 @@ CORRUPTIONS: dict[str, Callable[..., torch.Tensor]] = {
     "temporal_jitter": temporal_jitter,
     "frame_discard": frame_discard,
 }
-
-# The levels of the paper's Tables tab:noise, tab:occlude_block, tab:temporal_truncate, tab:temporal_jitter,
-# tab:discard (appendix "Extended Robustness Experiments").
-LEVELS: dict[str, list[float]] = {
-    "gaussian_noise": [0.1, 0.2, 0.3, 0.4, 0.5],
-    "center_occlusion": [0.1, 0.2, 0.3, 0.4, 0.5],
-    "temporal_truncation": [0.1, 0.2, 0.3, 0.4, 0.5],
-    "temporal_jitter": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-    "frame_discard": [0.1, 0.2, 0.3, 0.4, 0.5],
-}
-
 
 def corrupt(x: torch.Tensor, name: str, level: float, generator=None, **options) -> torch.Tensor:
     """``CORRUPTIONS[name](x, level, generator, **options)`` with a clear error for unknown names."""
@@ -346,11 +309,11 @@ def mask_graph_features(graph, level: float, generator=None, *, mode: str = "ent
     Paper ("Robustness to Feature Masking Ratios in Graph Learning"): "a proportion of features in the graph
     feature matrix are zeroed out according to predefined ratios"; the masked matrix is then fed to the model.
     ``mode="entry"`` zeroes ``round(level * N * F)`` entries, ``mode="column"`` whole feature columns
-    (:func:`fsnn.graphs.features.mask_features`). The masked graph goes through the model's own preprocessing
+    (:func:`fsnn.data.graph_features.mask_features`). The masked graph goes through the model's own preprocessing
     (SGC propagation and z-scoring for SGCN/DRSGNN), as the raw feature matrix does in training.
     """
     out = copy.copy(graph)
-    out.x = mask_features(graph.x, _check_ratio(level), _generator(generator), mode=mode)
+    out.x = mask_features(graph.x, level, generator, mode=mode)
     return out
 
 
@@ -359,10 +322,10 @@ def drop_graph_edges(graph, level: float, generator=None):
 
     Paper ("Structural Robustness Under Edge Dropping Scenarios"): "a predefined proportion of edges in the graph
     adjacency matrix are randomly zeroed out"; the modified adjacency is then used for prediction
-    (:func:`fsnn.graphs.features.drop_edges`; the result is symmetric and coalesced, as the loaders' graphs are).
+    (:func:`fsnn.data.graph_features.drop_edges`; the result is symmetric and coalesced, as the loaders' graphs are).
     """
     out = copy.copy(graph)
-    out.edge_index = drop_edges(graph.edge_index, _check_ratio(level), _generator(generator))
+    out.edge_index = drop_edges(graph.edge_index, level, generator)
     return out
 
 
@@ -370,7 +333,7 @@ def spike_noise_std(level: float) -> float:
     """The ``spike_noise_std`` of the graph models' noise probe at ``level``: Gaussian noise of standard deviation
     ``level`` added to the encoded input spikes (paper, "Robustness Test", Fig. ``fig:robust_SGCN``: "we randomly
     add Gaussian noise of varying intensities to the spike signals input to the network")."""
-    return _check_nonnegative(level, "spike noise std")
+    return _check_level(level, "spike noise std")
 
 
 GRAPH_CORRUPTIONS: dict[str, Callable] = {
@@ -378,13 +341,6 @@ GRAPH_CORRUPTIONS: dict[str, Callable] = {
     "edge_dropping": drop_graph_edges,
 }
 SPIKE_NOISE = "spike_noise"  # a model probe, not a change of the graph (:func:`spike_noise_std`)
-
-# The paper's graph robustness figures give no levels in numbers; these are fsnn's choice (conf/robustness/graph.yaml).
-GRAPH_LEVELS: dict[str, list[float]] = {
-    "feature_masking": [0.1, 0.2, 0.3, 0.4, 0.5],
-    "edge_dropping": [0.1, 0.2, 0.3, 0.4, 0.5],
-    SPIKE_NOISE: [0.1, 0.2, 0.3, 0.4, 0.5],
-}
 
 # the corruptions that apply to each kind of data ("vision": event/static frames [T, C, H, W]; "graph": nodes)
 KINDS: dict[str, tuple[str, ...]] = {

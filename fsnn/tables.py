@@ -1,7 +1,9 @@
-"""The paper's tables next to ours: collect ``results/**/metrics.json`` and fill ``experiments/paper_tables.yaml``.
+"""The paper's tables next to ours: collect ``results/**/metrics.json`` and fill the paper's transcribed tables
+(``paper_tables.yaml``, package data of fsnn).
 
-``python -m fsnn.tables`` (or ``scripts/make_tables.py``) prints every table and writes it as Markdown
-and LaTeX (booktabs) under ``results/tables/``. A cell is mean ± std (sample std, ddof=1) over the
+``python -m fsnn.tables [--results DIR] [--out DIR]`` (or ``scripts/make_tables.py``) prints every table and writes it
+as Markdown and LaTeX (booktabs) under ``<results>/tables/``; the results folder defaults to ``./results`` of the
+current directory. A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
 A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``scripts/energy.py <run>``),
@@ -17,6 +19,7 @@ import math
 import statistics
 import warnings
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +27,8 @@ import yaml
 
 from fsnn.results import write_text_atomic
 
-ROOT = Path(__file__).resolve().parents[1]
-SPEC_PATH = ROOT / "experiments" / "paper_tables.yaml"
+RESULTS = Path("results")  # relative: the results folder of the current directory
+SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
 DASH = "—"
 # match keys that are not dotted paths into a run's resolved config
 ALIASES = {"dataset": "config.dataset.name", "backbone": "config.backbone.name",
@@ -98,8 +101,10 @@ def collect_runs(results_dir: str | Path) -> list[dict]:
     return scan_runs(results_dir).complete
 
 
-def load_spec(path: str | Path = SPEC_PATH) -> list[dict]:
-    return yaml.safe_load(Path(path).read_text())["tables"]
+def load_spec(path: str | Path | None = None) -> list[dict]:
+    """The paper tables of ``path``, by default the ones fsnn ships (:data:`SPEC`)."""
+    text = resources.files("fsnn").joinpath(SPEC).read_text() if path is None else Path(path).read_text()
+    return yaml.safe_load(text)["tables"]
 
 
 def _lookup(run: dict, key: str | list) -> tuple[bool, Any]:
@@ -273,8 +278,8 @@ def to_latex(table: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_tables(results_dir: str | Path, out_dir: str | Path | None = None,
-                spec_path: str | Path = SPEC_PATH, echo=print) -> tuple[Collection, list[dict]]:
+def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
+                spec_path: str | Path | None = None, echo=print) -> tuple[Collection, list[dict]]:
     """Build every table from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and ``all.md``) to ``out_dir``."""
     results_dir = Path(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else results_dir / "tables"
@@ -302,9 +307,9 @@ def make_tables(results_dir: str | Path, out_dir: str | Path | None = None,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", default=str(ROOT / "results"), help="results folder to scan")
+    parser.add_argument("--results", default=str(RESULTS), help="results folder to scan (default: ./results)")
     parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")
-    parser.add_argument("--spec", default=str(SPEC_PATH), help="paper tables YAML")
+    parser.add_argument("--spec", default=None, help="paper tables YAML (default: the one fsnn ships)")
     args = parser.parse_args(argv)
     make_tables(args.results, args.out, args.spec)
     return 0

@@ -2,7 +2,7 @@
 """CPU time and peak memory of the graph pipeline on an ogbn-arxiv-sized graph: preprocessing, then one
 training epoch of SGCN per neuron.
 
-The graph is :func:`fsnn.graphs.data.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes, ~1.17M
+The graph is :func:`fsnn.data.graphs.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes, ~1.17M
 undirected edges (2.33M directed entries), 128 features, 40 classes (the real data is not needed). Stages, each
 timed with ``time.perf_counter``:
 
@@ -41,12 +41,11 @@ import numpy as np
 import psutil
 import torch
 
-from fsnn.graphs import features as F
-from fsnn.graphs.data import make_synthetic_graph, stratified_masks
+from fsnn.data import graph_features as F
+from fsnn.data.graphs import make_synthetic_graph, stratified_masks
 from fsnn.results import package_versions, write_json_atomic
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "results" / "bench" / "graph.json"
+DEFAULT_OUT = Path("results") / "bench" / "graph.json"  # under the current directory
 GIB = 2**30
 
 
@@ -115,10 +114,10 @@ def time_epoch(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, neu
     """One epoch of SGCN over the training nodes (mini-batches of rows), Adam step per batch."""
     from torch.nn import functional as nnf
 
-    from fsnn.graphs.models import build_graph_model
+    from fsnn.models import build_backbone
 
     torch.manual_seed(seed)
-    model = build_graph_model("sgcn", features.shape[1], int(y.max()) + 1, neuron=neuron, neuron_kwargs={}, T=T)
+    model = build_backbone("sgcn", in_features=features.shape[1], num_classes=int(y.max()) + 1, neuron=neuron, T=T)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     idx = train.nonzero().flatten()[torch.randperm(int(train.sum()), generator=torch.Generator().manual_seed(seed))]
     start = time.perf_counter()
@@ -204,7 +203,7 @@ def main(argv=None) -> int:
     payload = {
         "benchmark": "graph",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "graph": {"generator": "fsnn.graphs.data.make_synthetic_graph", "num_nodes": n,
+        "graph": {"generator": "fsnn.data.graphs.make_synthetic_graph", "num_nodes": n,
                   "edge_index_entries": e_directed, "undirected_edges": e_directed // 2,
                   "num_features": args.features, "num_classes": args.classes, "seed": args.seed,
                   "generation_seconds": gen_seconds},

@@ -67,7 +67,7 @@ from pathlib import Path
 from fsnn.results import package_versions, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "results" / "bench" / "neurons.json"
+DEFAULT_OUT = Path("results") / "bench" / "neurons.json"  # under the current directory
 
 NEURONS = ["sj_lif", "snntorch_leaky", "fsnn_auto", "fsnn_direct", "fsnn_soe", "fsnn_window16"]
 GPU_NEURONS = ["sj_lif", "sj_lif_torch", "snntorch_leaky", "fsnn_direct", "fsnn_soe", "fsnn_triton"]

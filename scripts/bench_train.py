@@ -148,7 +148,7 @@ def main() -> None:
         hardware = device_description(torch.device(args.device))
     else:
         hardware = f"{args.threads} CPU threads"
-    out = args.out or ROOT / "results" / "bench" / ("train_step_cuda.json" if on_gpu else "train_step.json")
+    out = args.out or Path("results") / "bench" / ("train_step_cuda.json" if on_gpu else "train_step.json")
     names = list(dict.fromkeys(args.neurons + ([f"flif_m{m}" for m in WINDOWS] if args.memory_sweep else [])))
     forward = [a for a in sys.argv[1:] if a not in ("--memory-sweep",)]
     rows = []

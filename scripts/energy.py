@@ -20,12 +20,8 @@ from pathlib import Path
 import torch
 from omegaconf import OmegaConf
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from fsnn.energy import E_AC_PJ, E_MAC_PJ, energy_report, format_table  # noqa: E402
-from fsnn.results import write_json_atomic  # noqa: E402
+from fsnn.energy import E_AC_PJ, E_MAC_PJ, energy_report, format_table
+from fsnn.results import write_json_atomic
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -59,7 +55,7 @@ def _settings(args) -> dict:
 
 
 def from_run(args) -> dict:
-    from fsnn.app import build_task
+    from fsnn.tasks import build_task
 
     run_dir = args.run_dir
     saved = run_dir / ".hydra" / "config.yaml"
@@ -97,7 +93,7 @@ def from_run(args) -> dict:
 def compose_config(args):
     """The composed training config for ``backbone=<--backbone> dataset=<--dataset> neuron=<--neuron>`` (config
     group names, e.g. ``dvsnet_small``), with ``neuron.memory`` from ``--memory``."""
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize
     from hydra.core.global_hydra import GlobalHydra
 
     overrides = [f"backbone={args.backbone}", f"dataset={args.dataset}", f"neuron={args.neuron}"]
@@ -105,24 +101,23 @@ def compose_config(args):
         overrides.append(f"neuron.memory={args.memory}")
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        with initialize(config_path="../conf", version_base="1.3"):  # relative to this script, as train.py's
             return compose(config_name="config", overrides=overrides)
     finally:
         GlobalHydra.instance().clear()
 
 
 def quick(args) -> dict:
-    from fsnn.app import _options
     from fsnn.data import dataset_info
     from fsnn.models import build_backbone
+    from fsnn.tasks.common import backbone_options
 
     cfg = compose_config(args)
     info = dataset_info(cfg.dataset.name)
     T, size = args.T or int(cfg.dataset.T), args.size or int(cfg.dataset.size)
     torch.manual_seed(args.seed)
     model = build_backbone(cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
-                           input_size=(size, size), neuron=cfg.neuron.name, neuron_kwargs=_options(cfg.neuron),
-                           **_options(cfg.backbone))
+                           input_size=(size, size), **backbone_options(cfg))
     x = (torch.rand(T, args.batch, info.in_channels, size, size) < args.rate).float()
     report = energy_report(model, x, **_settings(args))
     payload = {"backbone": cfg.backbone.name, "dataset": cfg.dataset.name, "neuron": cfg.neuron.name,

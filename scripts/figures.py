@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Every paper figure the suite can compute, as PNG and PDF (see :mod:`fsnn.figures`).
 
-    python scripts/figures.py [--results results] [--out results/figures]
+    python scripts/figures.py [--results results] [--out results/figures]    (paths relative to the current directory)
 
 * ``mittag_leffler_relaxation``: Mittag-Leffler relaxation vs exponential with fsnn's simulated f-LIF (Fig. 3);
 * ``kernel_decay``: power-law memory kernel c_m vs the LIF's exponential kernel (Fig. 7);
@@ -16,19 +16,14 @@ A figure without data (no runs yet) is reported and skipped; nothing is hand-ent
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from fsnn.figures import kernel_figure, relaxation_figure, run_figures  # noqa: E402
+from fsnn.figures import kernel_figure, relaxation_figure, run_figures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=Path, default=ROOT / "results", help="results folder to scan for runs")
+    parser.add_argument("--results", type=Path, default=Path("results"), help="results folder to scan for runs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <results>/figures)")
     parser.add_argument("--dt", type=float, default=0.01, help="step of the simulated f-LIF markers (Fig. 3)")
     parser.add_argument("--t-max", type=float, default=100.0, help="end of the log-log relaxation panel")

@@ -6,14 +6,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fsnn.data.fixtures import FIXTURE_NAMES, write_fixtures  # noqa: E402
-from fsnn.graphs.fixtures import write_graph_fixtures  # noqa: E402
+from fsnn.data.fixtures import FIXTURE_NAMES, write_fixtures
 
 
 def main(argv=None) -> int:
@@ -24,8 +20,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     written = write_fixtures(args.out_dir, args.only)
-    if not args.only:
-        written.update(write_graph_fixtures(args.out_dir))
     for name, path in written.items():
         print(f"{name:12s} {path}")
     print(f"wrote {len(written)} fixtures in {time.perf_counter() - start:.2f} s")

@@ -1,6 +1,7 @@
 """Print the paper's tables beside ours and write them to results/tables/ (Markdown + LaTeX).
 
-Same as ``python -m fsnn.tables``; see ``fsnn/tables.py`` and ``experiments/paper_tables.yaml``.
+Same as ``python -m fsnn.tables [--results DIR] [--out DIR]``: reads ``./results`` of the current directory by
+default; see ``fsnn/tables.py`` and the paper's numbers in ``fsnn/paper_tables.yaml``.
 """
 
 from fsnn.tables import main

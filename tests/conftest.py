@@ -11,6 +11,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -43,16 +44,21 @@ def compose_cfg():
 def data_root(tmp_path_factory) -> Path:
     """A ``paths.data_dir`` holding tiny fakes of every dataset in its real on-disk layout."""
     from fsnn.data.fixtures import write_fixtures
-    from fsnn.graphs.fixtures import write_graph_fixtures
 
     root = tmp_path_factory.mktemp("data")
     write_fixtures(root)
-    write_graph_fixtures(root)
     return root
 
 
+def robustness_levels(study: str) -> dict[str, list[float]]:
+    """``{corruption: levels}`` of ``conf/robustness/<study>.yaml``, the one place the levels are set."""
+    corruptions = OmegaConf.load(CONF / "robustness" / f"{study}.yaml").corruptions
+    return {name: list(entry.levels) for name, entry in corruptions.items()}
+
+
 def run_app(script: str, *overrides: str, cwd: Path, env: dict | None = None, timeout: int = 600):
-    """Run ``train.py``/``evaluate.py`` as a user would, from ``cwd``; returns the CompletedProcess."""
+    """Run ``train.py``/``evaluate.py`` (or a ``scripts/`` file) of this checkout as a user would, from ``cwd``;
+    returns the CompletedProcess."""
     full_env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run([sys.executable, str(ROOT / script), *overrides], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)

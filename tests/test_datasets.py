@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import pickle
 import shutil
-import subprocess
-import sys
 import time
 import urllib.error
 import zipfile
@@ -17,13 +15,13 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import run_app
 from fsnn.data import DATASETS, DatasetMissingError, build_dataset, dataset_info, events_to_frames, frame_slices
 from fsnn.data import digits_dvs, events
 from fsnn.data.common import stratified_split
 from fsnn.data.fixtures import DVSLIP_WORDS, FIXTURE_NAMES, NCALTECH_CLASSES, write_fixtures
 from fsnn.data.static import NORMALIZATION
 
-ROOT = Path(__file__).resolve().parents[1]
 EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs"]
 STATIC_FIXTURES = ["cifar10", "cifar100", "imagenet"]
 OFFLINE = {"download": False, "verify": False}
@@ -91,9 +89,11 @@ def expected_label(name: str, key: str) -> int:
 
 
 def test_registry_lists_every_dataset_with_its_info():
-    assert set(DATASETS) == {"digits_dvs", *FIXTURE_NAMES}
+    frames = {name: info for name, info in DATASETS.items() if info.kind != "graph"}
+    assert set(frames) == {"digits_dvs", *(n for n in FIXTURE_NAMES if DATASETS[n].kind != "graph")}
     for name, info in DATASETS.items():
-        assert info.name == name and info.kind in ("event", "static") and callable(info.builder)
+        assert info.name == name and info.kind in ("event", "static", "graph") and callable(info.builder)
+    for info in frames.values():
         assert info.in_channels == (2 if info.kind == "event" else 3)
     assert dataset_info("dvsgesture").num_classes == 11 and dataset_info("dvsgesture").size == (128, 128)
     assert dataset_info("nmnist").size == (34, 34) and dataset_info("hardvs").default_T == 8
@@ -114,8 +114,8 @@ def test_fixtures_are_fast_and_deterministic(tmp_path):
 
 
 def test_make_fixtures_cli(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_fixtures.py"), str(tmp_path),
-                           "--only", "dvsgesture", "cifar100"], capture_output=True, text=True, timeout=60)
+    proc = run_app("scripts/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path,
+                   timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "DVSGesture" / "ibmGestureTrain").rglob("*.npy"))) == 110
     assert (tmp_path / "cifar-100-python" / "meta").is_file() and not (tmp_path / "NMNIST").exists()
@@ -215,15 +215,29 @@ def test_events_to_frames_polarity_order_and_resizing():
 
 def test_stratified_split_is_seeded_sized_and_stratified():
     labels = np.repeat(np.arange(10), [50, 60, 70, 80, 90, 100, 110, 120, 130, 140])
-    keep, take = stratified_split(labels, 0.1, seed=3)
+    take, keep = stratified_split(labels, [0.1], seed=3)
     assert len(take) == 95 and len(keep) == len(labels) - 95
     assert set(keep).isdisjoint(take) and set(keep) | set(take) == set(range(len(labels)))
     assert np.all(np.abs(np.bincount(labels[take]) - 0.1 * np.bincount(labels)) < 1)
-    again = stratified_split(labels, 0.1, seed=3)
-    assert np.array_equal(again[1], take) and not np.array_equal(stratified_split(labels, 0.1, seed=4)[1], take)
-    assert len(stratified_split(np.arange(10), 0.01, 0)[1]) == 1  # never an empty validation set
-    with pytest.raises(ValueError):
-        stratified_split(labels, 0.0, 0)
+    again = stratified_split(labels, [0.1], seed=3)
+    assert np.array_equal(again[0], take) and not np.array_equal(stratified_split(labels, [0.1], seed=4)[0], take)
+    assert len(stratified_split(np.arange(10), [0.01], 0)[0]) == 1  # never an empty validation set
+    assert len(stratified_split(np.arange(21), [0.5], 0)[0]) == 11  # 10.5 rounds half up, as every count in fsnn
+    for bad in ([1.0], [0.6, 0.5], [-0.1]):
+        with pytest.raises(ValueError, match="fractions"):
+            stratified_split(labels, bad, 0)
+
+
+def test_stratified_split_into_three_parts():
+    labels = np.repeat(np.arange(4), [10, 23, 7, 41])
+    val, test, train = stratified_split(labels, [0.2, 0.1], seed=0)
+    assert sorted(np.concatenate([val, test, train]).tolist()) == list(range(len(labels)))
+    assert (len(val), len(val) + len(test)) == (round(0.2 * 81), round(0.3 * 81))
+    counts = np.bincount(labels)
+    for part, share in ((val, 0.2), (train, 0.7)):  # the first part and the rest: within one sample per class
+        assert np.all(np.abs(np.bincount(labels[part], minlength=4) - share * counts) < 1)
+    again = stratified_split(labels, [0.2, 0.1], seed=0)
+    assert all(np.array_equal(a, b) for a, b in zip(again, (val, test, train)))
 
 
 @pytest.mark.parametrize("name", ["nmnist", "ncaltech101"])
@@ -343,7 +357,7 @@ def test_damaged_raw_file_is_reported_by_name(tmp_path):
 # -- missing or incomplete data ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(set(DATASETS) - {"digits_dvs"}))
+@pytest.mark.parametrize("name", sorted(n for n, i in DATASETS.items() if i.kind != "graph" and n != "digits_dvs"))
 def test_missing_data_is_one_clear_error(tmp_path, name):
     with pytest.raises(DatasetMissingError) as err:
         build_dataset(name, tmp_path / "nodata", download=False)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -16,7 +14,7 @@ from fsnn.models.layers import SeqConv2d, SeqFold
 from fsnn.neurons import FractionalLIF, build_neuron
 from fsnn.training import firing_rates
 
-from conftest import ROOT, run_app
+from conftest import run_app
 
 KAPPA = E_MAC_PJ / E_AC_PJ
 
@@ -151,9 +149,8 @@ def test_neuron_kinds(name, alpha, kind):
 
 def test_quick_mode_script(tmp_path):
     out = tmp_path / "quick.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "energy.py"), "--backbone", "dvsnet_small",
-                           "--dataset", "digits_dvs", "--neuron", "flif", "--T", "4", "--batch", "2",
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    proc = run_app("scripts/energy.py", "--backbone", "dvsnet_small", "--dataset", "digits_dvs", "--neuron", "flif",
+                   "--T", "4", "--batch", "2", "--out", str(out), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Synaptic energy share" in proc.stdout
     report = json.loads(out.read_text())
@@ -170,8 +167,7 @@ def test_script_on_trained_run(tmp_path, data_root):
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = next((tmp_path / "results" / "train").glob("*/.hydra/config.yaml")).parents[1]
     assert (run_dir / "checkpoints" / "best.ckpt").exists()
-    ev = subprocess.run([sys.executable, str(ROOT / "scripts" / "energy.py"), str(run_dir),
-                         "--data-dir", str(data_root)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    ev = run_app("scripts/energy.py", str(run_dir), "--data-dir", str(data_root), cwd=tmp_path, timeout=300)
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert "E_overall" in ev.stdout
     report = json.loads((run_dir / "energy.json").read_text())

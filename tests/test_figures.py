@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import robustness_levels, run_app
 from fsnn import figures
-from fsnn.robustness import LEVELS, robustness_score
+from fsnn.robustness import robustness_score
+
+LEVELS = robustness_levels("events")
 
 
 def _is_figure(path: Path) -> bool:
@@ -97,10 +97,8 @@ def test_figures_script(tmp_path):
     _write(results, "nc", _run("flif", {"neuron": 0.3}, dataset="cora"))
     (results / "task" / "broken").mkdir()
     (results / "task" / "broken" / "metrics.json").write_text("{")
-    args = [sys.executable, str(ROOT / "scripts" / "figures.py"), "--dt", "0.5", "--t-max", "5", "--t-lin", "5",
-            "--kernel-steps", "101"]
-    proc = subprocess.run(args + ["--results", str(results), "--out", str(out)], capture_output=True, text=True,
-                          timeout=300)
+    proc = run_app("scripts/figures.py", "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101",
+                   "--results", str(results), "--out", str(out), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = {"mittag_leffler_relaxation", "kernel_decay", "firing_rates", "robustness_dvsgesture_dvsnet_curves",
              "robustness_dvsgesture_dvsnet_radar"}

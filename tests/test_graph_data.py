@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from fsnn.data import DatasetMissingError
-from fsnn.graphs import features as F
-from fsnn.graphs.data import (GRAPH_DATASETS, graph_cache_dir, graph_dataset_info, load_graph,
-                              make_synthetic_graph, stratified_masks)
-from fsnn.graphs.fixtures import GRAPH_FIXTURE_NAMES, write_graph_fixtures
+from fsnn.checks import round_count
+from fsnn.data import DATASETS, DatasetMissingError, build_dataset, dataset_info, load_graph
+from fsnn.data import graph_features as F
+from fsnn.data.cache import cache_dir
+from fsnn.data.fixtures import write_fixtures
+from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES
+from fsnn.data.graphs import make_synthetic_graph, stratified_masks
 
 FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv"]
 
@@ -24,7 +26,7 @@ FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "phys
 @pytest.fixture(scope="module")
 def graph_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("graphs")
-    write_graph_fixtures(root)
+    write_fixtures(root, GRAPH_FIXTURE_NAMES)
     return root
 
 
@@ -52,26 +54,29 @@ def _dense_adj(ei: torch.Tensor, n: int) -> np.ndarray:
 
 
 def test_registry_and_info():
-    assert set(FILE_DATASETS) | {"karate", "synthetic"} == set(GRAPH_DATASETS)
-    info = graph_dataset_info("cora")
-    assert (info.name, info.num_classes, info.num_features, info.library) == ("cora", 7, 1433, "planetoid")
-    assert graph_dataset_info("ogbn-arxiv") == graph_dataset_info("ogbn_arxiv")
-    assert graph_dataset_info("ogbn_arxiv").library == "ogb"
-    assert {GRAPH_DATASETS[n].library for n in ("photo", "computers")} == {"amazon"}
-    assert {GRAPH_DATASETS[n].library for n in ("cs", "physics")} == {"coauthor"}
-    syn = graph_dataset_info("synthetic", num_classes=3, num_features=10)
-    assert (syn.num_classes, syn.num_features) == (3, 10)
-    with pytest.raises(KeyError, match="unknown graph dataset"):
-        graph_dataset_info("nope")
-    with pytest.raises(TypeError):
-        graph_dataset_info("cora", num_nodes=5)
+    graphs = {name for name, info in DATASETS.items() if info.kind == "graph"}
+    assert set(FILE_DATASETS) | {"karate", "synthetic"} == graphs
+    info = dataset_info("cora")
+    assert (info.name, info.num_classes, info.in_channels, info.library) == ("cora", 7, 1433, "planetoid")
+    assert dataset_info("ogbn-arxiv") == dataset_info("ogbn_arxiv")
+    assert dataset_info("ogbn_arxiv").library == "ogb"
+    assert {DATASETS[n].library for n in ("photo", "computers")} == {"amazon"}
+    assert {DATASETS[n].library for n in ("cs", "physics")} == {"coauthor"}
+    with pytest.raises(KeyError, match="unknown dataset"):
+        dataset_info("nope")
+    with pytest.raises(TypeError, match="takes no options"):
+        load_graph("karate", num_nodes=5)
+    with pytest.raises(ValueError, match="load_graph"):
+        build_dataset("cora")
+    with pytest.raises(ValueError, match="build_dataset"):
+        load_graph("digits_dvs")
     with pytest.raises(Exception):
         info.num_classes = 3  # frozen
 
 
 def test_fixture_layout(tmp_path):
     t0 = time.perf_counter()
-    out = write_graph_fixtures(tmp_path)
+    out = write_fixtures(tmp_path, GRAPH_FIXTURE_NAMES)
     assert time.perf_counter() - t0 < 20
     assert set(out) == set(GRAPH_FIXTURE_NAMES) == set(FILE_DATASETS)
     assert (tmp_path / "Cora/raw/ind.cora.x").is_file()
@@ -88,11 +93,11 @@ def test_fixture_layout(tmp_path):
 # -- loaders on the fixtures ----------------------------------------------------------------------
 
 
-def _check_graph(data, info):
+def _check_graph(data, num_features, num_classes):
     n = data.num_nodes
-    assert data.x.dtype == torch.float32 and data.x.shape == (n, info.num_features)
+    assert data.x.dtype == torch.float32 and data.x.shape == (n, num_features)
     assert data.y.dtype == torch.long and data.y.shape == (n,)
-    assert int(data.y.max()) < info.num_classes
+    assert int(data.y.max()) < num_classes
     ei = data.edge_index
     assert ei.dtype == torch.long and ei.shape[0] == 2 and ei.shape[1] > 0
     assert not bool((ei[0] == ei[1]).any())
@@ -103,15 +108,15 @@ def _check_graph(data, info):
 
 @pytest.mark.parametrize("name", FILE_DATASETS)
 def test_loaders_on_fixtures(graph_root, name):
-    info = graph_dataset_info(name)
+    info = dataset_info(name)
     data = load_graph(name, data_dir=graph_root, split="ratio", seed=0, download=False)
-    _check_graph(data, info)
+    _check_graph(data, info.in_channels, info.num_classes)
     tr, va, te = data.train_mask, data.val_mask, data.test_mask
     assert tr.dtype == va.dtype == te.dtype == torch.bool
     assert not bool((tr & va).any() | (tr & te).any() | (va & te).any())
     assert bool((tr | va | te).all())
     assert te.sum() > 0 and va.sum() > 0
-    for c in data.y.unique():  # stratified: each class within one node of 0.7 / 0.2 / 0.1
+    for c in data.y.unique():  # stratified: each class training and validation within one node of 0.7 / 0.2
         members = data.y == c
         n_c = int(members.sum())
         assert abs(int((tr & members).sum()) - 0.7 * n_c) <= 1
@@ -157,9 +162,9 @@ def test_stratified_masks_small_classes():
 
 def test_karate_and_synthetic():
     k = load_graph("karate", data_dir="/nonexistent")
-    _check_graph(k, graph_dataset_info("karate"))
+    _check_graph(k, dataset_info("karate").in_channels, dataset_info("karate").num_classes)
     s = load_graph("synthetic", seed=2, num_nodes=300, num_classes=3, num_features=7, graph_seed=5)
-    _check_graph(s, graph_dataset_info("synthetic", num_classes=3, num_features=7))
+    _check_graph(s, 7, 3)
     s2 = load_graph("synthetic", seed=4, num_nodes=300, num_classes=3, num_features=7, graph_seed=5)
     assert torch.equal(s.edge_index, s2.edge_index) and torch.equal(s.x, s2.x)  # graph depends on graph_seed
     assert not torch.equal(s.train_mask, s2.train_mask)  # split depends on seed
@@ -223,7 +228,7 @@ def test_ogb_never_prompts_or_exits(tmp_path, monkeypatch):
         load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
 
     # (3) a folder without RELEASE_v1.txt (OGB would ask "Will you update the dataset now?")
-    write_graph_fixtures(tmp_path, ["ogbn_arxiv"])
+    write_fixtures(tmp_path, ["ogbn_arxiv"])
     (tmp_path / "ogbn_arxiv/RELEASE_v1.txt").unlink()
     with pytest.raises(DatasetMissingError, match="RELEASE_v1.txt"):
         load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
@@ -242,8 +247,8 @@ def test_ogb_loads_under_weights_only_without_stdin(tmp_path):
     import subprocess
     import sys
 
-    write_graph_fixtures(tmp_path, ["ogbn_arxiv"])
-    code = ("import torch; from fsnn.graphs.data import load_graph\n"
+    write_fixtures(tmp_path, ["ogbn_arxiv"])
+    code = ("import torch; from fsnn.data import load_graph\n"
             f"for _ in range(2): d = load_graph('ogbn_arxiv', data_dir={str(tmp_path)!r}, download=False)\n"
             "print('OK', torch.__version__, d.num_nodes, int(d.train_mask.sum()))\n")
     env = {k: v for k, v in __import__("os").environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
@@ -381,7 +386,7 @@ def test_drop_edges_symmetric_fraction_and_seeded():
     from torch_geometric.utils import is_undirected
 
     assert is_undirected(out, num_nodes=n)
-    assert out.size(1) // 2 == undirected - round(0.3 * undirected)
+    assert out.size(1) // 2 == undirected - round_count(0.3, undirected)
     kept = set(map(tuple, out.t().tolist()))
     assert kept <= set(map(tuple, ei.t().tolist()))
     assert torch.equal(out, F.drop_edges(ei, 0.3, torch.Generator().manual_seed(5)))
@@ -409,7 +414,7 @@ def test_mask_features():
 
 def test_node_features_cache(graph_root, tmp_path, monkeypatch):
     data = load_graph("cora", data_dir=graph_root, download=False)
-    cache = graph_cache_dir(tmp_path, "cora")
+    cache = cache_dir(tmp_path, "graphs", "cora")
     assert cache == tmp_path / "fsnn_cache" / "graphs" / "cora"
     x1 = F.node_features(data, hops=1, pe="laplacian", pe_dim=8, cache_dir=cache)
     assert x1.shape == (data.num_nodes, 1433 + 8)

@@ -21,28 +21,13 @@ from torch_geometric.datasets import KarateClub
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import erdos_renyi_graph
 
-from fsnn.graphs.models import (
-    DRSGNN,
-    GRAPH_MODELS,
-    MSG,
-    Euclidean,
-    Lorentz,
-    Sphere,
-    SynapticLayer,
-    build_graph_model,
-    poisson_encode,
-)
-from fsnn.graphs.training import (
-    GraphLinkPredictor,
-    GraphNodeClassifier,
-    LinkDataModule,
-    NodeDataModule,
-    NonFiniteLossError,
-    link_split,
-    sample_train_negatives,
-    spike_noise,
-    synaptic_energy,
-)
+from fsnn.energy import SynapticLayer, synaptic_energy
+from fsnn.models import DRSGNN, MSG, backbone_names, backbone_supports, build_backbone
+from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
+from fsnn.models.sgcn import poisson_encode
+from fsnn.tasks.link import GraphLinkPredictor, LinkDataModule, link_split, sample_train_negatives
+from fsnn.tasks.node import GraphNodeClassifier, NodeDataModule, spike_noise
+from fsnn.training import NonFiniteLossError
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*self.trainer.*:UserWarning",
@@ -51,13 +36,13 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 T = 8
-NODE_NEURONS = ("flif", "lif", "sj_lif")
-MSG_NEURONS = ("fif", "sj_if", "flif")
+NODE_NEURON_NAMES = ("flif", "lif", "sj_lif")
+MSG_NEURON_NAMES = ("fif", "sj_if", "flif")
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
 def _propagate(x, edge_index, num_nodes):
-    """One SGC hop ``D^-1/2 (A + I) D^-1/2 x`` (stand-in for fsnn.graphs.features.propagate)."""
+    """One SGC hop ``D^-1/2 (A + I) D^-1/2 x`` (stand-in for fsnn.data.graph_features.propagate)."""
     ei, w = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
     dense = torch.zeros(num_nodes, num_nodes).index_put_((ei[1], ei[0]), w, accumulate=True)
     return dense @ x
@@ -82,8 +67,8 @@ def _neuron_kwargs(neuron, threshold=0.5):
 def _model(name, neuron, in_features, num_classes, **kwargs):
     if name == "drsgnn":
         kwargs.setdefault("pe_dim", 4)
-    return build_graph_model(name, in_features, num_classes, neuron=neuron, neuron_kwargs=_neuron_kwargs(neuron),
-                             T=T, **kwargs)
+    return build_backbone(name, in_features=in_features, num_classes=num_classes, neuron=neuron,
+                          neuron_kwargs=_neuron_kwargs(neuron), T=T, **kwargs)
 
 
 def _random_graph(n=60, p=0.12, features=8, seed=0):
@@ -146,7 +131,7 @@ def test_spike_noise_probe_changes_output_not_measured_rates(karate):
 
 # ------------------------------------------------------------------------------------------- one training step
 @pytest.mark.parametrize("name", ["sgcn", "drsgnn"])
-@pytest.mark.parametrize("neuron", NODE_NEURONS)
+@pytest.mark.parametrize("neuron", NODE_NEURON_NAMES)
 def test_node_models_train_step_has_finite_gradients(karate, name, neuron):
     torch.manual_seed(0)
     model = _model(name, neuron, karate.features.shape[1], 4, dropout=0.2)
@@ -166,11 +151,12 @@ def test_node_models_train_step_has_finite_gradients(karate, name, neuron):
 
 
 @pytest.mark.parametrize("manifold", ["lorentz", "sphere", "euclidean"])
-@pytest.mark.parametrize("neuron", MSG_NEURONS)
+@pytest.mark.parametrize("neuron", MSG_NEURON_NAMES)
 def test_msg_train_step_has_finite_gradients(karate, manifold, neuron):
     torch.manual_seed(0)
-    model = build_graph_model("msg", karate.num_features, 4, neuron=neuron, neuron_kwargs=_neuron_kwargs(neuron, 0.2),
-                              T=T, manifold=manifold, n_layers=2, dim=8, step_size=0.5)
+    model = build_backbone("msg", in_features=karate.num_features, num_classes=4, neuron=neuron,
+                           neuron_kwargs=_neuron_kwargs(neuron, 0.2), T=T, manifold=manifold, n_layers=2, dim=8,
+                           step_size=0.5)
     z = model.encode(karate.x, karate.edge_index)
     assert z.shape == (34, 8 + (manifold != "euclidean"))
     logits = model.classify(z)
@@ -189,7 +175,7 @@ def test_msg_train_step_has_finite_gradients(karate, manifold, neuron):
 
 def test_msg_runs_under_inference_mode_after_backward(karate):
     """Regression: geoopt's TorchScript Lorentz maps fail under inference_mode once profiled with autograd."""
-    model = build_graph_model("msg", karate.num_features, 4, T=5)
+    model = build_backbone("msg", in_features=karate.num_features, num_classes=4, T=5)
     model(karate.x, karate.edge_index).sum().backward()
     model.eval()
     with torch.inference_mode():
@@ -286,7 +272,8 @@ def test_nonfinite_loss_raises():
 def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
     pe_dim, F_in = 4, karate.features.shape[1]
     x = torch.cat([karate.features, torch.randn(34, pe_dim)], dim=1)
-    model = build_graph_model("drsgnn", F_in + pe_dim, 4, neuron="lif", neuron_kwargs={}, T=T, pe="lap", pe_dim=pe_dim)
+    model = build_backbone("drsgnn", in_features=F_in + pe_dim, num_classes=4, neuron="lif", neuron_kwargs={}, T=T,
+                           pe="lap", pe_dim=pe_dim)
     seen = []
     model.encoder.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
     torch.manual_seed(0)
@@ -305,7 +292,8 @@ def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
     model(x)
     assert torch.equal(seen[0], x)
     # random-walk PEs are sign-definite: never flipped
-    rw = build_graph_model("drsgnn", F_in + pe_dim, 4, neuron="lif", neuron_kwargs={}, T=T, pe="rw", pe_dim=pe_dim)
+    rw = build_backbone("drsgnn", in_features=F_in + pe_dim, num_classes=4, neuron="lif", neuron_kwargs={}, T=T,
+                        pe="rw", pe_dim=pe_dim)
     rw.encoder.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
     seen.clear()
     rw.train()
@@ -315,18 +303,21 @@ def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
 
 
 def test_drsgnn_threshold_modes():
-    flif = build_graph_model("drsgnn", 10, 3, neuron="flif", neuron_kwargs={"threshold": 1.5}, T=T, pe_dim=4)
+    flif = build_backbone("drsgnn", in_features=10, num_classes=3, neuron="flif", neuron_kwargs={"threshold": 1.5},
+                          T=T, pe_dim=4)
     assert flif.threshold_mode == "neuron" and flif.theta_raw is None
     assert flif.neuron.theta_raw is not None and flif.neuron.theta_raw.requires_grad
     assert math.isclose(float(flif.learned_threshold.detach()), 1.5, rel_tol=1e-6)
-    sj = build_graph_model("drsgnn", 10, 3, neuron="sj_lif", neuron_kwargs={"threshold": 1.5}, T=T, pe_dim=4)
+    sj = build_backbone("drsgnn", in_features=10, num_classes=3, neuron="sj_lif", neuron_kwargs={"threshold": 1.5},
+                        T=T, pe_dim=4)
     assert sj.threshold_mode == "scale" and sj.theta_raw.requires_grad
     assert math.isclose(float(sj.learned_threshold.detach()), 1.5, rel_tol=1e-6)
     with pytest.raises(ValueError, match="cannot learn"):
-        build_graph_model("drsgnn", 10, 3, neuron="sj_lif", neuron_kwargs={}, T=T, threshold_mode="neuron", pe_dim=4)
+        build_backbone("drsgnn", in_features=10, num_classes=3, neuron="sj_lif", neuron_kwargs={}, T=T,
+                       threshold_mode="neuron", pe_dim=4)
     with pytest.raises(ValueError, match="twice"):
-        build_graph_model("drsgnn", 10, 3, neuron="flif", neuron_kwargs={"learn_threshold": True}, T=T,
-                          threshold_mode="scale", pe_dim=4)
+        build_backbone("drsgnn", in_features=10, num_classes=3, neuron="flif",
+                       neuron_kwargs={"learn_threshold": True}, T=T, threshold_mode="scale", pe_dim=4)
 
 
 @pytest.mark.parametrize("neuron", ["sj_lif", "flif"])
@@ -334,13 +325,13 @@ def test_drsgnn_scaled_currents_equal_a_neuron_with_that_threshold(neuron):
     """'scale' mode: currents x theta0/theta into a threshold-theta0 neuron == a neuron with threshold theta."""
     torch.manual_seed(0)
     theta = 1.7
-    scaled = build_graph_model("drsgnn", 12, 5, neuron=neuron, neuron_kwargs={"threshold": 1.0}, T=16,
-                               pe="rw", pe_dim=4, threshold_mode="scale")
+    scaled = build_backbone("drsgnn", in_features=12, num_classes=5, neuron=neuron, neuron_kwargs={"threshold": 1.0},
+                            T=16, pe="rw", pe_dim=4, threshold_mode="scale")
     with torch.no_grad():
         scaled.theta_raw.fill_(math.log(math.expm1(theta)))
         scaled.fc.weight.mul_(6.0)
-    plain = build_graph_model("drsgnn", 12, 5, neuron=neuron, neuron_kwargs={"threshold": theta}, T=16,
-                              pe="rw", pe_dim=4, threshold_mode="fixed")
+    plain = build_backbone("drsgnn", in_features=12, num_classes=5, neuron=neuron,
+                           neuron_kwargs={"threshold": theta}, T=16, pe="rw", pe_dim=4, threshold_mode="fixed")
     plain.fc.load_state_dict(scaled.fc.state_dict())
     x = torch.rand(40, 12) * 1.5
     gen_state = torch.random.get_rng_state()
@@ -354,7 +345,7 @@ def test_drsgnn_scaled_currents_equal_a_neuron_with_that_threshold(neuron):
 
 # ------------------------------------------------------------------------------------------------------- energy
 def test_synaptic_energy_by_hand():
-    model = build_graph_model("sgcn", 3, 2, neuron="lif", neuron_kwargs={}, T=4)
+    model = build_backbone("sgcn", in_features=3, num_classes=2, neuron="lif", neuron_kwargs={}, T=4)
     energy = synaptic_energy(model, {"encoder": 0.5, "neuron": 0.2})
     # 0.9 pJ x (3 inputs x 2 outputs) x 4 steps x 0.5 input rate = 10.8 pJ = 1.08e-8 mJ
     assert math.isclose(energy["fc"], 1.08e-8, rel_tol=1e-12)
@@ -384,7 +375,7 @@ def test_synaptic_energy_by_hand():
 
 
 def test_msg_energy_layers(karate):
-    model = build_graph_model("msg", karate.num_features, 4, T=5, dim=8, n_layers=2)
+    model = build_backbone("msg", in_features=karate.num_features, num_classes=4, T=5, dim=8, n_layers=2)
     with firing_rates(model) as rates:
         model(karate.x, karate.edge_index)
     assert set(rates) == {"encoder_neuron", "layers.0.neuron", "layers.1.neuron"}
@@ -437,8 +428,8 @@ def test_random_link_split_is_disjoint_shuffled_and_seeded():
 # ------------------------------------------------------------------------------------------------ Lightning fits
 def test_node_classifier_fit_beats_chance_on_karate(karate):
     L.seed_everything(0, verbose=False)
-    model = build_graph_model("sgcn", karate.features.shape[1], 4, neuron="flif",
-                              neuron_kwargs={"threshold": 1.0, "tau": 2.0, "alpha": 0.5}, T=T)
+    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="flif",
+                           neuron_kwargs={"threshold": 1.0, "tau": 2.0, "alpha": 0.5}, T=T)
     everything = torch.arange(34)
     dm = NodeDataModule(karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0)
     module = GraphNodeClassifier(model, 4, _adam(0.05), test_repeats=3, spike_noise_std=0.0)
@@ -459,8 +450,8 @@ def test_node_classifier_fit_beats_chance_on_karate(karate):
 
 def test_node_classifier_full_graph_msg_and_noise_probe(karate):
     L.seed_everything(0, verbose=False)
-    model = build_graph_model("msg", karate.num_features, 4, neuron="fif", neuron_kwargs={"threshold": 0.2}, T=5,
-                              dim=8, step_size=0.5)
+    model = build_backbone("msg", in_features=karate.num_features, num_classes=4, neuron="fif",
+                           neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5)
     with pytest.raises(ValueError, match="whole graph"):
         GraphNodeClassifier(model, 4, _adam(0.05))
     dm = NodeDataModule.from_masks(None, Data(y=karate.y, train_mask=torch.ones(34, dtype=torch.bool),
@@ -478,8 +469,8 @@ def test_node_classifier_full_graph_msg_and_noise_probe(karate):
 def test_link_predictor_fit_logs_auc_and_ap():
     L.seed_everything(0, verbose=False)
     data = _random_graph(n=50, p=0.15)
-    model = build_graph_model("msg", data.num_features, None, neuron="fif", neuron_kwargs={"threshold": 0.2}, T=5,
-                              dim=8, step_size=0.5)
+    model = build_backbone("msg", in_features=data.num_features, num_classes=None, neuron="fif",
+                           neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5)
     dm = LinkDataModule(data, num_val=0.1, num_test=0.1, seed=0)
     module = GraphLinkPredictor(model, _adam(0.01))
     trainer = _trainer(epochs=2)
@@ -494,15 +485,16 @@ def test_link_predictor_fit_logs_auc_and_ap():
 
 # -------------------------------------------------------------------------------------------------------- misc
 def test_build_graph_model_validates():
-    assert set(GRAPH_MODELS) == {"sgcn", "drsgnn", "msg"}
-    with pytest.raises(ValueError, match="graph model must be"):
-        build_graph_model("gat", 4, 2)
+    assert set(backbone_names("graph")) == {"sgcn", "drsgnn", "msg"}
+    assert all(backbone_supports(name) == {"graph"} for name in backbone_names("graph"))
+    with pytest.raises(ValueError, match="backbone must be"):
+        build_backbone("gat", in_features=4, num_classes=2)
     with pytest.raises(ValueError, match="does not take"):
-        build_graph_model("sgcn", 4, 2, manifold="lorentz")
+        build_backbone("sgcn", in_features=4, num_classes=2, manifold="lorentz")
     with pytest.raises(ValueError, match="features must have shape"):
-        build_graph_model("sgcn", 4, 2, T=2)(torch.rand(3, 5))
-    assert isinstance(build_graph_model("drsgnn", 40, 2, dropout=0.1), DRSGNN)
-    assert build_graph_model("drsgnn", 40, 2, pe="laplacian").pe == "lap"
-    assert build_graph_model("drsgnn", 40, 2, pe="random_walk").pe == "rw"
-    assert build_graph_model("drsgnn", 40, 2, pe=None).pe_dim == 0
-    assert isinstance(build_graph_model("msg", 4, 2), MSG)
+        build_backbone("sgcn", in_features=4, num_classes=2, T=2)(torch.rand(3, 5))
+    assert isinstance(build_backbone("drsgnn", in_features=40, num_classes=2, dropout=0.1), DRSGNN)
+    assert build_backbone("drsgnn", in_features=40, num_classes=2, pe="laplacian").pe == "lap"
+    assert build_backbone("drsgnn", in_features=40, num_classes=2, pe="random_walk").pe == "rw"
+    assert build_backbone("drsgnn", in_features=40, num_classes=2, pe=None).pe_dim == 0
+    assert isinstance(build_backbone("msg", in_features=4, num_classes=2), MSG)

@@ -57,11 +57,11 @@ def tiny_input(name: str, seed: int = 0, scale: float = 3.0) -> torch.Tensor:
 
 
 def test_registry_names_and_supports():
-    assert set(BACKBONES) >= {"dvsnet", "spikformer", "spikformer_imagenet", "resnet18"}
+    assert set(BACKBONES) >= {"dvsnet", "spikformer", "spikformer_imagenet", "resnet18", "sgcn", "drsgnn", "msg"}
+    vision = {"dvsnet", "spikformer", "spikformer_imagenet", "resnet18"}
     for name in BACKBONES:
-        kinds = backbone_supports(name)
-        assert kinds == {"event", "static"}, name  # none of the vision backbones takes graphs
-        assert "graph" not in kinds
+        # one registry: a vision backbone takes frames, a graph model graphs, none both
+        assert backbone_supports(name) == ({"event", "static"} if name in vision else {"graph"}), name
     kinds = backbone_supports("dvsnet")
     kinds.add("graph")  # a copy: the registry is unchanged
     assert "graph" not in backbone_supports("dvsnet")

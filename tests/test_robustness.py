@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from omegaconf import OmegaConf
 
-from conftest import ROOT, run_app
+from conftest import robustness_levels, run_app
+from fsnn.checks import round_count
 from fsnn.robustness import (
     CORRUPTIONS,
-    GRAPH_LEVELS,
     KINDS,
-    LEVELS,
     CorruptedDataset,
     center_occlusion,
     check_corruption,
@@ -28,13 +25,13 @@ from fsnn.robustness import (
     mask_graph_features,
     occlusion_box,
     robustness_score,
-    round_count,
     sample_seed,
     temporal_jitter,
     temporal_truncation,
 )
 
 T, C, H, W = 16, 2, 32, 32
+LEVELS, GRAPH_LEVELS = robustness_levels("events"), robustness_levels("graph")
 
 
 def frames(*shape, seed: int = 0) -> torch.Tensor:
@@ -47,6 +44,7 @@ def frames(*shape, seed: int = 0) -> torch.Tensor:
 
 
 def test_registry_and_paper_levels():
+    # conf/robustness/events.yaml runs the levels of the paper's tables
     names = {"gaussian_noise", "center_occlusion", "temporal_truncation", "temporal_jitter", "frame_discard"}
     assert set(CORRUPTIONS) == names and set(LEVELS) == names
     five = [0.1, 0.2, 0.3, 0.4, 0.5]
@@ -344,10 +342,10 @@ def test_mask_graph_features_zeroes_exactly_the_ratio(level):
     out = mask_graph_features(graph, level, 1)
     assert torch.equal(graph.x, x), "input graph modified"
     assert out.edge_index is graph.edge_index and torch.equal(out.y, graph.y)
-    assert int((out.x == 0).sum()) == round(level * x.numel())
+    assert int((out.x == 0).sum()) == round_count(level, x.numel())
     assert torch.equal(out.x[out.x != 0], x[out.x != 0])
     columns = mask_graph_features(graph, level, 1, mode="column").x
-    assert int((columns == 0).all(0).sum()) == round(level * x.shape[1])
+    assert int((columns == 0).all(0).sum()) == round_count(level, x.shape[1])
 
 
 @pytest.mark.parametrize("level", GRAPH_LEVELS["edge_dropping"])
@@ -358,7 +356,7 @@ def test_drop_graph_edges_removes_the_ratio_of_undirected_edges(level):
     assert graph.edge_index.shape[1] == 2 * undirected, "input graph modified"
     assert out.x is graph.x
     kept = {tuple(e) for e in out.edge_index.t().tolist()}
-    assert len(kept) == 2 * (undirected - round(level * undirected))
+    assert len(kept) == 2 * (undirected - round_count(level, undirected))
     assert all((v, u) in kept for u, v in kept), "not symmetric"
     assert kept <= {tuple(e) for e in graph.edge_index.t().tolist()}
 
@@ -385,12 +383,14 @@ def test_check_corruption_validates_before_any_data():
             check_corruption(*args)
 
 
-@pytest.mark.parametrize("name, levels", [("events", LEVELS), ("graph", GRAPH_LEVELS)])
-def test_config_groups_hold_the_levels(compose_cfg, name, levels):
+@pytest.mark.parametrize("name, kind", [("events", "vision"), ("graph", "graph")])
+def test_config_groups_hold_the_levels(compose_cfg, name, kind):
     cfg = compose_cfg("run_dir=x", f"robustness={name}", config_name="eval")
     corruptions = OmegaConf.to_container(cfg.robustness.corruptions)
-    assert {k: v["levels"] for k, v in corruptions.items()} == levels
-    assert set(corruptions) == set(KINDS["vision" if name == "events" else "graph"])
+    assert set(corruptions) == set(KINDS[kind])
+    for corruption, entry in corruptions.items():
+        levels = check_corruption(kind, corruption, entry["levels"], entry.get("options"))
+        assert levels == sorted(levels) and len(levels) >= 5, corruption
     assert not compose_cfg("run_dir=x", config_name="eval").robustness  # default: none
 
 
@@ -510,7 +510,7 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
 ])
 def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run):
     from fsnn.app import evaluate
-    from fsnn.graphs.training import GraphNodeClassifier
+    from fsnn.tasks.node import GraphNodeClassifier
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1",
                            f"paths.data_dir={data_root}")
@@ -611,9 +611,8 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
         assert all(cell["n"] == 0 for cell in others)
 
     out = tmp_path / "figures"
-    fig = subprocess.run([sys.executable, str(ROOT / "scripts" / "figures.py"), "--results", str(tmp_path / "results"),
-                          "--out", str(out), "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101"],
-                         capture_output=True, text=True, timeout=600)
+    fig = run_app("scripts/figures.py", "--results", str(tmp_path / "results"), "--out", str(out), "--dt", "0.5",
+                  "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101", cwd=tmp_path)
     assert fig.returncode == 0, fig.stderr[-3000:]
     for name in ("firing_rates", "robustness_dvsgesture_dvsnet_curves", "robustness_dvsgesture_dvsnet_radar",
                  "mittag_leffler_relaxation", "kernel_decay"):

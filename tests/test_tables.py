@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import ROOT, run_app
 from fsnn import tables
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _record(task, run, dataset, backbone, neuron, seed, acc, status="complete", metric="acc", **extra):
@@ -184,11 +181,26 @@ def test_paper_transcription_spot_checks():
 def test_cli_on_empty_results(tmp_path):
     empty = tmp_path / "results"
     empty.mkdir()
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tables.py"), "--results", str(empty)],
-                          capture_output=True, text=True, cwd=ROOT, check=True)
+    done = run_app("scripts/make_tables.py", "--results", str(empty), cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
     assert "0 complete, 0 failed, 0 running/unfinished, 0 corrupt" in done.stdout
     assert "— / paper 99.48" in done.stdout
     assert (empty / "tables" / "memory.tex").exists() and (empty / "tables" / "all.md").exists()
+
+
+def test_cli_reads_and_writes_the_results_of_the_current_directory(tmp_path, results):
+    # run from a folder outside the checkout, without arguments: ./results is read and ./results/tables written,
+    # never a folder of the checkout or of the installed package
+    assert not tmp_path.is_relative_to(ROOT)
+    checkout_tables = ROOT / "results" / "tables"
+    before = {p: p.stat().st_mtime_ns for p in checkout_tables.glob("*")}
+    done = run_app("scripts/make_tables.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "runs in results: 13 complete, 1 failed, 1 running/unfinished, 1 corrupt" in done.stdout
+    md = (tmp_path / "results" / "tables" / "neuromorphic.md").read_text()
+    assert "95.33 ± 1.53 (n=3) / paper" in md
+    assert (tmp_path / "results" / "tables" / "neuromorphic.tex").exists()
+    assert {p: p.stat().st_mtime_ns for p in checkout_tables.glob("*")} == before
 
 
 # -- robustness tables: a run's robustness.json beside its metrics.json -----------------------

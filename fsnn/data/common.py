@@ -1,24 +1,19 @@
-"""Shared machinery of the dataset layer: the error type, environment switches, seeded splits, atomic files.
+"""Shared machinery of the dataset layer: the registry record, the missing-data error, environment switches and the
+seeded stratified splitter.
 
-Nothing here imports tonic, SpikingJelly or torchvision; those load lazily inside the dataset modules.
+Nothing here imports tonic, SpikingJelly, torchvision or PyG; those load lazily inside the dataset modules.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
-try:  # POSIX advisory locks; elsewhere the cache falls back to no locking
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None
+from fsnn.checks import round_count
 
 
 class DatasetMissingError(FileNotFoundError):
@@ -37,12 +32,16 @@ class DatasetMissingError(FileNotFoundError):
         return self.args[0]
 
 
-def missing_message(name: str, directory: Path, problem: str, layout: list[str], get_it: str) -> str:
-    """The text of a :class:`DatasetMissingError`: what is wrong, where, which files are expected, how to get them."""
+def dataset_missing(name: str, directory: Path, problem: str, layout: list[str], get_it: str,
+                    cause: BaseException | None = None) -> DatasetMissingError:
+    """The :class:`DatasetMissingError` of every loader: what is wrong (with the library's error, ``cause``), where,
+    which files are expected, how to get them."""
+    if cause is not None:
+        problem = f"{problem} ({type(cause).__name__}: {cause})"
     lines = [f"Dataset {name!r} is missing or incomplete in {directory}: {problem}.", "Expected layout:"]
     lines += [f"  {line}" for line in layout]
     lines.append(f"How to get it: {get_it}")
-    return "\n".join(lines)
+    return DatasetMissingError("\n".join(lines), dataset=name, directory=directory)
 
 
 def env_flag(var: str, default: bool) -> bool:
@@ -92,104 +91,57 @@ def abspath(path: Path | str) -> Path:
 # -- seeded, stratified splits -----------------------------------------------------------------
 
 
-def stratified_split(labels, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Split indices ``0..n-1`` into ``(keep, take)`` with ``len(take) == round(fraction * n)`` (at least 1 and at
-    most ``n - 1`` when ``n >= 2``), stratified by label.
+def stratified_split(labels, fractions: Sequence[float], seed: int) -> tuple[np.ndarray, ...]:
+    """Split indices ``0..n-1`` into ``len(fractions) + 1`` parts, stratified by label: part ``j`` takes a share
+    ``fractions[j]`` of the samples and the last part keeps the rest (``val, train = stratified_split(y, [0.1], s)``;
+    ``val, test, train = stratified_split(y, [0.2, 0.1], s)``). Returns the parts' indices, each sorted ascending.
 
-    Each class ``c`` with ``n_c`` members gives ``floor(fraction * n_c)`` samples to ``take``; the remaining quota
-    goes one sample each to the classes with the largest fractional parts (ties broken by the seeded generator),
-    preferring classes that keep at least one member on the ``keep`` side. Members are drawn
-    by a seeded permutation within each class. The result depends only on ``labels`` (in their given, sorted-file
-    order), ``fraction`` and ``seed``; both outputs are sorted ascending.
+    The parts are cut one after another from each class's seeded permutation. The first ``j + 1`` parts together
+    hold ``round(F * n)`` samples (``F`` the sum of their fractions, rounded half up by
+    :func:`fsnn.checks.round_count`; at least one for each part with a positive fraction and one for the rest, when
+    ``n`` allows): each class ``c`` of ``n_c`` members gives ``floor(F * n_c)``, and what the total still lacks goes
+    one sample each to the classes with the largest fractional parts (ties broken by the seeded generator),
+    preferring classes that keep at least one member for the rest. So each class's count in the first part and in
+    the rest is within one sample of its share. The result depends only on ``labels`` (in their given order),
+    ``fractions`` and ``seed``.
     """
     labels = np.asarray(labels)
     n = len(labels)
-    if not 0.0 < fraction < 1.0:
-        raise ValueError(f"split fraction must be in (0, 1), got {fraction!r}")
+    fractions = [float(f) for f in fractions]
+    if not fractions or min(fractions) < 0.0 or not sum(fractions) < 1.0:
+        raise ValueError(f"split fractions must be >= 0 with a sum below 1, got {fractions!r}")
     if n == 0:
-        return np.arange(0), np.arange(0)
-    n_take = int(round(fraction * n))
-    if n >= 2:
-        n_take = min(max(n_take, 1), n - 1)
+        return tuple(np.arange(0) for _ in range(len(fractions) + 1))
     rng = np.random.default_rng(seed)
     classes, inverse = np.unique(labels, return_inverse=True)
     counts = np.bincount(inverse, minlength=len(classes))
-    quota = fraction * counts
-    take_per_class = np.floor(quota).astype(np.int64)
-    remainder = n_take - int(take_per_class.sum())
-    tie_break = rng.random(len(classes))
-    order = np.lexsort((tie_break, -(quota - take_per_class)))
-    for min_room in (2, 1):  # first never empty a class on the keep side, then fill up if still short
-        for c in order:  # largest fractional part first
-            if remainder <= 0:
-                break
-            if counts[c] - take_per_class[c] >= min_room:
-                take_per_class[c] += 1
-                remainder -= 1
-    take = []
+    cuts, cut, share = [], np.zeros(len(classes), dtype=np.int64), 0.0
+    for j, fraction in enumerate(fractions):
+        share += fraction
+        total = round_count(share, n)
+        if n >= 2:  # leave one sample for every later part with a positive fraction and for the rest
+            least = int(cut.sum()) + (fraction > 0)
+            total = min(max(total, least), n - 1 - sum(f > 0 for f in fractions[j + 1:]))
+        quota = share * counts
+        cut = np.maximum(np.floor(quota).astype(np.int64), cut)
+        remainder = total - int(cut.sum())
+        tie_break = rng.random(len(classes))
+        order = np.lexsort((tie_break, -(quota - np.floor(quota))))
+        for min_room in (2, 1):  # first never empty a class on the rest side, then fill up if still short
+            for c in order:  # largest fractional part first
+                if remainder <= 0:
+                    break
+                if counts[c] - cut[c] >= min_room:
+                    cut[c] += 1
+                    remainder -= 1
+        cuts.append(cut)
+    parts = [[] for _ in range(len(fractions) + 1)]
     for c in range(len(classes)):
-        members = np.flatnonzero(inverse == c)
-        take.append(rng.permutation(members)[: take_per_class[c]])
-    take = np.sort(np.concatenate(take)) if take else np.arange(0)
-    keep = np.setdiff1d(np.arange(n), take)
-    return keep, take
-
-
-# -- atomic files and locks --------------------------------------------------------------------
-
-
-def _tmp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-
-
-def atomic_write(path: Path, write: Callable) -> int:
-    """Create ``path`` atomically: ``write(fileobj)`` fills a temporary sibling which is then renamed over
-    ``path``, so readers see either no file or a complete one. Returns the final size in bytes."""
-    path = Path(path)
-    tmp = _tmp_name(path)
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path.stat().st_size
-
-
-def atomic_write_json(path: Path, obj) -> None:
-    """Write ``obj`` as JSON to ``path`` atomically (fsynced: completion markers must survive a crash)."""
-
-    def write(f):
-        f.write(json.dumps(obj, sort_keys=True).encode())
-        f.flush()
-        os.fsync(f.fileno())
-
-    atomic_write(path, write)
-
-
-def read_json(path: Path):
-    """Parsed JSON of ``path``, or ``None`` when it is missing or unreadable."""
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-@contextlib.contextmanager
-def file_lock(path: Path):
-    """Exclusive advisory lock on ``path`` (created if needed) for the duration of the block, so that parallel
-    runs (e.g. a Hydra multirun) do not build the same cache at once."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        if fcntl is not None:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        members = rng.permutation(np.flatnonzero(inverse == c))
+        bounds = [0, *(int(cut[c]) for cut in cuts), len(members)]
+        for part, start, stop in zip(parts, bounds[:-1], bounds[1:]):
+            part.append(members[start:stop])
+    return tuple(np.sort(np.concatenate(part)) for part in parts)
 
 
 # -- registry record ---------------------------------------------------------------------------
@@ -199,16 +151,20 @@ def file_lock(path: Path):
 class DatasetInfo:
     """What a model needs to know about a dataset before loading it.
 
-    ``kind``: ``"event"`` (integrated event frames, 2 polarity channels) or ``"static"`` (images repeated over T);
-    ``size``: ``(H, W)`` of the frames fed to the model by default; ``default_T``: time steps used in the paper.
-    ``builder(info, data_dir, T, size, seed, val_fraction, **options) -> (train, val, test)`` loads it.
+    ``kind``: ``"event"`` (integrated event frames, 2 polarity channels), ``"static"`` (images repeated over T) or
+    ``"graph"`` (one graph whose nodes are classified or whose links are predicted); ``in_channels``: channels of a
+    frame, or features of a node; ``size``: ``(H, W)`` of the frames fed to the model by default (``None`` for
+    graphs); ``default_T``: time steps used in the paper; ``library``: what reads it; ``directory``: its folder under
+    ``data_dir`` (``""``: nothing on disk). ``builder`` loads it, through :func:`fsnn.data.build_dataset` for frames
+    (``builder(info, data_dir, T, size, seed, val_fraction, **options) -> (train, val, test)``) and
+    :func:`fsnn.data.load_graph` for graphs (``builder(info, data_dir, download, **options) -> Data``).
     """
 
     name: str
     kind: str
     num_classes: int
     in_channels: int
-    size: tuple[int, int]
+    size: tuple[int, int] | None
     default_T: int
     library: str = ""
     directory: str = ""

@@ -27,15 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from fsnn.data.common import (
-    DatasetInfo,
-    abspath,
-    atomic_write,
-    atomic_write_json,
-    file_lock,
-    read_json,
-)
+from fsnn.data.cache import file_lock, read_json
+from fsnn.data.common import DatasetInfo, abspath
 from fsnn.data.events import EventSource, splits_from_sources
+from fsnn.results import write_atomic, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +193,8 @@ def generate(data_dir: Path, params: dict = PARAMS) -> Path:
     log.info("fsnn: simulating DVS recordings of %d digits into %s", len(images), folder)
     events = simulate_dvs(images, params)
     encoded = _encode(events, np.asarray(digits.target))
-    nbytes = atomic_write(folder / EVENTS_FILE, lambda f: _savez_fast(f, encoded))
-    atomic_write_json(folder / MARKER, {"params": params, "n_samples": int(len(images)),
+    nbytes = write_atomic(folder / EVENTS_FILE, lambda f: _savez_fast(f, encoded)).stat().st_size
+    write_json_atomic(folder / MARKER, {"params": params, "n_samples": int(len(images)),
                                         "n_events": int(len(events["t"])), "bytes": nbytes,
                                         "sha256": _sha256(folder / EVENTS_FILE)})
     return folder

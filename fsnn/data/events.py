@@ -31,21 +31,12 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.data.common import (
-    DatasetInfo,
-    DatasetMissingError,
-    abspath,
-    atomic_write,
-    atomic_write_json,
-    file_lock,
-    missing_message,
-    read_json,
-    stratified_split,
-)
+from fsnn.data.cache import file_lock, read_json
+from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, dataset_missing, stratified_split
+from fsnn.results import write_atomic, write_json_atomic
 
 log = logging.getLogger(__name__)
 
-CACHE_DIRNAME = "fsnn_cache"
 MARKER = "_COMPLETE.json"
 CACHE_FORMAT = 1
 #: datasets without an official split (N-Caltech101, digits_dvs): a fixed, seeded, stratified 80/20
@@ -226,8 +217,9 @@ class FrameCache:
         frames = compact_counts(events_to_frames(x, y, t, p, self.T, self.source.sensor_hw, self.out_hw))
         label = int(self.source.labels[i])
         n_events = int(len(t))
-        nbytes = atomic_write(self.sample_path(i), lambda f: np.savez_compressed(
-            f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)))
+        # not synced: ensure() checks every sample's size against the (synced) manifest and rebuilds the damaged
+        nbytes = write_atomic(self.sample_path(i), lambda f: np.savez_compressed(
+            f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)), sync=False).stat().st_size
         return nbytes, n_events, frames
 
     def _build(self, indices: list[int], num_workers: int, sizes: list, n_events: list) -> None:
@@ -280,7 +272,7 @@ class FrameCache:
                 self._build(list(range(n)), num_workers, sizes, n_events)
             manifest = {**expected, "sizes": sizes, "n_events": n_events,
                         "labels": self.source.labels.tolist()}
-            atomic_write_json(self.dir / MARKER, manifest)
+            write_json_atomic(self.dir / MARKER, manifest)
             self.manifest = manifest
             return manifest
 
@@ -340,11 +332,11 @@ def splits_from_sources(info: DatasetInfo, sources: dict[str, EventSource], cach
         test_idx = np.arange(len(sources["test"]))
     elif set(sources) == {"all"}:
         train_cache = test_cache = caches["all"]
-        pool, test_idx = stratified_split(sources["all"].labels, TEST_FRACTION, SPLIT_SEED)
+        test_idx, pool = stratified_split(sources["all"].labels, [TEST_FRACTION], SPLIT_SEED)
     else:
         raise ValueError(f"unsupported split set {sorted(sources)}")
-    keep, take = stratified_split(sources[train_cache.source.split].labels[pool], val_fraction, seed)
-    return (FrameDataset(train_cache, pool[keep], info), FrameDataset(train_cache, pool[take], info),
+    val, train = stratified_split(sources[train_cache.source.split].labels[pool], [val_fraction], seed)
+    return (FrameDataset(train_cache, pool[train], info), FrameDataset(train_cache, pool[val], info),
             FrameDataset(test_cache, test_idx, info))
 
 
@@ -445,10 +437,10 @@ def tonic_split_problem(spec: TonicSpec, location: Path, split: str, verify: boo
 
 
 def _missing(spec_name: str, location: Path, problem: str, layout, get_it: str, library: str) -> DatasetMissingError:
+    """The layout lines of a spec are relative to ``location`` unless they place ``{dir}`` themselves."""
     lines = [line.format(dir=location) if "{dir}" in line else f"{location}/{line}" for line in layout]
-    msg = missing_message(spec_name, location, problem, lines + [f"(read by {library})"],
-                          get_it.format(dir=location))
-    return DatasetMissingError(msg, dataset=spec_name, directory=location)
+    return dataset_missing(spec_name, location, problem, lines + [f"(read by {library})"],
+                           get_it.format(dir=location))
 
 
 def _extract_nested_caltech(location: Path) -> None:

@@ -18,7 +18,9 @@ imagenet        ``imagenet/meta.bin`` (torch.save((wnid_to_classes, val_wnids)))
 DVSGesture and DVS-Lip have as many files as tonic's own completeness checks require (110 and 100 per split), so
 they load with ``verify`` on; the others are smaller than their upstream checks accept and need
 ``verify=False`` / ``FSNN_DATA_VERIFY=0`` (N-MNIST's 10,000 files, N-Caltech101's 8,709, CIFAR's md5 sums,
-ImageNet's 1000 classes). ``digits_dvs`` needs no fixture: it generates itself.
+ImageNet's 1000 classes). ``digits_dvs`` needs no fixture: it generates itself. The graphs' fixtures
+(:data:`GRAPH_FIXTURE_NAMES`, Planetoid / Amazon / Coauthor / OGB formats) are written by
+:mod:`fsnn.data.graph_fixtures`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-FIXTURE_NAMES = ("nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "cifar10", "cifar100", "imagenet")
+from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES, GRAPH_WRITERS
+
+FIXTURE_NAMES = ("nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "cifar10", "cifar100", "imagenet",
+                 *GRAPH_FIXTURE_NAMES)
 
 NCALTECH_CLASSES = ("BACKGROUND_Google", "Faces_easy", "airplanes", "yin_yang")
 DVSLIP_WORDS = ("accused", "action", "allow", "young")
@@ -191,7 +196,7 @@ def _imagenet(root: Path, rng) -> Path:
 
 
 WRITERS = {"nmnist": _nmnist, "dvsgesture": _dvsgesture, "ncaltech101": _ncaltech101, "dvslip": _dvslip,
-           "hardvs": _hardvs, "cifar10": _cifar10, "cifar100": _cifar100, "imagenet": _imagenet}
+           "hardvs": _hardvs, "cifar10": _cifar10, "cifar100": _cifar100, "imagenet": _imagenet, **GRAPH_WRITERS}
 
 
 def write_fixtures(root: Path, names=None) -> dict[str, Path]:

@@ -1,4 +1,5 @@
-"""The dataset registry: name -> :class:`DatasetInfo` (with its builder), and :func:`build_dataset`."""
+"""The dataset registry: name -> :class:`DatasetInfo` (with its kind and builder) for every dataset, frames and graphs
+alike; :func:`build_dataset` loads frames, :func:`load_graph` loads graphs."""
 
 from __future__ import annotations
 
@@ -6,28 +7,32 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from fsnn.data import digits_dvs, events, static
+from fsnn.checks import check_choice, check_int
+from fsnn.data import digits_dvs, events, graphs, static
+from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.common import DatasetInfo, abspath, resolve_download, resolve_size, resolve_verify
 
 #: name -> :class:`DatasetInfo`; ``DATASETS[name].builder`` loads it. Extend with :func:`register_dataset`.
 DATASETS: dict[str, DatasetInfo] = {}
+KINDS = ("event", "static", "graph")
 
 
 def register_dataset(info: DatasetInfo, builder: Callable | None = None) -> DatasetInfo:
     """Add ``info`` (with ``builder``, if given, replacing ``info.builder``) to :data:`DATASETS`; returns it.
 
-    ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers, cache_dir)`` must return
-    ``(train, val, test)`` datasets whose items are ``(float32 [T, C, H, W], int)``."""
+    A frame dataset's ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers,
+    cache_dir)`` returns ``(train, val, test)`` datasets whose items are ``(float32 [T, C, H, W], int)``; a graph's
+    ``builder(info, data_dir, download, **options)`` returns a PyG ``Data`` with ``x``, ``edge_index`` and ``y``."""
     if builder is not None:
         info = DatasetInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "builder": builder})
     if info.builder is None:
         raise ValueError(f"dataset {info.name!r} has no builder")
-    if info.kind not in ("event", "static"):
-        raise ValueError(f"kind must be 'event' or 'static', got {info.kind!r}")
+    check_choice("kind", info.kind, KINDS)
     DATASETS[info.name] = info
     return info
 
 
+_SYNTHETIC = graphs.SYNTHETIC_DEFAULTS
 for _info in (
     DatasetInfo("digits_dvs", "event", 10, 2, (32, 32), 8, "fsnn (simulated from sklearn digits)",
                 "digits_dvs", digits_dvs.build_digits_dvs),
@@ -45,22 +50,36 @@ for _info in (
                 static.build_cifar),
     DatasetInfo("imagenet", "static", 1000, 3, (160, 160), 4, "torchvision.datasets.ImageNet", "imagenet",
                 static.build_imagenet),
+    # graphs: ``library`` picks the loader of :func:`fsnn.data.graphs.read_graph`; T is the Poisson steps
+    DatasetInfo("cora", "graph", 7, 1433, None, 100, "planetoid", "Cora", graphs.read_graph),
+    DatasetInfo("citeseer", "graph", 6, 3703, None, 100, "planetoid", "CiteSeer", graphs.read_graph),
+    DatasetInfo("pubmed", "graph", 3, 500, None, 100, "planetoid", "PubMed", graphs.read_graph),
+    DatasetInfo("photo", "graph", 8, 745, None, 100, "amazon", "Photo", graphs.read_graph),
+    DatasetInfo("computers", "graph", 10, 767, None, 100, "amazon", "Computers", graphs.read_graph),
+    DatasetInfo("cs", "graph", 15, 6805, None, 100, "coauthor", "CS", graphs.read_graph),
+    DatasetInfo("physics", "graph", 5, 8415, None, 100, "coauthor", "Physics", graphs.read_graph),
+    DatasetInfo("ogbn_arxiv", "graph", 40, 128, None, 100, "ogb", "ogbn_arxiv", graphs.read_graph),
+    DatasetInfo("karate", "graph", 4, 34, None, 100, "pyg", "", graphs.read_graph),
+    DatasetInfo("synthetic", "graph", _SYNTHETIC["num_classes"], _SYNTHETIC["num_features"], None, 100, "synthetic",
+                "", graphs.read_graph),
 ):
     register_dataset(_info)
 
 
 def dataset_info(name: str) -> DatasetInfo:
-    """The :class:`DatasetInfo` registered as ``name``; ``KeyError`` listing the registered names otherwise."""
-    try:
-        return DATASETS[name]
-    except KeyError:
-        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)}") from None
+    """The :class:`DatasetInfo` registered as ``name`` (``ogbn-arxiv`` and ``ogbn_arxiv`` both work); ``KeyError``
+    listing the registered names otherwise."""
+    key = str(name).strip().lower().replace("-", "_")
+    if key not in DATASETS:
+        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)}")
+    return DATASETS[key]
 
 
 def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = None, size=None, seed: int = 0,
                   val_fraction: float = 0.1, *, download: bool | None = None, verify: bool | None = None,
                   num_workers: int | None = None, cache_dir: str | Path | None = None):
-    """Load dataset ``name`` from ``data_dir`` -> ``(train, val, test)``; items are ``(float32 [T, C, H, W], int)``.
+    """Load the frame dataset ``name`` (event or static) from ``data_dir`` -> ``(train, val, test)``; items are
+    ``(float32 [T, C, H, W], int)``.
 
     ``T``: time steps (default ``info.default_T``); ``size``: output ``(H, W)`` or an int (default ``info.size``);
     ``seed``: seeds the validation carve; ``val_fraction``: share of the training set used for validation (not used
@@ -68,19 +87,39 @@ def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = No
     the data is missing (default ``$FSNN_DATA_DOWNLOAD`` or on); ``verify``: upstream completeness checks (default
     ``$FSNN_DATA_VERIFY`` or on, see :func:`fsnn.data.common.resolve_verify`); ``num_workers``: threads integrating
     event frames on the first run (default ``min(8, cpu_count)``); ``cache_dir``: where integrated frames are cached
-    (default ``<data_dir>/fsnn_cache``; one folder per dataset, ``T`` and size inside).
+    (default ``<data_dir>/fsnn_cache``, :mod:`fsnn.data.cache`; one folder per dataset, ``T`` and size inside).
 
     Raises :class:`DatasetMissingError` (a ``FileNotFoundError``) naming the dataset, the directory, the expected
     layout and where to get the data when it is missing or incomplete.
     """
     info = dataset_info(name)
-    T = info.default_T if T is None else int(T)
-    if T < 1:
-        raise ValueError(f"T must be >= 1, got {T}")
+    if info.kind == "graph":
+        raise ValueError(f"dataset {info.name!r} is a graph; load it with fsnn.data.load_graph")
+    T = info.default_T if T is None else check_int("T", T)
     if not 0.0 < float(val_fraction) < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
     workers = min(8, os.cpu_count() or 1) if num_workers is None else max(1, int(num_workers))
-    cache = abspath(Path(data_dir) / events.CACHE_DIRNAME if cache_dir is None else cache_dir)
+    cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
     return info.builder(info, Path(data_dir), T, resolve_size(size, info.size), int(seed), float(val_fraction),
                         download=resolve_download(download), verify=resolve_verify(verify), num_workers=workers,
                         cache_dir=cache)
+
+
+def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio", seed: int = 0,
+               ratios=graphs.PAPER_RATIOS, *, download: bool | None = None, **options):
+    """Load the graph ``name`` as a ``torch_geometric.data.Data`` with ``x`` (float32 ``[N, F]``), ``edge_index``
+    (``[2, E]`` undirected, coalesced, no self loops), ``y`` (long ``[N]``) and boolean
+    ``train_mask``/``val_mask``/``test_mask``.
+
+    ``split="ratio"``: per-class stratified seeded split (:func:`fsnn.data.graphs.stratified_masks`, ``ratios`` =
+    train/val/test, default 0.7/0.2/0.1); ``split="public"``: Planetoid's public split or ogbn-arxiv's time split
+    (other datasets have none: ValueError). ``download``: try the library's automatic download when files are
+    missing (default ``$FSNN_DATA_DOWNLOAD``, on); missing data raises :class:`fsnn.data.DatasetMissingError` naming
+    the dataset, the directory and the files expected. ``options``: only for ``synthetic`` (``num_nodes``,
+    ``num_classes``, ``num_features``, ``avg_degree``, ``homophily``, ``feature_signal``, ``graph_seed``; the graph
+    depends on ``graph_seed``, the split on ``seed``).
+    """
+    info = dataset_info(name)
+    if info.kind != "graph":
+        raise ValueError(f"dataset {info.name!r} is {info.kind} data; load it with fsnn.data.build_dataset")
+    return graphs.build_graph(info, data_dir, split, seed, ratios, download=download, **options)

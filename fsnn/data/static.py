@@ -15,7 +15,7 @@ from unittest import mock
 import numpy as np
 from torch.utils.data import Dataset
 
-from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, missing_message, stratified_split
+from fsnn.data.common import DatasetInfo, abspath, dataset_missing, stratified_split
 
 #: per-channel mean/std of the training sets (RGB)
 NORMALIZATION = {
@@ -48,8 +48,8 @@ class DirectEncoded(Dataset):
 
 
 def _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction):
-    keep, take = stratified_split(np.asarray(base_train.targets), val_fraction, seed)
-    return (DirectEncoded(base_train, keep, train_tf, T, info), DirectEncoded(base_train, take, eval_tf, T, info),
+    val, train = stratified_split(np.asarray(base_train.targets), [val_fraction], seed)
+    return (DirectEncoded(base_train, train, train_tf, T, info), DirectEncoded(base_train, val, eval_tf, T, info),
             DirectEncoded(base_test, range(len(base_test)), eval_tf, T, info))
 
 
@@ -120,10 +120,9 @@ def build_cifar(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_
     if problem:
         layout = [f"{location}/{{{', '.join(files)}}}",
                   f"(python pickles read by torchvision.datasets.{cls_name}(root=<data_dir>))"]
-        raise DatasetMissingError(missing_message(
+        raise dataset_missing(
             info.name, location, problem, layout,
-            f"torchvision downloads it automatically when online; offline, download {url} and extract it into "
-            f"{root}"), dataset=info.name, directory=location)
+            f"torchvision downloads it automatically when online; offline, download {url} and extract it into {root}")
     train_tf, eval_tf = cifar_transforms(info.name, size)
     return _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction)
 
@@ -190,10 +189,9 @@ def build_imagenet(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, v
                   f"{location}/val/<wnid>/<image>.JPEG         (1000 wnid folders, 50,000 images)",
                   f"or the archives {', '.join(IMAGENET_ARCHIVES.values())} in {location} "
                   "(torchvision.datasets.ImageNet extracts them on first use)"]
-        raise DatasetMissingError(missing_message(
+        raise dataset_missing(
             "imagenet", location, problem, layout,
             "manual download only (registration required): https://image-net.org/download.php -> ILSVRC2012; put "
-            f"the archives (or the extracted train/, val/ and meta.bin) in {location}"),
-            dataset="imagenet", directory=location)
+            f"the archives (or the extracted train/, val/ and meta.bin) in {location}")
     train_tf, eval_tf = imagenet_transforms(size)
     return _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction)

@@ -13,16 +13,11 @@ import torch
 from timm.layers import to_2tuple
 from torch import nn
 
-from fsnn.models import register_backbone
+from fsnn.checks import check_int
+from fsnn.models.registry import register_backbone
 from fsnn.models.layers import SeqBatchNorm2d, SeqConv2d, SeqDropout, SeqMaxPool2d, VotingLayer, check_sequence, spiking
 
 __all__ = ["DVSNet", "dvsnet"]
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
 
 
 class DVSNet(nn.Module):
@@ -46,13 +41,13 @@ class DVSNet(nn.Module):
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        self.num_classes = _positive_int("num_classes", num_classes)
-        self.in_channels = _positive_int("in_channels", in_channels)
-        channels = _positive_int("channels", channels)
-        num_blocks = _positive_int("num_blocks", num_blocks)
-        hidden = _positive_int("hidden", hidden)
-        voting = _positive_int("voting", voting)
-        h, w = (_positive_int("input_size", s) for s in to_2tuple(input_size))
+        self.num_classes = check_int("num_classes", num_classes)
+        self.in_channels = check_int("in_channels", in_channels)
+        channels = check_int("channels", channels)
+        num_blocks = check_int("num_blocks", num_blocks)
+        hidden = check_int("hidden", hidden)
+        voting = check_int("voting", voting)
+        h, w = (check_int("input_size", s) for s in to_2tuple(input_size))
         self.input_size = (h, w)
         self.neuron = neuron
 

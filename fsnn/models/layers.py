@@ -13,6 +13,7 @@ from torch import nn
 from timm.layers import DropPath
 
 from fsnn import build_neuron
+from fsnn.checks import check_int, check_ratio
 
 __all__ = [
     "SeqAdaptiveAvgPool2d",
@@ -100,9 +101,7 @@ class SeqDropout(nn.Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if isinstance(p, bool) or not 0.0 <= float(p) < 1.0:
-            raise ValueError(f"dropout p must be in [0, 1), got {p!r}")
-        self.p = float(p)
+        self.p = check_ratio("dropout p", p, below_one=True)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -123,9 +122,7 @@ class SeqDropPath(nn.Module):
 
     def __init__(self, p: float = 0.0):
         super().__init__()
-        if isinstance(p, bool) or not 0.0 <= float(p) < 1.0:
-            raise ValueError(f"drop_path p must be in [0, 1), got {p!r}")
-        self.drop = DropPath(float(p))
+        self.drop = DropPath(check_ratio("drop_path p", p, below_one=True))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.drop.drop_prob == 0.0:
@@ -138,9 +135,7 @@ class VotingLayer(nn.Module):
 
     def __init__(self, group: int = 10):
         super().__init__()
-        if isinstance(group, bool) or int(group) != group or group < 1:
-            raise ValueError(f"voting group size must be an integer >= 1, got {group!r}")
-        self.group = int(group)
+        self.group = check_int("voting group size", group)
 
     def extra_repr(self) -> str:
         return f"group={self.group}"

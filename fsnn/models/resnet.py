@@ -14,7 +14,8 @@ import torch
 from timm.layers import to_2tuple
 from torch import nn
 
-from fsnn.models import register_backbone
+from fsnn.checks import check_int
+from fsnn.models.registry import register_backbone
 from fsnn.models.layers import SeqAdaptiveAvgPool2d, SeqBatchNorm2d, SeqConv2d, SeqMaxPool2d, check_sequence, spiking
 
 __all__ = ["BasicBlock", "SpikingResNet", "resnet18"]
@@ -66,8 +67,7 @@ class SpikingResNet(nn.Module):
         if not layers or min(layers) < 1:
             raise ValueError(f"layers must be a non-empty sequence of integers >= 1, got {layers}")
         for name, value in (("num_classes", num_classes), ("in_channels", in_channels), ("width", width)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+            check_int(name, value)
         if stem not in ("cifar", "imagenet"):
             raise ValueError(f"stem must be one of ['cifar', 'imagenet'], got {stem!r}")
         self.num_classes, self.in_channels, self.input_size = int(num_classes), int(in_channels), to_2tuple(input_size)

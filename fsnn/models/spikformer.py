@@ -20,7 +20,8 @@ import torch
 from timm.layers import to_2tuple, trunc_normal_
 from torch import nn
 
-from fsnn.models import register_backbone
+from fsnn.checks import check_int
+from fsnn.models.registry import register_backbone
 from fsnn.models.layers import (
     SeqBatchNorm1d,
     SeqBatchNorm2d,
@@ -42,9 +43,7 @@ class SPS(nn.Module):
     def __init__(self, in_channels: int, embed_dim: int, stages: int = 4, pool_stages: int | None = None,
                  neuron: str = "flif", neuron_kwargs: dict | None = None):
         super().__init__()
-        if isinstance(stages, bool) or int(stages) != stages or stages < 1:
-            raise ValueError(f"patch_stages must be an integer >= 1, got {stages!r}")
-        stages = int(stages)
+        stages = check_int("patch_stages", stages)
         pool_stages = stages if pool_stages is None else int(pool_stages)
         if not 0 <= pool_stages <= stages:
             raise ValueError(f"pool_stages must be in [0, patch_stages={stages}], got {pool_stages}")
@@ -81,6 +80,8 @@ class SPS(nn.Module):
 
 class SSA(nn.Module):
     """Spiking self-attention ``[T, B, D, N] -> [T, B, D, N]`` (no softmax)."""
+
+    spike_attention = True  # fsnn.energy counts its two spike matrix products (q, k, v neurons and num_heads)
 
     def __init__(self, dim: int, num_heads: int = 16, scale: float = 0.125, attn_threshold: float = 0.5,
                  neuron: str = "flif", neuron_kwargs: dict | None = None):
@@ -171,10 +172,8 @@ class Spikformer(nn.Module):
         super().__init__()
         for name, value in (("num_classes", num_classes), ("in_channels", in_channels), ("embed_dim", embed_dim),
                             ("num_heads", num_heads)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if isinstance(depth, bool) or int(depth) != depth or depth < 0:
-            raise ValueError(f"depth must be an integer >= 0, got {depth!r}")
+            check_int(name, value)
+        check_int("depth", depth, minimum=0)
         if not mlp_ratio > 0 or int(embed_dim * mlp_ratio) < 1:
             raise ValueError(f"mlp_ratio must be > 0 (hidden width >= 1), got {mlp_ratio!r}")
         if not scale > 0 or not attn_threshold > 0:

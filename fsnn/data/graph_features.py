@@ -1,5 +1,5 @@
 """Sparse node-feature preprocessing for the spiking GNNs: SGC propagation, z-scoring, positional encodings,
-robustness perturbations and an on-disk cache.
+robustness perturbations, and the keys under which :func:`node_features` caches them (:mod:`fsnn.data.cache`).
 
 Everything here works on the sparse graph: memory is O(E + N * F) (plus O(N * block) work buffers), never a
 dense ``N x N`` matrix, so ogbn-arxiv (169k nodes, 1.17M edges) preprocesses on a small CPU. This replaces
@@ -10,7 +10,7 @@ whose ``diag(P @ column)`` gave one constant per walk length for all nodes.
 >>> xs = standardize(xp, data.train_mask)                        # z-score with training-node statistics
 >>> pe = laplacian_pe(data.edge_index, data.num_nodes, dim=32)   # eigenvectors 2..33 of I - D^-1/2 A D^-1/2
 >>> rw = random_walk_pe(data.edge_index, data.num_nodes, 32)    # diag((D^-1 A)^k), k = 1..32
->>> x_in = node_features(data, hops=1, pe="laplacian", cache_dir=graph_cache_dir("./data", "cora"))
+>>> x_in = node_features(data, hops=1, pe="laplacian", cache_dir=cache_dir("./data", "graphs", "cora"))
 
 Conventions: propagation uses the graph as given (a directed edge ``s -> t`` sends ``x_s`` to ``t``, degrees
 count incoming edges plus the self loop, as PyG's ``gcn_norm``); the positional encodings use the simple
@@ -24,17 +24,16 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from fsnn.data.common import atomic_write, file_lock
+from fsnn.checks import as_generator, check_int, check_ratio, round_count
+from fsnn.data.cache import cached_tensor
 
 __all__ = [
     "CACHE_VERSION",
-    "cached_tensor",
     "drop_edges",
     "graph_fingerprint",
     "laplacian_pe",
@@ -143,8 +142,7 @@ def propagate(x: torch.Tensor, edge_index, hops: int = 1, num_nodes: int | None 
 
     ``x``: ``[N, F]`` floating tensor (float32 stays float32). Cost O(hops * nnz * F), memory O(nnz + N * F).
     """
-    if hops < 0 or int(hops) != hops:
-        raise ValueError(f"hops must be a non-negative integer, got {hops!r}")
+    hops = check_int("hops", hops, minimum=0)
     x = torch.as_tensor(x)
     if x.dim() != 2:
         raise ValueError(f"x must be [N, F], got {tuple(x.shape)}")
@@ -209,9 +207,7 @@ def laplacian_pe(edge_index, num_nodes: int, dim: int = 32, *, seed: int = 0, to
     arbitrary (only the spanned subspace is defined). ``return_eigenvalues=True`` also returns the ``[dim]``
     eigenvalues of ``L`` (NaN for padded columns).
     """
-    dim = int(dim)
-    if dim < 0:
-        raise ValueError(f"dim must be >= 0, got {dim}")
+    dim = check_int("dim", dim, minimum=0)
     n = int(num_nodes)
     s = normalized_adjacency(edge_index, n, self_loops=False)
     k = min(dim + 1, n)
@@ -391,14 +387,11 @@ def random_walk_pe(edge_index, num_nodes: int, steps: int = 32, *, method: str =
         estimate.
     ``workers``: threads for the block products (default: ``torch.get_num_threads()``).
     """
-    steps = int(steps)
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+    steps = check_int("steps", steps)
     n = int(num_nodes)
     if method not in ("auto", "exact", "estimate"):
         raise ValueError(f"method must be 'auto', 'exact' or 'estimate', got {method!r}")
-    if int(num_probes) < 1:
-        raise ValueError(f"num_probes must be >= 1, got {num_probes}")
+    check_int("num_probes", num_probes)
     if n == 0:
         return torch.zeros(0, steps)
     s = normalized_adjacency(edge_index, n, self_loops=False)
@@ -419,29 +412,20 @@ def resolve_rwpe_method(edge_index, num_nodes: int, steps: int = 32, method: str
 # -- robustness perturbations (pure functions) ------------------------------------------------
 
 
-def _generator(generator) -> torch.Generator:
-    if isinstance(generator, torch.Generator):
-        return generator
-    g = torch.Generator()
-    g.manual_seed(0 if generator is None else int(generator))
-    return g
-
-
 def drop_edges(edge_index: torch.Tensor, ratio: float, generator=None) -> torch.Tensor:
-    """Randomly remove ``round(ratio * U)`` of the ``U`` undirected edges ``{u, v}`` (both directions together)
+    """Randomly remove ``round_count(ratio, U)`` of the ``U`` undirected edges ``{u, v}`` (both directions together)
     and return the remaining graph as a symmetric, coalesced ``[2, E']`` edge index. Self loops count as edges
     of their own. ``generator``: a ``torch.Generator``, an int seed, or ``None`` (seed 0). Does not modify the
     input."""
-    if not 0.0 <= float(ratio) <= 1.0:
-        raise ValueError(f"ratio must be in [0, 1], got {ratio!r}")
+    ratio = check_ratio("ratio", ratio)
     ei = torch.as_tensor(edge_index).to(torch.long)
     lo, hi = torch.minimum(ei[0], ei[1]), torch.maximum(ei[0], ei[1])
     pairs = torch.unique(torch.stack([lo, hi]), dim=1)  # sorted unique undirected pairs
     u = pairs.size(1)
-    n_drop = int(round(float(ratio) * u))
+    n_drop = round_count(ratio, u)
     keep = torch.ones(u, dtype=torch.bool)
     if n_drop:
-        keep[torch.randperm(u, generator=_generator(generator))[:n_drop]] = False
+        keep[torch.randperm(u, generator=as_generator(generator))[:n_drop]] = False
     kept = pairs[:, keep]
     loops = kept[0] == kept[1]
     both = torch.cat([kept, kept[:, ~loops].flip(0)], dim=1)
@@ -452,19 +436,18 @@ def drop_edges(edge_index: torch.Tensor, ratio: float, generator=None) -> torch.
 def mask_features(x: torch.Tensor, ratio: float, generator=None, *, mode: str = "entry") -> torch.Tensor:
     """Zero a random fraction ``ratio`` of the feature matrix and return the new tensor (input unchanged).
 
-    ``mode="entry"``: exactly ``round(ratio * N * F)`` entries chosen uniformly; ``mode="column"``: exactly
-    ``round(ratio * F)`` whole feature columns. ``generator``: ``torch.Generator``, int seed or ``None`` (0)."""
-    if not 0.0 <= float(ratio) <= 1.0:
-        raise ValueError(f"ratio must be in [0, 1], got {ratio!r}")
+    ``mode="entry"``: exactly ``round_count(ratio, N * F)`` entries chosen uniformly; ``mode="column"``: exactly
+    ``round_count(ratio, F)`` whole feature columns. ``generator``: ``torch.Generator``, int seed or ``None`` (0)."""
+    ratio = check_ratio("ratio", ratio)
     x = torch.as_tensor(x)
     out = x.clone(memory_format=torch.contiguous_format)
-    g = _generator(generator)
+    g = as_generator(generator)
     if mode == "entry":
-        k = int(round(float(ratio) * x.numel()))
+        k = round_count(ratio, x.numel())
         if k:
             out.view(-1)[torch.randperm(x.numel(), generator=g)[:k].to(x.device)] = 0
     elif mode == "column":
-        k = int(round(float(ratio) * x.size(-1)))
+        k = round_count(ratio, x.size(-1))
         if k:
             out[..., torch.randperm(x.size(-1), generator=g)[:k].to(x.device)] = 0
     else:
@@ -472,7 +455,7 @@ def mask_features(x: torch.Tensor, ratio: float, generator=None, *, mode: str = 
     return out
 
 
-# -- cache ------------------------------------------------------------------------------------
+# -- cache keys ---------------------------------------------------------------------------------
 
 
 def graph_fingerprint(edge_index, num_nodes: int, x: torch.Tensor | None = None) -> str:
@@ -489,34 +472,6 @@ def graph_fingerprint(edge_index, num_nodes: int, x: torch.Tensor | None = None)
     return h.hexdigest()
 
 
-def cached_tensor(cache_dir: str | Path | None, key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
-    """``compute()``, memoised in ``<cache_dir>/<key>.pt`` (``cache_dir=None``: no caching).
-
-    The file is written atomically (temporary sibling + rename) under an advisory lock, so parallel runs build
-    it once and readers never see half a file; unreadable files are rebuilt. Loaded with ``weights_only=True``.
-    """
-    if cache_dir is None:
-        return compute()
-    cache_dir = Path(cache_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_dir / f"{key}.pt"
-
-    def load():
-        try:
-            return torch.load(path, map_location="cpu", weights_only=True)
-        except Exception:  # missing, truncated or from an incompatible torch: rebuild
-            return None
-
-    if path.exists() and (out := load()) is not None:
-        return out
-    with file_lock(cache_dir / f".{key}.lock"):
-        if path.exists() and (out := load()) is not None:
-            return out
-        out = compute()
-        atomic_write(path, lambda f: torch.save(out, f))
-        return out
-
-
 def node_features(data, *, hops: int = 1, zscore: bool = True, pe: str | None = None, pe_dim: int = 32,
                   rwpe_method: str = "auto", rwpe_probes: int = 512, pe_seed: int = 0,
                   cache_dir: str | Path | None = None) -> torch.Tensor:
@@ -524,8 +479,8 @@ def node_features(data, *, hops: int = 1, zscore: bool = True, pe: str | None = 
     positional encoding concatenated when ``pe`` is ``"laplacian"`` or ``"random_walk"`` (DRSGNN, ``pe_dim``
     columns, not z-scored). ``data`` needs ``x``, ``edge_index`` and (for ``zscore``) ``train_mask``.
 
-    With ``cache_dir`` (use :func:`fsnn.graphs.data.graph_cache_dir`), the propagated features and the PE are
-    memoised there under keys that include the parameters and a :func:`graph_fingerprint` of the inputs
+    With ``cache_dir`` (:func:`fsnn.data.cache.cache_dir` ``(data_dir, "graphs", name)``), the propagated features
+    and the PE are memoised there under keys that include the parameters and a :func:`graph_fingerprint` of the inputs
     (``propagate-h1-<fp>.pt``, ``lappe-d32-s0-<fp>.pt``, ``rwpe-k32-exact-<fp>.pt``,
     ``rwpe-k32-estimate-m512-s0-<fp>.pt``); z-scoring depends on the split and is cheap, so it is not cached.
     """

@@ -1,7 +1,7 @@
-"""Node-classification graphs of the f-SNN experiments, by name: ``load_graph(name, data_dir, split, seed)``.
+"""Graphs of the f-SNN experiments (node classification, link prediction), read through PyG / OGB or generated.
 
->>> from fsnn.graphs.data import GRAPH_DATASETS, graph_dataset_info, load_graph
->>> info = graph_dataset_info("cora")        # GraphDatasetInfo(name="cora", num_classes=7, num_features=1433, ...)
+>>> from fsnn.data import dataset_info, load_graph
+>>> info = dataset_info("cora")  # DatasetInfo(name="cora", kind="graph", num_classes=7, in_channels=1433, ...)
 >>> data = load_graph("cora", data_dir="./data", split="ratio", seed=0)
 >>> data.x, data.edge_index, data.y, data.train_mask, data.val_mask, data.test_mask
 
@@ -17,78 +17,35 @@ On-disk layouts under ``data_dir`` (the libraries' own; PyG / OGB download them 
   ``PygNodePropPredDataset``; processed into ``ogbn_arxiv/processed/geometric_data_processed.pt``).
 * ``karate`` (PyG ``KarateClub``, built in) and ``synthetic`` (generated in code) need no files.
 
-Derived features (propagation, positional encodings) are cached by :func:`fsnn.graphs.features.node_features`
-under ``graph_cache_dir(data_dir, name)`` = ``<data_dir>/fsnn_cache/graphs/<name>/``.
+Derived features (propagation, positional encodings) are cached by :func:`fsnn.data.graph_features.node_features`
+under ``<data_dir>/fsnn_cache/graphs/<name>/`` (:func:`fsnn.data.cache.cache_dir`).
 
 Every graph is returned with ``x`` float32 ``[N, F]``, ``edge_index`` ``[2, E]`` undirected (both directions),
 coalesced and without self loops, ``y`` long ``[N]``, and boolean ``train_mask`` / ``val_mask`` / ``test_mask``:
-``split="ratio"`` is a per-class stratified, seeded split with ``ratios`` (default 0.7/0.2/0.1, the paper's);
-``split="public"`` is the library's own split (Planetoid's 20-per-class/500/1000, ogbn-arxiv's time split).
+``split="ratio"`` is a per-class stratified, seeded split with ``ratios`` (default 0.7/0.2/0.1, the paper's,
+:func:`fsnn.data.common.stratified_split`); ``split="public"`` is the library's own split (Planetoid's
+20-per-class/500/1000, ogbn-arxiv's time split).
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import warnings
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from fsnn.data import DatasetMissingError
-from fsnn.data.common import abspath, missing_message, resolve_download
+from fsnn.data.common import DatasetInfo, abspath, dataset_missing, resolve_download, stratified_split
 
-__all__ = [
-    "GRAPH_DATASETS",
-    "GraphDatasetInfo",
-    "graph_cache_dir",
-    "graph_dataset_info",
-    "load_graph",
-    "make_synthetic_graph",
-    "stratified_masks",
-]
+__all__ = ["PAPER_RATIOS", "build_graph", "make_synthetic_graph", "read_graph", "stratified_masks"]
 
 PAPER_RATIOS = (0.7, 0.2, 0.1)
-
-
-@dataclass(frozen=True)
-class GraphDatasetInfo:
-    """What a model needs before loading a graph. ``library``: ``planetoid``, ``amazon``, ``coauthor``, ``ogb``,
-    ``pyg`` (KarateClub) or ``synthetic``; ``directory``: its folder under ``data_dir`` (``""``: no files);
-    ``num_nodes``: nodes of the real dataset; ``public_split``: whether ``split="public"`` exists."""
-
-    name: str
-    num_classes: int
-    num_features: int
-    library: str
-    directory: str = ""
-    num_nodes: int = 0
-    public_split: bool = False
-    pyg_name: str = ""
-
-
+#: graphs whose library defines a train/val/test split (``split="public"``)
+PUBLIC_SPLITS = frozenset({"cora", "citeseer", "pubmed", "ogbn_arxiv"})
 SYNTHETIC_DEFAULTS = dict(num_nodes=2000, num_classes=5, num_features=64, avg_degree=8.0, homophily=0.8,
                           feature_signal=0.2, graph_seed=0)
-
-GRAPH_DATASETS: dict[str, GraphDatasetInfo] = {
-    info.name: info
-    for info in (
-        GraphDatasetInfo("cora", 7, 1433, "planetoid", "Cora", 2708, True, "Cora"),
-        GraphDatasetInfo("citeseer", 6, 3703, "planetoid", "CiteSeer", 3327, True, "CiteSeer"),
-        GraphDatasetInfo("pubmed", 3, 500, "planetoid", "PubMed", 19717, True, "PubMed"),
-        GraphDatasetInfo("photo", 8, 745, "amazon", "Photo", 7650, False, "Photo"),
-        GraphDatasetInfo("computers", 10, 767, "amazon", "Computers", 13752, False, "Computers"),
-        GraphDatasetInfo("cs", 15, 6805, "coauthor", "CS", 18333, False, "CS"),
-        GraphDatasetInfo("physics", 5, 8415, "coauthor", "Physics", 34493, False, "Physics"),
-        GraphDatasetInfo("ogbn_arxiv", 40, 128, "ogb", "ogbn_arxiv", 169343, True, "ogbn-arxiv"),
-        GraphDatasetInfo("karate", 4, 34, "pyg", "", 34, False, "KarateClub"),
-        GraphDatasetInfo("synthetic", SYNTHETIC_DEFAULTS["num_classes"], SYNTHETIC_DEFAULTS["num_features"],
-                         "synthetic", "", SYNTHETIC_DEFAULTS["num_nodes"], False, ""),
-    )
-}
 
 _RAW_FILES = {
     "planetoid": lambda stem: [f"ind.{stem}.{ext}" for ext in ("x", "tx", "allx", "y", "ty", "ally", "graph",
@@ -107,32 +64,6 @@ OGB_RAW = ["edge.csv.gz", "node-feat.csv.gz", "num-node-list.csv.gz", "num-edge-
 OGB_SPLIT = ["train.csv.gz", "valid.csv.gz", "test.csv.gz"]
 
 
-def _canonical(name: str) -> str:
-    key = str(name).strip().lower().replace("-", "_")
-    if key not in GRAPH_DATASETS:
-        raise KeyError(f"unknown graph dataset {name!r}; available: {', '.join(GRAPH_DATASETS)}")
-    return key
-
-
-def graph_dataset_info(name: str, **options) -> GraphDatasetInfo:
-    """The :class:`GraphDatasetInfo` of ``name`` (``ogbn-arxiv`` and ``ogbn_arxiv`` both work). For
-    ``synthetic``, pass the same size options as to :func:`load_graph` (``num_classes``, ``num_features``,
-    ``num_nodes``) to get matching numbers."""
-    info = GRAPH_DATASETS[_canonical(name)]
-    if info.library == "synthetic":
-        opts = _synthetic_options(options)
-        return replace(info, num_classes=opts["num_classes"], num_features=opts["num_features"],
-                       num_nodes=opts["num_nodes"])
-    if options:
-        raise TypeError(f"graph dataset {info.name!r} takes no options, got {sorted(options)}")
-    return info
-
-
-def graph_cache_dir(data_dir: str | Path, name: str) -> Path:
-    """``<data_dir>/fsnn_cache/graphs/<name>``: where derived features of ``name`` are cached."""
-    return abspath(data_dir) / "fsnn_cache" / "graphs" / _canonical(name)
-
-
 # -- splits -----------------------------------------------------------------------------------
 
 
@@ -144,26 +75,18 @@ def _check_ratios(ratios) -> tuple[float, float, float]:
 
 
 def stratified_masks(y, ratios=PAPER_RATIOS, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Boolean train/val/test masks, disjoint and covering all nodes, stratified per class.
-
-    Each class's ``n_c`` members are shuffled by ``numpy.random.default_rng(seed)`` (classes in ascending
-    order); the first ``round(r_train * n_c)`` (at least 1) go to train, up to ``round((r_train + r_val) * n_c)``
-    to validation, the rest to test, so every class's proportions are within one node of ``ratios``.
+    """Boolean train/val/test masks, disjoint and covering all nodes, stratified per class: validation and test are
+    carved from the labels by :func:`fsnn.data.common.stratified_split` (seeded), training keeps the rest, so every
+    class's training and validation counts are within one node of ``ratios`` and every class keeps a training node
+    where it has one to spare.
     """
     r = _check_ratios(ratios)
     y = np.asarray(torch.as_tensor(y).reshape(-1).cpu().numpy())
-    n = y.size
-    rng = np.random.default_rng(seed)
-    split = np.full(n, 2, dtype=np.int8)
-    for c in np.unique(y):
-        members = rng.permutation(np.flatnonzero(y == c))
-        n_c = members.size
-        b1 = max(1, math.floor(r[0] * n_c + 0.5))
-        b2 = max(b1, min(n_c, math.floor((r[0] + r[1]) * n_c + 0.5)))
-        split[members[:b1]] = 0
-        split[members[b1:b2]] = 1
-    split_t = torch.from_numpy(split)
-    return split_t == 0, split_t == 1, split_t == 2
+    val, test, _ = stratified_split(y, r[1:], seed)
+    split = torch.zeros(y.size, dtype=torch.int8)
+    split[torch.from_numpy(val)] = 1
+    split[torch.from_numpy(test)] = 2
+    return split == 0, split == 1, split == 2
 
 
 def _index_mask(n: int, idx) -> torch.Tensor:
@@ -230,14 +153,6 @@ def _clean_edges(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     return to_undirected(ei, num_nodes=num_nodes)
 
 
-def _missing(info: GraphDatasetInfo, directory: Path, problem: str, layout: list[str], get_it: str,
-             cause: BaseException | None = None) -> DatasetMissingError:
-    if cause is not None:
-        problem = f"{problem} ({type(cause).__name__}: {cause})"
-    return DatasetMissingError(missing_message(info.name, directory, problem, layout, get_it),
-                               dataset=info.name, directory=directory)
-
-
 def _remove_empty_dirs(top: Path) -> None:
     """Remove ``top`` if neither it nor any subfolder holds a file (leftover of a failed download attempt);
     a folder with any file in it is left untouched."""
@@ -248,10 +163,10 @@ def _remove_empty_dirs(top: Path) -> None:
             os.rmdir(dirpath)
 
 
-def _load_pyg_files(info: GraphDatasetInfo, root: Path, download: bool):
+def _load_pyg_files(info: DatasetInfo, root: Path, download: bool):
     from torch_geometric.datasets import Amazon, Coauthor, Planetoid
 
-    stem = info.pyg_name.lower()
+    stem = info.directory.lower()  # PyG names the dataset as its folder
     folder = root / info.directory
     raw_dir = folder / "raw"
     files = _RAW_FILES[info.library](stem)
@@ -261,19 +176,20 @@ def _load_pyg_files(info: GraphDatasetInfo, root: Path, download: bool):
               f"(load_graph(..., download=True) or FSNN_DATA_DOWNLOAD=1); offline, copy them from a machine "
               f"that has them into {raw_dir}/")
     if missing and not download:
-        raise _missing(info, folder, f"missing {', '.join(missing)} (automatic download disabled)", layout, get_it)
+        raise dataset_missing(info.name, folder, f"missing {', '.join(missing)} (automatic download disabled)",
+                              layout, get_it)
     cls = {"planetoid": Planetoid, "amazon": Amazon, "coauthor": Coauthor}[info.library]
     existed = folder.exists()
     try:
-        dataset = cls(str(root), info.pyg_name)
+        dataset = cls(str(root), info.directory)
     except Exception as err:
         if missing:
             if not existed:
                 _remove_empty_dirs(folder)
-            raise _missing(info, folder, f"missing {', '.join(missing)} and the automatic download failed",
-                           layout, get_it, err) from err
-        raise _missing(info, folder, "the raw files are present but could not be read (partial download or "
-                       "wrong format?)", layout, get_it, err) from err
+            raise dataset_missing(info.name, folder, f"missing {', '.join(missing)} and the automatic download failed",
+                                  layout, get_it, err) from err
+        raise dataset_missing(info.name, folder, "the raw files are present but could not be read (partial download "
+                              "or wrong format?)", layout, get_it, err) from err
     return dataset[0]
 
 
@@ -285,7 +201,7 @@ def _refuse(*args, **kwargs):
     raise _OgbRefused(f"ogb asked for interactive input or tried to exit: {args}")
 
 
-def _load_ogb(info: GraphDatasetInfo, root: Path, download: bool):
+def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     """ogbn-arxiv through ``ogb.nodeproppred.PygNodePropPredDataset``, made safe for unattended runs:
 
     * OGB prompts with ``input()`` when ``<root>/ogbn_arxiv`` exists without ``RELEASE_v1.txt``, and its download
@@ -315,9 +231,9 @@ def _load_ogb(info: GraphDatasetInfo, root: Path, download: bool):
     has_split = all(p.is_file() for p in split_needed) or (split_dir / "split_dict.pt").is_file()
     if folder.exists() and (absent or not has_split):
         what = [str(p.relative_to(folder)) for p in absent] + ([] if has_split else ["split/time/*.csv.gz"])
-        raise _missing(info, folder, f"incomplete: missing {', '.join(what)}", layout, get_it)
+        raise dataset_missing(info.name, folder, f"incomplete: missing {', '.join(what)}", layout, get_it)
     if not folder.exists() and not download:
-        raise _missing(info, folder, "folder not found (automatic download disabled)", layout, get_it)
+        raise dataset_missing(info.name, folder, "folder not found (automatic download disabled)", layout, get_it)
 
     import ogb.nodeproppred.dataset_pyg as ogb_dataset
     import ogb.utils.url as ogb_url
@@ -344,9 +260,10 @@ def _load_ogb(info: GraphDatasetInfo, root: Path, download: bool):
     except (Exception, SystemExit) as err:
         if not existed:
             _remove_empty_dirs(folder)
-            raise _missing(info, folder, "folder not found and the automatic download failed", layout, get_it,
-                           err) from err
-        raise _missing(info, folder, "the files are present but could not be read", layout, get_it, err) from err
+            raise dataset_missing(info.name, folder, "folder not found and the automatic download failed", layout,
+                                  get_it, err) from err
+        raise dataset_missing(info.name, folder, "the files are present but could not be read", layout, get_it,
+                              err) from err
     n = int(data.num_nodes)
     data.train_mask = _index_mask(n, split["train"])
     data.val_mask = _index_mask(n, split["valid"])
@@ -360,41 +277,34 @@ def _load_karate():
     return KarateClub()[0]
 
 
-def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio", seed: int = 0,
-               ratios=PAPER_RATIOS, *, download: bool | None = None, **options):
-    """Load ``name`` as a ``torch_geometric.data.Data`` with ``x`` (float32 ``[N, F]``), ``edge_index``
-    (``[2, E]`` undirected, coalesced, no self loops), ``y`` (long ``[N]``) and boolean
-    ``train_mask``/``val_mask``/``test_mask``.
+def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
+    """The graph ``info`` as its library gives it (the ``builder`` of every graph in :data:`fsnn.data.DATASETS`).
+    ``options`` are for ``synthetic`` only (:data:`SYNTHETIC_DEFAULTS`)."""
+    if info.library == "synthetic":
+        opts = _synthetic_options(options)
+        return make_synthetic_graph(opts["num_nodes"], opts["num_classes"], opts["num_features"], opts["avg_degree"],
+                                    opts["homophily"], opts["feature_signal"], seed=opts["graph_seed"])
+    if options:
+        raise TypeError(f"graph dataset {info.name!r} takes no options, got {sorted(options)}")
+    if info.library == "ogb":
+        return _load_ogb(info, data_dir, download)
+    if info.library == "pyg":
+        return _load_karate()
+    return _load_pyg_files(info, data_dir, download)
 
-    ``split="ratio"``: per-class stratified seeded split (:func:`stratified_masks`, ``ratios`` = train/val/test,
-    default 0.7/0.2/0.1); ``split="public"``: Planetoid's public split or ogbn-arxiv's time split (other
-    datasets have none: ValueError). ``download``: try the library's automatic download when files are missing
-    (default ``$FSNN_DATA_DOWNLOAD``, on); missing data raises :class:`fsnn.data.DatasetMissingError` naming the
-    dataset, the directory and the files expected. ``options``: only for ``synthetic``
-    (``num_nodes``, ``num_classes``, ``num_features``, ``avg_degree``, ``homophily``, ``feature_signal``,
-    ``graph_seed``; the graph depends on ``graph_seed``, the split on ``seed``).
-    """
+
+def build_graph(info: DatasetInfo, data_dir: str | Path, split: str = "ratio", seed: int = 0, ratios=PAPER_RATIOS,
+                *, download: bool | None = None, **options):
+    """Graph ``info`` read by its ``builder`` and made uniform: ``x`` float32, ``edge_index`` undirected, coalesced
+    and without self loops, ``y`` long, and the ``split``'s masks (see :func:`fsnn.data.load_graph`)."""
     from torch_geometric.data import Data
 
-    info = graph_dataset_info(name, **options)
     if split not in ("ratio", "public"):
         raise ValueError(f"split must be 'ratio' or 'public', got {split!r}")
-    if split == "public" and not info.public_split:
+    if split == "public" and info.name not in PUBLIC_SPLITS:
         raise ValueError(f"graph dataset {info.name!r} has no public split; use split='ratio'")
     ratios = _check_ratios(ratios)
-    root = abspath(data_dir)
-    download = resolve_download(download)
-    if info.library in ("planetoid", "amazon", "coauthor"):
-        raw = _load_pyg_files(info, root, download)
-    elif info.library == "ogb":
-        raw = _load_ogb(info, root, download)
-    elif info.library == "pyg":
-        raw = _load_karate()
-    else:
-        opts = _synthetic_options(options)
-        raw = make_synthetic_graph(opts["num_nodes"], opts["num_classes"], opts["num_features"],
-                                   opts["avg_degree"], opts["homophily"], opts["feature_signal"],
-                                   seed=opts["graph_seed"])
+    raw = info.builder(info, abspath(data_dir), resolve_download(download), **options)
     n = int(raw.num_nodes)
     x = torch.as_tensor(raw.x).to(torch.float32).contiguous()
     y = torch.as_tensor(raw.y).reshape(-1).to(torch.long)

@@ -1,6 +1,6 @@
-"""Tiny copies of the graph datasets in their real raw formats, for offline tests and demos.
-
-``write_graph_fixtures(root)`` writes, under ``root`` (usable as ``data_dir`` of :func:`fsnn.graphs.data.load_graph`):
+"""Tiny copies of the graph datasets in their real raw formats, for offline tests and demos; written by
+:func:`fsnn.data.fixtures.write_fixtures` with the others, under ``root`` (usable as ``data_dir`` of
+:func:`fsnn.data.load_graph`):
 
 * ``Cora/raw/ind.cora.*``, ``CiteSeer/raw/ind.citeseer.*``, ``PubMed/raw/ind.pubmed.*``: Planetoid pickles
   (``x``/``tx``/``allx`` scipy CSR features, ``y``/``ty``/``ally`` one-hot arrays, ``graph`` a
@@ -14,8 +14,9 @@
   split by ``node_year``: up to 2017 / 2018 / 2019), 400 nodes.
 
 Feature and class counts equal the real datasets' (Cora 1433 features, 7 classes, ...), so models built from
-:func:`fsnn.graphs.data.graph_dataset_info` fit the fixtures. Features are sparse and weakly class dependent, edges
-mostly within a class. Deterministic (one fixed seed per dataset); the whole set takes about a second.
+:func:`fsnn.data.dataset_info` fit the fixtures. Features are sparse and weakly class dependent, edges
+mostly within a class. PyG / OGB processed folders left from an earlier run are not touched (delete
+``<folder>/processed`` when the fixture changes). The whole set takes about a second.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from __future__ import annotations
 import gzip
 import pickle
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["GRAPH_FIXTURE_NAMES", "write_graph_fixtures"]
+__all__ = ["GRAPH_FIXTURE_NAMES", "GRAPH_WRITERS"]
 
 GRAPH_FIXTURE_NAMES = ("cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv")
 
@@ -84,7 +86,7 @@ def _dump(path: Path, obj) -> None:
         pickle.dump(obj, f, protocol=2)
 
 
-def _write_planetoid(root: Path, name: str, rng: np.random.Generator) -> Path:
+def _write_planetoid(root: Path, rng: np.random.Generator, name: str) -> Path:
     folder, stem, c, f = _PLANETOID[name]
     raw = root / folder / "raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -110,7 +112,7 @@ def _write_planetoid(root: Path, name: str, rng: np.random.Generator) -> Path:
     return root / folder
 
 
-def _write_npz(root: Path, name: str, rng: np.random.Generator) -> Path:
+def _write_npz(root: Path, rng: np.random.Generator, name: str) -> Path:
     folder, stem, c, f = _NPZ[name]
     raw = root / folder / "raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -160,27 +162,11 @@ def _write_ogbn_arxiv(root: Path, rng: np.random.Generator) -> Path:
     _csv_gz(split / "train.csv.gz", np.flatnonzero(year <= 2017), "%d")
     _csv_gz(split / "valid.csv.gz", np.flatnonzero(year == 2018), "%d")
     _csv_gz(split / "test.csv.gz", np.flatnonzero(year == 2019), "%d")
-    (folder / "RELEASE_v1.txt").write_text("ogbn-arxiv fixture written by fsnn.graphs.fixtures (format of release 1)\n")
+    (folder / "RELEASE_v1.txt").write_text("ogbn-arxiv fixture written by fsnn (format of release 1)\n")
     return folder
 
 
-def write_graph_fixtures(root: Path, names=None) -> dict[str, Path]:
-    """Write tiny fakes of ``names`` (default: all of :data:`GRAPH_FIXTURE_NAMES`) under ``root``; returns
-    ``{name: dataset folder}``. Existing files are overwritten; PyG / OGB processed folders left from an earlier
-    run are not touched (delete ``<folder>/processed`` when the fixture changes)."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    names = GRAPH_FIXTURE_NAMES if names is None else tuple(names)
-    unknown = sorted(set(names) - set(GRAPH_FIXTURE_NAMES))
-    if unknown:
-        raise ValueError(f"no graph fixture for {unknown}; available: {list(GRAPH_FIXTURE_NAMES)}")
-    out = {}
-    for name in names:
-        rng = np.random.default_rng(1000 + GRAPH_FIXTURE_NAMES.index(name))
-        if name in _PLANETOID:
-            out[name] = _write_planetoid(root, name, rng)
-        elif name in _NPZ:
-            out[name] = _write_npz(root, name, rng)
-        else:
-            out[name] = _write_ogbn_arxiv(root, rng)
-    return out
+#: name -> ``writer(root, rng) -> dataset folder``, for :func:`fsnn.data.fixtures.write_fixtures`
+GRAPH_WRITERS = {**{name: partial(_write_planetoid, name=name) for name in _PLANETOID},
+                 **{name: partial(_write_npz, name=name) for name in _NPZ},
+                 "ogbn_arxiv": _write_ogbn_arxiv}

@@ -1,0 +1,209 @@
+"""SGCN and DRSGNN: Poisson spikes of precomputed node features -> ``Linear`` -> neuron, read out as firing rates.
+
+>>> from fsnn.models import build_backbone
+>>> model = build_backbone("sgcn", in_features=F, num_classes=C, neuron="flif", neuron_kwargs={"alpha": 0.3}, T=100)
+>>> rates = model(features)          # [B, F] precomputed node features -> [B, C] mean firing rates over T
+
+* ``sgcn`` (Zhu et al. 2022, SpikingGCN): Poisson spikes of the (propagated, standardized) node features ->
+  ``Linear(F, C)`` -> (dropout) -> neuron; the output is the mean firing rate of the C class neurons over the T steps,
+  on which training applies one cross-entropy (a single softmax; the authors' fspikeDE code applied ``softmax`` and
+  then ``CrossEntropyLoss``, a double softmax).
+* ``drsgnn`` (Zhao et al. 2024): SGCN whose input carries a positional encoding in its last ``pe_dim`` columns
+  (Laplacian eigenvectors, whose signs are flipped at random in training mode only, or random-walk landing
+  probabilities) and whose threshold is learned (see :class:`DRSGNN` for neurons that cannot learn one).
+
+Every spiking nonlinearity is ``build_neuron(neuron, **neuron_kwargs)``, so compared runs differ only in the neuron.
+Energy: every graph model lists its synapses with ``synaptic_layers()`` (:class:`fsnn.energy.SynapticLayer`), which
+:func:`fsnn.energy.synaptic_energy` turns into picojoules with measured firing rates.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fsnn import build_neuron
+from fsnn.checks import check_int, check_number, check_ratio
+from fsnn.energy import SynapticLayer
+from fsnn.models.registry import register_backbone
+from fsnn.neurons import inverse_softplus, neuron_params
+
+
+# ------------------------------------------------------------------------------------------------------- encoding
+def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Bernoulli ("Poisson") spike trains ``[T, *x.shape]`` that fire with probability ``clamp(x, 0, 1)`` at each step.
+
+    The draw is repeated independently at every one of the ``T`` steps (SpikingJelly's ``PoissonEncoder``,
+    ``rand <= x``, which on z-scored features is exactly this clamp: negative features never fire, features >= 1
+    always fire). ``generator`` makes the draw reproducible without touching the global RNG.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise ValueError(f"x must be a floating-point tensor, got {type(x).__name__}")
+    T = check_int("T", T)
+    p = x.detach().clamp(0.0, 1.0)
+    u = torch.rand((T, *x.shape), generator=generator, device=x.device, dtype=p.dtype)
+    return (u < p).to(x.dtype)
+
+
+class PoissonEncoder(nn.Module):
+    """Module form of :func:`poisson_encode` (so that firing-rate probes can see the input spikes)."""
+
+    emits_spikes = True  # counted by fsnn.training.SpikeRateMeter
+
+    def __init__(self, T: int):
+        super().__init__()
+        self.T = check_int("T", T)
+        self.generator: torch.Generator | None = None
+
+    def extra_repr(self) -> str:
+        return f"T={self.T}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return poisson_encode(x, self.T, self.generator)
+
+
+def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:
+    """Robustness probe: Gaussian noise of standard deviation ``std`` added to a spike tensor (values stay real)."""
+    if std <= 0.0:
+        return spikes
+    return spikes + std * torch.randn_like(spikes)
+
+
+# ------------------------------------------------------------------------------------------------------- SGCN
+def check_noise_std(std) -> float:
+    return check_number("spike_noise_std", std, at_least=0.0, allowed="a finite number >= 0")
+
+
+@register_backbone("sgcn", supports={"graph"})
+class SpikingGCN(nn.Module):
+    """SGCN: Poisson spikes ``[T, B, F]`` -> ``Linear(F, C)`` -> dropout -> neuron -> mean firing rate ``[B, C]``.
+
+    ``bias=True`` matches the authors' logged fspikeDE runs (1433*7 + 7 parameters on Cora); the spikeDE release uses
+    ``bias=False``. Dropout (fspikeDE's placement) acts on the synaptic currents, one mask per node for all steps.
+    ``spike_noise_std`` (robustness probe, off by default) adds Gaussian noise to the input spikes; it can be changed
+    at any time (``model.spike_noise_std = 0.1``).
+    """
+
+    full_graph = False
+
+    def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
+                 T: int = 100, dropout: float = 0.0, bias: bool = True, spike_noise_std: float = 0.0):
+        super().__init__()
+        self.in_features = check_int("in_features", in_features)
+        self.num_classes = check_int("num_classes", num_classes)
+        self.encoder = PoissonEncoder(T)
+        self.T = self.encoder.T
+        self.fc = nn.Linear(self.in_features, self.num_classes, bias=bool(bias))
+        self.dropout = check_ratio("dropout", dropout, below_one=True)
+        self.neuron = build_neuron(neuron, **dict(neuron_kwargs or {}))
+        self.spike_noise_std = check_noise_std(spike_noise_std)
+
+    def extra_repr(self) -> str:
+        return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}"
+
+    # hooks for DRSGNN
+    def prepare_input(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    def scale_currents(self, currents: torch.Tensor) -> torch.Tensor:
+        return currents
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2 or x.shape[1] != self.in_features:
+            raise ValueError(f"features must have shape [B, {self.in_features}], got {tuple(x.shape)}")
+        spikes = add_spike_noise(self.encoder(self.prepare_input(x)), self.spike_noise_std)
+        currents = self.fc(spikes)
+        if self.training and self.dropout > 0.0:
+            keep = 1.0 - self.dropout
+            currents = currents * torch.empty_like(currents[0]).bernoulli_(keep).div_(keep)
+        out = self.neuron(self.scale_currents(currents))
+        return out.mean(0)
+
+    def synaptic_layers(self) -> list[SynapticLayer]:
+        return [SynapticLayer("fc", self.in_features * self.num_classes, source="encoder", target="neuron")]
+
+
+# ------------------------------------------------------------------------------------------------------- DRSGNN
+THRESHOLD_MODES = ("auto", "neuron", "scale", "fixed")
+PE_KINDS = ("lap", "rw", "none")
+PE_ALIASES = {"laplacian": "lap", "random_walk": "rw", None: "none", "": "none"}  # fsnn.data.graph_features names
+
+
+@register_backbone("drsgnn", supports={"graph"})
+class DRSGNN(SpikingGCN):
+    """DRSGNN: SGCN with a positional encoding in the last ``pe_dim`` input columns and a learnable threshold.
+
+    ``in_features`` counts the positional-encoding columns (``F + pe_dim``). With ``pe="lap"`` each of the ``pe_dim``
+    columns has its sign flipped at random (one sign per column and forward pass, shared by the nodes of the batch) in
+    training mode only, the usual LapPE augmentation for the sign ambiguity of eigenvectors; ``pe="rw"`` (random-walk
+    probabilities, sign-definite) is used as given. ``pe`` also accepts :func:`fsnn.data.graph_features.node_features`'
+    names (``"laplacian"``, ``"random_walk"``, None).
+
+    Learnable threshold (``threshold_mode``):
+
+    * ``"neuron"``: the neuron's own ``learn_threshold=True`` (fsnn neurons ``flif``/``fif``/``lif``).
+    * ``"scale"``: a learnable scalar threshold ``theta`` held by DRSGNN; the currents are multiplied by
+      ``theta0 / theta`` before a neuron with fixed threshold ``theta0``. For a neuron whose subthreshold dynamics are
+      linear in the membrane potential with rest and reset at 0 (IF, LIF, f-IF, f-LIF; soft reset, or hard reset to
+      0), this is exactly a neuron with threshold ``theta`` in the forward pass (only the surrogate's width differs by
+      the factor ``theta0 / theta``), so baselines whose threshold is a plain float (SpikingJelly, snnTorch) get the
+      same trainable parameter.
+    * ``"auto"`` (default): ``"neuron"`` when the neuron takes ``learn_threshold``, else ``"scale"``.
+    * ``"fixed"``: no learnable threshold.
+
+    ``learned_threshold`` reports the current threshold in every mode.
+    """
+
+    def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
+                 T: int = 100, pe: str = "lap", pe_dim: int = 32, threshold_mode: str = "auto", **kwargs):
+        pe = PE_ALIASES.get(pe, pe)
+        if pe not in PE_KINDS:
+            raise ValueError(f"pe must be one of {list(PE_KINDS)} (or {sorted(k for k in PE_ALIASES if k)}), "
+                             f"got {pe!r}")
+        if threshold_mode not in THRESHOLD_MODES:
+            raise ValueError(f"threshold_mode must be one of {list(THRESHOLD_MODES)}, got {threshold_mode!r}")
+        pe_dim = check_int("pe_dim", 0 if pe == "none" else pe_dim, minimum=0, below=in_features)
+        neuron_kwargs = dict(neuron_kwargs or {})
+        learns = "learn_threshold" in (neuron_params(neuron) or ())
+        if threshold_mode == "auto":
+            threshold_mode = "neuron" if learns else "scale"
+        if threshold_mode == "neuron":
+            if not learns:
+                raise ValueError(f"neuron {neuron!r} cannot learn its threshold; use threshold_mode='scale'")
+            neuron_kwargs["learn_threshold"] = True
+        elif learns and neuron_kwargs.get("learn_threshold"):
+            raise ValueError(f"threshold_mode={threshold_mode!r} with learn_threshold=True would learn the threshold "
+                             "twice (or not at all); drop learn_threshold or use threshold_mode='neuron'")
+        super().__init__(in_features, num_classes, neuron, neuron_kwargs, T, **kwargs)
+        self.pe, self.pe_dim, self.threshold_mode = pe, pe_dim, threshold_mode
+        self.threshold0 = float(neuron_kwargs.get("threshold", self._neuron_default_threshold()))
+        if threshold_mode == "scale":
+            self.theta_raw = nn.Parameter(torch.tensor(inverse_softplus(self.threshold0)))
+        else:
+            self.theta_raw = None
+
+    def _neuron_default_threshold(self) -> float:
+        value = getattr(self.neuron, "threshold", 1.0)
+        return float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, pe={self.pe}, pe_dim={self.pe_dim}, threshold_mode={self.threshold_mode}"
+
+    @property
+    def learned_threshold(self) -> torch.Tensor:
+        if self.theta_raw is not None:
+            return F.softplus(self.theta_raw)
+        value = getattr(self.neuron, "threshold", self.threshold0)
+        return value if isinstance(value, torch.Tensor) else torch.tensor(float(value))
+
+    def prepare_input(self, x: torch.Tensor) -> torch.Tensor:
+        if not (self.training and self.pe == "lap" and self.pe_dim > 0):
+            return x
+        signs = torch.randint(0, 2, (self.pe_dim,), device=x.device).to(x.dtype).mul_(2).sub_(1)
+        return torch.cat([x[:, :-self.pe_dim], x[:, -self.pe_dim:] * signs], dim=1)
+
+    def scale_currents(self, currents: torch.Tensor) -> torch.Tensor:
+        if self.theta_raw is None:
+            return currents
+        return currents * (self.threshold0 / F.softplus(self.theta_raw))
