@@ -70,7 +70,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = Path("results") / "bench" / "neurons.json"  # under the current directory
 
 NEURONS = ["sj_lif", "snntorch_leaky", "fsnn_auto", "fsnn_direct", "fsnn_soe", "fsnn_window16"]
-GPU_NEURONS = ["sj_lif", "sj_lif_torch", "snntorch_leaky", "fsnn_direct", "fsnn_soe", "fsnn_triton"]
+GPU_LINEUP = ["sj_lif", "sj_lif_torch", "snntorch_leaky", "fsnn_direct", "fsnn_soe", "fsnn_triton"]
 GPU_T = [16, 64, 256, 1024, 4096]
 GPU_BATCH = 16
 SJ_TORCH_ENV = {"SJ_LIF_CUDA_IMPLEMENTATION": "torch"}  # read when SpikingJelly is imported
@@ -437,7 +437,7 @@ def gpu_main(args) -> int:
         print(f"--device {args.device}: no CUDA device is visible", file=sys.stderr)
         return 2
     hardware = device_description(device)
-    neurons = args.only or GPU_NEURONS
+    neurons = args.only or GPU_LINEUP
     forward = ["--device", args.device, "--T", *map(str, args.T), "--features-log2", *map(str, args.features_log2),
                "--repeats", str(args.repeats), "--cell-budget", str(args.cell_budget),
                "--neuron-budget", str(args.neuron_budget), "--max-elements", str(args.max_elements)]
