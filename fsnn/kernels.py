@@ -36,7 +36,6 @@ the same kernels on CPU tensors; the tests use it.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 
 import torch
@@ -54,8 +53,8 @@ def interpreting() -> bool:
 
 def unavailable_reason(device: torch.device) -> str | None:
     """Why the kernels cannot run on ``device`` (``None`` if they can)."""
-    if importlib.util.find_spec("triton") is None:
-        return "Triton is not installed"
+    if _TRITON_MISSING:
+        return _TRITON_MISSING
     if device.type == "cuda" or (device.type == "cpu" and interpreting()):
         return None
     return f"the kernels need a CUDA tensor (or TRITON_INTERPRET=1 on the CPU), got device {device.type!r}"
@@ -75,10 +74,15 @@ def _launch_grid(N: int, block: int):
     return (triton.cdiv(N, block),)
 
 
-if importlib.util.find_spec("triton") is not None:
+try:
     import triton
     import triton.language as tl
+except ImportError as error:  # not installed, or its interpreter (TRITON_INTERPRET=1) lacks numpy
+    _TRITON_MISSING = f"Triton cannot be imported ({error})"
+else:
+    _TRITON_MISSING = None
 
+if not _TRITON_MISSING:
     @triton.jit
     def _surrogate(z, scale, SURROGATE: tl.constexpr):
         """``s(z)`` of :mod:`fsnn.surrogate` at ``z = H - theta``."""

@@ -133,3 +133,18 @@ def test_a_baseline_without_its_library_is_one_clear_error(monkeypatch):
     message = str(error.value)
     assert "'sj_lif'" in message and "spikingjelly is not installed" in message
     assert message.endswith("pip install 'fsnn[baselines]'") and "\n" not in message
+
+
+def test_a_triton_that_cannot_import_leaves_the_core_working():
+    # torch installs Triton, but its interpreter (TRITON_INTERPRET=1) needs numpy, which torch does not
+    code = ("import sys, torch; sys.modules['triton'] = None\n"
+            "from fsnn import FractionalLIF\n"
+            "print(tuple(FractionalLIF(alpha=0.5)(torch.ones(4, 2)).shape))\n"
+            "try:\n    FractionalLIF(alpha=0.5, engine='triton')(torch.ones(4, 2))\n"
+            "except (RuntimeError, ValueError) as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shape, message = done.stdout.strip().splitlines()
+    assert shape == "(4, 2)"
+    assert message.startswith("engine='triton' cannot run here")
+    assert "Triton cannot be imported" in message
