@@ -58,17 +58,9 @@ def delayed_cue(num_samples: int, delay: int, *, num_cues: int = 4, channels: in
     (the last channel is "go"), ``y`` int64 ``[N]`` balanced over ``num_cues`` classes, ``templates`` uint8
     ``[num_cues, cue_steps, channels]``. The templates and labels depend only on ``seed`` and the shapes, so every
     ``delay`` uses the same cues; deterministic for given arguments."""
-    n = check_int("num_samples", num_samples)
-    delay = check_int("delay", delay, minimum=0)
-    K = check_int("num_cues", num_cues, minimum=2)
-    C, L, R = check_int("channels", channels), check_int("cue_steps", cue_steps), check_int("recall_steps", recall_steps)
-    cue_rate = check_number("cue_rate", cue_rate, above=0.0, allowed="in (0, 1]")
-    if cue_rate > 1.0:
-        raise ValueError(f"cue_rate must be in (0, 1], got {cue_rate!r}")
-    noise_rate = check_ratio("noise_rate", noise_rate, below_one=True)
-    if n < K:
-        raise ValueError(f"num_samples must be >= num_cues ({K}) so that every cue occurs, got {n}")
-    rng = np.random.default_rng(check_int("data_seed", seed, minimum=0))
+    n, delay, K, C, L, cue_rate, noise_rate, R, seed = _check_cue(
+        num_samples, delay, num_cues, channels, cue_steps, cue_rate, noise_rate, recall_steps, seed).values()
+    rng = np.random.default_rng(seed)
     templates = rng.random((K, L, C)) < cue_rate
     while len({t.tobytes() for t in templates}) < K or not templates.reshape(K, -1).any(1).all():
         templates = rng.random((K, L, C)) < cue_rate  # distinct, non-empty cues (redrawn at tiny C * L)
@@ -84,18 +76,39 @@ def delayed_cue(num_samples: int, delay: int, *, num_cues: int = 4, channels: in
     return x, y.astype(np.int64), templates.astype(np.uint8)
 
 
+def _check_cue(num_samples, delay, num_cues, channels, cue_steps, cue_rate, noise_rate, recall_steps, data_seed):
+    """The options of :func:`delayed_cue`, checked (one ``ValueError`` naming the first bad one), in that order."""
+    K = check_int("num_cues", num_cues, minimum=2)
+    checked = {"num_samples": check_int("num_samples", num_samples), "delay": check_int("delay", delay, minimum=0),
+               "num_cues": K, "channels": check_int("channels", channels),
+               "cue_steps": check_int("cue_steps", cue_steps),
+               "cue_rate": check_number("cue_rate", cue_rate, above=0.0, allowed="in (0, 1]"),
+               "noise_rate": check_ratio("noise_rate", noise_rate, below_one=True),
+               "recall_steps": check_int("recall_steps", recall_steps),
+               "data_seed": check_int("data_seed", data_seed, minimum=0)}
+    if checked["cue_rate"] > 1.0:
+        raise ValueError(f"cue_rate must be in (0, 1], got {cue_rate!r}")
+    if checked["num_samples"] < K:
+        raise ValueError(f"num_samples must be >= num_cues ({K}) so that every cue occurs, got {num_samples}")
+    return checked
+
+
+def _check_digits(permute, upsample, data_seed) -> tuple[bool, int, int]:
+    if not isinstance(permute, (bool, np.bool_)):
+        raise ValueError(f"permute must be true or false, got {permute!r}")
+    return bool(permute), check_int("upsample", upsample), check_int("data_seed", data_seed, minimum=0)
+
+
 def seq_digits(permute: bool = False, upsample: int = 1, seed: int = 0):
     """``(x, y)``: the 1797 sklearn digits as float32 ``[N, 64 * upsample, 1]`` pixel currents in [0, 1] (row by
     row, or in one fixed ``seed``-drawn order with ``permute``, each pixel held ``upsample`` steps) and int64 labels."""
     from sklearn.datasets import load_digits
 
-    u = check_int("upsample", upsample)
-    if not isinstance(permute, (bool, np.bool_)):
-        raise ValueError(f"permute must be true or false, got {permute!r}")
+    permute, u, seed = _check_digits(permute, upsample, seed)
     digits = load_digits()
     pixels = digits.data.astype(np.float32) / 16.0  # [N, 64], row-major
     if permute:
-        pixels = pixels[:, np.random.default_rng(check_int("data_seed", seed, minimum=0)).permutation(DIGIT_PIXELS)]
+        pixels = pixels[:, np.random.default_rng(seed).permutation(DIGIT_PIXELS)]
     return np.repeat(pixels, u, axis=1)[:, :, None], np.asarray(digits.target, dtype=np.int64)
 
 
@@ -155,7 +168,7 @@ def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction
                       **options):
     """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (:data:`CUE_DEFAULTS`); read over the recall
     window."""
-    p = _options(info.name, CUE_DEFAULTS, options)
+    p = _check_cue(**_options(info.name, CUE_DEFAULTS, options))  # before anything is written
 
     def compute():
         x, y, templates = delayed_cue(p["num_samples"], p["delay"], num_cues=p["num_cues"], channels=p["channels"],
@@ -171,8 +184,9 @@ def build_seq_digits(info: DatasetInfo, data_dir: Path, seed: int, val_fraction:
                      **options):
     """``(train, val, test)`` of :func:`seq_digits` with ``options`` (:data:`DIGITS_DEFAULTS`)."""
     p = _options(info.name, DIGITS_DEFAULTS, options)
+    p["permute"], p["upsample"], p["data_seed"] = _check_digits(p["permute"], p["upsample"], p["data_seed"])
     readout = check_int("readout_steps", p["readout_steps"])
-    if readout > DIGIT_PIXELS * check_int("upsample", p["upsample"]):
+    if readout > DIGIT_PIXELS * p["upsample"]:
         raise ValueError(f"readout_steps must be <= the sequence length {DIGIT_PIXELS * p['upsample']}, got {readout}")
 
     def compute():
