@@ -342,7 +342,7 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     fractional = [v for v in order if v.startswith("flif")]
     colors = dict(zip(fractional, _colors("plasma", len(fractional), stop=0.8)))
     colors |= dict(zip([v for v in order if v not in colors], _colors("winter", len(order) - len(fractional), 1.0)))
-    fig = Figure(figsize=(12, 4.6))
+    fig = Figure(figsize=(14, 4.6))
     ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
     for variant in order:
         delays = sorted(groups[variant])
@@ -362,7 +362,7 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
         ax_acc.text(0.01, level + 1, f"chance {level:.0f} %", transform=ax_acc.get_yaxis_transform(), fontsize=8)
     ax_acc.set(xlabel="delay between cue and recall (steps)", ylabel="test accuracy (%)", ylim=(0, 102),
                title="delayed cue: accuracy vs delay (mean ± std over seeds)")
-    ax_acc.legend(fontsize=7, frameon=False, loc="upper right")
+    ax_acc.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: lines fill the panel
     ax_time.set(yscale="log", xlabel="delay (steps)", ylabel="train steps, s / epoch",
                 title="training time per epoch (this run's hardware)")
     for ax in (ax_acc, ax_time):
