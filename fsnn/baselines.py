@@ -4,8 +4,10 @@ Every adapter is an ``nn.Module`` whose ``forward(x)`` takes ``x`` of shape ``[T
 the same shape, dtype and device; ``forward(x, return_state=True)`` returns ``(spikes, v)`` with ``v`` the membrane
 trace ``[T, B, ...]``. State lives only inside one call: each forward starts from a fresh state and drops it on
 return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils.reset`` is never used).
-:mod:`fsnn.neurons` registers them as ``sj_lif``, ``sj_if`` and ``snntorch_leaky`` and imports this module (and so
-SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Their defaults (soft reset, sigmoid
+:mod:`fsnn.neurons` registers them as ``sj_lif``, ``sj_plif``, ``sj_if`` and ``snntorch_leaky`` and imports this module
+(and so SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Unlike fsnn's neurons these
+can also be stepped one time step at a time (``with neuron.single_step() as step: s_t = step(x_t)``), which a
+recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their defaults (soft reset, sigmoid
 surrogate) match FractionalLIF's, so that a baseline differs from f-LIF only in the neuron given the same arguments.
 
 Surrogate families: ``surrogate`` name, default ``surrogate_scale`` (used when it is None), backward ``g'(x)``, and
@@ -26,6 +28,7 @@ Heaviside forward: SpikingJelly fires on ``x >= 0``, snnTorch on ``x > 0`` (kept
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import snntorch
 import torch
@@ -38,7 +41,7 @@ from fsnn.checks import check_choice, check_number, check_spike_input
 from fsnn.neurons import SpikingNeuron
 from fsnn.surrogate import check_surrogate, spike
 
-__all__ = ["SJLIF", "SJIF", "SnnTorchLeaky"]
+__all__ = ["SJLIF", "SJIF", "SJPLIF", "SnnTorchLeaky"]
 
 _RESETS = ("hard", "soft")
 
@@ -114,6 +117,19 @@ class _SJNode(_MultiStep):
         finally:
             node.reset()  # drop v / v_seq (and their graphs) so nothing survives the call
 
+    @contextmanager
+    def single_step(self):
+        """``with neuron.single_step() as step:`` ``step(x_t) -> spikes_t`` advances the node by one time step
+        (``x_t``: ``[B, ...]``), keeping its state from call to call; the state is dropped on exit."""
+        node = self.node
+        node.reset()
+        node.step_mode, node.store_v_seq = "s", False
+        try:
+            yield node
+        finally:
+            node.reset()
+            node.step_mode = "m"
+
 
 class SJLIF(_SJNode):
     r"""SpikingJelly 2.0.0 ``LIFNode`` (``step_mode='m'``), fresh state each call.
@@ -137,6 +153,25 @@ class SJLIF(_SJNode):
             tau=self.tau, decay_input=bool(decay_input), v_threshold=self.threshold, v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
             detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+
+
+class SJPLIF(_SJNode):
+    r"""SpikingJelly 2.0.0 ``ParametricLIFNode`` (PLIF, Fang et al. 2021; ``step_mode='m'``), fresh state each call:
+    :class:`SJLIF` whose time constant is learned, ``1 / tau = sigmoid(w)`` with ``w`` a parameter of the layer
+    started at ``tau`` (so ``tau > 1`` throughout). ``tau`` reads the current value."""
+
+    def __init__(self, tau=2.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
+                 surrogate_scale=None, detach_reset=False, decay_input=True):
+        super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
+        init_tau = check_number("tau", tau, above=1.0, allowed="a finite number > 1 (SpikingJelly's PLIF start value)")
+        self.node = sj_neuron.ParametricLIFNode(
+            init_tau=init_tau, decay_input=bool(decay_input), v_threshold=self.threshold, v_reset=self.v_reset,
+            surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
+            detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+
+    @property
+    def tau(self) -> float:
+        return float(1.0 / self.node.w.detach().sigmoid())
 
 
 class SJIF(_SJNode):
@@ -189,6 +224,22 @@ class SnnTorchLeaky(_MultiStep):
             beta=1.0 - 1.0 / self.tau, threshold=self.threshold,
             spike_grad=_snntorch_surrogate(self.surrogate, self.surrogate_scale),
             reset_mechanism="subtract" if reset == "soft" else "zero", reset_delay=bool(reset_delay))
+
+    @contextmanager
+    def single_step(self):
+        """``with neuron.single_step() as step:`` ``step(x_t) -> spikes_t`` advances ``Leaky`` by one time step from
+        ``mem = 0``, keeping ``mem`` from call to call; it is dropped on exit."""
+        mem = None
+
+        def step(x_t: torch.Tensor) -> torch.Tensor:
+            nonlocal mem
+            spk, mem = self.leaky(x_t, torch.zeros_like(x_t) if mem is None else mem)
+            return spk.to(x_t.dtype)
+
+        try:
+            yield step
+        finally:
+            self.leaky.mem = torch.zeros(0)
 
     def _run(self, x, return_state):
         mem = torch.zeros_like(x[0])

@@ -17,6 +17,8 @@ From runs:
   ``firing_rates`` that ``train.py`` stores in ``metrics.json`` (measured on the test split at the best checkpoint).
 * :func:`robustness_figures` (paper Fig. ``fig:robust``): accuracy-vs-level curves per corruption and a radar chart
   of the robustness scores, from the ``robustness.json`` files written by ``evaluate.py robustness=...``.
+* :func:`memory_horizon_figure` (not in the paper): delayed-cue test accuracy against the delay, one line per neuron
+  variant, chance marked, and the seconds per training epoch against the delay, from the ``memory_horizon`` runs.
 
 Every figure is written as PNG and PDF. Figures are built with matplotlib's object API (``Figure``), not pyplot,
 so no GUI backend and no global figure state is involved.
@@ -35,9 +37,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import ScalarFormatter
 
 from fsnn.history import history_kernel
-from fsnn.tables import scan_runs
+from fsnn.tables import experiment_of, load_spec, scan_runs
 
 ALPHAS = (0.2, 0.4, 0.6, 0.8, 1.0)
 NEURON_LABELS = {"flif": "f-LIF (f-SNN)", "sj_lif": "LIF (SpikingJelly)", "snntorch_leaky": "LIF (snnTorch)",
@@ -312,10 +315,68 @@ def robustness_figures(records: list[dict], out: str | Path, prefix: str = "robu
     return paths + radar
 
 
+def _variant_labels(table_id: str) -> dict[str, str]:
+    """``{neuron_variant: row label}`` of a table of ``paper_tables.yaml``, so figure and table name rows alike."""
+    spec = next(t for t in load_spec() if t["id"] == table_id)
+    return {row["match"]["neuron_variant"]: row["label"] for row in spec["rows"]}
+
+
+def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory_horizon") -> list[Path]:
+    """Delayed cue: test accuracy (%) against the delay (log axis), one line per neuron variant (mean and std over its
+    seeds, n in the legend), chance (100 / num_cues) dashed; second panel: seconds of training steps per epoch against
+    the delay. ``runs``: complete ``metrics.json`` records; those of the ``memory_horizon`` experiment (or its smoke)
+    with a ``neuron_variant`` are used. Nothing is written (``[]``) without such runs."""
+    labels = _variant_labels("memory_horizon")
+    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    chance = set()
+    for run in runs:
+        variant = (run.get("choices") or {}).get("neuron_variant")
+        if experiment_of(run) != "memory_horizon" or variant is None:
+            continue
+        dataset = run["config"]["dataset"]
+        groups[variant][int(dataset["delay"])].append(run)
+        chance.add(100.0 / int(dataset["num_cues"]))
+    if not groups:
+        return []
+    order = [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
+    fractional = [v for v in order if v.startswith("flif")]
+    colors = dict(zip(fractional, _colors("plasma", len(fractional), stop=0.8)))
+    colors |= dict(zip([v for v in order if v not in colors], _colors("winter", len(order) - len(fractional), 1.0)))
+    fig = Figure(figsize=(14, 4.6))
+    ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    for variant in order:
+        delays = sorted(groups[variant])
+        accs = [[100 * r["test_acc"] for r in groups[variant][d]] for d in delays]
+        mean, std = np.array([np.mean(a) for a in accs]), np.array([np.std(a, ddof=1) if len(a) > 1 else 0 for a in accs])
+        n = sorted({len(a) for a in accs})
+        style = {"color": colors[variant], "ls": "-" if variant in fractional else "--", "marker": "o", "ms": 4}
+        label = f"{labels.get(variant, variant)} (n={'/'.join(map(str, n))})"
+        ax_acc.plot(delays, mean, label=label, **style)
+        ax_acc.fill_between(delays, mean - std, mean + std, color=colors[variant], alpha=0.12, lw=0)
+        times = [(d, np.mean([r["train_epoch_s"] for r in groups[variant][d]])) for d in delays
+                 if all(r.get("train_epoch_s") for r in groups[variant][d])]
+        if times:
+            ax_time.plot(*zip(*times), **style)
+    for level in sorted(chance):
+        ax_acc.axhline(level, color="k", ls=":", lw=1.2)
+        ax_acc.text(0.01, level + 1, f"chance {level:.0f} %", transform=ax_acc.get_yaxis_transform(), fontsize=8)
+    ax_acc.set(xlabel="delay between cue and recall (steps)", ylabel="test accuracy (%)", ylim=(0, 102),
+               title="delayed cue: accuracy vs delay (mean ± std over seeds)")
+    ax_acc.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: lines fill the panel
+    ax_time.set(yscale="log", xlabel="delay (steps)", ylabel="train steps, s / epoch",
+                title="training time per epoch (this run's hardware)")
+    for ax in (ax_acc, ax_time):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.grid(alpha=0.3, which="both", lw=0.5)
+    fig.tight_layout()
+    return save(fig, out, name)
+
+
 def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print) -> list[Path]:
     """The figures from the complete runs under ``results_dir`` (:func:`fsnn.tables.scan_runs`): firing rates
-    (``metrics.json``) and, per setting, robustness curves and radar (``robustness.json``). Says so and skips a
-    figure that has no data."""
+    (``metrics.json``), per setting, robustness curves and radar (``robustness.json``), and the memory horizon. Says
+    so and skips a figure that has no data."""
     results_dir = Path(results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # corrupt files are listed below instead
@@ -334,4 +395,8 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
         groups[setting(record)].append(record)
     for key, group in sorted(groups.items()):
         paths += robustness_figures(group, out, f"robustness_{key}", echo)
-    return paths
+    horizon = memory_horizon_figure(found.complete, out)
+    if not horizon:
+        echo(f"no memory_horizon runs under {results_dir} (python train.py experiment=memory_horizon): "
+             "memory-horizon figure skipped")
+    return paths + horizon

@@ -327,5 +327,6 @@ register_neuron("lif")(_first_order(FractionalLIF, "lif", "flif"))
 register_neuron("if")(_first_order(FractionalIF, "if", "fif"))
 # integer-order baselines (fsnn.baselines): listed always, their library imported only when one is built
 NEURONS.lazy("sj_lif", "fsnn.baselines:SJLIF", extra="baselines")
+NEURONS.lazy("sj_plif", "fsnn.baselines:SJPLIF", extra="baselines")
 NEURONS.lazy("sj_if", "fsnn.baselines:SJIF", extra="baselines")
 NEURONS.lazy("snntorch_leaky", "fsnn.baselines:SnnTorchLeaky", extra="baselines")

@@ -33,7 +33,8 @@ DASH = "—"
 # match keys that are not dotted paths into a run's resolved config
 ALIASES = {"dataset": "config.dataset.name", "backbone": "config.backbone.name",
            "neuron": "config.neuron.name", "alpha": "config.neuron.alpha",
-           "task_name": "task", "metric": "metric"}
+           "task_name": "task", "metric": "metric",
+           "neuron_variant": "choices.neuron_variant"}  # the conf/neuron_variant/ option a sequence run used
 # studies written beside a run's metrics.json by later commands, merged into its record under these names
 SIBLINGS = ("robustness", "energy")
 # config fields that do not make two runs different experiments (for the mixed-config flag)

@@ -127,11 +127,13 @@ class SpeedMonitor(L.Callback):
     A train step is timed from ``on_train_batch_start`` to ``on_train_batch_end`` (forward, backward and
     optimizer step; data loading excluded), a test step likewise; on CUDA both ends synchronize so the time
     is the GPU's. ``samples`` counts labels (``len(batch[-1])``), or 1 for a batch that is one graph.
+    ``train_epoch_s``: the train steps' seconds per training epoch run by this process.
     Peak memory: ``torch.cuda.max_memory_allocated`` since fit start on CUDA (the paper's "Memory (GB)"),
     else the process's peak resident set size (``ru_maxrss``: data and model included)."""
 
     def __init__(self):
         self.totals = {"train": [0.0, 0], "test": [0.0, 0]}
+        self.train_epochs = 0
         self._start = 0.0
         self.cuda_device: torch.device | None = None
 
@@ -164,6 +166,9 @@ class SpeedMonitor(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         self._end("train", batch)
 
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.train_epochs += 1
+
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
         self._end("test", batch)
 
@@ -173,6 +178,7 @@ class SpeedMonitor(L.Callback):
     def summary(self) -> dict:
         out = {f"{split}_samples_per_s": (count / seconds if seconds > 0 else None)
                for split, (seconds, count) in self.totals.items()}
+        out["train_epoch_s"] = self.totals["train"][0] / self.train_epochs if self.train_epochs else None
         if self.cuda_device is not None:
             out |= {"peak_memory_gib": torch.cuda.max_memory_allocated(self.cuda_device) / 2**30,
                     "peak_memory_kind": "cuda max_memory_allocated"}

@@ -9,7 +9,7 @@ import torch
 from spikingjelly.activation_based import functional
 from spikingjelly.activation_based import neuron as sj_neuron
 
-from fsnn.baselines import SJIF, SJLIF, SnnTorchLeaky
+from fsnn.baselines import SJIF, SJLIF, SJPLIF, SnnTorchLeaky
 from fsnn.surrogate import SURROGATE_DEFAULT_SCALE as SURROGATES
 
 SURROGATE_NAMES = list(SURROGATES)
@@ -41,6 +41,8 @@ def _raw_sj(adapter):
               detach_reset=adapter.node.detach_reset, step_mode="m", store_v_seq=True)
     if isinstance(adapter, SJLIF):
         return sj_neuron.LIFNode(tau=adapter.tau, decay_input=adapter.node.decay_input, **kw)
+    if isinstance(adapter, SJPLIF):
+        return sj_neuron.ParametricLIFNode(init_tau=adapter.tau, decay_input=adapter.node.decay_input, **kw)
     return sj_neuron.IFNode(**kw)
 
 
@@ -56,6 +58,8 @@ def _drive_sj(node, x):
     (SJLIF, dict(reset="hard", v_reset=-0.25, threshold=0.75, surrogate_scale=0.5)),
     (SJIF, dict(reset="hard")),
     (SJIF, dict(reset="soft", detach_reset=True, surrogate_scale=3.0)),
+    (SJPLIF, dict(reset="soft", tau=3.0)),
+    (SJPLIF, dict(reset="hard", decay_input=False, threshold=0.75)),
 ])
 def test_sj_adapters_match_raw_node(cls, kw, surrogate):
     adapter = cls(surrogate=surrogate, **kw)
@@ -116,9 +120,38 @@ def test_sj_lif_and_snntorch_leaky_agree_without_decay_input(reset):
     torch.testing.assert_close(a[2], b[2])
 
 
+def test_plif_learns_its_time_constant():
+    plif = SJPLIF(tau=3.0)
+    assert plif.tau == pytest.approx(3.0) and [n for n, _ in plif.named_parameters()] == ["node.w"]
+    x = _inputs(seed=6)[0]
+    plif(x).sum().backward()
+    assert plif.node.w.grad is not None and plif.node.w.grad != 0
+    with torch.no_grad():
+        plif.node.w += 1.0  # 1/tau = sigmoid(w) grows: tau falls
+    assert plif.tau < 3.0
+
+
+@pytest.mark.parametrize("make", [lambda: SJLIF(), lambda: SJPLIF(tau=3.0), lambda: SJIF(reset="hard"),
+                                  lambda: SnnTorchLeaky(), lambda: SnnTorchLeaky(surrogate="arctan")])
+def test_single_step_equals_the_multi_step_call(make):
+    # what a recurrent layer relies on: stepping keeps the state, and leaves nothing behind
+    adapter = make()
+    x, gs, _ = _inputs(seed=7)
+    x1 = x.clone().requires_grad_(True)
+    whole = adapter(x1)
+    (whole * gs).sum().backward()
+    x2 = x.clone().requires_grad_(True)
+    with adapter.single_step() as step:
+        stepped = torch.stack([step(x_t) for x_t in x2])
+    (stepped * gs).sum().backward()
+    assert whole.sum() > 0 and torch.equal(whole, stepped)
+    torch.testing.assert_close(x1.grad, x2.grad)
+    assert torch.equal(adapter(x), whole)  # multi-step again, from a fresh state
+
+
 # ------------------------------------------------------------------------------------------------------ state isolation
 @pytest.mark.parametrize("make", [lambda: SJLIF(), lambda: SJIF(reset="soft"), lambda: SnnTorchLeaky(),
-                                  lambda: SJLIF(surrogate="piecewise_linear")])
+                                  lambda: SJLIF(surrogate="piecewise_linear"), lambda: SJPLIF()])
 def test_consecutive_calls_are_independent(make):
     adapter, fresh = make(), make()
     x1, x2 = _inputs((5, 3, 4), seed=1)[0], _inputs((5, 7, 4), seed=2)[0]
@@ -186,6 +219,7 @@ def test_heaviside_tie_break():
     (SnnTorchLeaky, dict(tau=float("inf")), "tau"),
     (SJIF, dict(tau=2.0), "tau"),
     (SJLIF, dict(v_reset=float("nan")), "v_reset"),
+    (SJPLIF, dict(tau=1.0), "tau"),
 ])
 def test_bad_arguments_raise_value_error(cls, kw, param):
     with pytest.raises(ValueError, match=param) as err:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_app
+from fsnn.figures import memory_horizon_figure
 from fsnn.tables import build_table, load_spec, make_tables, scan_runs
 
 # experiment -> (jobs, table id, cells of that table each filled by exactly one run)
@@ -19,6 +20,8 @@ SMOKES = {
     "ablation_channels_smoke": (3 * 4, "channels", 3 * 4),
     "ablation_neuron_type_smoke": (2 * 3, "neuron_type", 2 * 3),
     "ablation_memory_smoke": (9, "memory", 9 * 4),  # memory, test speed, train speed, accuracy per M
+    "memory_horizon_smoke": (6 * 10, "memory_horizon", 10 * (6 + 2)),  # 6 delays, s/epoch at 2 of them
+    "seq_digits_smoke": (2 * 9, "seq_digits", 9 * (2 + 1)),  # in order, permuted, s/epoch
 }
 
 
@@ -87,3 +90,8 @@ def test_smoke_sweep_then_table(tmp_path, data_root, experiment):
             source = column.get("value", spec.get("value", "test"))
             want = run[f"test_{run['metric']}"] * 100 if source == "test" else run[source[0]]
             assert cell["mean"] == pytest.approx(want), (row["label"], column["key"])
+
+    if table_id == "memory_horizon":  # its figure too: accuracy and s/epoch against the delay
+        figures = memory_horizon_figure(scan_runs(tmp_path / "results").complete, tmp_path / "figures")
+        assert sorted(p.name for p in figures) == ["memory_horizon.pdf", "memory_horizon.png"]
+        assert all(p.stat().st_size > 10_000 for p in figures)

@@ -9,21 +9,30 @@ Event datasets (``digits_dvs``, ``nmnist``, ``dvsgesture``, ``ncaltech101``, ``d
 tonic / SpikingJelly from their own folders under ``data_dir``, integrated into ``T`` frames by event count and
 cached under ``data_dir/fsnn_cache``; static ones (``cifar10``, ``cifar100``, ``imagenet``) come from torchvision
 and are repeated over ``T``; graphs (``cora``, ``citeseer``, ``pubmed``, ``photo``, ``computers``, ``cs``,
-``physics``, ``ogbn_arxiv``, ``karate``, ``synthetic``) come from PyG / OGB or are generated. Modules:
+``physics``, ``ogbn_arxiv``, ``karate``, ``synthetic``) come from PyG / OGB or are generated; sequence tasks
+(``delayed_cue``, ``seq_digits``: ``build_sequences``, items ``[T, C]``) are generated and cached. Modules:
 :mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.events`, :mod:`.digits_dvs`,
-:mod:`.static`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing), :mod:`.fixtures` and
+:mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing), :mod:`.fixtures` and
 :mod:`.graph_fixtures` (tiny fakes in the real formats).
 """
 
 from fsnn.data.common import DatasetInfo, DatasetMissingError, stratified_split
 from fsnn.data.events import events_to_frames, frame_slices
-from fsnn.data.registry import DATASETS, build_dataset, dataset_info, load_graph, register_dataset
+from fsnn.data.registry import (
+    DATASETS,
+    build_dataset,
+    build_sequences,
+    dataset_info,
+    load_graph,
+    register_dataset,
+)
 
 __all__ = [
     "DATASETS",
     "DatasetInfo",
     "DatasetMissingError",
     "build_dataset",
+    "build_sequences",
     "dataset_info",
     "events_to_frames",
     "frame_slices",

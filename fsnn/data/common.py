@@ -151,7 +151,8 @@ def stratified_split(labels, fractions: Sequence[float], seed: int) -> tuple[np.
 class DatasetInfo:
     """What a model needs to know about a dataset before loading it.
 
-    ``kind``: ``"event"`` (integrated event frames, 2 polarity channels), ``"static"`` (images repeated over T) or
+    ``kind``: ``"event"`` (integrated event frames, 2 polarity channels), ``"static"`` (images repeated over T),
+    ``"sequence"`` (generated ``[T, C]`` sequences, :mod:`fsnn.data.sequences`; ``in_channels``: ``C``) or
     ``"graph"`` (one graph whose nodes are classified or whose links are predicted); ``in_channels``: channels of a
     frame, or features of a node; ``size``: ``(H, W)`` of the frames fed to the model by default (``None`` for
     graphs); ``default_T``: time steps used in the paper; ``library``: what reads it; ``directory``: its folder under

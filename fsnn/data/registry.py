@@ -1,5 +1,6 @@
-"""The dataset registry: name -> :class:`DatasetInfo` (with its kind and builder) for every dataset, frames and graphs
-alike; :func:`build_dataset` loads frames, :func:`load_graph` loads graphs."""
+"""The dataset registry: name -> :class:`DatasetInfo` (with its kind and builder) for every dataset, frames, graphs and
+generated sequences alike; :func:`build_dataset` loads frames, :func:`load_graph` graphs, :func:`build_sequences`
+sequences."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from pathlib import Path
 from typing import Callable
 
 from fsnn.checks import check_choice, check_int
-from fsnn.data import digits_dvs, events, graphs, static
+from fsnn.data import digits_dvs, events, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.common import DatasetInfo, abspath, resolve_download, resolve_size, resolve_verify
 
 #: name -> :class:`DatasetInfo`; ``DATASETS[name].builder`` loads it. Extend with :func:`register_dataset`.
 DATASETS: dict[str, DatasetInfo] = {}
-KINDS = ("event", "static", "graph")
+KINDS = ("event", "static", "graph", "sequence")
 
 
 def register_dataset(info: DatasetInfo, builder: Callable | None = None) -> DatasetInfo:
@@ -22,7 +23,9 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None) -> Data
 
     A frame dataset's ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers,
     cache_dir)`` returns ``(train, val, test)`` datasets whose items are ``(float32 [T, C, H, W], int)``; a graph's
-    ``builder(info, data_dir, download, **options)`` returns a PyG ``Data`` with ``x``, ``edge_index`` and ``y``."""
+    ``builder(info, data_dir, download, **options)`` returns a PyG ``Data`` with ``x``, ``edge_index`` and ``y``; a
+    sequence task's ``builder(info, data_dir, seed, val_fraction, *, cache_dir, **options)`` returns ``(train, val,
+    test)`` :class:`fsnn.data.sequences.SequenceDataset` s with items ``(float32 [T, C], int)``."""
     if builder is not None:
         info = DatasetInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "builder": builder})
     if info.builder is None:
@@ -62,6 +65,12 @@ for _info in (
     DatasetInfo("karate", "graph", 4, 34, None, 100, "pyg", "", graphs.read_graph),
     DatasetInfo("synthetic", "graph", _SYNTHETIC["num_classes"], _SYNTHETIC["num_features"], None, 100, "synthetic",
                 "", graphs.read_graph),
+    # generated sequences: num_classes, in_channels and T of the default options (the options change them)
+    DatasetInfo("delayed_cue", "sequence", sequences.CUE_DEFAULTS["num_cues"], sequences.CUE_DEFAULTS["channels"] + 1,
+                None, sum(sequences.CUE_DEFAULTS[k] for k in ("cue_steps", "delay", "recall_steps")),
+                "fsnn (generated)", "", sequences.build_delayed_cue),
+    DatasetInfo("seq_digits", "sequence", 10, 1, None, sequences.DIGIT_PIXELS, "fsnn (from sklearn digits)", "",
+                sequences.build_seq_digits),
 ):
     register_dataset(_info)
 
@@ -73,6 +82,18 @@ def dataset_info(name: str) -> DatasetInfo:
     if key not in DATASETS:
         raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)}")
     return DATASETS[key]
+
+
+#: the function of fsnn.data that loads each kind of data
+LOADERS = {"event": "build_dataset", "static": "build_dataset", "graph": "load_graph", "sequence": "build_sequences"}
+
+
+def _of_kind(name: str, *kinds: str) -> DatasetInfo:
+    """The info of ``name``, which must be data of one of ``kinds`` (else a ``ValueError`` naming its loader)."""
+    info = dataset_info(name)
+    if info.kind not in kinds:
+        raise ValueError(f"dataset {info.name!r} is {info.kind} data; load it with fsnn.data.{LOADERS[info.kind]}")
+    return info
 
 
 def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = None, size=None, seed: int = 0,
@@ -92,9 +113,7 @@ def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = No
     Raises :class:`DatasetMissingError` (a ``FileNotFoundError``) naming the dataset, the directory, the expected
     layout and where to get the data when it is missing or incomplete.
     """
-    info = dataset_info(name)
-    if info.kind == "graph":
-        raise ValueError(f"dataset {info.name!r} is a graph; load it with fsnn.data.load_graph")
+    info = _of_kind(name, "event", "static")
     T = info.default_T if T is None else check_int("T", T)
     if not 0.0 < float(val_fraction) < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
@@ -119,7 +138,23 @@ def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio",
     ``num_classes``, ``num_features``, ``avg_degree``, ``homophily``, ``feature_signal``, ``graph_seed``; the graph
     depends on ``graph_seed``, the split on ``seed``).
     """
-    info = dataset_info(name)
-    if info.kind != "graph":
-        raise ValueError(f"dataset {info.name!r} is {info.kind} data; load it with fsnn.data.build_dataset")
+    info = _of_kind(name, "graph")
     return graphs.build_graph(info, data_dir, split, seed, ratios, download=download, **options)
+
+
+def build_sequences(name: str, data_dir: str | Path = "./data", seed: int = 0, val_fraction: float = 0.1, *,
+                    cache_dir: str | Path | None = None, **options):
+    """Generate (once; then read from the cache) the sequence task ``name`` -> ``(train, val, test)``
+    :class:`fsnn.data.sequences.SequenceDataset` s with items ``(float32 [T, C], int)`` and ``readout_steps``.
+
+    ``options``: the task's own (``delayed_cue``: ``delay``, ``num_cues``, ``channels``, ``cue_steps``,
+    ``cue_rate``, ``noise_rate``, ``recall_steps``, ``num_samples``, ``data_seed``; ``seq_digits``: ``permute``,
+    ``upsample``, ``readout_steps``, ``data_seed``; see :mod:`fsnn.data.sequences`); the data depend on them only,
+    ``seed`` seeds the validation carve. ``cache_dir``: default ``<data_dir>/fsnn_cache``. An option the task does
+    not take, or an invalid value, is a ``ValueError`` naming it.
+    """
+    info = _of_kind(name, "sequence")
+    if not 0.0 < float(val_fraction) < 1.0:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
+    cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
+    return info.builder(info, Path(data_dir), int(seed), float(val_fraction), cache_dir=cache, **options)

@@ -1,4 +1,4 @@
-"""Spiking backbones, vision and graph, behind one registry (timm style: one file per family,
+"""Spiking backbones, vision, graph and sequence, behind one registry (timm style: one file per family,
 :mod:`fsnn.models.registry`).
 
 >>> from fsnn.models import build_backbone
@@ -10,12 +10,13 @@
 
 Vision backbones map ``[T, B, C, H, W] -> [T, B, num_classes]`` (:mod:`.dvsnet`, :mod:`.resnet`, :mod:`.spikformer`);
 graph ones read node features or a whole graph (:mod:`.sgcn`: SGCN and DRSGNN, :mod:`.msg` on the manifolds of
-:mod:`.manifolds`). Every spiking nonlinearity is ``fsnn.build_neuron(neuron, **neuron_kwargs)`` (a fresh module per
-layer), so runs that compare neurons differ only in the neuron. Each factory declares the data kinds it accepts
-(``"event"``, ``"static"``, ``"graph"``), see :func:`backbone_supports`.
+:mod:`.manifolds`); sequence ones map ``[T, B, C]`` to a readout over the last steps (:mod:`.seqmlp`). Every spiking
+nonlinearity is ``fsnn.build_neuron(neuron, **neuron_kwargs)`` (a fresh module per layer), so runs that compare
+neurons differ only in the neuron. Each factory declares the data kinds it accepts
+(``"event"``, ``"static"``, ``"graph"``, ``"sequence"``), see :func:`backbone_supports`.
 """
 
-from fsnn.models import dvsnet, msg, resnet, sgcn, spikformer  # noqa: F401  (each family registers itself)
+from fsnn.models import dvsnet, msg, resnet, seqmlp, sgcn, spikformer  # noqa: F401  (each family registers itself)
 from fsnn.models.dvsnet import DVSNet
 from fsnn.models.msg import MSG
 from fsnn.models.registry import (
@@ -27,6 +28,7 @@ from fsnn.models.registry import (
     register_backbone,
 )
 from fsnn.models.resnet import SpikingResNet
+from fsnn.models.seqmlp import SeqMLP
 from fsnn.models.sgcn import DRSGNN, SpikingGCN
 from fsnn.models.spikformer import Spikformer
 
@@ -36,6 +38,7 @@ __all__ = [
     "DRSGNN",
     "DVSNet",
     "MSG",
+    "SeqMLP",
     "SpikingGCN",
     "SpikingResNet",
     "Spikformer",

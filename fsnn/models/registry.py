@@ -13,7 +13,7 @@ from torch import nn
 from fsnn.registry import Registry
 
 #: the kinds of data a dataset can be (``fsnn.data.DatasetInfo.kind``) and a backbone can take
-DATA_KINDS = frozenset({"event", "static", "graph"})
+DATA_KINDS = frozenset({"event", "static", "graph", "sequence"})
 
 BACKBONES = Registry("backbone")
 _SUPPORTS: dict[str, frozenset[str]] = {}
@@ -23,8 +23,8 @@ _DEFAULTED = ("num_classes", "in_channels", "input_size", "in_features", "neuron
 
 def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static")):
     """Decorator registering a factory under ``name``; ``supports`` lists the data kinds it accepts. Vision factories
-    take ``num_classes``, ``in_channels``, ``input_size``, graph ones ``in_features``, ``num_classes``, ``T``; all
-    take ``neuron`` and ``neuron_kwargs``."""
+    take ``num_classes``, ``in_channels``, ``input_size``, graph ones ``in_features``, ``num_classes``, ``T``, sequence
+    ones ``in_features``, ``num_classes``, ``readout_steps``; all take ``neuron`` and ``neuron_kwargs``."""
     kinds = frozenset(supports)
     if not kinds or not kinds <= DATA_KINDS:
         raise ValueError(f"supports must be a non-empty subset of {sorted(DATA_KINDS)}, got {sorted(kinds)}")
@@ -43,7 +43,7 @@ def backbone_names(kind: str | None = None) -> list[str]:
 
 
 def backbone_supports(name: str) -> set[str]:
-    """Data kinds (``"event"``, ``"static"``, ``"graph"``) that backbone ``name`` accepts."""
+    """Data kinds (``"event"``, ``"static"``, ``"graph"``, ``"sequence"``) that backbone ``name`` accepts."""
     BACKBONES.factory(name)
     return set(_SUPPORTS[name])
 

@@ -1,5 +1,5 @@
 """Kinds of task, one module each: :mod:`.vision` (image / event-frame classification), :mod:`.node` (node
-classification) and :mod:`.link` (link prediction).
+classification), :mod:`.link` (link prediction) and :mod:`.sequence` (generated sequence tasks).
 
 A kind declares the data it takes (``DATA_KINDS``, :attr:`fsnn.data.DatasetInfo.kind`), the ``cfg.task`` that picks
 it (``TASK``), its ``METRIC``, and the corruption family of its robustness study (``ROBUSTNESS``, ``None`` without
@@ -16,10 +16,10 @@ from omegaconf import DictConfig
 
 from fsnn.data import dataset_info
 from fsnn.models import backbone_supports
-from fsnn.tasks import link, node, vision
+from fsnn.tasks import link, node, sequence, vision
 from fsnn.tasks.common import ConfigError, Task
 
-KINDS: tuple[ModuleType, ...] = (vision, node, link)
+KINDS: tuple[ModuleType, ...] = (vision, node, link, sequence)
 
 __all__ = ["KINDS", "ConfigError", "Task", "build_task", "task_kind"]
 

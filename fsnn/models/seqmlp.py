@@ -1,0 +1,95 @@
+r"""SeqMLP: a small spiking MLP for sequence tasks, read out at the end of the sequence.
+
+>>> from fsnn.models import build_backbone
+>>> model = build_backbone("seqmlp", in_features=17, num_classes=4, readout_steps=4, neuron="flif")
+>>> out = model(x)  # x: [T, B, 17] -> out: [4, B, 4], the readout at each of the last 4 steps (average them)
+
+``layers`` x [Linear - BatchNorm (statistics over T*B) - neuron] -> Linear readout of the last layer's spikes at each
+of the last ``readout_steps`` steps. Without recurrence nothing but the neurons carries information across time: the
+layers are applied step by step and the readout sees only the last steps, so whatever the network remembers of an
+early input lives in the membranes (f-LIF's power-law history, LIF's exponential one).
+
+``recurrent=True`` adds ``R s_{t-1}`` to every hidden layer's input current at step ``t``:
+``I_t = BN(W x_t) + R s_{t-1}``. That needs the neuron one step at a time with its state kept between steps, which
+the libraries' first-order neurons offer (SpikingJelly's nodes in single-step mode, snnTorch's ``Leaky``:
+``sj_lif``, ``sj_plif``, ``sj_if``, ``snntorch_leaky``, through their adapters' ``single_step()``). fsnn's own
+neurons (``flif``, ``lif``, ...) are multi-step only: their state is the whole history that their engines process in
+blocks, so they refuse ``recurrent=True`` with one message rather than be stepped through an O(T^2) Python loop. The
+recurrent option is the first-order control "memory through the network" beside f-LIF's "memory in the neuron".
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fsnn.checks import check_int
+from fsnn.models.layers import SeqBatchNorm1d, check_sequence, spiking
+from fsnn.models.registry import register_backbone
+
+__all__ = ["SeqMLP", "SpikingLinear", "seqmlp"]
+
+
+class SpikingLinear(nn.Module):
+    """``[T, B, in] -> spikes [T, B, out]``: ``S = neuron(BN(W x))``, or with ``recurrent`` the step-by-step
+    ``S_t = neuron_t(BN(W x)_t + R S_{t-1})`` (``S_{-1} = 0``)."""
+
+    def __init__(self, in_features: int, out_features: int, neuron: str, neuron_kwargs: dict | None,
+                 recurrent: bool = False, norm: bool = True):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features, bias=not norm)
+        self.norm = SeqBatchNorm1d(out_features) if norm else nn.Identity()
+        self.neuron = spiking(neuron, neuron_kwargs)
+        self.recurrent = nn.Linear(out_features, out_features, bias=False) if recurrent else None
+        if recurrent and not hasattr(self.neuron, "single_step"):
+            raise ValueError(
+                f"recurrent=True needs a neuron that can be stepped one time step at a time (sj_lif, sj_plif, sj_if, "
+                f"snntorch_leaky); neuron {neuron!r} is multi-step only (fsnn's neurons keep their whole history "
+                "inside one call); use recurrent=False")
+        # a stepped neuron's forward hooks do not fire: the layer reports its spikes to firing-rate probes instead
+        self.emits_spikes = recurrent
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        current = self.norm(self.linear(x))
+        if self.recurrent is None:
+            return self.neuron(current)
+        spikes = []
+        with self.neuron.single_step() as step:
+            s = current.new_zeros(current.shape[1:])
+            for current_t in current:
+                s = step(current_t + self.recurrent(s))
+                spikes.append(s)
+        return torch.stack(spikes)
+
+
+class SeqMLP(nn.Module):
+    """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring)."""
+
+    def __init__(self, in_features: int, num_classes: int, readout_steps: int = 1, hidden: int = 64, layers: int = 2,
+                 recurrent: bool = False, norm: bool = True, neuron: str = "flif", neuron_kwargs: dict | None = None):
+        super().__init__()
+        self.in_features = check_int("in_features", in_features)
+        self.num_classes = check_int("num_classes", num_classes)
+        self.readout_steps = check_int("readout_steps", readout_steps)
+        hidden, layers = check_int("hidden", hidden), check_int("layers", layers)
+        sizes = [self.in_features] + [hidden] * layers
+        self.layers = nn.Sequential(*(SpikingLinear(a, b, neuron, neuron_kwargs, bool(recurrent), bool(norm))
+                                      for a, b in zip(sizes[:-1], sizes[1:])))
+        self.readout = nn.Linear(hidden, self.num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_sequence(x, 3)
+        if x.shape[2] != self.in_features or x.shape[0] < self.readout_steps:
+            raise ValueError(f"seqmlp was built for [T >= {self.readout_steps}, B, {self.in_features}] inputs, "
+                             f"got {tuple(x.shape)}")
+        return self.readout(self.layers(x)[-self.readout_steps:])
+
+
+@register_backbone("seqmlp", supports={"sequence"})
+def seqmlp(in_features: int = 17, num_classes: int = 4, readout_steps: int = 1, neuron: str = "flif",
+           neuron_kwargs: dict | None = None, hidden: int = 64, layers: int = 2, recurrent: bool = False,
+           norm: bool = True) -> SeqMLP:
+    """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
+    classes)."""
+    return SeqMLP(in_features=in_features, num_classes=num_classes, readout_steps=readout_steps, hidden=hidden,
+                  layers=layers, recurrent=recurrent, norm=norm, neuron=neuron, neuron_kwargs=neuron_kwargs)
