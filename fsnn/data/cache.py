@@ -75,9 +75,12 @@ def cached_tensor(cache_dir: str | Path | None, key: str, compute: Callable[[], 
             return None
         try:
             entry = torch.load(path, map_location="cpu", weights_only=True)
-            if content_digest(entry["tensor"]) == entry["digest"]:
+            if not isinstance(entry, dict):
+                problem = "written without a digest, by an older fsnn"
+            elif content_digest(entry.get("tensor")) == entry.get("digest"):
                 return entry["tensor"]
-            problem = "its tensor does not match the digest stored with it"
+            else:
+                problem = "its tensor does not match the digest stored with it"
         except Exception as error:  # noqa: BLE001 - truncated, damaged, an older format: rebuild it
             problem = f"unreadable: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         if warn:
