@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from conftest import run_app
+from zipdata import member_span
 from fsnn.data import DATASETS, DatasetMissingError, build_dataset, dataset_info, events_to_frames, frame_slices
 from fsnn.data import digits_dvs, events
 from fsnn.data.common import stratified_split
@@ -330,22 +331,13 @@ def test_corrupt_sample_file_is_repaired_on_load(tmp_path, count_integrations):
     assert torch.equal(train[0][0], reference) and len(count_integrations) == 1  # rewritten once
 
 
-def _deflate_data(path: Path, member: str = "frames.npy") -> tuple[int, int]:
-    """``(offset, size)`` of a zip member's compressed bytes."""
-    with zipfile.ZipFile(path) as archive:
-        info = archive.getinfo(member)
-    header = path.read_bytes()[info.header_offset:info.header_offset + 30]
-    start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
-    return start, info.compress_size
-
-
 def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrations, caplog):
     # flipped bytes inside the compressed frames: zlib cannot decode them (this crashed every rerun with zlib.error)
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[0][0]
     victim = root / "fsnn_cache" / "dvsgesture" / "T4_s32" / "train" / f"{train.indices[0]:07d}.npz"
-    start, size = _deflate_data(victim)
+    start, size = member_span(victim, "frames.npy")
     data = bytearray(victim.read_bytes())
     for offset in range(start + size // 4, start + size - 4, max(size // 12, 1)):
         data[offset] ^= 0x5A

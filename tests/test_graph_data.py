@@ -8,7 +8,6 @@ import resource
 import shutil
 import time
 import urllib.error
-import zipfile
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ from fsnn.data.cache import cache_dir
 from fsnn.data.fixtures import write_fixtures
 from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES
 from fsnn.data.graphs import make_synthetic_graph, stratified_masks
+from zipdata import member_span
 
 FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv"]
 
@@ -457,10 +457,7 @@ def test_damaged_graph_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, 
         torch.save(torch.load(path, weights_only=True)["tensor"], buffer)
         raw = bytearray(buffer.getvalue())
     else:
-        with zipfile.ZipFile(path) as archive:
-            info = max((i for i in archive.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
-        header = raw[info.header_offset:info.header_offset + 30]
-        start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little")
+        start, _ = member_span(path)
         raw[start:start + 4 * 550] = b"\xff" * (4 * 550)  # 550 float32 NaNs
     path.write_bytes(bytes(raw))
     with caplog.at_level("WARNING", logger="fsnn.data.cache"):
