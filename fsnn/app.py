@@ -495,7 +495,8 @@ def run_guarded(fn, cfg: DictConfig):
     except Exception as error:
         if not multirun:
             raise
-        files = [h for h in logging.getLogger().handlers if isinstance(h, logging.FileHandler)]
+        files = [h for h in logging.getLogger().handlers
+                 if isinstance(h, logging.FileHandler) and h.baseFilename != os.devnull]  # pytest adds /dev/null
         for handler in files:  # the job's log file, not the console
             handler.handle(log.makeRecord(log.name, logging.ERROR, __file__, 0, "job failed", None, sys.exc_info()))
         where = f"traceback in {files[0].baseFilename}" if files else "no log file for its traceback"

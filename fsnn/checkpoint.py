@@ -14,6 +14,7 @@ enough that a run resumed from one ends bit-identical to a run that was never in
 from __future__ import annotations
 
 import random
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,9 @@ def load_checkpoint(path: str | Path, config: dict | None = None, map_location: 
     if not path.is_file():
         raise CheckpointError(path, "does not exist")
     try:
-        checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # a foreign pickle's protocol warning: the error below says it all
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            checkpoint = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as error:  # noqa: BLE001 - whatever torch says, the file is unusable
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "weights_only" in str(error) or "Unsupported global" in str(error):

@@ -111,7 +111,8 @@ class NeuronSchema(Schema):
 class DatasetSchema(Schema):
     name: Annotated[str, _registered(lambda: sorted(DATASETS))] = _expect("a registered dataset")
     T: Count = _expect("an integer >= 1 (time steps)")
-    size: Count | list[Count] = _expect("an integer >= 1 or an [H, W] pair of them")
+    size: Count | Annotated[list[Count], Field(min_length=2, max_length=2)] = _expect(
+        "an integer >= 1 or an [H, W] pair of them")
     batch_size: Count | None = _expect("null (one batch per split) or an integer >= 1")
     val_fraction: Annotated[float, Field(gt=0, lt=1)] = _expect("a number in (0, 1)")
     num_workers: NonNegativeInt = None

@@ -68,8 +68,9 @@ BAD_VALUES = [
 
 
 class Probe:
-    def __init__(self, root: Path, work: Path, data: Path):
-        self.root, self.work, self.data = root, work, data
+    def __init__(self, root: Path, work: Path, data: Path, values: list[tuple[str, str]] = BAD_VALUES,
+                 journal: Path | None = None):
+        self.root, self.work, self.data, self.values, self.journal = root, work, data, values, journal
         self.rows: list[dict] = []
         self.count = 0
 
@@ -111,7 +112,11 @@ class Probe:
 
     def record(self, category: str, case: str, outcome: str, lost: bool = False, note: str = "") -> None:
         assert outcome in OUTCOMES, outcome
-        self.rows.append({"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note})
+        row = {"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note}
+        self.rows.append(row)
+        if self.journal is not None:  # a probe stopped part-way keeps what it recorded
+            with self.journal.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
         print(f"  {category:12s} {case:58s} {outcome:9s}{' LOST' if lost else ''} {note}", flush=True)
 
     @staticmethod
@@ -144,7 +149,7 @@ class Probe:
 
     # -- the cases --------------------------------------------------------------------------------------------------
     def bad_values(self) -> None:
-        for override, name in BAD_VALUES:
+        for override, name in self.values:
             cwd = self.folder(override)
             # one epoch that ends on its own, so an accepted value finishes (trainer.max_epochs=-1 would not)
             rc, out = self.train(cwd, *TINY, override, timeout=240)
@@ -382,6 +387,8 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=HERE, help="the fsnn checkout to probe (default: this one)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "probe", help="where probe.json/md go")
     parser.add_argument("--only", nargs="+", choices=sorted(CATEGORIES), help="run only these categories")
+    parser.add_argument("--values", nargs="+", metavar="OVERRIDE",
+                        help="try only these of the bad values (as listed in BAD_VALUES), e.g. on a busy machine")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     start = time.perf_counter()
@@ -390,7 +397,13 @@ def main(argv=None) -> int:
         work.mkdir()
         subprocess.run([sys.executable, str(root / "scripts" / "make_fixtures.py"), str(data)], check=True,
                        env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL)
-        probe = Probe(root, work, data)
+        values = BAD_VALUES if args.values is None else [v for v in BAD_VALUES if v[0] in args.values]
+        if args.values is not None and len(values) != len(args.values):
+            unknown = sorted(set(args.values) - {v[0] for v in values})
+            parser.error(f"--values: expected overrides listed in BAD_VALUES, got {unknown}")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (journal := args.out / "probe.jsonl").write_text("")
+        probe = Probe(root, work, data, values, journal)
         for name, method in CATEGORIES.items():
             if args.only is None or name in args.only:
                 print(f"{name}:", flush=True)
