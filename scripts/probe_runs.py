@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -81,7 +82,8 @@ class Probe:
 
     def folder(self, name: str) -> Path:
         self.count += 1
-        path = self.work / f"{self.count:03d}-{name.replace('/', '_')[:60]}"
+        # only characters a Hydra override value takes unquoted (the path goes into run_dir=...)
+        path = self.work / f"{self.count:03d}-{re.sub(r'[^A-Za-z0-9._=+-]', '_', name)[:60]}"
         path.mkdir(parents=True)
         return path
 
