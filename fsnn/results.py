@@ -1,7 +1,9 @@
-"""Run records and files: the one atomic writer, JSON records, and the facts every ``metrics.json`` carries."""
+"""Run records and files: the one atomic writer, JSON records, the content digest that checkpoints and caches are
+checked against, and the facts every ``metrics.json`` carries."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -10,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
+import numpy as np
 import torch
 
 PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingjelly", "snntorch",
@@ -46,6 +49,44 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 def write_json_atomic(path: str | Path, payload: Any) -> Path:
     """``payload`` as indented JSON, written atomically (:func:`write_text_atomic`)."""
     return write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=_jsonable))
+
+
+def content_digest(obj) -> str:
+    """SHA-256 of a tree of tensors, numpy arrays and plain values (dicts, lists, tuples, numbers, strings, None):
+    two trees have the same digest exactly when they hold the same values, dtypes and shapes in the same structure,
+    whatever the bytes of the file they were read from. A flipped bit in any tensor changes it."""
+    digest = hashlib.sha256()
+    _feed(digest, obj)
+    return digest.hexdigest()
+
+
+def _feed(digest, obj) -> None:
+    if isinstance(obj, torch.Tensor):
+        tensor = obj.detach().cpu()
+        if tensor.is_sparse:
+            tensor = tensor.coalesce()
+            digest.update(f"sparse {tuple(tensor.shape)}|".encode())
+            _feed(digest, tensor.indices())
+            _feed(digest, tensor.values())
+            return
+        tensor = tensor.contiguous()
+        digest.update(f"tensor {tensor.dtype} {tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy())
+    elif isinstance(obj, np.ndarray):
+        array = np.ascontiguousarray(obj)
+        digest.update(f"array {array.dtype.str} {array.shape}|".encode())
+        digest.update(array.view(np.uint8).reshape(-1) if array.size else b"")
+    elif isinstance(obj, dict):
+        digest.update(f"dict {len(obj)}|".encode())
+        for key in sorted(obj, key=repr):
+            _feed(digest, key)
+            _feed(digest, obj[key])
+    elif isinstance(obj, (list, tuple)):
+        digest.update(f"{type(obj).__name__} {len(obj)}|".encode())
+        for value in obj:
+            _feed(digest, value)
+    else:
+        digest.update(f"{type(obj).__name__} {obj!r}|".encode())
 
 
 def _jsonable(value):

@@ -5,6 +5,10 @@ Batches arrive as ``[B, T, C, H, W]`` (the default collate of ``[T, C, H, W]`` s
 backbone sees ``[T, B, ...]`` and returns per-step outputs ``[T, B, classes]`` whose mean over T
 (the firing rate of a voting layer, or the mean of a linear readout) is the logit of a single
 cross-entropy.
+
+Under DDP the data modules split the data themselves (the Trainer runs with ``use_distributed_sampler=False``): each
+rank trains on its share of every epoch's permutation, and validation and test give every sample to exactly one rank
+(no padding), so the metrics, which are torchmetrics states summed over the ranks, are those of the whole split.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import lightning as L
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler, Sampler
+from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
 from fsnn.neurons import is_neuron
@@ -37,18 +42,23 @@ class ClassifierModule(L.LightningModule):
         super().__init__()
         self.model, self.optimizer_factory, self.scheduler_factory = model, optimizer, scheduler
         self.num_classes, self.monitor = int(num_classes), monitor
+        # metric states are summed over DDP ranks: each split's loss and accuracy are those of all its samples
         self.metrics = nn.ModuleDict({
-            f"{split}_acc": MulticlassAccuracy(self.num_classes, average="micro") for split in ("train", "val", "test")
+            f"{split}_{name}": metric for split in ("train", "val", "test")
+            for name, metric in (("acc", MulticlassAccuracy(self.num_classes, average="micro")),
+                                 ("loss", MeanMetric(nan_strategy="disable")))
         })
 
     def _step(self, batch, split: str) -> torch.Tensor:
         x, y = batch
         logits = self(x)
         loss = F.cross_entropy(logits, y)
-        acc = self.metrics[f"{split}_acc"]
+        acc, mean_loss = self.metrics[f"{split}_acc"], self.metrics[f"{split}_loss"]
         acc(logits, y)
+        mean_loss(loss.detach(), len(y))
         on_step = split == "train"
-        self.log(f"{split}/loss", loss, on_step=on_step, on_epoch=True, prog_bar=split != "test", batch_size=len(y))
+        self.log(f"{split}/loss", mean_loss, on_step=on_step, on_epoch=True, prog_bar=split != "test",
+                 batch_size=len(y))
         self.log(f"{split}/acc", acc, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(y))
         return loss
 
@@ -90,9 +100,33 @@ class SpikingClassifier(ClassifierModule):
         return self.model(x.transpose(0, 1)).mean(0)
 
 
+class ShardSampler(Sampler[int]):
+    """Indices ``rank, rank + world, ...`` of ``n`` samples: each sample on exactly one of ``world`` ranks, in order
+    (``DistributedSampler`` would pad the shards to one length with repeated samples, counting those twice)."""
+
+    def __init__(self, n: int, world: int = 1, rank: int = 0):
+        self.n, self.world, self.rank = int(n), int(world), int(rank)
+
+    def __iter__(self):
+        return iter(range(self.rank, self.n, self.world))
+
+    def __len__(self) -> int:
+        return len(range(self.rank, self.n, self.world))
+
+
+def distributed_rank(module: L.LightningDataModule) -> tuple[int, int]:
+    """``(world size, global rank)`` of the Trainer a data module is attached to (``(1, 0)`` without one)."""
+    trainer = getattr(module, "trainer", None)
+    return (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+
+
 class SplitDataModule(L.LightningDataModule):
-    """Wraps the train/val/test datasets returned by ``build()`` (called once, at setup); shuffling is seeded so
-    reruns see the same order; ``batch_size=None`` makes each split one batch."""
+    """Wraps the train/val/test datasets returned by ``build()`` (called once, at setup); ``batch_size=None`` makes
+    each split one batch.
+
+    Training order: a fresh permutation each epoch that depends only on ``(seed, epoch)`` (``DistributedSampler``'s
+    rule; Lightning sets the epoch), so a run resumed from a checkpoint sees the order an uninterrupted run sees, and
+    under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once."""
 
     def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0):
         super().__init__()
@@ -103,22 +137,29 @@ class SplitDataModule(L.LightningDataModule):
         if self.splits is None:
             self.splits = self.build()
 
-    def _loader(self, index: int, shuffle: bool) -> DataLoader:
+    def split_sizes(self) -> dict[str, int]:
+        """Samples in each split (for ``metrics.json``)."""
+        self.setup()
+        return {name: len(data) for name, data in zip(("train", "val", "test"), self.splits) if data is not None}
+
+    def _loader(self, index: int, train: bool) -> DataLoader:
         self.setup()
         data = self.splits[index]
         size = len(data) if self.batch_size is None else self.batch_size
-        generator = torch.Generator().manual_seed(self.seed) if shuffle else None
-        return DataLoader(data, batch_size=max(size, 1), shuffle=shuffle, generator=generator,
-                          num_workers=self.num_workers, persistent_workers=self.num_workers > 0)
+        world, rank = distributed_rank(self)
+        sampler = (DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=self.seed) if train
+                   else ShardSampler(len(data), world, rank))
+        return DataLoader(data, batch_size=max(size, 1), sampler=sampler, num_workers=self.num_workers,
+                          persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self):
-        return self._loader(0, shuffle=True)
+        return self._loader(0, train=True)
 
     def val_dataloader(self):
-        return self._loader(1, shuffle=False)
+        return self._loader(1, train=False)
 
     def test_dataloader(self):
-        return self._loader(2, shuffle=False)
+        return self._loader(2, train=False)
 
 
 class SpeedMonitor(L.Callback):
@@ -190,10 +231,11 @@ class SpeedMonitor(L.Callback):
 
 class SpikeRateMeter:
     """Forward hooks on every neuron (and every module with ``emits_spikes = True``, e.g. an input encoder) of
-    ``model``: ``rates()`` gives ``{module name: spikes / elements}`` over all forwards between ``start`` and ``stop``."""
+    ``model``: ``rates()`` gives ``{module name: spikes / elements}`` over all forwards between ``start`` and ``stop``.
+    ``reduce`` (e.g. a DDP strategy's sum over ranks) is applied to the ``[modules, 2]`` totals first."""
 
-    def __init__(self, model: nn.Module):
-        self.model = model
+    def __init__(self, model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
+        self.model, self.reduce = model, reduce
         self.totals: dict[str, list[float]] = {}
         self.handles: list = []
 
@@ -202,13 +244,14 @@ class SpikeRateMeter:
         self.totals = {}
         for name, module in self.model.named_modules():
             if is_neuron(module) or getattr(module, "emits_spikes", False):
+                self.totals[name] = [0.0, 0]  # every rank reduces the same modules, fired or not
                 self.handles.append(module.register_forward_hook(self._hook(name)))
         return self
 
     def _hook(self, name):
         def hook(_module, _inputs, output):
             spikes = output[0] if isinstance(output, tuple) else output
-            entry = self.totals.setdefault(name, [0.0, 0])
+            entry = self.totals[name]
             entry[0] += float(spikes.detach().sum())
             entry[1] += spikes.numel()
 
@@ -220,13 +263,18 @@ class SpikeRateMeter:
         self.handles = []
 
     def rates(self) -> dict[str, float]:
-        return {name: total / count for name, (total, count) in self.totals.items() if count}
+        names = list(self.totals)
+        totals = torch.tensor([self.totals[n] for n in names], dtype=torch.float64).reshape(-1, 2)
+        if self.reduce is not None:
+            totals = self.reduce(totals)
+        return {name: float(total / count) for name, (total, count) in zip(names, totals.tolist()) if count}
 
 
 @contextmanager
-def firing_rates(model: nn.Module):
-    """``with firing_rates(model) as rates: ...``: ``rates`` is filled on exit with ``{module name: firing rate}``."""
-    meter = SpikeRateMeter(model).start()
+def firing_rates(model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
+    """``with firing_rates(model) as rates: ...``: ``rates`` is filled on exit with ``{module name: firing rate}``
+    (``reduce``: see :class:`SpikeRateMeter`)."""
+    meter = SpikeRateMeter(model, reduce).start()
     rates: dict[str, float] = {}
     try:
         yield rates

@@ -5,8 +5,10 @@
     python scripts/energy.py results/train/<run> --data-dir DIR   # data somewhere else than the run's paths.data_dir
     python scripts/energy.py --backbone dvsnet --dataset dvsgesture --neuron flif   # quick: random spikes, no run
 
-With a run folder: rebuilds the model from ``<run>/.hydra/config.yaml`` (``fsnn.app.build_task``), loads
-``checkpoints/<checkpoint>.ckpt`` when present (else the initial weights, with a warning), runs one test batch,
+With a run folder: rebuilds the model from ``<run>/.hydra/config.yaml`` (checked first, ``fsnn.app.open_run``: only
+fsnn's own optimizer/scheduler/logger classes), loads ``checkpoints/<checkpoint>.ckpt`` when present (verified and
+read with ``weights_only=True``, :func:`fsnn.checkpoint.load_checkpoint`; else the initial weights, with a warning),
+runs one test batch,
 prints the table and totals and writes ``<run>/energy.json`` atomically. Quick mode feeds Bernoulli(--rate) spikes of
 the dataset's shape (T and size from ``conf/dataset/<name>.yaml`` unless given) and writes ``--out`` if given.
 """
@@ -18,7 +20,6 @@ import sys
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 from fsnn.energy import E_AC_PJ, E_MAC_PJ, energy_report, format_table
 from fsnn.results import write_json_atomic
@@ -55,22 +56,20 @@ def _settings(args) -> dict:
 
 
 def from_run(args) -> dict:
+    from fsnn.app import open_run
+    from fsnn.checkpoint import load_checkpoint
     from fsnn.tasks import build_task
 
     run_dir = args.run_dir
-    saved = run_dir / ".hydra" / "config.yaml"
-    if not saved.exists():
-        raise SystemExit(f"energy: {run_dir} has no .hydra/config.yaml; pass the folder of a train.py run")
-    cfg = OmegaConf.load(saved)
-    if args.data_dir is not None:
-        cfg.paths.data_dir = str(args.data_dir)
+    cfg, config = open_run(run_dir, args.data_dir)  # checked: only fsnn's own _target_ classes are built
+    ckpt = run_dir / "checkpoints" / f"{args.checkpoint}.ckpt"
+    # verified before anything is built: weights_only (no code runs), digest, and this run's config
+    state = load_checkpoint(ckpt, config) if ckpt.exists() else None
     torch.manual_seed(cfg.get("seed", 0))
     module, data, _metric = build_task(cfg)
     if not hasattr(module, "model") or not hasattr(data, "test_dataloader"):
         raise SystemExit("energy: only image/event classification runs are supported")
-    ckpt = run_dir / "checkpoints" / f"{args.checkpoint}.ckpt"
-    if ckpt.exists():
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    if state is not None:
         module.load_state_dict(state["state_dict"])
     else:
         print(f"energy: warning: {ckpt} not found; using the initial weights", file=sys.stderr)
@@ -131,8 +130,14 @@ def quick(args) -> dict:
 
 
 def main(argv=None) -> dict:
+    from fsnn.app import USER_ERRORS
+
     args = parse_args(argv)
-    return from_run(args) if args.run_dir is not None else quick(args)
+    try:
+        return from_run(args) if args.run_dir is not None else quick(args)
+    except USER_ERRORS as error:  # a bad run folder, checkpoint or dataset: one line, as train.py
+        print(f"fsnn: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -3,12 +3,14 @@ missing-data errors, and the simulated digits_dvs dataset."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
 import time
 import urllib.error
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 import torch
 
 from conftest import run_app
+from zipdata import member_span
 from fsnn.data import DATASETS, DatasetMissingError, build_dataset, dataset_info, events_to_frames, frame_slices
 from fsnn.data import digits_dvs, events
 from fsnn.data.common import stratified_split
@@ -328,6 +331,39 @@ def test_corrupt_sample_file_is_repaired_on_load(tmp_path, count_integrations):
     assert torch.equal(train[0][0], reference) and len(count_integrations) == 1  # rewritten once
 
 
+def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrations, caplog):
+    # flipped bytes inside the compressed frames: zlib cannot decode them (this crashed every rerun with zlib.error)
+    root = _gesture_root(tmp_path)
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    reference = train[0][0]
+    victim = root / "fsnn_cache" / "dvsgesture" / "T4_s32" / "train" / f"{train.indices[0]:07d}.npz"
+    start, size = member_span(victim, "frames.npy")
+    data = bytearray(victim.read_bytes())
+    for offset in range(start + size // 4, start + size - 4, max(size // 12, 1)):
+        data[offset] ^= 0x5A
+    victim.write_bytes(bytes(data))
+    count_integrations.clear()
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    with caplog.at_level("WARNING", logger="fsnn.data.events"):
+        assert torch.equal(train[0][0], reference)
+    assert len(count_integrations) == 1 and str(victim) in caplog.text and "damaged" in caplog.text
+
+
+def test_frames_that_do_not_match_their_digest_are_rebuilt(tmp_path, count_integrations, caplog):
+    root = _gesture_root(tmp_path)
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    reference = train[1][0]
+    manifest = json.loads((marker := train.cache.dir / events.MARKER).read_text())
+    assert manifest["format"] == events.CACHE_FORMAT and len(manifest["digests"]) == len(manifest["sizes"])
+    manifest["digests"][train.indices[1]] = "0" * 64  # as if the file's frames had changed since they were written
+    marker.write_text(json.dumps(manifest))
+    count_integrations.clear()
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    with caplog.at_level("WARNING", logger="fsnn.data.events"):
+        assert torch.equal(train[1][0], reference)
+    assert len(count_integrations) == 1 and "do not match the digest" in caplog.text
+
+
 def test_cache_is_rebuilt_when_the_raw_files_change(tmp_path, count_integrations):
     root = _gesture_root(tmp_path)
     build_dataset("dvsgesture", root, T=4, size=32)
@@ -368,8 +404,8 @@ def test_missing_data_is_one_clear_error(tmp_path, name):
     assert err.value.dataset == name and err.value.directory == str(expected_dir)
 
 
-@pytest.mark.parametrize("name", ["nmnist", "ncaltech101", "cifar10", "imagenet"])
-def test_fixtures_below_upstream_checks_are_incomplete_when_verifying(fixture_root, name, monkeypatch):
+@pytest.mark.parametrize("name", ["nmnist", "ncaltech101", "dvsgesture", "dvslip", "cifar10", "imagenet"])
+def test_fixtures_below_the_published_release_are_incomplete_when_verifying(fixture_root, name, monkeypatch):
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
     with pytest.raises(DatasetMissingError, match="incomplete|corrupted"):
         build_dataset(name, fixture_root, download=False)
@@ -377,10 +413,25 @@ def test_fixtures_below_upstream_checks_are_incomplete_when_verifying(fixture_ro
     assert len(build_dataset(name, fixture_root, T=2, download=False)[0]) > 0
 
 
-def test_fixtures_pass_upstream_checks_where_they_can(fixture_root, monkeypatch):
+def test_verification_compares_file_counts_with_the_published_release(fixture_root, monkeypatch):
+    # 110 of DVS128 Gesture's 1,077 training files pass tonic's own check (at least 100), not fsnn's
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
-    for name in ("dvsgesture", "dvslip", "hardvs"):
-        assert len(build_dataset(name, fixture_root, T=2, size=16, download=False)[0]) > 0
+    with pytest.raises(DatasetMissingError, match=r"ibmGestureTrain/ holds 110 \.npy files, the published release "
+                                                  r"has 1,077"):
+        build_dataset("dvsgesture", fixture_root, download=False)
+    spec = events.TONIC_SPECS["dvsgesture"]
+    location = fixture_root / spec.folder
+    assert events.tonic_split_problem(spec, location, "train", verify=True).startswith("incomplete")
+    assert events.tonic_problem(replace(spec, published={"train": 110, "test": 110}), location, verify=True) is None
+    more = replace(spec, published={"train": 100, "test": 110})
+    assert events.tonic_split_problem(more, location, "train", verify=True).startswith(
+        "unexpected files: ibmGestureTrain/ holds 110")
+
+
+def test_hardvs_fixture_passes_verification(fixture_root, monkeypatch):
+    # its label files list exactly its samples
+    monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
+    assert len(build_dataset("hardvs", fixture_root, T=2, size=16, download=False)[0]) > 0
 
 
 def test_a_missing_split_is_reported(tmp_path):

@@ -3,6 +3,7 @@ and the sparse feature preprocessing (propagation, LapPE, RWPE, perturbations, c
 
 from __future__ import annotations
 
+import io
 import resource
 import shutil
 import time
@@ -19,6 +20,7 @@ from fsnn.data.cache import cache_dir
 from fsnn.data.fixtures import write_fixtures
 from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES
 from fsnn.data.graphs import make_synthetic_graph, stratified_masks
+from zipdata import member_span
 
 FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv"]
 
@@ -436,6 +438,35 @@ def test_node_features_cache(graph_root, tmp_path, monkeypatch):
     dropped.edge_index = F.drop_edges(data.edge_index, 0.5, 0)
     F.node_features(dropped, hops=1, pe="laplacian", pe_dim=8, cache_dir=cache)
     assert len(list(cache.glob("lappe-*.pt"))) == 2
+
+
+@pytest.mark.parametrize("damage", ["same-size bytes in the tensor", "truncated", "an older format"])
+def test_damaged_graph_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, damage):
+    # a same-size corruption used to load silently: 550 NaN features trained into a "complete" run
+    from fsnn.data.cache import cached_tensor
+
+    data = load_graph("cora", data_dir=graph_root, download=False)
+    cache = cache_dir(tmp_path, "graphs", "cora")
+    x = F.node_features(data, hops=1, cache_dir=cache)
+    (path,) = cache.glob("propagate-*.pt")
+    raw = bytearray(path.read_bytes())
+    if damage == "truncated":
+        raw = raw[: len(raw) // 2]
+    elif damage == "an older format":  # a bare tensor, as fsnn wrote before the digest
+        buffer = io.BytesIO()
+        torch.save(torch.load(path, weights_only=True)["tensor"], buffer)
+        raw = bytearray(buffer.getvalue())
+    else:
+        start, _ = member_span(path)
+        raw[start:start + 4 * 550] = b"\xff" * (4 * 550)  # 550 float32 NaNs
+    path.write_bytes(bytes(raw))
+    with caplog.at_level("WARNING", logger="fsnn.data.cache"):
+        again = F.node_features(data, hops=1, cache_dir=cache)
+    assert str(path) in caplog.text and "rebuilding" in caplog.text
+    assert torch.equal(again, x) and torch.isfinite(again).all()
+    caplog.clear()
+    assert torch.equal(cached_tensor(cache, path.stem, lambda: pytest.fail("rebuilt twice")), torch.load(
+        path, weights_only=True)["tensor"]) and not caplog.text
 
 
 # -- scale ---------------------------------------------------------------------------------------------

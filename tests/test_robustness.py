@@ -403,6 +403,8 @@ def _fixture_run(root: Path, compose_cfg, *overrides: str) -> Path:
     import lightning as L
 
     from fsnn.app import build_task
+    from fsnn.checkpoint import RunCheckpointIO
+    from fsnn.config import result_config
 
     cfg = compose_cfg(*overrides, "logger=none")
     cfg = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
@@ -412,7 +414,8 @@ def _fixture_run(root: Path, compose_cfg, *overrides: str) -> Path:
     L.seed_everything(cfg.seed, verbose=False)
     module, data, _ = build_task(cfg)
     trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=0, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        plugins=[RunCheckpointIO(result_config(cfg))])
     trainer.fit(module, datamodule=data)
     trainer.save_checkpoint(run_dir / "checkpoints" / "best.ckpt")
     (run_dir / "metrics.json").write_text(json.dumps({"status": "complete", "metric": "acc",
@@ -568,7 +571,7 @@ def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compo
           match=r"center_occlusion at level 2")
     fails("robustness=events", "+robustness.corruptions.frame_discard.repeat=3", match="unknown keys")
     fails("robustness=events", robustness__corruptions={}, match="lists no corruptions")
-    fails("run_dir=/nonexistent", match="no .hydra/config.yaml")
+    fails("run_dir=/nonexistent", match=r"run_dir: expected the folder of a train.py run \(with .hydra/config.yaml\)")
 
 
 # -- end to end: train.py, evaluate.py robustness=..., the paper's table, the figures script ---

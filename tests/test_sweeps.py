@@ -133,10 +133,18 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     assert proc.returncode == 1, proc.stderr[-3000:]
     runs = {r["config"]["task"]: r for r in _runs(tmp_path / "results", "train")}
     assert runs[None]["status"] == "complete"
-    assert runs["nonsense"]["status"] == "failed" and runs["nonsense"]["error"].startswith("ConfigError: task must")
+    assert runs["nonsense"]["status"] == "failed"
+    assert runs["nonsense"]["error"].startswith("ConfigError: task: expected one of null (classification), link")
     assert "Error executing job with overrides: ['task=nonsense'" in proc.stderr
-    assert proc.stderr.count("fsnn: error: task must") == 2  # when it failed, and in the final report
+    assert proc.stderr.count("fsnn: error: task: expected") == 2  # when it failed, and in the final report
     assert "Traceback" not in proc.stderr
+    # rerunning the sweep runs only what is missing or failed: the finished job is left as it is
+    done = next(p for p in (tmp_path / "results" / "train").glob("*/metrics.json") if "task-null" in str(p))
+    files = {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()}
+    again = run_app("train.py", "-m", "task=nonsense,null", *SMALL_GESTURE, "dataset.num_workers=0", *TINY,
+                    f"paths.data_dir={data_root}", cwd=tmp_path, timeout=300)
+    assert again.returncode == 1 and f"{done.parent} is finished" in again.stdout
+    assert {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()} == files
 
 
 @pytest.mark.slow

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from fsnn.data.common import abspath
-from fsnn.results import write_atomic
+from fsnn.results import content_digest, write_atomic
 
 try:  # POSIX advisory locks; elsewhere the cache falls back to no locking
     import fcntl
@@ -23,6 +24,7 @@ except ImportError:  # pragma: no cover
     fcntl = None
 
 CACHE_DIRNAME = "fsnn_cache"
+log = logging.getLogger(__name__)
 
 
 def cache_dir(data_dir: str | Path, *parts: str) -> Path:
@@ -57,8 +59,10 @@ def file_lock(path: Path):
 def cached_tensor(cache_dir: str | Path | None, key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
     """``compute()``, memoised in ``<cache_dir>/<key>.pt`` (``cache_dir=None``: no caching).
 
-    The file is written atomically (temporary sibling + rename) under an advisory lock, so parallel runs build
-    it once and readers never see half a file; unreadable files are rebuilt. Loaded with ``weights_only=True``.
+    The file holds the tensor and its content digest (:func:`fsnn.results.content_digest`); it is written atomically
+    (temporary sibling + rename) under an advisory lock, so parallel runs build it once and readers never see half a
+    file, and loaded with ``weights_only=True``. A file that cannot be read, or whose tensor does not match its
+    digest (a changed byte), is rebuilt with a warning naming it.
     """
     if cache_dir is None:
         return compute()
@@ -66,17 +70,29 @@ def cached_tensor(cache_dir: str | Path | None, key: str, compute: Callable[[], 
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"{key}.pt"
 
-    def load():
-        try:
-            return torch.load(path, map_location="cpu", weights_only=True)
-        except Exception:  # missing, truncated or from an incompatible torch: rebuild
+    def load(warn: bool = True):
+        if not path.exists():
             return None
+        try:
+            entry = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(entry, dict):
+                problem = "written without a digest, by an older fsnn"
+            elif content_digest(entry.get("tensor")) == entry.get("digest"):
+                return entry["tensor"]
+            else:
+                problem = "its tensor does not match the digest stored with it"
+        except Exception as error:  # noqa: BLE001 - truncated, damaged, an older format: rebuild it
+            problem = f"unreadable: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if warn:
+            log.warning("fsnn cache file %s is damaged or stale (%s); rebuilding it", path, problem)
+        return None
 
-    if path.exists() and (out := load()) is not None:
+    if (out := load()) is not None:
         return out
     with file_lock(cache_dir / f".{key}.lock"):
-        if path.exists() and (out := load()) is not None:
+        if (out := load(warn=False)) is not None:  # built by another process meanwhile
             return out
         out = compute()
-        write_atomic(path, lambda f: torch.save(out, f))
+        entry = {"tensor": out, "digest": content_digest(out)}
+        write_atomic(path, lambda f: torch.save(entry, f))
         return out

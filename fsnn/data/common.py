@@ -55,9 +55,10 @@ def env_flag(var: str, default: bool) -> bool:
 def resolve_verify(verify: bool | None) -> bool:
     """``verify`` if given, else ``$FSNN_DATA_VERIFY`` (default on).
 
-    On: a dataset must pass the same completeness checks as its upstream library (tonic's minimum file counts,
-    torchvision's CIFAR checksums, all 1000 ImageNet classes). Off: the expected layout with at least one sample
-    per split suffices (tiny fixtures, subsets)."""
+    On: each split of an event dataset must hold the published number of files (DVS128 Gesture 1,077 / 264, N-MNIST
+    60,000 / 10,000, N-Caltech101 8,709, DVS-Lip 14,896 / 4,975, HARDVS its label files' counts), CIFAR must pass
+    torchvision's checksums and ImageNet have all 1000 classes. Off: the expected layout with at least one sample per
+    split suffices (tiny fixtures, subsets)."""
     return env_flag("FSNN_DATA_VERIFY", True) if verify is None else bool(verify)
 
 

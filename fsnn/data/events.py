@@ -7,8 +7,9 @@ Pipeline for every event dataset (N-MNIST, DVS128 Gesture, N-Caltech101, DVS-Lip
 2. :func:`events_to_frames` integrates each sample into ``T`` frames split by event count (SpikingJelly's
    ``split_by='number'``), per-pixel per-polarity counts, and bins them onto the output grid;
 3. :class:`FrameCache` stores one compressed ``.npz`` per sample under
-   ``<data_dir>/fsnn_cache/<name>/T<T>_s<size>/<split>/`` (atomic writes, completion marker written last;
-   ``build_dataset(cache_dir=...)`` moves it, e.g. when ``data_dir`` is read-only);
+   ``<data_dir>/fsnn_cache/<name>/T<T>_s<size>/<split>/`` (atomic writes, completion marker written last with the
+   content digest of every sample, checked at each read; ``build_dataset(cache_dir=...)`` moves it, e.g. when
+   ``data_dir`` is read-only);
 4. :class:`FrameDataset` serves ``(float32 [T, 2, H, W], int)`` from the cache, for a subset of indices
    (train / val / test carved with seeded, stratified splits).
 """
@@ -19,7 +20,6 @@ import hashlib
 import logging
 import os
 import shutil
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
@@ -33,12 +33,12 @@ from torch.utils.data import Dataset
 
 from fsnn.data.cache import file_lock, read_json
 from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, dataset_missing, stratified_split
-from fsnn.results import write_atomic, write_json_atomic
+from fsnn.results import content_digest, write_atomic, write_json_atomic
 
 log = logging.getLogger(__name__)
 
 MARKER = "_COMPLETE.json"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the marker holds each sample's content digest
 #: datasets without an official split (N-Caltech101, digits_dvs): a fixed, seeded, stratified 80/20
 #: train/test split of the sorted sample list.
 TEST_FRACTION = 0.2
@@ -181,10 +181,10 @@ class FrameCache:
     Folder: ``<cache_root>/<dataset>/T<T>_s<size>/<split>/`` (``cache_root`` defaults to ``<data_dir>/fsnn_cache``)
     with ``0000000.npz`` ... (keys ``frames``: counts in a compact unsigned dtype, ``label``, ``n_events``) and
     ``_COMPLETE.json`` written last: format version, T, size, sensor, the source fingerprint, and per sample its
-    label, event count and file size.
+    label, event count, file size and the digest of its frames (:func:`fsnn.results.content_digest`).
     :meth:`ensure` reuses a complete cache, rebuilds missing/truncated sample files of a marked cache, and
-    rebuilds everything when the marker is absent, stale or unreadable. :meth:`load` re-integrates a sample whose
-    file cannot be read.
+    rebuilds everything when the marker is absent, stale or unreadable. :meth:`load` re-integrates, with a warning
+    naming the file, a sample whose file cannot be read or whose frames do not match their digest (bit rot).
     """
 
     def __init__(self, source: EventSource, cache_root: Path, T: int, out_hw: tuple[int, int]):
@@ -203,7 +203,8 @@ class FrameCache:
                 "fingerprint": self.source.fingerprint, "n": len(self.source)}
 
     def write_sample(self, i: int) -> tuple[int, int, np.ndarray]:
-        """Integrate sample ``i`` from the source and write its file atomically -> ``(bytes, n_events, frames)``.
+        """Integrate sample ``i`` from the source and write its file atomically -> ``(bytes, n_events, frames)``
+        (integration is deterministic: the frames, and so their digest, are the same at every rebuild).
         A raw file the upstream loader cannot parse raises :class:`DatasetMissingError` naming it."""
         try:
             x, y, t, p = self.source.read(i)
@@ -222,25 +223,25 @@ class FrameCache:
             f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)), sync=False).stat().st_size
         return nbytes, n_events, frames
 
-    def _build(self, indices: list[int], num_workers: int, sizes: list, n_events: list) -> None:
+    def _build(self, indices: list[int], num_workers: int, sizes: list, n_events: list, digests: list) -> None:
         from tqdm.auto import tqdm
 
         H, W = self.out_hw
         desc = f"fsnn {self.source.dataset}/{self.source.split}: events -> {self.T} frames {H}x{W}"
         with tqdm(total=len(indices), desc=desc, unit="sample", mininterval=1.0) as bar:
             def one(i):
-                nbytes, count, _ = self.write_sample(i)
-                return i, nbytes, count
+                nbytes, count, frames = self.write_sample(i)
+                return i, nbytes, count, content_digest(frames)
 
             if num_workers > 1 and len(indices) > 1:
                 with ThreadPoolExecutor(max_workers=num_workers) as pool:
                     results = pool.map(one, indices)
-                    for i, nbytes, count in results:
-                        sizes[i], n_events[i] = nbytes, count
+                    for i, nbytes, count, digest in results:
+                        sizes[i], n_events[i], digests[i] = nbytes, count, digest
                         bar.update(1)
             else:
                 for i in indices:
-                    _, sizes[i], n_events[i] = one(i)
+                    _, sizes[i], n_events[i], digests[i] = one(i)
                     bar.update(1)
 
     def ensure(self, num_workers: int = 1) -> dict:
@@ -250,7 +251,7 @@ class FrameCache:
         with file_lock(self.dir.parent / f".{self.source.split}.lock"):
             marker = read_json(self.dir / MARKER)
             valid = (isinstance(marker, dict) and all(marker.get(k) == v for k, v in expected.items())
-                     and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels")))
+                     and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "digests")))
             if valid:
                 on_disk = {e.name: e.stat().st_size for e in os.scandir(self.dir) if e.name.endswith(".npz")}
                 bad = [i for i in range(n) if on_disk.get(self.sample_path(i).name) != marker["sizes"][i]]
@@ -259,8 +260,8 @@ class FrameCache:
                     return marker
                 log.warning("fsnn cache %s: %d of %d sample files missing or truncated; rebuilding them",
                             self.dir, len(bad), n)
-                sizes, n_events = list(marker["sizes"]), list(marker["n_events"])
-                self._build(bad, num_workers, sizes, n_events)
+                sizes, n_events, digests = list(marker["sizes"]), list(marker["n_events"]), list(marker["digests"])
+                self._build(bad, num_workers, sizes, n_events, digests)
             else:
                 if self.dir.exists():
                     log.warning("fsnn cache %s is incomplete or stale (no valid %s); rebuilding it", self.dir, MARKER)
@@ -268,23 +269,29 @@ class FrameCache:
                 self.dir.mkdir(parents=True)
                 log.info("fsnn: integrating %d %s/%s samples into %s", n, self.source.dataset,
                          self.source.split, self.dir)
-                sizes, n_events = [0] * n, [0] * n
-                self._build(list(range(n)), num_workers, sizes, n_events)
-            manifest = {**expected, "sizes": sizes, "n_events": n_events,
+                sizes, n_events, digests = [0] * n, [0] * n, [""] * n
+                self._build(list(range(n)), num_workers, sizes, n_events, digests)
+            manifest = {**expected, "sizes": sizes, "n_events": n_events, "digests": digests,
                         "labels": self.source.labels.tolist()}
             write_json_atomic(self.dir / MARKER, manifest)
             self.manifest = manifest
             return manifest
 
     def load(self, i: int) -> np.ndarray:
-        """Frames of sample ``i`` from its file; an unreadable file is re-integrated and rewritten."""
+        """Frames of sample ``i`` from its file, checked against the manifest's digest; a file that cannot be read
+        (truncated, bit rot in the compressed data) or does not match is re-integrated and rewritten."""
         path = self.sample_path(i)
         try:
             with np.load(path) as z:
-                return z["frames"]
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
-            log.warning("fsnn cache file %s unreadable (%s); re-integrating it", path, err)
-            return self.write_sample(i)[2]
+                frames = z["frames"]
+            problem = None if content_digest(frames) == self.manifest["digests"][i] else "its frames do not match " \
+                "the digest in " + MARKER
+        except Exception as err:  # noqa: BLE001 - zlib, zipfile, numpy or OS errors: any of them means damaged
+            problem = f"unreadable: {type(err).__name__}: {err}"
+        if problem is None:
+            return frames
+        log.warning("fsnn cache file %s is damaged (%s); re-integrating it from the raw data", path, problem)
+        return self.write_sample(i)[2]
 
 
 class FrameDataset(Dataset):
@@ -352,7 +359,7 @@ class TonicSpec:
     folder: str
     splits: dict  # our split -> (sub-folder inside <folder>, value of tonic's ``train`` argument or None)
     ext: str
-    min_files: dict  # our split -> tonic's own completeness threshold (files of ``ext`` in the sub-folder)
+    published: dict  # our split -> files of ``ext`` in the sub-folder of the published release
     sensor_hw: tuple[int, int]
     layout: tuple[str, ...]  # lines relative to <folder>
     downloadable: bool
@@ -362,7 +369,7 @@ class TonicSpec:
 TONIC_SPECS = {
     "nmnist": TonicSpec(
         "nmnist", "NMNIST", "NMNIST", {"train": ("Train", True), "test": ("Test", False)}, ".bin",
-        {"train": 10000, "test": 10000}, (34, 34),
+        {"train": 60000, "test": 10000}, (34, 34),
         ("Train/<digit 0-9>/<id>.bin   (60,000 files of 5-byte ATIS events)",
          "Test/<digit 0-9>/<id>.bin    (10,000 files)",
          "train.zip, test.zip          (archives; optional once extracted)"),
@@ -373,7 +380,7 @@ TONIC_SPECS = {
     "dvsgesture": TonicSpec(
         "dvsgesture", "DVSGesture", "DVSGesture",
         {"train": ("ibmGestureTrain", True), "test": ("ibmGestureTest", False)}, ".npy",
-        {"train": 100, "test": 100}, (128, 128),
+        {"train": 1077, "test": 264}, (128, 128),  # tonic's release; the paper's 1,342 counts both splits
         ("ibmGestureTrain/user<NN>_<lighting>/<label 0-10>.npy   (1,077 files; int rows x, y, p, t[ms])",
          "ibmGestureTest/user<NN>_<lighting>/<label 0-10>.npy    (264 files)",
          "ibmGestureTrain.tar.gz, ibmGestureTest.tar.gz          (archives; optional once extracted)"),
@@ -393,7 +400,7 @@ TONIC_SPECS = {
         "offline, extract that archive and the Caltech101.zip inside it into {dir}"),
     "dvslip": TonicSpec(
         "dvslip", "DVSLip", "DVSLip", {"train": ("DVS-Lip/train", True), "test": ("DVS-Lip/test", False)},
-        ".npy", {"train": 100, "test": 100}, (128, 128),
+        ".npy", {"train": 14896, "test": 4975}, (128, 128),  # the DVS-Lip paper's split (Tan et al., CVPR 2022)
         ("DVS-Lip/train/<word>/<n>.npy   (100 word folders; structured arrays t, x, y, p)",
          "DVS-Lip/test/<word>/<n>.npy",
          "DVS-Lip.zip                    (alternative: fsnn extracts it when the folders are missing)"),
@@ -404,18 +411,19 @@ TONIC_SPECS = {
 }
 
 
-def _count_files(folder: Path, ext: str, limit: int) -> int:
-    """Number of ``*ext`` files under ``folder`` (recursively), counting no further than ``limit``."""
+def _count_files(folder: Path, ext: str, limit: int | None = None) -> int:
+    """Number of ``*ext`` files under ``folder`` (recursively), counting no further than ``limit`` when given."""
     if not folder.is_dir():
         return 0
-    return sum(1 for _ in islice(folder.rglob(f"*{ext}"), max(limit, 1)))
+    return sum(1 for _ in islice(folder.rglob(f"*{ext}"), limit))
 
 
 def tonic_problem(spec: TonicSpec, location: Path, verify: bool) -> str | None:
     """What is wrong with ``location`` (= ``<data_dir>/<folder>``) for ``spec``, or ``None`` when usable.
 
-    A split is missing when its folder holds no sample file; with ``verify`` it is incomplete below tonic's
-    own threshold (``spec.min_files``). Archives are not required (they may be deleted after extraction)."""
+    A split is missing when its folder holds no sample file; with ``verify`` it must hold exactly the published
+    number of files (``spec.published``; tonic's own check only asks for a minimum, e.g. 100 of DVS128 Gesture's
+    1,077 training files). Archives are not required (they may be deleted after extraction)."""
     for split in spec.splits:
         problem = tonic_split_problem(spec, location, split, verify)
         if problem:
@@ -426,13 +434,14 @@ def tonic_problem(spec: TonicSpec, location: Path, verify: bool) -> str | None:
 def tonic_split_problem(spec: TonicSpec, location: Path, split: str, verify: bool) -> str | None:
     """:func:`tonic_problem` for one split."""
     sub = spec.splits[split][0]
-    need = spec.min_files[split] if verify else 1
-    found = _count_files(location / sub, spec.ext, need)
+    found = _count_files(location / sub, spec.ext, None if verify else 1)
     if found == 0:
         return f"no {spec.ext} files in {sub}/"
-    if found < need:
-        return (f"incomplete: {sub}/ holds only {found} {spec.ext} files, tonic expects at least {need} "
-                f"(set FSNN_DATA_VERIFY=0 or verify=False to accept a partial copy)")
+    published = spec.published[split]
+    if verify and found != published:
+        return (f"{'incomplete' if found < published else 'unexpected files'}: {sub}/ holds {found:,} {spec.ext} "
+                f"files, the published release has {published:,} (set FSNN_DATA_VERIFY=0 or verify=False to accept "
+                "a partial or modified copy)")
     return None
 
 

@@ -93,6 +93,14 @@ class LinkDataModule(L.LightningDataModule):
         if self.splits is None:
             self.splits = link_split(self.data, self.num_val, self.num_test, self.seed)
 
+    def split_sizes(self) -> dict[str, int]:
+        """Scored pairs of each split: training positives (negatives are drawn afresh each step), validation and
+        test positives and negatives."""
+        self.setup()
+        return {name: int(part.pos_edge_label_index.shape[1]) + (
+                    int(part.neg_edge_label_index.shape[1]) if name != "train" else 0)
+                for name, part in zip(("train", "val", "test"), self.splits)}
+
     def _loader(self, i):
         self.setup()
         return DataLoader(_Single(self.splits[i]), batch_size=None, collate_fn=lambda d: d)
@@ -145,9 +153,10 @@ class GraphLinkPredictor(L.LightningModule):
         labels = torch.cat([logits.new_ones(pos.shape[1]), logits.new_zeros(neg.shape[1])])
         loss = F.binary_cross_entropy_with_logits(logits, labels)
         target = labels.long()
-        self.log(f"{split}/loss", loss, prog_bar=split == "val", batch_size=1)
-        self.log(f"{split}/auc", binary_auroc(logits, target), prog_bar=True, batch_size=1)
-        self.log(f"{split}/ap", binary_average_precision(logits, target), batch_size=1)
+        # under DDP every rank scores the whole split (one graph), so the mean over ranks is that value
+        self.log(f"{split}/loss", loss, prog_bar=split == "val", batch_size=1, sync_dist=True)
+        self.log(f"{split}/auc", binary_auroc(logits, target), prog_bar=True, batch_size=1, sync_dist=True)
+        self.log(f"{split}/ap", binary_average_precision(logits, target), batch_size=1, sync_dist=True)
 
     def validation_step(self, data, batch_idx):
         self._evaluate(data, "val")

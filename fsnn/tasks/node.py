@@ -84,7 +84,6 @@ class GraphNodeClassifier(ClassifierModule):
             self.register_buffer("graph_edge_index", graph.edge_index.long(), persistent=False)
         self.test_metrics = nn.ModuleList(
             MulticlassAccuracy(self.num_classes, average="micro") for _ in range(self.test_repeats))
-        self._test_loss = [0.0, 0]
         self._meter: SpikeRateMeter | None = None
         self.test_rates: dict[str, float] = {}
         self.test_energy: dict[str, float] = {}
@@ -101,31 +100,34 @@ class GraphNodeClassifier(ClassifierModule):
 
     # -- test: repeated Poisson re-samplings, the noise probe, firing rates and energy --------------------------------
     def on_test_epoch_start(self):
-        for metric in self.test_metrics:
+        for metric in [*self.test_metrics, self.metrics["test_loss"]]:
             metric.reset()
-        self._test_loss = [0.0, 0]
         self._old_noise = getattr(self.model, "spike_noise_std", 0.0)
         if hasattr(self.model, "spike_noise_std"):
             self.model.spike_noise_std = self.spike_noise_std
         elif self.spike_noise_std > 0:
             raise ValueError(f"{type(self.model).__name__} has no spike-noise probe")
-        self._meter = SpikeRateMeter(self.model).start() if self.log_energy else None
+        self._meter = SpikeRateMeter(self.model, self._sum_over_ranks).start() if self.log_energy else None
+
+    def _sum_over_ranks(self, totals: torch.Tensor) -> torch.Tensor:
+        trainer = self._trainer
+        return totals if trainer is None else trainer.strategy.reduce(totals, reduce_op="sum")
 
     def test_step(self, batch, batch_idx):
         x, y = batch
         for metric in self.test_metrics:
             logits = self(x)
             metric.update(logits, y)
-            self._test_loss[0] += float(F.cross_entropy(logits, y, reduction="sum"))
-            self._test_loss[1] += len(y)
+            self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
 
     def on_test_epoch_end(self):
         if hasattr(self.model, "spike_noise_std"):
             self.model.spike_noise_std = self._old_noise
+        # compute() sums each metric's state over the DDP ranks: every rank logs the values of the whole split
         accs = torch.stack([metric.compute() for metric in self.test_metrics]).float()
-        self.log("test/acc", accs.mean())
-        self.log("test/acc_std", accs.std(unbiased=False))
-        self.log("test/loss", self._test_loss[0] / max(self._test_loss[1], 1))
+        self.log("test/acc", accs.mean(), sync_dist=True)
+        self.log("test/acc_std", accs.std(unbiased=False), sync_dist=True)
+        self.log("test/loss", self.metrics["test_loss"].compute(), sync_dist=True)
         self.test_accuracies = accs.tolist()
         if self._meter is not None:
             self._meter.stop()
@@ -134,10 +136,10 @@ class GraphNodeClassifier(ClassifierModule):
             if hasattr(self.model, "synaptic_layers") and self.test_rates:
                 self.test_energy = synaptic_energy(self.model, self.test_rates)
                 self.test_energy_output = synaptic_energy(self.model, self.test_rates, convention="output")
-                self.log("test/energy_mJ", self.test_energy["total"])
-                self.log("test/energy_output_rate_mJ", self.test_energy_output["total"])
+                self.log("test/energy_mJ", self.test_energy["total"], sync_dist=True)
+                self.log("test/energy_output_rate_mJ", self.test_energy_output["total"], sync_dist=True)
             for name, rate in self.test_rates.items():
-                self.log(f"test/rate/{name}", rate)
+                self.log(f"test/rate/{name}", rate, sync_dist=True)
 
 
 

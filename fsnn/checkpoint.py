@@ -1,0 +1,124 @@
+"""Checkpoints a run can trust: written atomically, checked when read, loaded without running code, and complete
+enough that a run resumed from one ends bit-identical to a run that was never interrupted.
+
+- :class:`RunCheckpointIO` (a Lightning ``CheckpointIO`` plugin) writes each checkpoint through
+  :func:`fsnn.results.write_atomic` (a kill leaves the previous file whole) with an integrity record: the digest of
+  its content (:func:`fsnn.results.content_digest`) and the run's result config (:func:`fsnn.config.result_config`).
+  Reading it back (:func:`load_checkpoint`) uses ``torch.load(weights_only=True)``, so a crafted pickle cannot run,
+  and refuses a file that is unreadable, altered or another run's with one :class:`CheckpointError` naming it.
+- :class:`RNGStates` (a Lightning callback) puts the random states of torch (CPU and CUDA), numpy and Python into
+  every checkpoint and restores them on resume; the training order needs none, it is a function of the seed and the
+  epoch (:class:`fsnn.training.SplitDataModule`).
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from lightning.fabric.plugins import TorchCheckpointIO
+
+from fsnn.config import config_changes
+from fsnn.results import content_digest, write_atomic
+
+RECORD = "fsnn"  # the checkpoint key of the integrity record
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: ``str(err)`` names the file, what is wrong with it and what to do."""
+
+    def __init__(self, path: str | Path, problem: str, hint: str = ""):
+        self.path, self.problem = Path(path), problem
+        super().__init__(f"checkpoint {path}: {problem}" + (f"; {hint}" if hint else ""))
+
+
+def save_checkpoint(checkpoint: dict, path: str | Path, config: dict | None) -> None:
+    """Write ``checkpoint`` to ``path`` atomically, with its integrity record."""
+    body = {k: v for k, v in checkpoint.items() if k != RECORD}
+    record = {"digest": content_digest(body), "config": config}
+    write_atomic(path, lambda handle: torch.save({**body, RECORD: record}, handle))
+
+
+def load_checkpoint(path: str | Path, config: dict | None = None, map_location: Any = "cpu") -> dict:
+    """The checkpoint at ``path``, verified: readable with ``weights_only=True``, its content matching its digest and,
+    when ``config`` is given, written by a run of that result config. :class:`CheckpointError` otherwise."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(path, "does not exist")
+    try:
+        with warnings.catch_warnings():  # a foreign pickle's protocol warning: the error below says it all
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            checkpoint = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # noqa: BLE001 - whatever torch says, the file is unusable
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "weights_only" in str(error) or "Unsupported global" in str(error):
+            reason = "it holds Python objects other than tensors and plain data, which fsnn never writes"
+        raise CheckpointError(path, f"cannot be read ({reason[:200]}); the file is truncated, damaged or not a "
+                                    "checkpoint") from None
+    record = checkpoint.pop(RECORD, None) if isinstance(checkpoint, dict) else None
+    if not isinstance(record, dict) or "digest" not in record:
+        raise CheckpointError(path, "has no fsnn integrity record (it was not written by fsnn's train.py)")
+    if content_digest(checkpoint) != record["digest"]:
+        raise CheckpointError(path, "its content does not match the digest written with it (the file was altered "
+                                    "after it was written, e.g. by disk or copy corruption)")
+    if config is not None and record.get("config") != config:
+        changes = config_changes(record.get("config") or {}, config)
+        shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
+        raise CheckpointError(path, f"belongs to another run (its config differs: {shown})")
+    return checkpoint
+
+
+class RunCheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint IO for fsnn runs: atomic writes with an integrity record, verified safe reads.
+    ``config``: the run's result config, stored in every checkpoint and required of every checkpoint read."""
+
+    def __init__(self, config: dict | None = None):
+        self.config = config
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
+        save_checkpoint(checkpoint, path, self.config)
+
+    def load_checkpoint(self, path, map_location: Any | None = None, weights_only: bool | None = None) -> dict:
+        return load_checkpoint(path, self.config, map_location="cpu" if map_location is None else map_location)
+
+
+def _rng_states() -> dict:
+    """The global random states as tensors and plain data (what ``weights_only`` loading accepts)."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    version, state, py_gauss = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "torch.cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "python": {"version": version, "state": list(state), "gauss": py_gauss},
+    }
+
+
+def _set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    if states["torch.cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["torch.cuda"])
+    n = states["numpy"]
+    np.random.set_state((n["kind"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
+    p = states["python"]
+    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+
+
+class RNGStates(L.Callback):
+    """Saves the global random states in every checkpoint and restores them when a run resumes from one.
+
+    A checkpoint is written at the end of an epoch, and nothing draws random numbers between that moment and the
+    next epoch's first batch, so restoring the states as the checkpoint is loaded puts a resumed run exactly where
+    the uninterrupted one was (Poisson input spikes, dropout, negative sampling, worker seeds)."""
+
+    def state_dict(self) -> dict:
+        return _rng_states()
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        _set_rng_states(state_dict)

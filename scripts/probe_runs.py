@@ -1,0 +1,423 @@
+#!/usr/bin/env python
+"""Try, as a new user would, the bad values and damaged files of issue 10 against a checkout of fsnn, and count what
+happens: ``python scripts/probe_runs.py [--root CHECKOUT] [--out DIR] [--only CATEGORY ...]``.
+
+Every case runs ``train.py`` / ``evaluate.py`` / ``scripts/energy.py`` of ``--root`` (default: this checkout) in a
+fresh folder on tiny fixture data, and gets one outcome:
+
+- ``clear``: one ``fsnn: error:`` line that names the key or file, no traceback (or, for a damaged cache, a message
+  naming the file and a correct result; for a behaviour such as the run-folder lock, the safe behaviour);
+- ``traceback``: a Python traceback on the console;
+- ``unclear``: an error without traceback that does not name the key or file;
+- ``silent``: a bad value accepted, damage not noticed, a payload run, work redone or differing.
+
+``lost`` counts the cases where a complete ``metrics.json`` written before was overwritten or removed. Prints one
+table per category and the totals, and writes them to ``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
+not a test: it records what a checkout does, including the failures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(HERE / "tests"))
+from zipdata import flip_tensor_byte, member_span  # noqa: E402 - the tests' helper, to damage files the same way
+TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
+        "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
+GESTURE = ["dataset=dvsgesture", "backbone=dvsnet", "backbone.channels=8", "dataset.size=32", "dataset.T=4",
+           "dataset.batch_size=2", "dataset.num_workers=0", "trainer.max_epochs=1", "trainer.limit_train_batches=2",
+           "trainer.limit_val_batches=1", "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false",
+           "logger=none"]
+GRAPH = ["dataset=cora", "backbone=sgcn", "dataset.T=5", "dataset.test_repeats=2", "trainer.max_epochs=1",
+         "trainer.enable_progress_bar=false", "logger=none"]
+OUTCOMES = ("clear", "traceback", "unclear", "silent")
+
+# (the override, a word the error must name)
+BAD_VALUES = [
+    *[(f"neuron.alpha={v}", "alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf")],
+    ("neuron.tau=0", "tau"), ("neuron.tau=-1", "tau"), ("neuron.tau=abc", "tau"),
+    ("neuron.memory=0", "memory"), ("neuron.memory=1.5", "memory"), ("neuron.method=xyz", "method"),
+    ("neuron.threshold=-1", "threshold"), ("neuron.threshold=0", "threshold"), ("neuron.dt=0", "dt"),
+    ("neuron.surrogate=foo", "surrogate"), ("neuron.surrogate_scale=0", "surrogate_scale"),
+    ("neuron.reset=foo", "reset"), ("neuron.engine=foo", "engine"),
+    *[(f"dataset.T={v}", "T") for v in ("0", "-3", "2.5", "abc")],
+    ("dataset.size=0", "size"), ("dataset.size=-4", "size"), ("dataset.val_fraction=1.5", "val_fraction"),
+    ("dataset.val_fraction=0", "val_fraction"), ("dataset.batch_size=0", "batch_size"),
+    ("dataset.batch_size=-2", "batch_size"), ("dataset.num_workers=-1", "num_workers"),
+    ("optimizer.lr=-1", "lr"), ("optimizer.lr=0", "lr"), ("optimizer.lr=abc", "lr"),
+    ("optimizer.weight_decay=-1", "weight_decay"),
+    ("seed=abc", "seed"), ("seed=-1", "seed"), ("seed=1.5", "seed"),
+    ("trainer.max_epochs=abc", "max_epochs"), ("trainer.max_epochs=-1", "max_epochs"),
+    ("trainer.max_epochs=0", "max_epochs"), ("trainer.devices=0", "devices"), ("trainer.precision=foo", "precision"),
+    ("trainer.limit_train_batches=-1", "limit_train_batches"), ("trainer.gradient_clip_val=-1", "gradient_clip_val"),
+]
+
+
+class Probe:
+    def __init__(self, root: Path, work: Path, data: Path, values: list[tuple[str, str]] = BAD_VALUES,
+                 journal: Path | None = None):
+        self.root, self.work, self.data, self.values, self.journal = root, work, data, values, journal
+        self.rows: list[dict] = []
+        self.count = 0
+
+    # -- running things ---------------------------------------------------------------------------------------------
+    def env(self, **extra) -> dict:
+        return {**os.environ, "PYTHONPATH": str(self.root), "WANDB_MODE": "disabled", "FSNN_DATA_VERIFY": "0",
+                "FSNN_DATA_DOWNLOAD": "0", "HYDRA_FULL_ERROR": "0", **extra}
+
+    def folder(self, name: str) -> Path:
+        self.count += 1
+        # only characters a Hydra override value takes unquoted (the path goes into run_dir=...)
+        path = self.work / f"{self.count:03d}-{re.sub(r'[^A-Za-z0-9._=+-]', '_', name)[:60]}"
+        path.mkdir(parents=True)
+        return path
+
+    def run(self, script: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None,
+            umask: int | None = None) -> tuple[int | None, str]:
+        """``(exit status or None on timeout, stdout + stderr)``."""
+        command = [sys.executable, str(self.root / script), *args]
+        try:
+            proc = subprocess.run(command, cwd=cwd, env=self.env(**(env or {})), capture_output=True, text=True,
+                                  timeout=timeout, preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+        except subprocess.TimeoutExpired as expired:
+            out = (expired.stdout or b"") + (expired.stderr or b"")
+            return None, out.decode(errors="replace") if isinstance(out, bytes) else out
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def train(self, cwd: Path, *args: str, **kwargs):
+        return self.run("train.py", *args, f"paths.data_dir={self.data}", cwd=cwd, **kwargs)
+
+    @staticmethod
+    def classify_error(rc: int | None, out: str, name: str) -> str:
+        """The outcome of a command that should have refused its input with one line naming ``name``."""
+        if "Traceback (most recent call last)" in out or "\n  File \"" in out:
+            return "traceback"
+        if rc == 0 or rc is None:
+            return "silent"
+        lines = [line for line in out.splitlines() if line.startswith("fsnn: error:")]
+        return "clear" if lines and all(name in line for line in lines[:1]) else "unclear"
+
+    def record(self, category: str, case: str, outcome: str, lost: bool = False, note: str = "") -> None:
+        assert outcome in OUTCOMES, outcome
+        row = {"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note}
+        self.rows.append(row)
+        if self.journal is not None:  # a probe stopped part-way keeps what it recorded
+            with self.journal.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+        print(f"  {category:12s} {case:58s} {outcome:9s}{' LOST' if lost else ''} {note}", flush=True)
+
+    @staticmethod
+    def run_dir(cwd: Path, task: str = "train") -> Path:
+        found = sorted((cwd / "results" / task).glob("*/metrics.json"))
+        if len(found) != 1:
+            raise RuntimeError(f"expected one run under {cwd}, found {found}")
+        return found[0].parent
+
+    @staticmethod
+    def metrics(run: Path) -> dict | None:
+        try:
+            return json.loads((run / "metrics.json").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def complete_run(self, name: str, *args: str) -> Path:
+        """A finished tiny run to damage, trained once and copied for each case."""
+        cwd = self.folder(name)
+        rc, out = self.train(cwd, *TINY, *args)
+        if rc != 0:
+            raise RuntimeError(f"the reference run {args} failed:\n{out[-3000:]}")
+        return self.run_dir(cwd)
+
+    def copy_run(self, run: Path, name: str) -> tuple[Path, Path]:
+        cwd = self.folder(name)
+        target = cwd / run.relative_to(run.parents[2])
+        shutil.copytree(run, target)
+        return cwd, target
+
+    # -- the cases --------------------------------------------------------------------------------------------------
+    def bad_values(self) -> None:
+        for override, name in self.values:
+            cwd = self.folder(override)
+            # one epoch that ends on its own, so an accepted value finishes (trainer.max_epochs=-1 would not)
+            rc, out = self.train(cwd, *TINY, override, timeout=240)
+            self.record("bad value", override, self.classify_error(rc, out, name),
+                        note="timed out after 240 s" if rc is None else "")
+        cwd = self.folder("data_dir-file")
+        (cwd / "a_file").write_text("not a folder")
+        rc, out = self.run("train.py", *TINY, f"paths.data_dir={cwd / 'a_file'}", cwd=cwd)
+        self.record("bad value", "paths.data_dir=<a file>", self.classify_error(rc, out, "data_dir"))
+        for label, target in (("paths.results_dir=<under a file>", "a_file/results"),
+                              ("paths.results_dir=/proc/<unwritable>", "/proc/fsnn_results")):
+            cwd = self.folder(label)
+            (cwd / "a_file").write_text("not a folder")
+            rc, out = self.train(cwd, *TINY, f"paths.results_dir={cwd / target if target[0] != '/' else target}")
+            self.record("bad value", label, self.classify_error(rc, out, "results_dir"))
+        if not torch.cuda.is_available():
+            cwd = self.folder("accelerator-gpu")
+            rc, out = self.train(cwd, *TINY, "trainer.accelerator=gpu")
+            self.record("bad value", "trainer.accelerator=gpu (no GPU)", self.classify_error(rc, out, "accelerator"))
+
+    def multirun(self) -> None:
+        cwd = self.folder("multirun")
+        rc, out = self.train(cwd, "-m", *TINY, "neuron.alpha=0.5,abc", timeout=600)
+        outcome = self.classify_error(rc, out, "alpha")
+        self.record("multirun", "-m neuron.alpha=0.5,abc (one bad job)", outcome)
+
+    def checkpoints(self) -> None:
+        ref = self.complete_run("ref")
+        other = self.complete_run("other-model", "backbone.channels=16")
+
+        def truncate(path):
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+        def empty(path):
+            path.write_bytes(b"")
+
+        def random_bytes(path):
+            path.write_bytes(os.urandom(path.stat().st_size))
+
+        def another(path):
+            shutil.copy(other / "checkpoints" / path.name, path)
+
+        def bit_flip(path):
+            flip_tensor_byte(path)
+
+        damages = {"truncated": truncate, "empty": empty, "random bytes": random_bytes, "another model's": another,
+                   "bit flip in tensor data": bit_flip}
+        for ckpt, script in (("last.ckpt", "train.py"), ("best.ckpt", "evaluate.py")):
+            for label, damage in damages.items():
+                cwd, run = self.copy_run(ref, f"{ckpt}-{label}")
+                before = (run / "metrics.json").read_text()
+                damage(run / "checkpoints" / ckpt)
+                if script == "train.py":
+                    rc, out = self.train(cwd, *TINY)
+                else:
+                    rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", cwd=cwd)
+                after = (run / "metrics.json").read_text() if (run / "metrics.json").exists() else None
+                lost = after != before and (after is None or json.loads(after).get("status") != "complete")
+                self.record("checkpoint", f"{label} {ckpt}, then {script}", self.classify_error(rc, out, ckpt),
+                            lost=lost)
+
+    def caches(self) -> None:
+        # graph feature cache: same-size corruption of the propagated features
+        cwd = self.folder("graph-cache")
+        rc, out = self.train(cwd, *GRAPH)
+        caches = sorted((self.data / "fsnn_cache" / "graphs" / "cora").glob("propagate-*.pt"))
+        if rc != 0 or not caches:
+            raise RuntimeError(f"graph reference run failed or wrote no cache:\n{out[-3000:]}")
+        for cache in caches:
+            data = bytearray(cache.read_bytes())
+            start, _ = member_span(cache)
+            data[start:start + 4 * 500] = b"\xff" * (4 * 500)  # 500 NaN features, same size
+            cache.write_bytes(bytes(data))
+        rc, out = self.train(cwd, *GRAPH, "seed=1")
+        m = self.metrics(self.run_dir_matching(cwd, "seed-1"))
+        finite = m is not None and m.get("status") == "complete" and m["test_acc"] == m["test_acc"]
+        named = any(str(c) in out or c.name in out for c in caches)
+        outcome = ("clear" if named and finite else "traceback" if "Traceback" in out else "silent")
+        self.record("cache", "graph feature cache, same-size corruption", outcome,
+                    note=f"test acc {m.get('test_acc') if m else None}")
+
+        # event-frame cache: bit rot inside a compressed sample
+        cwd = frame_run = self.folder("frame-cache")
+        rc, out = self.train(cwd, *GESTURE)
+        frames = sorted((self.data / "fsnn_cache" / "dvsgesture").rglob("*.npz"))
+        if rc != 0 or not frames:
+            raise RuntimeError(f"gesture reference run failed or wrote no cache:\n{out[-3000:]}")
+        for sample in frames:  # every sample, so that the run reads a damaged one
+            start, size = member_span(sample, "frames.npy")
+            data = bytearray(sample.read_bytes())
+            for offset in range(start + size // 4, start + size - 4, max(size // 12, 1)):
+                data[offset] ^= 0x5A  # inside the deflate stream: zlib cannot decode it
+            sample.write_bytes(bytes(data))
+        rc, out = self.train(cwd, *GESTURE, "seed=1")
+        named = any(s.name in out for s in frames)
+        outcome = "traceback" if "Traceback" in out else "clear" if rc == 0 and named else (
+            "unclear" if rc else "silent")
+        self.record("cache", "event-frame .npz, bit rot", outcome)
+
+        # a partial DVS128 Gesture copy (110 of 1,077 training files) with verification on
+        cwd = self.folder("gesture-verify")
+        rc, out = self.train(cwd, *GESTURE, env={"FSNN_DATA_VERIFY": "1"})
+        outcome = "silent" if rc == 0 else self.classify_error(rc, out, "1,077")
+        self.record("cache", "DVS128 Gesture with 110 of 1,077 files, verify on", outcome)
+        m = self.metrics(self.run_dir_matching(frame_run, "dataset"))
+        has = m is not None and isinstance(m.get("split_sizes"), dict)
+        self.record("cache", "metrics.json records split sizes", "clear" if has else "silent")
+
+    @staticmethod
+    def run_dir_matching(cwd: Path, text: str, task: str = "train") -> Path:
+        """The first run folder under ``cwd`` whose name contains ``text``."""
+        found = [p.parent for p in sorted((cwd / "results" / task).glob("*/metrics.json")) if text in p.parent.name]
+        return found[0] if found else cwd / "missing"
+
+    def security(self) -> None:
+        ref = self.complete_run("security-ref")
+
+        def pickle_payload(run: Path, marker: Path) -> None:
+            (run / "checkpoints" / "best.ckpt").write_bytes(pickle.dumps(Payload(str(marker))))
+
+        def target_payload(run: Path, marker: Path) -> None:
+            config = run / ".hydra" / "config.yaml"
+            text = config.read_text()
+            start = text.index("optimizer:")
+            end = text.index("\n", text.index("weight_decay", start))
+            config.write_text(text[:start] + f"optimizer:\n  _target_: shutil.copyfile\n  src: {config}\n"
+                              f"  dst: {marker}" + text[end:])
+
+        cases = {"pickle payload in best.ckpt": (pickle_payload, "best.ckpt"),
+                 "_target_: shutil.copyfile in .hydra/config.yaml": (target_payload, "_target_")}
+        for label, (plant, name) in cases.items():
+            for script in ("evaluate.py", "scripts/energy.py"):
+                cwd, run = self.copy_run(ref, f"{name}-{script}")
+                marker = cwd / "PAYLOAD_RAN"
+                plant(run, marker)
+                args = [f"run_dir={run}", f"paths.data_dir={self.data}"] if script == "evaluate.py" else [
+                    str(run), "--data-dir", str(self.data)]
+                rc, out = self.run(script, *args, cwd=cwd)
+                outcome = "silent" if marker.exists() else self.classify_error(rc, out, name)
+                self.record("security", f"{label}, {script}", outcome, note="payload ran" if marker.exists() else "")
+
+    def runs(self) -> None:
+        # rerunning a finished run
+        ref = self.complete_run("idempotent-ref")
+        cwd, run = self.copy_run(ref, "rerun-complete")
+        stamp = {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file() and p.suffix in (".json", ".ckpt")}
+        start = time.perf_counter()
+        rc, out = self.train(cwd, *TINY)
+        took = time.perf_counter() - start
+        touched = [p.name for p, t in stamp.items() if p.stat().st_mtime_ns != t]
+        self.record("runs", "rerun a finished run", "clear" if rc == 0 and not touched else "silent",
+                    note=f"{took:.0f} s; rewritten: {sorted(set(touched))}")
+        # a sweep rerun: one complete job, one failed job
+        cwd = self.folder("sweep-rerun")
+        self.train(cwd, "-m", *TINY, "task=nonsense,null", timeout=600)
+        done = self.run_dir_matching(cwd, "task-null")
+        mtime = (done / "metrics.json").stat().st_mtime_ns
+        self.train(cwd, "-m", *TINY, "task=nonsense,null", timeout=600)
+        redone = (done / "metrics.json").stat().st_mtime_ns != mtime
+        self.record("runs", "rerun a sweep with one complete job", "silent" if redone else "clear",
+                    note="complete job retrained" if redone else "")
+        # kill -9 after the first epoch, then rerun: same result as an uninterrupted run?
+        args = ["experiment=graph_demo", "trainer.max_epochs=3", "logger=none", "trainer.enable_progress_bar=false"]
+        straight = self.folder("uninterrupted")
+        self.train(straight, *args)
+        killed = self.folder("killed")
+        proc = subprocess.Popen([sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
+                                cwd=killed, env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None:
+            if list((killed / "results").rglob("last.ckpt")):
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        self.train(killed, *args)
+        a, b = (self.run_dir(c, "graph_demo") for c in (straight, killed))
+        ma, mb = self.metrics(a), self.metrics(b)
+        wa, wb = (torch.load(r / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)["state_dict"]
+                  for r in (a, b))
+        same = (ma["test_acc"] == mb["test_acc"] and ma["val_acc_best"] == mb["val_acc_best"]
+                and all(torch.equal(wa[k], wb[k]) for k in wa))
+        diff = max(float((wa[k].float() - wb[k].float()).abs().max()) for k in wa)
+        self.record("runs", "kill -9 after epoch 0 + rerun = uninterrupted", "clear" if same else "silent",
+                    note=f"test acc {ma['test_acc']:.4f} vs {mb['test_acc']:.4f}, max weight diff {diff:.2g}")
+        # two identical commands at once
+        cwd = self.folder("two-at-once")
+        cmd = [sys.executable, str(self.root / "train.py"), *TINY, f"paths.data_dir={self.data}"]
+        procs = [subprocess.Popen(cmd, cwd=cwd, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True) for _ in range(2)]
+        outs = [(p.wait(timeout=600), p.stdout.read()) for p in procs]
+        refused = [out for rc, out in outs if rc != 0]
+        outcome = ("silent" if not refused else
+                   "clear" if len(refused) == 1 and "pid" in refused[0] and "Traceback" not in refused[0]
+                   else self.classify_error(1, refused[0], "pid"))
+        self.record("runs", "two identical commands at once", outcome, note=f"exit codes {[rc for rc, _ in outs]}")
+        # files under a group-writable umask
+        cwd = self.folder("umask")
+        self.train(cwd, *TINY, umask=0o002)
+        run = self.run_dir(cwd)
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.rglob("*") if p.is_file()}
+        private = sorted(name for name, mode in modes.items() if mode != "0o664")
+        self.record("runs", "files under umask 002 are 0664", "silent" if private else "clear",
+                    note=f"not 0664: {private}" if private else "")
+
+
+class Payload:
+    """A pickle that creates a file when it is loaded."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
+              "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs}
+
+
+def summary(rows: list[dict]) -> str:
+    lines = ["| category | cases | clear | traceback | unclear | silent | data lost |", "|---|---|---|---|---|---|---|"]
+    groups = {}
+    for row in rows:
+        groups.setdefault(row["category"], []).append(row)
+    for name, group in [*groups.items(), ("all", rows)]:
+        counts = Counter(r["outcome"] for r in group)
+        lost = sum(r["lost"] for r in group)
+        lines.append(f"| {name} | {len(group)} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + f" | {lost} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=HERE, help="the fsnn checkout to probe (default: this one)")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "probe", help="where probe.json/md go")
+    parser.add_argument("--only", nargs="+", choices=sorted(CATEGORIES), help="run only these categories")
+    parser.add_argument("--values", nargs="+", metavar="OVERRIDE",
+                        help="try only these of the bad values (as listed in BAD_VALUES), e.g. on a busy machine")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="fsnn-probe-") as tmp:
+        work, data = Path(tmp) / "runs", Path(tmp) / "data"
+        work.mkdir()
+        subprocess.run([sys.executable, str(root / "scripts" / "make_fixtures.py"), str(data)], check=True,
+                       env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL)
+        values = BAD_VALUES if args.values is None else [v for v in BAD_VALUES if v[0] in args.values]
+        if args.values is not None and len(values) != len(args.values):
+            unknown = sorted(set(args.values) - {v[0] for v in values})
+            parser.error(f"--values: expected overrides listed in BAD_VALUES, got {unknown}")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (journal := args.out / "probe.jsonl").write_text("")
+        probe = Probe(root, work, data, values, journal)
+        for name, method in CATEGORIES.items():
+            if args.only is None or name in args.only:
+                print(f"{name}:", flush=True)
+                method(probe)
+    table = summary(probe.rows)
+    print(table)
+    print(f"{len(probe.rows)} cases in {time.perf_counter() - start:.0f} s")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "probe.json").write_text(json.dumps({"root": str(root), "rows": probe.rows}, indent=2))
+    (args.out / "probe.md").write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,478 @@
+"""Safe runs: every bad value refused before any work, checkpoints that resume bit-identically and refuse damage,
+nothing run from a shared run folder, finished runs not redone, one process per run folder, the umask's file modes,
+DDP with each sample counted once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.errors import CompactHydraException
+from omegaconf import OmegaConf
+from torch.utils.data import TensorDataset
+
+from conftest import CONF, ROOT, run_app
+from fsnn.app import RunLockedError, open_run, run_guarded, run_lock
+from fsnn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from fsnn.config import NON_RESULT_KEYS, check_config, result_config
+from fsnn.results import write_json_atomic
+from fsnn.tasks import ConfigError
+from fsnn.training import ShardSampler, SplitDataModule
+from zipdata import flip_tensor_byte
+
+# a tiny version of the default experiment: 2 epochs of 3 batches
+TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
+        "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
+
+# (override, the key the error names): every case of issue 10 and more of the same kinds
+BAD_VALUES = [
+    *[(f"neuron.alpha={v}", "neuron.alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf", "null", "true")],
+    ("neuron.tau=0", "neuron.tau"), ("neuron.tau=-1", "neuron.tau"), ("neuron.tau=inf", "neuron.tau"),
+    ("neuron.memory=0", "neuron.memory"), ("neuron.memory=1.5", "neuron.memory"),
+    ("neuron.method=xyz", "neuron.method"), ("neuron.threshold=-1", "neuron.threshold"),
+    ("neuron.threshold=0", "neuron.threshold"), ("neuron.dt=0", "neuron.dt"),
+    ("neuron.surrogate=foo", "neuron.surrogate"), ("neuron.surrogate_scale=0", "neuron.surrogate_scale"),
+    ("neuron.reset=foo", "neuron.reset"), ("neuron.engine=foo", "neuron.engine"),
+    ("neuron.learn_alpha=yes", "neuron.learn_alpha"),
+    *[(f"dataset.T={v}", "dataset.T") for v in ("0", "-3", "2.5", "abc", "'8'")],
+    ("dataset.size=0", "dataset.size"), ("dataset.size=[32,0]", "dataset.size"),
+    ("dataset.size=[8,8,8]", "dataset.size"),
+    ("dataset.val_fraction=1.5", "dataset.val_fraction"), ("dataset.val_fraction=0", "dataset.val_fraction"),
+    ("dataset.batch_size=0", "dataset.batch_size"), ("dataset.batch_size=-2", "dataset.batch_size"),
+    ("dataset.num_workers=-1", "dataset.num_workers"), ("dataset.name=nosuch", "dataset.name"),
+    ("backbone.channels=0", "backbone.channels"),
+    ("optimizer.lr=-1", "optimizer.lr"), ("optimizer.lr=0", "optimizer.lr"), ("optimizer.lr=abc", "optimizer.lr"),
+    ("optimizer.weight_decay=-1", "optimizer.weight_decay"), ("optimizer._target_=os.system", "optimizer._target_"),
+    ("+backbone._target_=shutil.rmtree", "backbone._target_"),
+    ("seed=abc", "seed"), ("seed=-1", "seed"), ("seed=1.5", "seed"), ("task=nonsense", "task"),
+    ("force=maybe", "force"),
+    ("trainer.max_epochs=abc", "trainer.max_epochs"), ("trainer.max_epochs=-1", "trainer.max_epochs"),
+    ("trainer.max_epochs=0", "trainer.max_epochs"), ("trainer.devices=0", "trainer.devices"),
+    ("trainer.num_nodes=0", "trainer.num_nodes"), ("trainer.strategy=foo", "trainer.strategy"),
+    ("trainer.precision=foo", "trainer.precision"), ("trainer.accelerator=tpu", "trainer.accelerator"),
+    ("trainer.limit_train_batches=-1", "trainer.limit_train_batches"),
+    ("trainer.limit_val_batches=1.5", "trainer.limit_val_batches"),
+    ("trainer.gradient_clip_val=-1", "trainer.gradient_clip_val"),
+]
+
+
+def _config_error(cfg) -> str:
+    with pytest.raises(ConfigError) as error:
+        check_config(cfg)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("override,key", BAD_VALUES)
+def test_every_bad_value_is_one_line_naming_its_key(compose_cfg, tmp_path, override, key):
+    message = _config_error(compose_cfg(override, f"paths.results_dir={tmp_path}"))
+    value = override.split("=", 1)[1].strip("'")
+    assert message.startswith(f"{key}: expected ") and "\n" not in message, message
+    got = message.rsplit(", got ", 1)[1].replace(" ", "")  # a list is shown as Python writes it: [32, 0]
+    assert got in (value, repr(value)) or (value, got) in (("null", "None"), ("true", "True")), message
+
+
+def test_good_values_pass(compose_cfg, tmp_path):
+    for overrides in ([], ["neuron.alpha=1", "neuron.memory=4", "dataset.size=[32,48]", "trainer.strategy=ddp",
+                           "trainer.devices=auto", "trainer.limit_val_batches=0.5", "scheduler=none",
+                           "optimizer=adamw"], ["dataset=cora", "backbone=sgcn", "neuron=sj_lif"],
+                      ["dataset=computers", "backbone=msg", "task=link", "logger=wandb"]):
+        check_config(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
+
+
+def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    assert _config_error(compose_cfg(f"paths.data_dir={a_file}")) == (
+        f"paths.data_dir: expected a folder, got {str(a_file)!r} (a file)")
+    assert _config_error(compose_cfg(f"paths.results_dir={a_file}/results")).startswith(
+        f"paths.results_dir: expected a writable folder, got {str(a_file / 'results')!r}")
+    assert _config_error(compose_cfg("paths.results_dir=/proc/fsnn_results")).startswith(
+        "paths.results_dir: expected a writable folder")
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert "paths.results_dir: expected a writable folder" in _config_error(
+            compose_cfg(f"paths.results_dir={locked}"))
+    if not torch.cuda.is_available():
+        assert _config_error(compose_cfg("trainer.accelerator=gpu", f"paths.results_dir={tmp_path}")).startswith(
+            "trainer.accelerator: expected auto or cpu (no GPU is visible")
+
+
+def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
+    # the keys left out of a run folder's name are the keys a finished run is not compared on
+    excluded = set(OmegaConf.load(CONF / "hydra" / "default.yaml").job.config.override_dirname.exclude_keys)
+    assert set(NON_RESULT_KEYS) <= excluded | {"paths"}
+    assert {k for k in excluded if "." in k and not k.startswith(("hydra", "logger", "paths"))} <= set(NON_RESULT_KEYS)
+    base = result_config(compose_cfg())
+    assert result_config(compose_cfg("paths.data_dir=/elsewhere", "dataset.num_workers=3", "logger=wandb",
+                                     "force=true", "trainer.enable_progress_bar=false")) == base
+    assert result_config(compose_cfg("neuron.tau=3.0")) != base
+    assert base["optimizer"]["lr"] == 5e-3 and base["scheduler"]["T_max"] == 10  # resolved
+
+
+@pytest.mark.parametrize("args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"],
+                                  ["paths.results_dir=a_file/results"]])
+def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, args):
+    (tmp_path / "a_file").write_text("")
+    proc = run_app("train.py", *args, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fsnn: error: ") and "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*"))
+
+
+def test_evaluate_checks_its_values_before_hydra_makes_a_folder(tmp_path):
+    proc = run_app("evaluate.py", f"run_dir={tmp_path / 'nosuch'}", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.startswith("fsnn: error: run_dir: expected the folder of a train.py")
+    assert not (tmp_path / "nosuch").exists()
+
+
+def test_a_bug_in_a_multirun_job_is_one_line_and_its_traceback_goes_to_the_log(compose_cfg, tmp_path, capsys):
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().set_config(compose_cfg("hydra.mode=MULTIRUN"))
+    handler = logging.FileHandler(tmp_path / "train.log")
+    logging.getLogger().addHandler(handler)
+
+    def broken(cfg):
+        raise RuntimeError("a bug")
+
+    try:
+        with pytest.raises(CompactHydraException, match="fsnn: error: RuntimeError: a bug"):
+            run_guarded(broken, None)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+        HydraConfig.instance().cfg = None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path / "train.log") in err and "Traceback" not in err
+    assert "Traceback" in (tmp_path / "train.log").read_text() and "a bug" in (tmp_path / "train.log").read_text()
+
+
+# -- checkpoints ----------------------------------------------------------------------------------------------------
+
+CONFIG = {"neuron": {"name": "flif", "alpha": 0.5}, "seed": 0}
+
+
+def _checkpoint(path: Path, config=CONFIG) -> dict:
+    state = {"state_dict": {"w": torch.randn(64, 32), "b": torch.zeros(32)}, "epoch": 3, "global_step": 12,
+             "callbacks": {"ModelCheckpoint": {"best_model_score": torch.tensor(0.5), "dirpath": str(path.parent)}},
+             "loops": {"fit_loop": {"epoch_progress": {"total": {"ready": 4}}}}}
+    save_checkpoint(state, path, config)
+    return state
+
+
+def test_checkpoint_round_trip(tmp_path):
+    state = _checkpoint(tmp_path / "last.ckpt")
+    loaded = load_checkpoint(tmp_path / "last.ckpt", CONFIG)
+    assert torch.equal(loaded["state_dict"]["w"], state["state_dict"]["w"]) and loaded["epoch"] == 3
+    assert "fsnn" not in loaded and not list(tmp_path.glob(".*tmp*"))
+
+
+class Payload:
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+def _damage(path: Path, how: str, tmp_path: Path) -> None:
+    if how == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "random bytes":
+        path.write_bytes(os.urandom(path.stat().st_size))
+    elif how == "bit flip in tensor data":
+        flip_tensor_byte(path)
+    elif how == "another run's":
+        _checkpoint(path, {**CONFIG, "seed": 1})
+    elif how == "not written by fsnn":
+        torch.save({"state_dict": {"w": torch.zeros(2)}}, path)
+    elif how == "pickle payload":
+        path.write_bytes(pickle.dumps({"state_dict": Payload(str(tmp_path / "PAYLOAD_RAN"))}))
+
+
+@pytest.mark.parametrize("how,problem", [
+    ("truncated", "cannot be read"), ("empty", "cannot be read"), ("random bytes", "cannot be read"),
+    ("bit flip in tensor data", "does not match the digest"), ("another run's", r"belongs to another run .*seed: 1 -> 0"),
+    ("not written by fsnn", "no fsnn integrity record"), ("pickle payload", "cannot be read"),
+])
+def test_damaged_checkpoint_is_one_error_naming_the_file(tmp_path, how, problem):
+    path = tmp_path / "last.ckpt"
+    _checkpoint(path)
+    _damage(path, how, tmp_path)
+    with pytest.raises(CheckpointError, match=problem) as error:
+        load_checkpoint(path, CONFIG)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+    assert not (tmp_path / "PAYLOAD_RAN").exists()  # weights_only: no code runs
+
+
+def test_a_shared_run_folder_builds_nothing_outside_fsnn(tmp_path, compose_cfg):
+    # `_target_: shutil.copyfile` in a run folder's .hydra/config.yaml once copied a file when evaluated
+    cfg = OmegaConf.create({k: v for k, v in compose_cfg("logger=none").items() if k != "hydra"})
+    marker = tmp_path / "COPIED"
+    cfg.optimizer = {"_target_": "shutil.copyfile", "src": str(tmp_path / "a"), "dst": str(marker)}
+    (tmp_path / "a").write_text("x")
+    (tmp_path / "run" / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, tmp_path / "run" / ".hydra" / "config.yaml")
+    with pytest.raises(ConfigError, match=r"config.yaml: optimizer._target_: expected one of torch.optim.Adam, "
+                                          r"torch.optim.AdamW, torch.optim.SGD, got 'shutil.copyfile'"):
+        open_run(tmp_path / "run")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("payload", ["pickle", "target"])
+def test_energy_script_runs_no_payload_from_a_run_folder(tmp_path, compose_cfg, payload):
+    cfg = OmegaConf.create({k: v for k, v in compose_cfg("logger=none").items() if k != "hydra"})
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    marker = tmp_path / "PAYLOAD_RAN"
+    if payload == "target":
+        cfg.scheduler = {"_target_": "pathlib.Path.touch", "self": str(marker)}
+    else:
+        (run / "checkpoints" / "best.ckpt").write_bytes(pickle.dumps(Payload(str(marker))))
+    (run / ".hydra").mkdir()
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    proc = run_app("scripts/energy.py", str(run), cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and not marker.exists(), proc.stderr[-2000:]
+    assert proc.stderr.startswith("fsnn: error: ") and proc.stderr.count("\n") == 1
+    assert ("best.ckpt" if payload == "pickle" else "scheduler._target_") in proc.stderr
+
+
+# -- the training order, DDP shards ---------------------------------------------------------------------------------
+
+
+def test_training_order_depends_only_on_seed_and_epoch():
+    data = TensorDataset(torch.arange(20))
+
+    def order(seed: int, epoch: int, warm_up: int = 0) -> list[int]:
+        module = SplitDataModule(lambda: (data, data, data), batch_size=4, seed=seed)
+        loader = module.train_dataloader()
+        for e in range(warm_up):  # epochs iterated before, as an uninterrupted run does
+            loader.sampler.set_epoch(e)
+            list(loader)
+        loader.sampler.set_epoch(epoch)  # what Lightning does at each epoch's start
+        return torch.cat([b[0] for b in loader]).tolist()
+
+    assert order(0, 2) == order(0, 2, warm_up=2)  # a resumed run sees the uninterrupted run's order
+    assert sorted(order(0, 2)) == list(range(20)) and order(0, 2) != order(0, 1) and order(0, 2) != order(1, 2)
+    val = SplitDataModule(lambda: (data, data, data), batch_size=4, seed=0).val_dataloader()
+    assert torch.cat([b[0] for b in val]).tolist() == list(range(20))
+
+
+def test_each_sample_is_evaluated_on_exactly_one_rank():
+    for n, world in ((10, 3), (2, 4), (7, 1)):
+        shards = [list(ShardSampler(n, world, rank)) for rank in range(world)]
+        assert sorted(i for shard in shards for i in shard) == list(range(n))
+        assert [len(ShardSampler(n, world, rank)) for rank in range(world)] == [len(s) for s in shards]
+
+
+# -- the run folder: lock, file modes -------------------------------------------------------------------------------
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from fsnn.app import run_lock
+with run_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_run_lock_names_its_holder_and_is_taken_over_when_the_holder_dies(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunLockedError, match=rf"run folder {tmp_path} is in use by pid {holder.pid} on "):
+            with run_lock(tmp_path):
+                pytest.fail("a second process got the lock")
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with run_lock(tmp_path):  # the killed holder's lock is stale: taken over
+        assert json.loads((tmp_path / ".lock").read_text())["pid"] == os.getpid()
+
+
+def test_files_get_the_umask_s_mode(tmp_path):
+    old = os.umask(0o002)
+    try:
+        write_json_atomic(tmp_path / "metrics.json", {"status": "complete"})
+        _checkpoint(tmp_path / "last.ckpt")
+        with run_lock(tmp_path):
+            pass
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
+    assert modes == {"metrics.json": 0o664, "last.ckpt": 0o664, ".lock": 0o664}
+
+
+# -- end to end, through train.py / evaluate.py ---------------------------------------------------------------------
+
+
+def _run_dir(cwd: Path, task: str = "train") -> Path:
+    found = [p.parent for p in (cwd / "results" / task).glob("*/metrics.json")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.rglob("*") if p.is_file()}
+
+
+def _umask(mask: int):
+    return lambda: os.umask(mask)
+
+
+def _train(cwd: Path, *args: str, data_root: Path, **kwargs) -> subprocess.CompletedProcess:
+    return run_app("train.py", *TINY, f"paths.data_dir={data_root}", *args, cwd=cwd, **kwargs)
+
+
+@pytest.mark.slow
+def test_finished_run_is_not_redone(tmp_path, data_root):
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    first = subprocess.run([sys.executable, str(ROOT / "train.py"), *TINY, f"paths.data_dir={data_root}",
+                            "run_name=mine"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+                           preexec_fn=_umask(0o002))
+    assert first.returncode == 0, first.stderr[-3000:]
+    run = _run_dir(tmp_path)
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["status"] == "complete" and m["split_sizes"] == {"train": 1294, "val": 144, "test": 359}
+    # created with the umask's mode (0664 under 002), never 0600
+    assert {oct(p.stat().st_mode & 0o777) for p in run.rglob("*") if p.is_file()} == {"0o664"}
+    before = _snapshot(run)
+    start = time.perf_counter()
+    again = _train(tmp_path, "run_name=mine", data_root=data_root)
+    assert again.returncode == 0 and "is finished" in again.stdout and str(run / "metrics.json") in again.stdout
+    assert _snapshot(run) == before  # nothing written, not even .hydra/ or the log
+    took = time.perf_counter() - start
+    # another config in the same folder: refused, nothing changed
+    other = _train(tmp_path, "run_name=mine", "neuron.tau=3.0", data_root=data_root)
+    assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr[-2000:]
+    assert "holds a finished run of another config (neuron.tau: 2.0 -> 3.0)" in other.stderr
+    assert _snapshot(run) == before
+    # a damaged checkpoint of a finished run is named; metrics.json is kept
+    best = (run / "checkpoints" / "best.ckpt").read_bytes()
+    (run / "checkpoints" / "best.ckpt").write_bytes(os.urandom(len(best)))
+    damaged = _train(tmp_path, "run_name=mine", data_root=data_root)
+    assert damaged.returncode == 2 and f"checkpoint {run / 'checkpoints' / 'best.ckpt'}: cannot be read" in damaged.stderr
+    assert "metrics.json is kept" in damaged.stderr and (run / "metrics.json").read_bytes() == before[
+        Path("metrics.json")][1]
+    ev = run_app("evaluate.py", f"run_dir={run}", f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert ev.returncode == 2 and "best.ckpt: cannot be read" in ev.stderr and "checkpoint=last" in ev.stderr
+    assert "Traceback" not in damaged.stderr + ev.stderr
+    # force=true trains again, keeping the previous result beside the new one
+    forced = _train(tmp_path, "run_name=mine", "force=true", data_root=data_root)
+    assert forced.returncode == 0, forced.stderr[-3000:]
+    assert (run / "metrics.previous.json").read_bytes() == before[Path("metrics.json")][1]
+    assert (run / "checkpoints.previous" / "last.ckpt").read_bytes() == before[Path("checkpoints/last.ckpt")][1]
+    new = json.loads((run / "metrics.json").read_text())
+    assert new["status"] == "complete" and new["test_acc"] == m["test_acc"]  # deterministic
+    assert took < 60
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["mid-epoch", "between-epochs", "while-writing"])
+def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
+    # the Poisson input spikes of a graph run draw from the global RNG: its states must be resumed too
+    args = ["experiment=graph_demo", "trainer.max_epochs=3", "logger=none", "trainer.enable_progress_bar=false",
+            f"paths.data_dir={data_root}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    straight.mkdir(), killed.mkdir()
+    assert run_app("train.py", *args, cwd=straight).returncode == 0
+    crash = subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *args], cwd=killed, env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert crash.returncode == -signal.SIGKILL, crash.stderr[-3000:]
+    run = _run_dir(killed, "graph_demo")
+    interrupted = json.loads((run / "metrics.json").read_text())
+    assert interrupted["status"] == "running"
+    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["epoch"] == 0  # the previous file, whole
+    resumed = run_app("train.py", *args, cwd=killed)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert not [p.name for p in (run / "checkpoints").iterdir() if p.name not in ("last.ckpt", "best.ckpt")]
+    a, b = (json.loads((_run_dir(c, "graph_demo") / "metrics.json").read_text()) for c in (straight, killed))
+    assert b["resumed_from"] and b["epochs"] == a["epochs"] == 3
+    for key in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "test_metrics", "firing_rates",
+                "split_sizes", "alphas"):
+        assert a[key] == b[key], key
+    for name in ("last.ckpt", "best.ckpt"):
+        x, y = (load_checkpoint(_run_dir(c, "graph_demo") / "checkpoints" / name) for c in (straight, killed))
+        assert x["epoch"] == y["epoch"]
+        assert x["state_dict"].keys() == y["state_dict"].keys()
+        assert all(torch.equal(x["state_dict"][k], y["state_dict"][k]) for k in x["state_dict"]), name
+        moments = [(x["optimizer_states"][0]["state"][i][m], y["optimizer_states"][0]["state"][i][m])
+                   for i in x["optimizer_states"][0]["state"] for m in ("exp_avg", "exp_avg_sq")]
+        assert all(torch.equal(u, v) for u, v in moments), name
+
+
+@pytest.mark.slow
+def test_damaged_last_checkpoint_of_an_interrupted_run_is_named(tmp_path, data_root):
+    args = [*TINY, f"paths.data_dir={data_root}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), "between-epochs", *args], cwd=tmp_path,
+                   env=env, capture_output=True, timeout=900)
+    run = _run_dir(tmp_path)
+    last = run / "checkpoints" / "last.ckpt"
+    good = last.read_bytes()
+    for how in ("bit flip in tensor data", "truncated"):
+        last.write_bytes(good)
+        _damage(last, how, tmp_path)
+        before = _snapshot(run / "checkpoints")
+        proc = run_app("train.py", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+        assert proc.stderr.startswith(f"fsnn: error: checkpoint {last}: ") and "delete it and rerun" in proc.stderr
+        assert _snapshot(run / "checkpoints") == before  # nothing deleted or rewritten
+        record = json.loads((run / "metrics.json").read_text())
+        assert record["status"] == "failed" and str(last) in record["error"] and record["config"]["seed"] == 0
+    last.unlink()
+    proc = run_app("train.py", *args, cwd=tmp_path)  # what the message says: resumes from best.ckpt
+    assert proc.returncode == 0 and json.loads((run / "metrics.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_a_second_process_on_the_same_run_folder_is_refused(tmp_path, data_root):
+    args = [sys.executable, str(ROOT / "train.py"), *TINY, "trainer.max_epochs=4", f"paths.data_dir={data_root}"]
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and not list((tmp_path / "results").rglob("checkpoints/last.ckpt")):
+        assert first.poll() is None, first.stderr.read()[-3000:]
+        time.sleep(0.2)
+    second = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert first.wait(timeout=900) == 0
+    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr[-3000:]
+    assert f"is in use by pid {first.pid} on " in second.stderr
+    assert json.loads((_run_dir(tmp_path) / "metrics.json").read_text())["status"] == "complete"
+
+
+@pytest.mark.slow
+def test_ddp_two_cpu_ranks_write_one_metrics_json_of_the_whole_test_split(tmp_path, data_root):
+    proc = run_app("train.py", "trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.accelerator=cpu",
+                   "trainer.strategy=ddp", "trainer.devices=2", "trainer.enable_progress_bar=false", "logger=none",
+                   f"paths.data_dir={data_root}", cwd=tmp_path, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = list((tmp_path / "results").rglob("metrics.json"))
+    assert len(runs) == 1
+    m = json.loads(runs[0].read_text())
+    assert m["status"] == "complete" and m["world_size"] == 2 and m["config"]["trainer"]["strategy"] == "ddp"
+    assert m["split_sizes"]["test"] == 359
+    ev = run_app("evaluate.py", f"run_dir={runs[0].parent}", f"paths.data_dir={data_root}", "accelerator=cpu",
+                 cwd=tmp_path, timeout=600)
+    assert ev.returncode == 0, ev.stderr[-3000:]
+    single = json.loads((runs[0].parent / "eval.json").read_text())
+    # every test sample counted once: the 2-rank accuracy is the single-process accuracy of the same checkpoint
+    assert m["test_acc"] == pytest.approx(single["test_acc"], abs=1e-6)
+    assert m["test_metrics"]["test/loss"] == pytest.approx(single["test_metrics"]["test/loss"], rel=1e-5)
