@@ -170,6 +170,23 @@ def test_static_train_augmentation_and_eval_determinism(fixture_root):
         assert test.targets == pickle.load(f, encoding="latin1")["labels"]
 
 
+def test_static_spike_encoder_fires_with_the_pixel_intensity(fixture_root):
+    direct = build_dataset("cifar10", fixture_root, T=2, seed=0, **OFFLINE)[2]
+    spikes = build_dataset("cifar10", fixture_root, T=400, seed=0, encoder="spike", **OFFLINE)[2]
+    mean, std = (torch.tensor(v)[:, None, None] for v in NORMALIZATION["cifar10"])
+    torch.manual_seed(0)
+    x, y = spikes[3]
+    intensity = direct[3][0][0] * std + mean  # the same test image, un-normalised
+    assert x.shape == (400, 3, 32, 32) and y == direct[3][1] and set(x.unique().tolist()) <= {0.0, 1.0}
+    assert not torch.equal(x[0], x[1])  # a fresh draw at every step
+    sigma = (intensity * (1 - intensity) / 400).sqrt()
+    assert ((x.mean(0) - intensity).abs() <= 5 * sigma + 1e-4).all()
+    with pytest.raises(ValueError, match="encoder='spike' encodes static images; dataset 'nmnist' is event data"):
+        build_dataset("nmnist", fixture_root, encoder="spike", **OFFLINE)
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        build_dataset("cifar10", fixture_root, encoder="poisson", **OFFLINE)
+
+
 # -- integration -------------------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from conftest import run_app
 from fsnn.tables import build_table, load_spec, make_tables, scan_runs
@@ -14,7 +15,7 @@ from fsnn.tables import build_table, load_spec, make_tables, scan_runs
 # experiment -> (jobs, table id, cells of that table each filled by exactly one run)
 SMOKES = {
     "table_link_prediction_smoke": (4 * 3, "link_prediction", 4 * 3),
-    "table_static_smoke": (3 * 4, "static", 3 * 4),
+    "table_static_smoke": (4 * 4, "static", 4 * 4),
     "ablation_alpha_smoke": (6 * 2, "alpha_ablation", 6 * 2),
     "ablation_channels_smoke": (3 * 4, "channels", 3 * 4),
     "ablation_neuron_type_smoke": (2 * 3, "neuron_type", 2 * 3),
@@ -58,7 +59,11 @@ def test_paper_settings_reach_the_run(compose_cfg):
     static = compose_cfg("experiment=table_static", "setup=cifar100_resnet18")
     assert (static.dataset.name, static.backbone.name, static.dataset.T) == ("cifar100", "resnet18", 4)
     imagenet = compose_cfg("experiment=table_static", "setup=imagenet_spikformer")
-    assert (imagenet.backbone.name, imagenet.dataset.size) == ("spikformer_imagenet", 160)
+    assert (imagenet.backbone.name, imagenet.dataset.size, imagenet.dataset.encoder) == (
+        "spikformer_imagenet", 160, "direct")
+    spikes = compose_cfg("experiment=table_static", "setup=imagenet_spikformer_spike")
+    assert OmegaConf.to_container(spikes.dataset) == {**OmegaConf.to_container(imagenet.dataset), "encoder": "spike"}
+    assert spikes.backbone == imagenet.backbone and spikes.optimizer == imagenet.optimizer
 
 
 @pytest.mark.slow
