@@ -63,6 +63,7 @@ def train(cfg: DictConfig) -> float:
         "choices": dict(HydraConfig.get().runtime.choices),
         "config": OmegaConf.to_container(cfg, resolve=True),
         "seed": cfg.seed,
+        "recipe": cfg.recipe,
         "versions": package_versions(),
     }
     start = time.perf_counter()
