@@ -22,7 +22,7 @@ from fsnn.data.common import stratified_split
 from fsnn.data.fixtures import DVSLIP_WORDS, FIXTURE_NAMES, NCALTECH_CLASSES, write_fixtures
 from fsnn.data.static import NORMALIZATION
 
-EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs"]
+EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini"]
 STATIC_FIXTURES = ["cifar10", "cifar100", "imagenet"]
 OFFLINE = {"download": False, "verify": False}
 
@@ -58,7 +58,7 @@ def count_integrations(monkeypatch):
 def raw_event_count(root: Path, name: str, key: str) -> int:
     """Number of events in a raw fixture file, read without the loaders."""
     folder = {"nmnist": "NMNIST", "dvsgesture": "DVSGesture", "ncaltech101": "NCALTECH101", "dvslip": "DVSLip",
-              "hardvs": "HARDVS/events_np"}[name]
+              "hardvs": "HARDVS/events_np", "hardvs_mini": "MINI_HARDVS/events_np"}[name]
     path = root / folder / key
     if path.suffix == ".bin":
         return path.stat().st_size // 5  # fixtures have no timestamp-overflow markers
@@ -80,7 +80,7 @@ def expected_label(name: str, key: str) -> int:
         import tonic.datasets
 
         return tonic.datasets.DVSLip.classes.index(parts[-2])
-    if name == "hardvs":
+    if name in ("hardvs", "hardvs_mini"):
         return int(parts[-2].split("_")[1]) - 1
     raise ValueError(name)
 
@@ -276,10 +276,41 @@ def test_splits_are_deterministic_and_disjoint(fixture_root, name):
         assert len(train | val) == 30 and len(test) == 20
 
 
-def test_hardvs_uses_its_official_val_split(fixture_root):
-    train, val, test = build_dataset("hardvs", fixture_root, T=2, val_fraction=0.5, **OFFLINE)
+@pytest.mark.parametrize("name", ["hardvs", "hardvs_mini"])
+def test_hardvs_uses_its_official_val_split(fixture_root, name):
+    train, val, test = build_dataset(name, fixture_root, T=2, val_fraction=0.5, **OFFLINE)
     assert (len(train), len(val), len(test)) == (9, 6, 6)
     assert all(k.startswith("val/") for k in val.keys) and sorted(set(train.targets)) == [0, 1, 2]
+
+
+def test_full_hardvs_release_is_linked_from_its_split_lists(tmp_path, monkeypatch):
+    write_fixtures(tmp_path, ["hardvs"])
+    root = tmp_path / "HARDVS"
+    lists = {split: (root / "extract" / f"{split}_label.txt").read_text().split() for split in ("train", "val", "test")}
+    assert not (root / "events_np").exists()  # the release has no events_np/: fsnn builds it from the lists
+    train, val, test = build_dataset("hardvs", tmp_path, T=2, **OFFLINE)
+    for split, data in zip(("train", "val", "test"), (train, val, test)):
+        assert sorted(data.keys) == sorted(f"{split}/{line}.npz" for line in lists[split][::2])
+        linked = root / "events_np" / data.keys[0]
+        assert linked.is_symlink() and linked.resolve().parent.parent == (root / "extract").resolve()
+    # checked against the full HarDVS's size: a small copy is not taken for it
+    monkeypatch.setenv("FSNN_DATA_VERIFY", "1")
+    with pytest.raises(DatasetMissingError, match=r"9 samples, the full HarDVS has 64522.*dataset=hardvs_mini"):
+        build_dataset("hardvs", tmp_path, T=2, download=False)
+
+
+@pytest.mark.parametrize("name, layout", [
+    ("hardvs", ["HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz", "64,522 / 10,734 / 32,390",
+                "HARDVS/extract/action_<001-300>/<sample>.npz", "HARDVS/extract/{train,val,test}_label.txt",
+                "dataset=hardvs_mini"]),
+    ("hardvs_mini", ["MINI_HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz",
+                     "MINI_HARDVS/download/{MINI_HARDVS_files.zip, train_label.txt"]),
+])
+def test_hardvs_missing_data_message_gives_the_layout(tmp_path, name, layout):
+    with pytest.raises(DatasetMissingError) as err:
+        build_dataset(name, tmp_path, download=False)
+    for line in layout:
+        assert line in str(err.value).replace(str(tmp_path) + "/", ""), line
 
 
 # -- caches ----------------------------------------------------------------------------------------
@@ -396,7 +427,7 @@ def test_fixtures_below_upstream_checks_are_incomplete_when_verifying(fixture_ro
 
 def test_fixtures_pass_upstream_checks_where_they_can(fixture_root, monkeypatch):
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
-    for name in ("dvsgesture", "dvslip", "hardvs"):
+    for name in ("dvsgesture", "dvslip", "hardvs_mini"):
         assert len(build_dataset(name, fixture_root, T=2, size=16, download=False)[0]) > 0
 
 

@@ -45,6 +45,8 @@ for _info in (
     DatasetInfo("dvslip", "event", 100, 2, (128, 128), 16, "tonic.datasets.DVSLip", "DVSLip", events.build_tonic),
     DatasetInfo("hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS",
                 events.build_hardvs),
+    DatasetInfo("hardvs_mini", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "MINI_HARDVS",
+                events.build_hardvs),
     DatasetInfo("cifar10", "static", 10, 3, (32, 32), 4, "torchvision.datasets.CIFAR10", "cifar-10-batches-py",
                 static.build_cifar),
     DatasetInfo("cifar100", "static", 100, 3, (32, 32), 4, "torchvision.datasets.CIFAR100", "cifar-100-python",
