@@ -406,7 +406,8 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
         found = scan_runs(results_dir)
     for path, reason in found.corrupt:
         echo(f"  corrupt, skipped: {path} ({reason})")
-    paths = firing_rate_figure(found.complete, out)
+    # an ablation varies the neuron itself (alpha, memory): its runs would blur the neurons' bars
+    paths = firing_rate_figure([r for r in found.complete if not experiment_of(r).startswith("ablation_")], out)
     if not paths:
         echo(f"no complete run with firing_rates under {results_dir}: firing-rate figure skipped")
     alpha = alpha_curve_figure(found.complete, out)
