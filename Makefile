@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test test-slow test-cuda bench bench-cuda figures fixtures clean
+.PHONY: install train test test-slow test-cuda bench bench-cuda figures report fixtures clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ bench-cuda: $(STAMP)
 figures: $(STAMP)
 	$(PY) scripts/figures.py
 	$(PY) scripts/demo_neuron.py
+
+# the reproduction report page, results/report/index.html (figures first: the page embeds them)
+report: $(STAMP)
+	$(PY) scripts/figures.py
+	$(PY) scripts/report.py
 
 fixtures: $(STAMP)
 	$(PY) scripts/make_fixtures.py data/fixtures

@@ -198,7 +198,7 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
         config = OmegaConf.to_container(cfg, resolve=False)
     return {"status": "running", "task": cfg.get("task_name"), "run": run_dir.name,
             "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
-            "config": config, "seed": cfg.get("seed"), "versions": package_versions()}
+            "config": config, "seed": cfg.get("seed"), "recipe": cfg.get("recipe"), "versions": package_versions()}
 
 
 def train(cfg: DictConfig) -> float:

@@ -19,6 +19,8 @@ From runs:
   of the robustness scores, from the ``robustness.json`` files written by ``evaluate.py robustness=...``.
 * :func:`memory_horizon_figure` (not in the paper): delayed-cue test accuracy against the delay, one line per neuron
   variant, chance marked, and the seconds per training epoch against the delay, from the ``memory_horizon`` runs.
+* :func:`alpha_curve_figure`: test accuracy against f-LIF's alpha from an alpha sweep (``ablation_alpha_node``),
+  beside the other neurons' runs of Table 2 on the same setting and the paper's Table 2 values.
 
 Every figure is written as PNG and PDF. Figures are built with matplotlib's object API (``Figure``), not pyplot,
 so no GUI backend and no global figure state is involved.
@@ -40,7 +42,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import ScalarFormatter
 
 from fsnn.history import history_kernel
-from fsnn.tables import experiment_of, load_spec, scan_runs
+from fsnn.tables import build_table, experiment_of, load_spec, recipe_of, scan_runs
 
 ALPHAS = (0.2, 0.4, 0.6, 0.8, 1.0)
 NEURON_LABELS = {"flif": "f-LIF (f-SNN)", "sj_lif": "LIF (SpikingJelly)", "snntorch_leaky": "LIF (snnTorch)",
@@ -373,6 +375,88 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     return save(fig, out, name)
 
 
+def _test_percent(run: dict) -> float:
+    return 100.0 * run[f"test_{run.get('metric', 'acc')}"]
+
+
+def _comparable(run: dict, sweep_run: dict) -> bool:
+    """A Table 2 run trained like the sweep's runs: same setting, recipe, epochs and Poisson steps."""
+    def key(r):
+        config = r.get("config") or {}
+        return (setting(r), recipe_of(r), (config.get("trainer") or {}).get("max_epochs"),
+                (config.get("dataset") or {}).get("T"))
+    return key(run) == key(sweep_run)
+
+
+def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "ablation_alpha_node",
+                       reference: str = "table2_node_classification") -> list[Path]:
+    """Test accuracy (%) against f-LIF's alpha, one figure per setting (``alpha_<dataset>_<backbone>``): each run of
+    the sweep ``experiment`` (fixed alpha, one recipe at a time: the matched one) as a dot, mean and std over seeds
+    as a line with error bars; the other neurons' runs of ``reference`` trained the same way (setting, recipe,
+    epochs, T) as mean +- std bands; the paper's Table 2 values for that setting (``paper_tables.yaml``) as dashed
+    lines, f-SNN's at its tab:alpha_gnn alpha as a star. Nothing is written without a sweep of three alphas or more."""
+    sweep = [r for r in runs if experiment_of(r) == experiment and recipe_of(r) == "matched"
+             and ((r.get("config") or {}).get("neuron") or {}).get("name") == "flif"
+             and not r["config"]["neuron"].get("learn_alpha")]
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for run in sweep:
+        groups[setting(run)].append(run)
+    paths: list[Path] = []
+    specs = {spec["id"]: spec for spec in load_spec()}
+    for key, members in sorted(groups.items()):
+        by_alpha: dict[float, list[float]] = defaultdict(list)
+        for run in members:
+            by_alpha[float(run["config"]["neuron"]["alpha"])].append(_test_percent(run))
+        if len(by_alpha) < 3:
+            continue
+        dataset, backbone = members[0]["config"]["dataset"]["name"], members[0]["config"]["backbone"]["name"]
+        alphas = sorted(by_alpha)
+        fig = Figure(figsize=(7.5, 4.6))
+        ax = fig.subplots()
+        for alpha in alphas:
+            ax.scatter([alpha] * len(by_alpha[alpha]), by_alpha[alpha], s=12, color="0.6", zorder=2)
+        means = [np.mean(by_alpha[a]) for a in alphas]
+        stds = [np.std(by_alpha[a], ddof=1) if len(by_alpha[a]) > 1 else 0.0 for a in alphas]
+        seeds = sorted({len(v) for v in by_alpha.values()})
+        ax.errorbar(alphas, means, yerr=stds, color="C3", marker="o", capsize=3, zorder=3,
+                    label=f"f-LIF, fsnn (mean ± std, n={'/'.join(map(str, seeds))} per alpha)")
+        others = [r for r in runs if experiment_of(r) == reference and _comparable(r, members[0])
+                  and r["config"]["neuron"]["name"] != "flif"]
+        for i, (label, group) in enumerate(sorted(_by_label(others).items())):
+            values = [_test_percent(r) for r in group]
+            mean, std = np.mean(values), (np.std(values, ddof=1) if len(values) > 1 else 0.0)
+            color = f"C{i}"
+            ax.axhline(mean, color=color, lw=1.2, label=f"{label}, fsnn (n={len(values)})")
+            ax.axhspan(mean - std, mean + std, color=color, alpha=0.12, lw=0)
+        table = build_table(specs["node_classification"], [])
+        column = next((i for i, c in enumerate(specs["node_classification"]["columns"])
+                       if (c.get("match") or {}).get("dataset") == dataset), None)
+        paper_alpha = None
+        for row in specs["alpha_gnn"]["rows"]:
+            if row["match"].get("backbone") == backbone:
+                paper_alpha = row["paper"].get(dataset)
+        for row_spec, row in zip(specs["node_classification"]["rows"], table["rows"]):
+            cell = row["cells"][column] if column is not None else None
+            if row_spec["match"].get("backbone") != backbone or cell is None or cell["paper_mean"] is None:
+                continue
+            neuron = row_spec["match"]["neuron"]
+            text = f"paper: {row['label']} {cell['paper_mean']:.2f}"
+            if neuron == "flif" and paper_alpha is not None:
+                ax.errorbar([paper_alpha], [cell["paper_mean"]], yerr=[cell["paper_std"] or 0], color="k",
+                            marker="*", markersize=11, capsize=3, ls="none", zorder=4, label=text)
+            else:
+                ax.axhline(cell["paper_mean"], color="k", ls=(0, (4, 3)) if neuron == "sj_lif" else ":", lw=1,
+                           label=text)
+        epochs = members[0]["config"]["trainer"]["max_epochs"]
+        ax.set(xlabel="alpha (f-LIF order; 1 = LIF)", ylabel="test accuracy (%)", xticks=alphas,
+               title=f"{dataset} / {backbone}: accuracy against alpha ({epochs} epochs, best validation checkpoint)")
+        ax.grid(alpha=0.3, lw=0.5)
+        ax.legend(fontsize=7, frameon=False, loc="lower left")
+        fig.tight_layout()
+        paths += save(fig, out, f"alpha_{dataset}_{backbone}")
+    return paths
+
+
 def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print) -> list[Path]:
     """The figures from the complete runs under ``results_dir`` (:func:`fsnn.tables.scan_runs`): firing rates
     (``metrics.json``), per setting, robustness curves and radar (``robustness.json``), and the memory horizon. Says
@@ -383,9 +467,14 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
         found = scan_runs(results_dir)
     for path, reason in found.corrupt:
         echo(f"  corrupt, skipped: {path} ({reason})")
-    paths = firing_rate_figure(found.complete, out)
+    # an ablation varies the neuron itself (alpha, memory): its runs would blur the neurons' bars
+    paths = firing_rate_figure([r for r in found.complete if not experiment_of(r).startswith("ablation_")], out)
     if not paths:
         echo(f"no complete run with firing_rates under {results_dir}: firing-rate figure skipped")
+    alpha = alpha_curve_figure(found.complete, out)
+    if not alpha:
+        echo(f"no alpha sweep (experiment=ablation_alpha_node) under {results_dir}: alpha curve skipped")
+    paths += alpha
     records = [run["robustness"] for run in found.complete if "robustness" in run]
     if not records:
         echo(f"no robustness.json under {results_dir} (run evaluate.py run_dir=<run> robustness=events): "

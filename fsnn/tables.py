@@ -6,6 +6,8 @@ as Markdown and LaTeX (booktabs) under ``<results>/tables/``; the results folder
 current directory. A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
+A table never mixes recipes (a run's ``recipe``: ``matched``, the default, or ``authors``, see ``conf/recipe/``):
+runs of another recipe fill their own copy of the table, ``<id>_<recipe>``.
 A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``scripts/energy.py <run>``),
 beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
 and energy tables read them with list paths (see the YAML header).
@@ -39,6 +41,7 @@ ALIASES = {"dataset": "config.dataset.name", "backbone": "config.backbone.name",
 SIBLINGS = ("robustness", "energy")
 # config fields that do not make two runs different experiments (for the mixed-config flag)
 INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra")
+DEFAULT_RECIPE = "matched"
 
 
 @dataclass
@@ -175,19 +178,34 @@ def _fingerprint(run: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
 
 
+def recipe_of(run: dict) -> str:
+    """The recipe a run used; runs from before the recipe switch used the matched one."""
+    return str(run.get("recipe") or DEFAULT_RECIPE)
+
+
 def experiment_of(run: dict) -> str:
     """The experiment a run belongs to: its ``task_name``, with a ``_smoke`` variant counted as its experiment."""
     return str(run.get("task") or "").removesuffix("_smoke")
 
 
-def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
-    """Fill one paper table: per cell mean/std/n over matching runs, the paper's value and the difference.
+def _own_runs(spec: dict, runs) -> list[dict]:
+    """The runs a table may read: those of its ``experiments`` (and their ``_smoke`` variants') when it names some,
+    since ablations share datasets and neurons with Table 1 and an alpha-0.2 ablation run must not land in Table 1's
+    f-LIF cell."""
+    return [r for r in runs if not spec.get("experiments") or experiment_of(r) in spec["experiments"]]
 
-    A table that names ``experiments`` reads only their runs (and their ``_smoke`` variants'): ablations share
-    datasets and neurons with Table 1, and an alpha-0.2 ablation run must not land in Table 1's f-LIF cell."""
-    if spec.get("experiments"):
-        runs = [r for r in runs if experiment_of(r) in spec["experiments"]]
-        failed = [r for r in failed if experiment_of(r) in spec["experiments"]]
+
+def table_recipes(spec: dict, runs) -> list[str]:
+    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty)."""
+    others = {recipe_of(r) for r in _own_runs(spec, runs)} - {DEFAULT_RECIPE}
+    return [DEFAULT_RECIPE, *sorted(others)]
+
+
+def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE) -> dict:
+    """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
+    value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``."""
+    runs = [r for r in _own_runs(spec, runs) if recipe_of(r) == recipe]
+    failed = [r for r in _own_runs(spec, failed) if recipe_of(r) == recipe]
     rows = []
     table_source = spec.get("value", "test")
     for row in spec["rows"]:
@@ -216,7 +234,9 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = ()) -> dict:
                         cell["diff"] = cell["mean"] - paper_mean
             cells.append(cell)
         rows.append({"label": row["label"], "cells": cells})
-    return {"id": spec["id"], "label": spec.get("label"), "caption": spec.get("caption", ""),
+    suffix = "" if recipe == DEFAULT_RECIPE else f"_{recipe}"
+    return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe,
+            "caption": spec.get("caption", "") + (f" Recipe: {recipe}." if suffix else ""),
             "section": spec.get("section", ""), "notes": spec.get("notes"),
             "columns": [c["label"] for c in spec["columns"]], "rows": rows}
 
@@ -281,7 +301,8 @@ def to_latex(table: dict) -> str:
 
 def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
                 spec_path: str | Path | None = None, echo=print) -> tuple[Collection, list[dict]]:
-    """Build every table from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and ``all.md``) to ``out_dir``."""
+    """Build every table (one per recipe its runs used) from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and
+    ``all.md``) to ``out_dir``."""
     results_dir = Path(results_dir)
     out_dir = Path(out_dir) if out_dir is not None else results_dir / "tables"
     with warnings.catch_warnings():
@@ -294,13 +315,14 @@ def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = 
         echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
     tables, markdown = [], []
     for spec in load_spec(spec_path):
-        table = build_table(spec, found.complete, found.failed)
-        tables.append(table)
-        md = to_markdown(table)
-        markdown.append(md)
-        write_text_atomic(out_dir / f"{table['id']}.md", md)
-        write_text_atomic(out_dir / f"{table['id']}.tex", to_latex(table))
-        echo("\n" + md)
+        for recipe in table_recipes(spec, found.complete + found.failed):
+            table = build_table(spec, found.complete, found.failed, recipe)
+            tables.append(table)
+            md = to_markdown(table)
+            markdown.append(md)
+            write_text_atomic(out_dir / f"{table['id']}.md", md)
+            write_text_atomic(out_dir / f"{table['id']}.tex", to_latex(table))
+            echo("\n" + md)
     write_text_atomic(out_dir / "all.md", f"Runs: {found.summary()}\n\n" + "\n".join(markdown))
     echo(f"wrote {len(tables)} tables (Markdown + LaTeX) to {out_dir}")
     return found, tables

@@ -25,7 +25,7 @@ from fsnn.data.common import stratified_split
 from fsnn.data.fixtures import DVSLIP_WORDS, FIXTURE_NAMES, NCALTECH_CLASSES, write_fixtures
 from fsnn.data.static import NORMALIZATION
 
-EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs"]
+EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini"]
 STATIC_FIXTURES = ["cifar10", "cifar100", "imagenet"]
 OFFLINE = {"download": False, "verify": False}
 
@@ -61,7 +61,7 @@ def count_integrations(monkeypatch):
 def raw_event_count(root: Path, name: str, key: str) -> int:
     """Number of events in a raw fixture file, read without the loaders."""
     folder = {"nmnist": "NMNIST", "dvsgesture": "DVSGesture", "ncaltech101": "NCALTECH101", "dvslip": "DVSLip",
-              "hardvs": "HARDVS/events_np"}[name]
+              "hardvs": "HARDVS/events_np", "hardvs_mini": "MINI_HARDVS/events_np"}[name]
     path = root / folder / key
     if path.suffix == ".bin":
         return path.stat().st_size // 5  # fixtures have no timestamp-overflow markers
@@ -83,7 +83,7 @@ def expected_label(name: str, key: str) -> int:
         import tonic.datasets
 
         return tonic.datasets.DVSLip.classes.index(parts[-2])
-    if name == "hardvs":
+    if name in ("hardvs", "hardvs_mini"):
         return int(parts[-2].split("_")[1]) - 1
     raise ValueError(name)
 
@@ -171,6 +171,23 @@ def test_static_train_augmentation_and_eval_determinism(fixture_root):
     assert torch.equal(val[0][0], val[0][0]) and torch.equal(test[1][0], test[1][0])
     with open(fixture_root / "cifar-10-batches-py" / "test_batch", "rb") as f:
         assert test.targets == pickle.load(f, encoding="latin1")["labels"]
+
+
+def test_static_spike_encoder_fires_with_the_pixel_intensity(fixture_root):
+    direct = build_dataset("cifar10", fixture_root, T=2, seed=0, **OFFLINE)[2]
+    spikes = build_dataset("cifar10", fixture_root, T=400, seed=0, encoder="spike", **OFFLINE)[2]
+    mean, std = (torch.tensor(v)[:, None, None] for v in NORMALIZATION["cifar10"])
+    torch.manual_seed(0)
+    x, y = spikes[3]
+    intensity = direct[3][0][0] * std + mean  # the same test image, un-normalised
+    assert x.shape == (400, 3, 32, 32) and y == direct[3][1] and set(x.unique().tolist()) <= {0.0, 1.0}
+    assert not torch.equal(x[0], x[1])  # a fresh draw at every step
+    sigma = (intensity * (1 - intensity) / 400).sqrt()
+    assert ((x.mean(0) - intensity).abs() <= 5 * sigma + 1e-4).all()
+    with pytest.raises(ValueError, match="encoder='spike' encodes static images; dataset 'nmnist' is event data"):
+        build_dataset("nmnist", fixture_root, encoder="spike", **OFFLINE)
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        build_dataset("cifar10", fixture_root, encoder="poisson", **OFFLINE)
 
 
 # -- integration -------------------------------------------------------------------------------------
@@ -262,10 +279,41 @@ def test_splits_are_deterministic_and_disjoint(fixture_root, name):
         assert len(train | val) == 30 and len(test) == 20
 
 
-def test_hardvs_uses_its_official_val_split(fixture_root):
-    train, val, test = build_dataset("hardvs", fixture_root, T=2, val_fraction=0.5, **OFFLINE)
+@pytest.mark.parametrize("name", ["hardvs", "hardvs_mini"])
+def test_hardvs_uses_its_official_val_split(fixture_root, name):
+    train, val, test = build_dataset(name, fixture_root, T=2, val_fraction=0.5, **OFFLINE)
     assert (len(train), len(val), len(test)) == (9, 6, 6)
     assert all(k.startswith("val/") for k in val.keys) and sorted(set(train.targets)) == [0, 1, 2]
+
+
+def test_full_hardvs_release_is_linked_from_its_split_lists(tmp_path, monkeypatch):
+    write_fixtures(tmp_path, ["hardvs"])
+    root = tmp_path / "HARDVS"
+    lists = {split: (root / "extract" / f"{split}_label.txt").read_text().split() for split in ("train", "val", "test")}
+    assert not (root / "events_np").exists()  # the release has no events_np/: fsnn builds it from the lists
+    train, val, test = build_dataset("hardvs", tmp_path, T=2, **OFFLINE)
+    for split, data in zip(("train", "val", "test"), (train, val, test)):
+        assert sorted(data.keys) == sorted(f"{split}/{line}.npz" for line in lists[split][::2])
+        linked = root / "events_np" / data.keys[0]
+        assert linked.is_symlink() and linked.resolve().parent.parent == (root / "extract").resolve()
+    # checked against the full HarDVS's size: a small copy is not taken for it
+    monkeypatch.setenv("FSNN_DATA_VERIFY", "1")
+    with pytest.raises(DatasetMissingError, match=r"9 samples, the full HarDVS has 64522.*dataset=hardvs_mini"):
+        build_dataset("hardvs", tmp_path, T=2, download=False)
+
+
+@pytest.mark.parametrize("name, layout", [
+    ("hardvs", ["HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz", "64,522 / 10,734 / 32,390",
+                "HARDVS/extract/action_<001-300>/<sample>.npz", "HARDVS/extract/{train,val,test}_label.txt",
+                "dataset=hardvs_mini"]),
+    ("hardvs_mini", ["MINI_HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz",
+                     "MINI_HARDVS/download/{MINI_HARDVS_files.zip, train_label.txt"]),
+])
+def test_hardvs_missing_data_message_gives_the_layout(tmp_path, name, layout):
+    with pytest.raises(DatasetMissingError) as err:
+        build_dataset(name, tmp_path, download=False)
+    for line in layout:
+        assert line in str(err.value).replace(str(tmp_path) + "/", ""), line
 
 
 # -- caches ----------------------------------------------------------------------------------------
@@ -428,10 +476,10 @@ def test_verification_compares_file_counts_with_the_published_release(fixture_ro
         "unexpected files: ibmGestureTrain/ holds 110")
 
 
-def test_hardvs_fixture_passes_verification(fixture_root, monkeypatch):
-    # its label files list exactly its samples
+def test_mini_hardvs_fixture_passes_verification(fixture_root, monkeypatch):
+    # its label files list exactly its samples (the full HarDVS is checked against its published sizes)
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
-    assert len(build_dataset("hardvs", fixture_root, T=2, size=16, download=False)[0]) > 0
+    assert len(build_dataset("hardvs_mini", fixture_root, T=2, size=16, download=False)[0]) > 0
 
 
 def test_a_missing_split_is_reported(tmp_path):

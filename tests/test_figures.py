@@ -82,6 +82,26 @@ def test_firing_rate_figure(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
+def _node_run(experiment: str, neuron: str, acc: float, alpha=None, epochs=10, recipe="matched") -> dict:
+    config = {"dataset": {"name": "cora", "T": 100}, "backbone": {"name": "sgcn"}, "trainer": {"max_epochs": epochs},
+              "neuron": {"name": neuron, **({"alpha": alpha, "learn_alpha": False} if alpha is not None else {})}}
+    return {"status": "complete", "task": experiment, "metric": "acc", "test_acc": acc, "recipe": recipe,
+            "config": config}
+
+
+def test_alpha_curve_figure(tmp_path):
+    sweep = [_node_run("ablation_alpha_node", "flif", 0.85 + 0.01 * a, alpha=a) for a in (0.1, 0.5, 1.0) for _ in "ab"]
+    table2 = [_node_run("table2_node_classification", n, 0.87) for n in ("lif", "sj_lif", "snntorch_leaky")]
+    other = [_node_run("table2_node_classification", "lif", 0.80, epochs=100),  # trained differently: not drawn
+             _node_run("ablation_alpha_node", "flif", 0.5, alpha=0.3, recipe="authors")]
+    paths = figures.alpha_curve_figure(sweep + table2 + other, tmp_path)
+    assert [p.name for p in paths] == ["alpha_cora_sgcn.png", "alpha_cora_sgcn.pdf"] and all(map(_is_figure, paths))
+    assert figures._comparable(table2[0], sweep[0]) and not figures._comparable(other[0], sweep[0])
+    # fewer than three alphas of the matched recipe: no curve
+    assert figures.alpha_curve_figure(sweep[:4] + other, tmp_path / "none") == []
+    assert not (tmp_path / "none").exists()
+
+
 def _write(root: Path, name: str, record: dict, study: dict | None = None):
     run = root / "task" / name
     run.mkdir(parents=True)
@@ -110,5 +130,6 @@ def test_figures_script(tmp_path):
     empty, lines = tmp_path / "empty", []
     empty.mkdir()
     assert figures.run_figures(empty, tmp_path / "nothing", echo=lines.append) == []
-    assert "firing-rate figure skipped" in lines[0] and "robustness figures skipped" in lines[1]
+    assert [line.split(":")[-1].strip() for line in lines] == [
+        "firing-rate figure skipped", "alpha curve skipped", "robustness figures skipped"]
     assert not (tmp_path / "nothing").exists()

@@ -8,6 +8,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from fsnn import FractionalLIF, build_neuron, neuron_names
+from fsnn.data import dataset_info
 from fsnn.models import BACKBONES, backbone_supports, build_backbone, register_backbone
 from fsnn.models.layers import (
     SeqBatchNorm1d,
@@ -20,6 +21,7 @@ from fsnn.models.layers import (
 )
 from fsnn.models.resnet import BasicBlock
 from fsnn.models.spikformer import SSA
+from fsnn.tasks.common import backbone_options
 
 torch.set_num_threads(1)
 
@@ -395,9 +397,9 @@ def linear(fin, fout):
     return fin * fout + fout
 
 
-def dvsnet_count(C, classes=11, cin=2, flat_hw=16, hidden=512):
+def dvsnet_count(C, classes=11, cin=2, flat_hw=16, hidden=512, voting=10):
     return (conv(cin, C, 3) + bn(C) + 4 * (conv(C, C, 3) + bn(C))
-            + linear(C * flat_hw, hidden) + linear(hidden, 10 * classes))
+            + linear(C * flat_hw, hidden) + linear(hidden, voting * classes))
 
 
 def spikformer_count(D, depth, classes, cin, stages=4, ratio=4):
@@ -422,12 +424,24 @@ def resnet18_count(classes=10, cin=3, w=64):
 
 
 @pytest.mark.parametrize("channels, paper_millions", [(128, 1.7), (256, 4.5), (512, 13.7)])
-def test_param_count_dvsnet(channels, paper_millions):
-    model = build_backbone("dvsnet", num_classes=11, in_channels=2, input_size=(128, 128), channels=channels)
+def test_param_count_dvsnet_ncaltech101(compose_cfg, channels, paper_millions):
+    """The paper's tab:different_T_params (N-Caltech101, 1.7M / 4.5M / 13.7M) from the configuration that runs it."""
+    cfg = compose_cfg("experiment=ablation_channels", "setup=ncaltech101_cnn", f"backbone.channels={channels}")
+    info = dataset_info(cfg.dataset.name)
+    model = build_backbone(cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
+                           input_size=cfg.dataset.size, **backbone_options(cfg))
     count = n_params(model)
-    print(f"dvsnet C={channels}, 11 classes, 128x128: {count:,} parameters")
-    assert count == dvsnet_count(channels)
-    assert count / 1e6 == pytest.approx(paper_millions, abs=0.05)  # paper N-Caltech101 ablation table
+    print(f"dvsnet C={channels}, N-Caltech101 (101 classes, one neuron each), 128x128: {count:,} parameters")
+    assert count == dvsnet_count(channels, classes=101, voting=1)
+    assert round(count / 1e6, 1) == paper_millions  # the paper's precision
+    # the voting head (10 neurons per class) does not fit the paper's counts
+    voting = build_backbone("dvsnet", num_classes=101, input_size=128, channels=channels, voting=10)
+    assert round(n_params(voting) / 1e6, 1) != paper_millions
+
+
+def test_param_count_dvsnet_gesture():
+    model = build_backbone("dvsnet", num_classes=11, in_channels=2, input_size=(128, 128))
+    assert n_params(model) == dvsnet_count(128) == 1_698_926  # SpikingJelly's DVSGestureNet
 
 
 def test_param_count_spikformer():

@@ -135,6 +135,29 @@ def test_mixed_configs_flagged(results):
     assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in tables.cell_text(cell)
 
 
+def test_recipes_never_share_a_cell(results):
+    root, _ = results
+    for seed, acc in enumerate([0.80, 0.82]):
+        _write(root, _record("table2_node_classification", f"authors_s{seed}", "cora", "sgcn", "flif", seed, acc,
+                             recipe="authors"))
+    _write(root, _record("table2_node_classification", "matched_s9", "cora", "sgcn", "flif", 9, 0.86,
+                         recipe="matched"))
+    with pytest.warns(UserWarning):
+        found = tables.scan_runs(root)
+    spec = _spec("node_classification")
+    assert tables.table_recipes(spec, found.complete) == ["matched", "authors"]
+    matched = _cell(tables.build_table(spec, found.complete), "SGCN (f-SNN)", "Cora")
+    assert matched["n"] == 5 and matched["mean"] == pytest.approx(statistics.mean([88, 89, 87, 90, 86]))
+    authors = tables.build_table(spec, found.complete, recipe="authors")
+    assert authors["id"] == "node_classification_authors" and "Recipe: authors" in authors["caption"]
+    cell = _cell(authors, "SGCN (f-SNN)", "Cora")
+    assert cell["n"] == 2 and cell["mean"] == pytest.approx(81.0) and cell["paper_mean"] == 88.08
+    assert tables.table_recipes(_spec("neuromorphic"), found.complete) == ["matched"]
+    tables.make_tables(root, echo=lambda *a: None)
+    assert "81.00 ± 1.41 (n=2)" in (root / "tables" / "node_classification_authors.md").read_text()
+    assert "(n=2)" not in (root / "tables" / "node_classification.md").read_text()
+
+
 def test_make_tables_writes_markdown_and_latex(results):
     root, corrupt = results
     lines = []

@@ -5,12 +5,13 @@
 >>> x, y = train[0]  # x: float32 [T, 2, 128, 128] event counts, y: int
 >>> graph = load_graph("cora", data_dir="./data", seed=0)  # PyG Data with x, edge_index, y and split masks
 
-Event datasets (``digits_dvs``, ``nmnist``, ``dvsgesture``, ``ncaltech101``, ``dvslip``, ``hardvs``) are read by
-tonic / SpikingJelly from their own folders under ``data_dir``, integrated into ``T`` frames by event count and
-cached under ``data_dir/fsnn_cache``; static ones (``cifar10``, ``cifar100``, ``imagenet``) come from torchvision
-and are repeated over ``T``; graphs (``cora``, ``citeseer``, ``pubmed``, ``photo``, ``computers``, ``cs``,
-``physics``, ``ogbn_arxiv``, ``karate``, ``synthetic``) come from PyG / OGB or are generated; sequence tasks
-(``delayed_cue``, ``seq_digits``: ``build_sequences``, items ``[T, C]``) are generated and cached. Modules:
+Event datasets (``digits_dvs``, ``nmnist``, ``dvsgesture``, ``ncaltech101``, ``dvslip``, ``hardvs``,
+``hardvs_mini``) are read by tonic / SpikingJelly from their own folders under ``data_dir``, integrated into ``T``
+frames by event count and cached under ``data_dir/fsnn_cache``; static ones (``cifar10``, ``cifar100``,
+``imagenet``) come from torchvision and are repeated over ``T`` (or Bernoulli-encoded); graphs (``cora``,
+``citeseer``, ``pubmed``, ``photo``, ``computers``, ``cs``, ``physics``, ``ogbn_arxiv``, ``karate``, ``synthetic``)
+come from PyG / OGB or are generated; sequence tasks (``delayed_cue``, ``seq_digits``: ``build_sequences``, items
+``[T, C]``) are generated and cached. Modules:
 :mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.events`, :mod:`.digits_dvs`,
 :mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing), :mod:`.fixtures` and
 :mod:`.graph_fixtures` (tiny fakes in the real formats).

@@ -9,7 +9,9 @@ nmnist          ``NMNIST/{Train,Test}/<digit>/<id>.bin``: 5-byte ATIS events (x,
 dvsgesture      ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/<label>.npy``: int64 rows x, y, p, t[ms]
 ncaltech101     ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``: 5-byte ATIS events
 dvslip          ``DVSLip/DVS-Lip/{train,test}/<word>/<n>.npy``: structured t<i4, x i1, y i1, p i1
-hardvs          ``HARDVS/events_np/{train,val,test}/action_<NNN>/<sample>.npz``: keys t, x, y, p
+hardvs          the full HarDVS as released: ``HARDVS/extract/action_<NNN>/<sample>.npz`` (keys t, x, y, p) and
+                ``HARDVS/extract/{train,val,test}_label.txt`` (``action_<NNN>/<sample> <label>``)
+hardvs_mini     ``MINI_HARDVS/events_np/{train,val,test}/action_<NNN>/<sample>.npz`` (SpikingJelly's raw layout)
 cifar10         ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``: latin1 pickles
 cifar100        ``cifar-100-python/{train,test,meta}``: latin1 pickles (fine and coarse labels)
 imagenet        ``imagenet/meta.bin`` (torch.save((wnid_to_classes, val_wnids))) + ``{train,val}/<wnid>/*.JPEG``
@@ -32,7 +34,7 @@ import numpy as np
 
 from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES, GRAPH_WRITERS
 
-FIXTURE_NAMES = ("nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "cifar10", "cifar100", "imagenet",
+FIXTURE_NAMES = ("nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini", "cifar10", "cifar100", "imagenet",
                  *GRAPH_FIXTURE_NAMES)
 
 NCALTECH_CLASSES = ("BACKGROUND_Google", "Faces_easy", "airplanes", "yin_yang")
@@ -121,15 +123,37 @@ def _dvslip(root: Path, rng) -> Path:
     return base
 
 
-def _hardvs(root: Path, rng) -> Path:
-    base = root / "HARDVS"
+def _hardvs_samples(rng):
+    """``(split, action folder, sample name, events)`` of every fake HarDVS recording."""
     for split, per_class in (("train", 3), ("val", 2), ("test", 2)):
         for c, name in enumerate(HARDVS_CLASSES):
-            folder = base / "events_np" / split / name
-            folder.mkdir(parents=True, exist_ok=True)
             for k in range(per_class):
-                x, y, t, p = fake_events(rng, int(rng.integers(100, 200)), 260, 346, c, len(HARDVS_CLASSES))
-                np.savez(folder / f"dvSave-2021_10_15_19_18_{k:02d}.npz", t=t, x=x, y=y, p=p)
+                events = fake_events(rng, int(rng.integers(100, 200)), 260, 346, c, len(HARDVS_CLASSES))
+                yield split, name, f"dvSave-2021_10_{15 + c:02d}_19_18_{split}{k:02d}", events
+
+
+def _save_events(path: Path, x, y, t, p) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, t=t, x=x, y=y, p=p)
+
+
+def _hardvs(root: Path, rng) -> Path:
+    """The full HarDVS as its release unpacks: one folder per action and the three split lists."""
+    base = root / "HARDVS" / "extract"
+    lists = {split: [] for split in ("train", "val", "test")}
+    for split, action, sample, events in _hardvs_samples(rng):
+        _save_events(base / action / f"{sample}.npz", *events)
+        lists[split].append(f"{action}/{sample} {int(action.split('_')[1]) - 1}")
+    for split, lines in lists.items():
+        (base / f"{split}_label.txt").write_text("\n".join(lines) + "\n")
+    return base.parent
+
+
+def _hardvs_mini(root: Path, rng) -> Path:
+    """MINI-HARDVS in SpikingJelly's raw layout (its download/ archives are md5-checked: a fake cannot pass)."""
+    base = root / "MINI_HARDVS"
+    for split, action, sample, events in _hardvs_samples(rng):
+        _save_events(base / "events_np" / split / action / f"{sample}.npz", *events)
     return base
 
 
@@ -196,7 +220,8 @@ def _imagenet(root: Path, rng) -> Path:
 
 
 WRITERS = {"nmnist": _nmnist, "dvsgesture": _dvsgesture, "ncaltech101": _ncaltech101, "dvslip": _dvslip,
-           "hardvs": _hardvs, "cifar10": _cifar10, "cifar100": _cifar100, "imagenet": _imagenet, **GRAPH_WRITERS}
+           "hardvs": _hardvs, "hardvs_mini": _hardvs_mini, "cifar10": _cifar10, "cifar100": _cifar100,
+           "imagenet": _imagenet, **GRAPH_WRITERS}
 
 
 def write_fixtures(root: Path, names=None) -> dict[str, Path]:

@@ -22,10 +22,11 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None) -> Data
     """Add ``info`` (with ``builder``, if given, replacing ``info.builder``) to :data:`DATASETS`; returns it.
 
     A frame dataset's ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers,
-    cache_dir)`` returns ``(train, val, test)`` datasets whose items are ``(float32 [T, C, H, W], int)``; a graph's
-    ``builder(info, data_dir, download, **options)`` returns a PyG ``Data`` with ``x``, ``edge_index`` and ``y``; a
-    sequence task's ``builder(info, data_dir, seed, val_fraction, *, cache_dir, **options)`` returns ``(train, val,
-    test)`` :class:`fsnn.data.sequences.SequenceDataset` s with items ``(float32 [T, C], int)``."""
+    cache_dir)`` (static images also take ``encoder``) returns ``(train, val, test)`` datasets whose items are
+    ``(float32 [T, C, H, W], int)``; a graph's ``builder(info, data_dir, download, **options)`` returns a PyG ``Data``
+    with ``x``, ``edge_index`` and ``y``; a sequence task's ``builder(info, data_dir, seed, val_fraction, *,
+    cache_dir, **options)`` returns ``(train, val, test)`` :class:`fsnn.data.sequences.SequenceDataset` s with items
+    ``(float32 [T, C], int)``."""
     if builder is not None:
         info = DatasetInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "builder": builder})
     if info.builder is None:
@@ -46,6 +47,8 @@ for _info in (
                 events.build_tonic),
     DatasetInfo("dvslip", "event", 100, 2, (128, 128), 16, "tonic.datasets.DVSLip", "DVSLip", events.build_tonic),
     DatasetInfo("hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS",
+                events.build_hardvs),
+    DatasetInfo("hardvs_mini", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "MINI_HARDVS",
                 events.build_hardvs),
     DatasetInfo("cifar10", "static", 10, 3, (32, 32), 4, "torchvision.datasets.CIFAR10", "cifar-10-batches-py",
                 static.build_cifar),
@@ -98,7 +101,7 @@ def _of_kind(name: str, *kinds: str) -> DatasetInfo:
 
 def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = None, size=None, seed: int = 0,
                   val_fraction: float = 0.1, *, download: bool | None = None, verify: bool | None = None,
-                  num_workers: int | None = None, cache_dir: str | Path | None = None):
+                  num_workers: int | None = None, cache_dir: str | Path | None = None, encoder: str = "direct"):
     """Load the frame dataset ``name`` (event or static) from ``data_dir`` -> ``(train, val, test)``; items are
     ``(float32 [T, C, H, W], int)``.
 
@@ -108,7 +111,9 @@ def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = No
     the data is missing (default ``$FSNN_DATA_DOWNLOAD`` or on); ``verify``: upstream completeness checks (default
     ``$FSNN_DATA_VERIFY`` or on, see :func:`fsnn.data.common.resolve_verify`); ``num_workers``: threads integrating
     event frames on the first run (default ``min(8, cpu_count)``); ``cache_dir``: where integrated frames are cached
-    (default ``<data_dir>/fsnn_cache``, :mod:`fsnn.data.cache`; one folder per dataset, ``T`` and size inside).
+    (default ``<data_dir>/fsnn_cache``, :mod:`fsnn.data.cache`; one folder per dataset, ``T`` and size inside);
+    ``encoder``: how a static image becomes ``T`` steps, ``"direct"`` (the normalised image at every step) or
+    ``"spike"`` (Bernoulli spikes of its intensities, :mod:`fsnn.data.static`); event data is already spikes.
 
     Raises :class:`DatasetMissingError` (a ``FileNotFoundError``) naming the dataset, the directory, the expected
     layout and where to get the data when it is missing or incomplete.
@@ -119,9 +124,13 @@ def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = No
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
     workers = min(8, os.cpu_count() or 1) if num_workers is None else max(1, int(num_workers))
     cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
+    check_choice("encoder", encoder, static.ENCODERS)
+    if info.kind != "static" and encoder != "direct":
+        raise ValueError(f"encoder={encoder!r} encodes static images; dataset {info.name!r} is {info.kind} data")
+    extra = {"encoder": encoder} if info.kind == "static" else {}
     return info.builder(info, Path(data_dir), T, resolve_size(size, info.size), int(seed), float(val_fraction),
                         download=resolve_download(download), verify=resolve_verify(verify), num_workers=workers,
-                        cache_dir=cache)
+                        cache_dir=cache, **extra)
 
 
 def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio", seed: int = 0,

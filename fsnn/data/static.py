@@ -1,8 +1,10 @@
-"""Static image datasets (CIFAR-10, CIFAR-100, ImageNet) with direct encoding over ``T`` time steps.
+"""Static image datasets (CIFAR-10, CIFAR-100, ImageNet) encoded over ``T`` time steps.
 
-Direct encoding: the normalised image is the input at every time step, ``x = image.repeat(T, 1, 1, 1)`` of shape
-``[T, 3, H, W]``. Training augmentation (random crop + horizontal flip) is drawn once per sample, so the ``T``
-copies are identical. Validation is a seeded, stratified ``val_fraction`` of the official training set, served
+``encoder="direct"``: the normalised image is the input at every time step, ``x = image.repeat(T, 1, 1, 1)`` of
+shape ``[T, 3, H, W]``. ``encoder="spike"`` (the paper's "ImageNet (spike encoder)" row): Bernoulli spikes, each
+pixel of the un-normalised image (intensity ``p`` in [0, 1]) fires with probability ``p`` at each of the ``T`` steps,
+drawn anew at every access. Training augmentation (random crop + horizontal flip) is drawn once per sample, so the
+``T`` steps see the same image. Validation is a seeded, stratified ``val_fraction`` of the official training set, served
 without augmentation; test is the official test set (CIFAR) or the official validation set (ImageNet).
 """
 
@@ -13,8 +15,10 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import torch
 from torch.utils.data import Dataset
 
+from fsnn.checks import check_choice
 from fsnn.data.common import DatasetInfo, abspath, dataset_missing, stratified_split
 
 #: per-channel mean/std of the training sets (RGB)
@@ -25,16 +29,21 @@ NORMALIZATION = {
 }
 
 
-class DirectEncoded(Dataset):
-    """Subset ``indices`` of an image dataset ``base`` (items ``(PIL image, label)``), each image transformed once
-    and repeated over ``T`` steps: item ``i`` is ``(float32 [T, 3, H, W], int)``. ``targets``: subset labels."""
+ENCODERS = ("direct", "spike")
 
-    def __init__(self, base, indices, transform, T: int, info: DatasetInfo | None = None):
+
+class EncodedImages(Dataset):
+    """Subset ``indices`` of an image dataset ``base`` (items ``(PIL image, label)``), each image transformed once
+    and encoded over ``T`` steps (``encoder``, see the module docstring): item ``i`` is
+    ``(float32 [T, 3, H, W], int)``. ``targets``: subset labels."""
+
+    def __init__(self, base, indices, transform, T: int, info: DatasetInfo | None = None, encoder: str = "direct"):
         self.base = base
         self.indices = [int(i) for i in indices]
         self.transform = transform
         self.T = int(T)
         self.info = info
+        self.encoder = check_choice("encoder", encoder, ENCODERS)
         targets = np.asarray(base.targets)
         self.targets = [int(v) for v in targets[self.indices]] if self.indices else []
 
@@ -43,14 +52,18 @@ class DirectEncoded(Dataset):
 
     def __getitem__(self, i: int):
         image, label = self.base[self.indices[i]]
-        x = self.transform(image)
-        return x.unsqueeze(0).repeat(self.T, 1, 1, 1).contiguous(), int(label)
+        x = self.transform(image).unsqueeze(0).expand(self.T, -1, -1, -1)
+        if self.encoder == "spike":
+            return torch.bernoulli(x), int(label)
+        return x.contiguous(), int(label)
 
 
-def _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction):
+def _splits(info, base_train, base_test, transforms, T, seed, val_fraction, encoder):
+    train_tf, eval_tf = transforms
     val, train = stratified_split(np.asarray(base_train.targets), [val_fraction], seed)
-    return (DirectEncoded(base_train, train, train_tf, T, info), DirectEncoded(base_train, val, eval_tf, T, info),
-            DirectEncoded(base_test, range(len(base_test)), eval_tf, T, info))
+    return (EncodedImages(base_train, train, train_tf, T, info, encoder),
+            EncodedImages(base_train, val, eval_tf, T, info, encoder),
+            EncodedImages(base_test, range(len(base_test)), eval_tf, T, info, encoder))
 
 
 # -- CIFAR -------------------------------------------------------------------------------------
@@ -69,21 +82,27 @@ def _exists_only(fpath, md5=None) -> bool:
     return os.path.isfile(fpath)
 
 
-def cifar_transforms(name: str, size: tuple[int, int]):
-    """(train, eval) transforms: [resize to ``size`` if not 32x32], random crop with 4/32 padding + flip (train),
-    to tensor, normalise."""
+def _to_tensor(name: str, encoder: str) -> list:
+    """To tensor, then normalised for direct encoding; spike encoding keeps the intensities in [0, 1]."""
     from torchvision import transforms as tv
 
-    mean, std = NORMALIZATION[name]
+    return [tv.ToTensor()] + ([tv.Normalize(*NORMALIZATION[name])] if encoder == "direct" else [])
+
+
+def cifar_transforms(name: str, size: tuple[int, int], encoder: str = "direct"):
+    """(train, eval) transforms: [resize to ``size`` if not 32x32], random crop with 4/32 padding + flip (train),
+    to tensor, normalise (direct encoding only)."""
+    from torchvision import transforms as tv
+
     head = [] if tuple(size) == (32, 32) else [tv.Resize(size)]
-    tail = [tv.ToTensor(), tv.Normalize(mean, std)]
+    tail = _to_tensor(name, encoder)
     pad = max(1, round(size[0] * 4 / 32))
     train = tv.Compose(head + [tv.RandomCrop(size, padding=pad), tv.RandomHorizontalFlip()] + tail)
     return train, tv.Compose(head + tail)
 
 
 def build_cifar(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                download: bool, verify: bool, num_workers: int, cache_dir: Path):
+                download: bool, verify: bool, num_workers: int, cache_dir: Path, encoder: str = "direct"):
     """``(train, val, test)`` for CIFAR-10/100 through ``torchvision.datasets.CIFAR10/100(root=<data_dir>)``.
 
     With ``verify`` torchvision's md5 checks run as usual; without, only the files' presence is checked (md5 check
@@ -123,8 +142,8 @@ def build_cifar(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_
         raise dataset_missing(
             info.name, location, problem, layout,
             f"torchvision downloads it automatically when online; offline, download {url} and extract it into {root}")
-    train_tf, eval_tf = cifar_transforms(info.name, size)
-    return _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction)
+    return _splits(info, base_train, base_test, cifar_transforms(info.name, size, encoder), T, seed, val_fraction,
+                   encoder)
 
 
 # -- ImageNet ----------------------------------------------------------------------------------
@@ -134,13 +153,12 @@ IMAGENET_ARCHIVES = {"train": "ILSVRC2012_img_train.tar", "val": "ILSVRC2012_img
                      "devkit": "ILSVRC2012_devkit_t12.tar.gz"}
 
 
-def imagenet_transforms(size: tuple[int, int]):
+def imagenet_transforms(size: tuple[int, int], encoder: str = "direct"):
     """(train, eval) transforms at ``size`` (paper: 160x160): RandomResizedCrop + flip for training; resize the
-    short side to ``size / 0.875`` and centre-crop for evaluation; then normalise."""
+    short side to ``size / 0.875`` and centre-crop for evaluation; then normalise (direct encoding only)."""
     from torchvision import transforms as tv
 
-    mean, std = NORMALIZATION["imagenet"]
-    tail = [tv.ToTensor(), tv.Normalize(mean, std)]
+    tail = _to_tensor("imagenet", encoder)
     train = tv.Compose([tv.RandomResizedCrop(size), tv.RandomHorizontalFlip()] + tail)
     resize = tuple(int(round(s / 0.875)) for s in size)
     return train, tv.Compose([tv.Resize(resize[0] if size[0] == size[1] else resize), tv.CenterCrop(size)] + tail)
@@ -169,7 +187,7 @@ def imagenet_problem(location: Path, verify: bool) -> str | None:
 
 
 def build_imagenet(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                   download: bool, verify: bool, num_workers: int, cache_dir: Path):
+                   download: bool, verify: bool, num_workers: int, cache_dir: Path, encoder: str = "direct"):
     """``(train, val, test)`` for ImageNet-1k through ``torchvision.datasets.ImageNet(root=<data_dir>/imagenet)``:
     val is carved from the official train split, test is the official val split."""
     from torchvision.datasets import ImageNet
@@ -193,5 +211,4 @@ def build_imagenet(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, v
             "imagenet", location, problem, layout,
             "manual download only (registration required): https://image-net.org/download.php -> ILSVRC2012; put "
             f"the archives (or the extracted train/, val/ and meta.bin) in {location}")
-    train_tf, eval_tf = imagenet_transforms(size)
-    return _splits(info, base_train, base_test, train_tf, eval_tf, T, seed, val_fraction)
+    return _splits(info, base_train, base_test, imagenet_transforms(size, encoder), T, seed, val_fraction, encoder)

@@ -3,8 +3,10 @@
 ``num_blocks`` x [Conv3x3(C, no bias) - BN - neuron - MaxPool 2] -> flatten -> Dropout 0.5 -> Linear(hidden) ->
 neuron -> Dropout 0.5 -> Linear(voting * classes) -> neuron -> VotingLayer(voting). The output is the firing of
 the last layer averaged over each group of ``voting`` neurons, ``[T, B, num_classes]`` in [0, 1]. This is the paper's
-"CNN-based" backbone (C = 128 / 256 / 512: 1.70M / 4.52M / 13.70M parameters at 128x128 with 11 classes). Weights
-keep PyTorch's default initialisation, as SpikingJelly's model does.
+"CNN-based" backbone. ``voting=1`` is one output neuron per class, the head of the authors' released HarDVS CNN;
+with it N-Caltech101 (101 classes, 128x128) has the paper's tab:different_T_params counts, 1.69M / 4.52M / 13.70M
+parameters at C = 128 / 256 / 512 (the voting head would have 2.16M / 4.98M / 14.16M). Weights keep PyTorch's
+default initialisation, as SpikingJelly's model does.
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> T
     num_classes = int(graph.y.max()) + 1
     model = build_backbone(cfg.backbone.name, in_features=in_features, num_classes=num_classes, **graph_options(cfg))
     module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
-                                 test_repeats=cfg.dataset.test_repeats, monitor=f"val/{METRIC}")
+                                 test_repeats=cfg.dataset.test_repeats, monitor=cfg.get("lr_monitor") or f"val/{METRIC}")
     data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
     return Task(module, data, METRIC)
 

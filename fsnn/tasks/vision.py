@@ -30,7 +30,8 @@ def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> T
 
     def splits():
         return build_dataset(cfg.dataset.name, data_dir=Path(cfg.paths.data_dir), T=cfg.dataset.T, size=size,
-                             seed=cfg.seed, val_fraction=cfg.dataset.val_fraction)
+                             seed=cfg.seed, val_fraction=cfg.dataset.val_fraction,
+                             encoder=cfg.dataset.get("encoder", "direct"))
 
     data = SplitDataModule(splits, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed)
     return Task(module, data, METRIC)
