@@ -92,10 +92,11 @@ def expected_label(name: str, key: str) -> int:
 
 
 def test_registry_lists_every_dataset_with_its_info():
-    frames = {name: info for name, info in DATASETS.items() if info.kind != "graph"}
+    frames = {name: info for name, info in DATASETS.items() if info.kind in ("event", "static")}
     assert set(frames) == {"digits_dvs", *(n for n in FIXTURE_NAMES if DATASETS[n].kind != "graph")}
+    assert {n for n, info in DATASETS.items() if info.kind == "sequence"} == {"delayed_cue", "seq_digits"}
     for name, info in DATASETS.items():
-        assert info.name == name and info.kind in ("event", "static", "graph") and callable(info.builder)
+        assert info.name == name and info.kind in ("event", "static", "graph", "sequence") and callable(info.builder)
     for info in frames.values():
         assert info.in_channels == (2 if info.kind == "event" else 3)
     assert dataset_info("dvsgesture").num_classes == 11 and dataset_info("dvsgesture").size == (128, 128)
@@ -441,7 +442,9 @@ def test_damaged_raw_file_is_reported_by_name(tmp_path):
 # -- missing or incomplete data ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(n for n, i in DATASETS.items() if i.kind != "graph" and n != "digits_dvs"))
+# every dataset read from files (graphs have their own test; digits_dvs and the sequence tasks are generated)
+@pytest.mark.parametrize("name", sorted(n for n, i in DATASETS.items() if i.kind in ("event", "static")
+                                        and n != "digits_dvs"))
 def test_missing_data_is_one_clear_error(tmp_path, name):
     with pytest.raises(DatasetMissingError) as err:
         build_dataset(name, tmp_path / "nodata", download=False)

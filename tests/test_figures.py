@@ -131,5 +131,6 @@ def test_figures_script(tmp_path):
     empty.mkdir()
     assert figures.run_figures(empty, tmp_path / "nothing", echo=lines.append) == []
     assert [line.split(":")[-1].strip() for line in lines] == [
-        "firing-rate figure skipped", "alpha curve skipped", "robustness figures skipped"]
+        "firing-rate figure skipped", "alpha curve skipped", "robustness figures skipped",
+        "memory-horizon figure skipped"]
     assert not (tmp_path / "nothing").exists()

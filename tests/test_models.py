@@ -62,8 +62,9 @@ def test_registry_names_and_supports():
     assert set(BACKBONES) >= {"dvsnet", "spikformer", "spikformer_imagenet", "resnet18", "sgcn", "drsgnn", "msg"}
     vision = {"dvsnet", "spikformer", "spikformer_imagenet", "resnet18"}
     for name in BACKBONES:
-        # one registry: a vision backbone takes frames, a graph model graphs, none both
-        assert backbone_supports(name) == ({"event", "static"} if name in vision else {"graph"}), name
+        # one registry: a vision backbone takes frames, a sequence model sequences, a graph model graphs, none two
+        want = {"event", "static"} if name in vision else {"sequence"} if name == "seqmlp" else {"graph"}
+        assert backbone_supports(name) == want, name
     kinds = backbone_supports("dvsnet")
     kinds.add("graph")  # a copy: the registry is unchanged
     assert "graph" not in backbone_supports("dvsnet")

@@ -352,11 +352,9 @@ def test_finished_run_is_not_redone(tmp_path, data_root):
     # created with the umask's mode (0664 under 002), never 0600
     assert {oct(p.stat().st_mode & 0o777) for p in run.rglob("*") if p.is_file()} == {"0o664"}
     before = _snapshot(run)
-    start = time.perf_counter()
     again = _train(tmp_path, "run_name=mine", data_root=data_root)
     assert again.returncode == 0 and "is finished" in again.stdout and str(run / "metrics.json") in again.stdout
     assert _snapshot(run) == before  # nothing written, not even .hydra/ or the log
-    took = time.perf_counter() - start
     # another config in the same folder: refused, nothing changed
     other = _train(tmp_path, "run_name=mine", "neuron.tau=3.0", data_root=data_root)
     assert other.returncode == 2 and other.stderr.count("\n") == 1, other.stderr[-2000:]
@@ -379,7 +377,6 @@ def test_finished_run_is_not_redone(tmp_path, data_root):
     assert (run / "checkpoints.previous" / "last.ckpt").read_bytes() == before[Path("checkpoints/last.ckpt")][1]
     new = json.loads((run / "metrics.json").read_text())
     assert new["status"] == "complete" and new["test_acc"] == m["test_acc"]  # deterministic
-    assert took < 60
 
 
 @pytest.mark.slow
