@@ -28,6 +28,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from fsnn.data import DATASETS
 from fsnn.history import METHODS
 from fsnn.models import backbone_names
+from fsnn.models.sgcn import THRESHOLD_MODES
 from fsnn.neurons import CONVENTIONS, ENGINES, RESETS, neuron_names
 from fsnn.surrogate import SURROGATES
 from fsnn.tasks import KINDS, ConfigError, task_kind
@@ -137,6 +138,7 @@ class BackboneSchema(Schema):
     pe_dim: NonNegativeInt = None
     dropout: Annotated[float, Field(ge=0, lt=1)] = _expect("a number in [0, 1)")
     step_size: Positive = None
+    threshold_mode: Literal[THRESHOLD_MODES] = _expect(_one_of(THRESHOLD_MODES))
 
 
 class OptimizerSchema(Schema):
@@ -338,13 +340,16 @@ def _check_paths(paths: dict, results: bool) -> None:
         _writable_folder("paths.results_dir", paths["results_dir"])
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Check a composed ``train.py`` config (the ``hydra`` node aside); :class:`ConfigError` on the first bad value."""
+def check_config(cfg: DictConfig, groups_fit: bool = True) -> None:
+    """Check a composed ``train.py`` config (the ``hydra`` node aside); :class:`ConfigError` on the first bad value.
+    ``groups_fit``: also check that the dataset's kind of data, the backbone and the task fit together (not for a
+    multirun's base config, whose dataset or backbone the sweep may replace in every job)."""
     values = _values(cfg)
     _validate_groups(values)
     _check_hardware(values.get("trainer") or {}, "trainer.")
     _check_paths(values.get("paths") or {}, results=True)
-    task_kind(cfg)  # the dataset's kind of data, the backbone and the task fit together
+    if groups_fit:
+        task_kind(cfg)
 
 
 def check_eval_config(cfg: DictConfig) -> None:
@@ -411,12 +416,12 @@ class CheckConfig(Callback):
     def __init__(self, app: str = "train"):
         self.app = app
 
-    def _check(self, config: DictConfig) -> None:
+    def _check(self, config: DictConfig, groups_fit: bool = True) -> None:
         try:
             if self.app == "eval":
                 check_eval_config(config)
             else:
-                check_config(config)
+                check_config(config, groups_fit)
         except ConfigError as error:
             print(f"fsnn: error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
@@ -425,4 +430,4 @@ class CheckConfig(Callback):
         self._check(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        self._check(config)
+        self._check(config, groups_fit=False)

@@ -440,19 +440,27 @@ def test_damaged_last_checkpoint_of_an_interrupted_run_is_named(tmp_path, data_r
 
 @pytest.mark.slow
 def test_a_second_process_on_the_same_run_folder_is_refused(tmp_path, data_root):
-    args = [sys.executable, str(ROOT / "train.py"), *TINY, "trainer.max_epochs=4", f"paths.data_dir={data_root}"]
+    # the first run is long enough to be still training whatever the machine's load; it is killed afterwards
+    args = [sys.executable, str(ROOT / "train.py"), *TINY, "trainer.max_epochs=100000", f"paths.data_dir={data_root}"]
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              text=True)
-    deadline = time.time() + 600
-    while time.time() < deadline and not list((tmp_path / "results").rglob("checkpoints/last.ckpt")):
-        assert first.poll() is None, first.stderr.read()[-3000:]
-        time.sleep(0.2)
-    second = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert first.wait(timeout=900) == 0
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and not list((tmp_path / "results").rglob("checkpoints/last.ckpt")):
+            assert first.poll() is None, first.stderr.read()[-3000:]
+            time.sleep(0.2)
+        second = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert first.poll() is None  # still training while the second was refused
+    finally:
+        first.kill()
+        first.wait(timeout=60)
     assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr[-3000:]
     assert f"is in use by pid {first.pid} on " in second.stderr
-    assert json.loads((_run_dir(tmp_path) / "metrics.json").read_text())["status"] == "complete"
+    run = _run_dir(tmp_path)
+    assert json.loads((run / "metrics.json").read_text())["status"] == "running"  # the second changed nothing
+    with run_lock(run):  # the killed holder's lock is taken over
+        assert json.loads((run / ".lock").read_text())["pid"] == os.getpid()
 
 
 @pytest.mark.slow

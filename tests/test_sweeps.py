@@ -126,6 +126,18 @@ def test_user_error_in_a_multirun_is_the_jobs_failure(compose_cfg, hydra_config,
     assert str(pickle.loads(pickle.dumps(raised.value))) == "fsnn: error: no such pairing"
 
 
+def test_a_sweep_may_replace_the_dataset_its_base_config_does_not_fit(compose_cfg, capsys):
+    # experiment=table_link_prediction sweeps its datasets: the base config keeps the default (event) dataset
+    from fsnn.config import CheckConfig
+
+    base = compose_cfg("backbone=msg", "task=link")
+    CheckConfig().on_multirun_start(base)  # each job is checked when it starts, with its own dataset
+    with pytest.raises(SystemExit) as exit_:
+        CheckConfig().on_run_start(base)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith("fsnn: error: backbone 'msg' takes ['graph'] data")
+
+
 def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     # the failing job (an invalid task) runs first; the second still runs, then the sweep exits 1
     proc = run_app("train.py", "-m", "task=nonsense,null", *SMALL_GESTURE, "dataset.num_workers=0", *TINY,
