@@ -297,7 +297,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
             f"test_{metric}": best_test[f"test/{metric}"],  # at the best-validation checkpoint
             f"test_{metric}_last": last_test[f"test/{metric}"],
             "test_metrics": best_test,
-            "best_checkpoint": best_path,
+            "best_checkpoint": os.path.relpath(best_path, run_dir),  # relative: the run folder can move
             "split_sizes": data.split_sizes(),
             "firing_rates": rates,
             "alphas": collect_alphas(module.model),

@@ -411,7 +411,7 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
             continue
         dataset, backbone = members[0]["config"]["dataset"]["name"], members[0]["config"]["backbone"]["name"]
         alphas = sorted(by_alpha)
-        fig = Figure(figsize=(7.5, 4.6))
+        fig = Figure(figsize=(10, 4.6))
         ax = fig.subplots()
         for alpha in alphas:
             ax.scatter([alpha] * len(by_alpha[alpha]), by_alpha[alpha], s=12, color="0.6", zorder=2)
@@ -426,7 +426,9 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
             values = [_test_percent(r) for r in group]
             mean, std = np.mean(values), (np.std(values, ddof=1) if len(values) > 1 else 0.0)
             color = f"C{i}"
-            ax.axhline(mean, color=color, lw=1.2, label=f"{label}, fsnn (n={len(values)})")
+            # equivalent neurons (SpikingJelly's and snnTorch's LIF) land on one line: dash each differently
+            style = [dict(ls="-", lw=2.6), dict(ls=(0, (6, 3)), lw=1.4), dict(ls=(0, (1.5, 1.5)), lw=1.4)][i % 3]
+            ax.axhline(mean, color=color, **style, label=f"{label}, fsnn (n={len(values)})")
             ax.axhspan(mean - std, mean + std, color=color, alpha=0.12, lw=0)
         table = build_table(specs["node_classification"], [])
         column = next((i for i, c in enumerate(specs["node_classification"]["columns"])
@@ -451,7 +453,7 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
         ax.set(xlabel="alpha (f-LIF order; 1 = LIF)", ylabel="test accuracy (%)", xticks=alphas,
                title=f"{dataset} / {backbone}: accuracy against alpha ({epochs} epochs, best validation checkpoint)")
         ax.grid(alpha=0.3, lw=0.5)
-        ax.legend(fontsize=7, frameon=False, loc="lower left")
+        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), handlelength=3.5)  # no dot hidden
         fig.tight_layout()
         paths += save(fig, out, f"alpha_{dataset}_{backbone}")
     return paths

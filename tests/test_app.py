@@ -152,6 +152,8 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
     assert 0.0 <= m["test_acc"] <= 1.0
     assert m["config"]["neuron"]["name"] == "flif" and m["alphas"]
     assert all(0.0 <= r <= 1.0 for r in m["firing_rates"].values()) and m["firing_rates"]
+    run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
+    assert m["best_checkpoint"] == "checkpoints/best.ckpt" and (run_dir / m["best_checkpoint"]).is_file()
 
 
 @pytest.mark.slow
