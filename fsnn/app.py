@@ -48,7 +48,7 @@ from fsnn.config import (check_config, check_eval_config, check_run_config, conf
 from fsnn.data import DatasetMissingError
 from fsnn.neurons import collect_alphas
 from fsnn.results import device_description, package_versions, write_json_atomic, write_text_atomic
-from fsnn.robustness import KINDS, check_corruption, robustness_score
+from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import ConfigError, Task, build_task, task_kind
 from fsnn.training import NonFiniteLossError, SpeedMonitor, firing_rates
 
@@ -373,7 +373,7 @@ def _robustness_plan(cfg: DictConfig, run_cfg: DictConfig) -> dict[str, tuple[li
         try:
             plan[name] = (check_corruption(kind.ROBUSTNESS, name, entry.get("levels"), options), options)
         except ValueError as error:
-            hint = "" if name in KINDS[kind.ROBUSTNESS] else (
+            hint = "" if name in CORRUPTIONS.names(family=kind.ROBUSTNESS) else (
                 f" (run_dir={cfg.run_dir} is a {kind.ROBUSTNESS} run on {run_cfg.dataset.name}; "
                 f"robustness={kind.STUDY} fits it)")
             raise ConfigError(f"robustness.corruptions.{name}: {error}{hint}") from None

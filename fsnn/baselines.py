@@ -37,13 +37,14 @@ from spikingjelly.activation_based import neuron as sj_neuron
 from spikingjelly.activation_based import surrogate as sj_surrogate
 from torch import nn
 
-from fsnn.checks import check_choice, check_number, check_spike_input
-from fsnn.neurons import SpikingNeuron
+from fsnn.checks import Flag, Positive, Real, check_spike_input, checked, number
+from fsnn.neurons import Reset, SpikingNeuron, Surrogate
 from fsnn.surrogate import check_surrogate, spike
 
 __all__ = ["SJLIF", "SJIF", "SJPLIF", "SnnTorchLeaky"]
 
-_RESETS = ("hard", "soft")
+# SpikingJelly's LIF (and PLIF's start value) and snnTorch's beta = 1 - 1/tau need tau > 1
+Tau = number("a number > 1 (the time constant of an integer-order LIF)", lambda v: v > 1)
 
 
 class _SJSpike(sj_surrogate.SurrogateFunctionBase):
@@ -100,9 +101,7 @@ class _MultiStep(SpikingNeuron):
 class _SJNode(_MultiStep):
     def __init__(self, threshold, reset, v_reset, surrogate, surrogate_scale):
         super().__init__()
-        self.threshold = check_number("threshold", threshold, above=0.0, allowed="a finite number > 0")
-        self.reset = check_choice("reset", reset, _RESETS)
-        v_reset = check_number("v_reset", v_reset)
+        self.threshold, self.reset = threshold, reset
         self.v_reset = v_reset if reset == "hard" else None
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
 
@@ -145,14 +144,16 @@ class SJLIF(_SJNode):
     ``v_seq``). SpikingJelly needs ``tau > 1``.
     """
 
-    def __init__(self, tau=2.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
-                 surrogate_scale=None, detach_reset=False, decay_input=True):
+    @checked
+    def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0,
+                 surrogate: Surrogate = "sigmoid", surrogate_scale: Positive | None = None, detach_reset: Flag = False,
+                 decay_input: Flag = True):
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
-        self.tau = check_number("tau", tau, above=1.0, allowed="a finite number > 1 for the SpikingJelly LIF adapter")
+        self.tau = tau
         self.node = sj_neuron.LIFNode(
-            tau=self.tau, decay_input=bool(decay_input), v_threshold=self.threshold, v_reset=self.v_reset,
+            tau=self.tau, decay_input=decay_input, v_threshold=self.threshold, v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+            detach_reset=detach_reset, step_mode="m", store_v_seq=True)
 
 
 class SJPLIF(_SJNode):
@@ -160,14 +161,15 @@ class SJPLIF(_SJNode):
     :class:`SJLIF` whose time constant is learned, ``1 / tau = sigmoid(w)`` with ``w`` a parameter of the layer
     started at ``tau`` (so ``tau > 1`` throughout). ``tau`` reads the current value."""
 
-    def __init__(self, tau=2.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
-                 surrogate_scale=None, detach_reset=False, decay_input=True):
+    @checked
+    def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0,
+                 surrogate: Surrogate = "sigmoid", surrogate_scale: Positive | None = None, detach_reset: Flag = False,
+                 decay_input: Flag = True):
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
-        init_tau = check_number("tau", tau, above=1.0, allowed="a finite number > 1 (SpikingJelly's PLIF start value)")
         self.node = sj_neuron.ParametricLIFNode(
-            init_tau=init_tau, decay_input=bool(decay_input), v_threshold=self.threshold, v_reset=self.v_reset,
+            init_tau=tau, decay_input=decay_input, v_threshold=self.threshold, v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+            detach_reset=detach_reset, step_mode="m", store_v_seq=True)
 
     @property
     def tau(self) -> float:
@@ -180,16 +182,16 @@ class SJIF(_SJNode):
 
     leak = False
 
-    def __init__(self, tau=1.0, threshold=1.0, reset="soft", v_reset=0.0, surrogate="sigmoid",
-                 surrogate_scale=None, detach_reset=False):
-        if check_number("tau", tau, allowed="1.0 (SpikingJelly's IFNode has no time constant)") != 1.0:
-            raise ValueError(f"tau must be 1.0: SpikingJelly's IFNode has no time constant; got {tau!r}")
+    @checked
+    def __init__(self, tau: number("1.0 (SpikingJelly's IFNode has no time constant)", lambda v: v == 1.0) = 1.0,
+                 threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0, surrogate: Surrogate = "sigmoid",
+                 surrogate_scale: Positive | None = None, detach_reset: Flag = False):
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = 1.0
         self.node = sj_neuron.IFNode(
             v_threshold=self.threshold, v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=bool(detach_reset), step_mode="m", store_v_seq=True)
+            detach_reset=detach_reset, step_mode="m", store_v_seq=True)
 
 
 class SnnTorchLeaky(_MultiStep):
@@ -213,17 +215,16 @@ class SnnTorchLeaky(_MultiStep):
     ``return_state=True`` gives the returned ``mem`` per step.
     """
 
-    def __init__(self, tau=2.0, threshold=1.0, reset="soft", surrogate="sigmoid", surrogate_scale=None,
-                 reset_delay=False):
+    @checked
+    def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", surrogate: Surrogate = "sigmoid",
+                 surrogate_scale: Positive | None = None, reset_delay: Flag = False):
         super().__init__()
-        self.tau = check_number("tau", tau, above=1.0, allowed="a finite number > 1 (beta = 1 - 1/tau in (0, 1))")
-        self.threshold = check_number("threshold", threshold, above=0.0, allowed="a finite number > 0")
-        self.reset = check_choice("reset", reset, _RESETS)
+        self.tau, self.threshold, self.reset = tau, threshold, reset
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
         self.leaky = snntorch.Leaky(
             beta=1.0 - 1.0 / self.tau, threshold=self.threshold,
             spike_grad=_snntorch_surrogate(self.surrogate, self.surrogate_scale),
-            reset_mechanism="subtract" if reset == "soft" else "zero", reset_delay=bool(reset_delay))
+            reset_mechanism="subtract" if reset == "soft" else "zero", reset_delay=reset_delay)
 
     @contextmanager
     def single_step(self):

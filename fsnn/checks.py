@@ -1,9 +1,20 @@
 """Argument checks shared by neurons, models, data and corruptions: one ``ValueError`` naming the parameter and
-what is allowed; and the one rounding rule of a ratio of ``n`` items."""
+what is allowed; the option types a component declares its options with; and the one rounding rule of a ratio of
+``n`` items.
+
+An option is declared once, in the signature of the component that takes it (``alpha: Alpha = 0.5``). The type's
+:class:`Check` is enforced twice from that one declaration: on a Python call by :func:`checked` (leniently: a numpy
+float or an int is a number there) and on a config value by the component's registry schema
+(:meth:`fsnn.registry.Registry.schema`, strictly: ``"3"`` is not 3 and ``true`` is not 1 in a config).
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import types
+from typing import Annotated, Any, Callable, Literal, Union, get_args, get_origin
 
 import torch
 
@@ -88,3 +99,131 @@ def check_spike_input(x) -> None:
         raise ValueError(f"x must have shape [T, B, ...] (rank >= 2, T >= 1), got shape {tuple(x.shape)}")
     if x.device.type == "cpu" and not bool(torch.isfinite(x).all()):
         raise ValueError("x must be finite, got NaN or inf values")
+
+
+# -- option types -----------------------------------------------------------------------------------------------------
+class Check:
+    """What an option accepts, as ``Annotated`` metadata: ``coerce`` turns a Python argument into the option's type
+    (raising ``TypeError``/``ValueError`` when it cannot) and ``test`` says whether the value is allowed; ``expected``
+    is what an error says the option expects. Inside a pydantic model (a registry's schema) the type itself is
+    validated strictly and then ``test`` runs, so both paths refuse the same values with the same words."""
+
+    def __init__(self, expected: str, test: Callable[[Any], bool] = lambda value: True,
+                 coerce: Callable[[Any], Any] = lambda value: value):
+        self.expected, self.test, self.coerce = expected, test, coerce
+
+    def __call__(self, name: str, value):
+        """``value`` coerced and checked; ``ValueError("<name> must be <expected>, got <value>")`` otherwise."""
+        try:
+            out = self.coerce(value)
+            allowed = self.test(out)
+        except (TypeError, ValueError, OverflowError):
+            allowed = False
+        if not allowed:
+            raise ValueError(f"{name} must be {self.expected}, got {value!r}")
+        return out
+
+    def __get_pydantic_core_schema__(self, source, handler):
+        from pydantic_core import core_schema  # only the application validates configs
+
+        def after(value):
+            if not self.test(value):
+                raise ValueError(self.expected)
+            return value
+
+        return core_schema.no_info_after_validator_function(after, handler(source))
+
+    def __repr__(self) -> str:
+        return f"Check({self.expected!r})"
+
+
+def _finite_float(value) -> float:
+    if isinstance(value, (bool, str)):
+        raise TypeError
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError
+    return out
+
+
+def _integer(value) -> int:
+    if isinstance(value, (bool, str)):
+        raise TypeError
+    out = int(value)
+    if out != value:
+        raise ValueError
+    return out
+
+
+def _flag(value) -> bool:
+    if isinstance(value, str) or value not in (True, False):
+        raise TypeError
+    return bool(value)
+
+
+def number(expected: str, test: Callable[[float], bool] = lambda value: True):
+    """A finite float option; ``test`` bounds it (``number("a number > 0", lambda v: v > 0)``)."""
+    return Annotated[float, Check(expected, test, _finite_float)]
+
+
+def integer(expected: str, test: Callable[[int], bool] = lambda value: True):
+    """An integer option (an integral float is one on a Python call; bools are not)."""
+    return Annotated[int, Check(expected, test, _integer)]
+
+
+def one_of(*choices):
+    """A option that takes one of ``choices``."""
+    return Annotated[Literal[choices], Check("one of " + ", ".join(str(c) for c in choices), lambda v: v in choices)]
+
+
+Real = number("a finite number")
+Positive = number("a number > 0", lambda v: v > 0)
+NonNegative = number("a number >= 0", lambda v: v >= 0)
+Fraction = number("a number in (0, 1)", lambda v: 0 < v < 1)  # a share carved from a whole, e.g. a validation split
+Probability = number("a number in [0, 1)", lambda v: 0 <= v < 1)  # a dropout or a background rate
+Count = integer("an integer >= 1", lambda v: v >= 1)
+NonNegativeInt = integer("an integer >= 0", lambda v: v >= 0)
+Flag = Annotated[bool, Check("true or false", coerce=_flag)]
+
+
+def option_check(annotation) -> tuple[Check | None, bool]:
+    """``(the Check of an option's annotation, whether None is allowed)``: ``Count``, ``Count | None``, ..."""
+    optional = False
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        optional = len(members) < len(get_args(annotation))
+        annotation = members[0] if len(members) == 1 else annotation
+    found = next((m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, Check)), None)
+    return found, optional
+
+
+def checked(function: Callable) -> Callable:
+    """Decorator: every argument of a call whose annotation carries a :class:`Check` is checked (and coerced, e.g.
+    ``alpha=1`` becomes ``1.0``) before ``function`` runs; the first bad one is a ``ValueError`` naming it. Defaults
+    are trusted. Works on functions and on ``__init__``."""
+
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        bound = _signature(function).bind(*args, **kwargs)
+        bound.arguments.update(check_arguments(function, bound.arguments))
+        return function(*bound.args, **bound.kwargs)
+
+    return wrapper
+
+
+@functools.cache
+def _signature(function: Callable) -> inspect.Signature:
+    # read on first use: an annotation may name what its module defines after the function
+    return inspect.signature(function, eval_str=True)
+
+
+def check_arguments(function: Callable, arguments: dict) -> dict:
+    """``arguments`` (by parameter name) checked and coerced against the option types of ``function``'s signature,
+    as :func:`checked` does on a call; ``ValueError`` naming the first bad one."""
+    out = dict(arguments)
+    for name, parameter in _signature(function).parameters.items():
+        check, optional = option_check(parameter.annotation)
+        if check is not None and name in out and not (optional and out[name] is None):
+            out[name] = check(name, out[name])
+    return out

@@ -16,23 +16,27 @@ inside one call, so there is nothing to reset between batches.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsnn.checks import check_choice, check_int, check_number, check_spike_input
+from fsnn.checks import Count, Flag, Positive, Real, checked, check_spike_input, number, one_of
 from fsnn.dynamics import spikede_sequence
 from fsnn import kernels
 from fsnn.engines import EngineConfig, FractionalNeuronFunction
 from fsnn.history import METHODS, SOE_METHODS, kernel_for, soe_bank
-from fsnn.registry import Registry
-from fsnn.surrogate import check_surrogate
+from fsnn.registry import Registry, option_fields
+from fsnn.surrogate import SURROGATES, check_surrogate
 
 ENGINES = ("auto", "direct", "soe", "triton")
 CONVENTIONS = ("fsnn", "spikede")
 RESETS = ("soft", "hard")
+Alpha = number("a number in (0, 1]", lambda v: 0 < v <= 1)  # the order of the Caputo derivative
+Reset = one_of(*RESETS)
+Surrogate = one_of(*SURROGATES)
 
 
 def inverse_softplus(y: float) -> float:
@@ -53,53 +57,41 @@ class FractionalNeuron(SpikingNeuron):
     block = 32  # steps per block of the torch engines
     soe_head = 9  # the SOE engine keeps lags < soe_head exact (the fused kernel holds them in registers)
 
+    @checked
     def __init__(
         self,
-        alpha: float = 0.5,
-        tau: float = 2.0,
-        threshold: float = 1.0,
-        reset: str = "soft",
-        v_reset: float = 0.0,
-        dt: float = 1.0,
-        method: str = "pred",
-        memory: int | None = None,
-        engine: str = "auto",
-        surrogate: str = "sigmoid",
-        surrogate_scale: float | None = None,
-        detach_reset: bool = False,
-        learn_alpha: bool = False,
-        learn_tau: bool = False,
-        learn_threshold: bool = False,
-        convention: str = "fsnn",
-        tol: float = 1e-6,
+        alpha: Alpha = 0.5,
+        tau: Positive = 2.0,
+        threshold: Positive = 1.0,
+        reset: Reset = "soft",
+        v_reset: Real = 0.0,
+        dt: Positive = 1.0,
+        method: one_of(*METHODS) = "pred",
+        memory: Count | None = None,
+        engine: one_of(*ENGINES) = "auto",
+        surrogate: Surrogate = "sigmoid",
+        surrogate_scale: Positive | None = None,
+        detach_reset: Flag = False,
+        learn_alpha: Flag = False,
+        learn_tau: Flag = False,
+        learn_threshold: Flag = False,
+        convention: one_of(*CONVENTIONS) = "fsnn",
+        tol: Positive = 1e-6,
     ):
         super().__init__()
-        alpha = check_number("alpha", alpha, above=0.0, allowed="in (0, 1]")
-        if alpha > 1.0:
-            raise ValueError(f"alpha must be in (0, 1], got {alpha}")
-        positive = "a finite number > 0"
-        tau = check_number("tau", tau, above=0.0, allowed=positive)
-        threshold = check_number("threshold", threshold, above=0.0, allowed=positive)
-        self.dt = check_number("dt", dt, above=0.0, allowed=positive)
-        self.tol = check_number("tol", tol, above=0.0, allowed=positive)
-        check_choice("reset", reset, RESETS)
-        check_choice("method", method, METHODS)
-        check_choice("engine", engine, ENGINES)
-        check_choice("convention", convention, CONVENTIONS)
+        self.dt, self.tol = dt, tol
         self.surrogate_scale = check_surrogate(surrogate, surrogate_scale)
-        if memory is not None:
-            memory = check_int("memory", memory)
-            if engine == "soe":
-                raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
+        if memory is not None and engine == "soe":
+            raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
         if engine == "soe" and method not in SOE_METHODS:
             raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
         if engine == "triton" and convention != "fsnn":
             raise ValueError("engine='triton' runs the fsnn convention; convention='spikede' has its own loop "
                              "(use engine='auto')")
-        self.v_reset = check_number("v_reset", v_reset)
+        self.v_reset = v_reset
         self.reset, self.method, self.memory = reset, method, memory
         self.engine, self.surrogate, self.convention = engine, surrogate, convention
-        self.detach_reset = bool(detach_reset)
+        self.detach_reset = detach_reset
         self.last_engine: str | None = None
         self._alpha_host = None if learn_alpha else alpha  # fixed alpha as a float: no device sync per call
         self._prepared: dict = {}  # per (steps, block, device, dtype): kernel tensors for the fixed parameters
@@ -268,7 +260,7 @@ class FractionalIF(FractionalNeuron):
 
     leak = False
 
-    def __init__(self, alpha: float = 0.5, tau: float = 1.0, **kwargs):
+    def __init__(self, alpha: Alpha = 0.5, tau: Positive = 1.0, **kwargs):
         super().__init__(alpha=alpha, tau=tau, **kwargs)
 
 
@@ -284,8 +276,9 @@ NEURONS = Registry("neuron")
 register_neuron = NEURONS.register
 
 
-def neuron_names() -> list[str]:
-    return NEURONS.names()
+def neuron_names(pattern: str = "*") -> list[str]:
+    """Registered neurons (``pattern``: a shell wildcard, e.g. ``"sj_*"``)."""
+    return NEURONS.names(pattern)
 
 
 def neuron_params(name: str) -> set[str] | None:
@@ -296,35 +289,35 @@ def neuron_params(name: str) -> set[str] | None:
 def is_neuron(module: nn.Module) -> bool:
     """Whether ``module`` is a neuron (for probes such as firing rates): a :class:`SpikingNeuron`, or an instance of
     a class registered with :func:`register_neuron`."""
-    registered = tuple(f for f in NEURONS.values() if isinstance(f, type))
+    registered = tuple(f for f in NEURONS.loaded().values() if isinstance(f, type))
     return isinstance(module, (SpikingNeuron, *registered))
 
 
 def build_neuron(name: str, **kwargs) -> nn.Module:
     """Multi-step neuron ``[T, B, ...] -> [T, B, ...]`` registered under ``name``."""
-    return NEURONS.build(name, **kwargs)
+    return NEURONS.create(name, **kwargs)
 
 
 register_neuron("flif")(FractionalLIF)
 register_neuron("fif")(FractionalIF)
 
 
-def _first_order(cls: type[FractionalNeuron], name: str, fractional: str):
-    """Registry factory for fsnn's own first-order neuron: ``cls`` with ``alpha = 1`` (same code path)."""
+def _first_order(cls: type[FractionalNeuron], name: str):
+    """Registry factory for fsnn's own first-order neuron: ``cls`` with ``alpha = 1`` (same code path); it takes
+    ``cls``'s arguments but ``alpha`` and ``learn_alpha``."""
 
     def build(**kwargs) -> FractionalNeuron:
-        fixed = sorted({"alpha", "learn_alpha"} & set(kwargs))
-        if fixed:
-            raise ValueError(f"neuron {name!r} has alpha fixed to 1 and does not take {fixed}; use {fractional!r}")
         return cls(alpha=1.0, **kwargs)
 
+    build.__signature__ = inspect.Signature([
+        inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for option, (annotation, default) in option_fields(cls).items() if option not in ("alpha", "learn_alpha")])
     build.__doc__ = f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``."
-    build.__wrapped__ = cls  # the registry checks arguments against the class's
     return build
 
 
-register_neuron("lif")(_first_order(FractionalLIF, "lif", "flif"))
-register_neuron("if")(_first_order(FractionalIF, "if", "fif"))
+register_neuron("lif")(_first_order(FractionalLIF, "lif"))
+register_neuron("if")(_first_order(FractionalIF, "if"))
 # integer-order baselines (fsnn.baselines): listed always, their library imported only when one is built
 NEURONS.lazy("sj_lif", "fsnn.baselines:SJLIF", extra="baselines")
 NEURONS.lazy("sj_plif", "fsnn.baselines:SJPLIF", extra="baselines")

@@ -1,91 +1,241 @@
-"""Name -> factory registries (neurons, backbones): one decorator, one error for an unknown name or argument.
+"""One registry API for every kind of component (timm style): neurons, backbones, datasets, tasks, corruptions and
+post-training studies are each a :class:`Registry`, looked up, listed, built and validated the same way.
 
-An entry is a class or a function; :meth:`Registry.lazy` registers ``"module:attribute"`` instead, imported on
-first use, so a name stays listed while the library behind it is optional (SpikingJelly, snnTorch).
+- ``register(name, entry=None, *, options=(), **meta)`` adds an entry (a decorator when ``entry`` is left out) with
+  its metadata (a backbone's ``supports``, a dataset's ``kind``, a corruption's ``family``);
+  ``lazy(name, "module:attribute", extra=...)`` lists one now and imports it when first used (optional libraries);
+- ``names("sj_*", supports="graph")``: the registered names, with shell wildcards and metadata filters;
+- ``get(name)`` (or ``registry[name]``): the entry; an unknown name is an :class:`UnknownNameError` that names the
+  closest registered ones ("did you mean 'flif'?");
+- ``create(name, **kwargs)``: ``entry(**kwargs)``; an argument the entry does not take is a ``ValueError`` naming it
+  and the closest argument it takes;
+- ``schema(name)``: the entry's options as a strict pydantic model, read from the annotated signature of the entry
+  (or of the ``options`` sources given at registration; :mod:`fsnn.checks` has the option types). The config layer
+  validates a config group with it, so an option is declared once: by the component that takes it.
+
+:func:`registry` finds a registry by what it holds, importing the module that fills it, so that code which only
+checks names and options (the config layer) imports no component.
 """
 
 from __future__ import annotations
 
+import difflib
+import fnmatch
 import importlib
 import inspect
-from typing import Callable
+import typing
+from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fsnn.checks import option_check
+
+#: the kinds of data: what a dataset is (``DatasetInfo.kind``), what a backbone and a task take
+DATA_KINDS = ("event", "static", "graph", "sequence")
+#: the module that fills each registry, imported by :func:`registry` on first use
+HOMES = {"neuron": "fsnn.neurons", "backbone": "fsnn.models", "dataset": "fsnn.data", "task": "fsnn.tasks",
+         "corruption": "fsnn.robustness", "study": "fsnn.studies"}
+_REGISTRIES: dict[str, Registry] = {}
 
 
-class _Lazy:
-    def __init__(self, target: str, extra: str):
-        self.target, self.extra = target, extra
+def did_you_mean(word, choices: Collection) -> str:
+    """``"; did you mean 'x'?"`` for the names of ``choices`` closest to ``word`` (``""`` when none is close)."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=2, cutoff=0.6)
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
 
 
-class Registry(dict):
-    """``name -> factory`` for one kind of component; ``what`` ("neuron", "backbone") names it in messages."""
+class UnknownNameError(KeyError, ValueError):
+    """A name no entry of a registry has; ``what``, ``name`` and ``choices`` let a caller reword it."""
 
-    def __init__(self, what: str):
-        super().__init__()
-        self.what = what
+    def __init__(self, what: str, name, choices: Collection):
+        self.what, self.name, self.choices = what, name, sorted(choices)
+        self.suggestion = did_you_mean(name, self.choices)
+        super().__init__(f"{what} must be one of {', '.join(self.choices)}, got {name!r}{self.suggestion}")
 
-    def register(self, name: str):
-        """Decorator adding ``factory`` under ``name``; a second, different factory for a name is refused."""
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
 
-        def wrap(factory):
-            if name in self and self[name] is not factory:
+
+def registry(what: str) -> Registry:
+    """The registry of ``what`` (``"neuron"``, ``"backbone"``, ``"dataset"``, ``"task"``, ``"corruption"``,
+    ``"study"``), filled by importing its home module."""
+    if what not in HOMES:
+        raise UnknownNameError("registry", what, HOMES)
+    importlib.import_module(HOMES[what])
+    return _REGISTRIES[what]
+
+
+@dataclass
+class _Entry:
+    obj: Any = None  # None while a lazy entry is not imported
+    target: str | None = None  # a lazy entry's "module:attribute"
+    extra: str | None = None  # the fsnn extra that installs a lazy entry's library
+    meta: dict = field(default_factory=dict)
+    options: tuple = ()  # where its options are declared, when not in the entry's own signature
+
+
+class Registry(Mapping):
+    """``name -> entry`` for one kind of component; ``what`` names it in messages. ``supplied``: arguments the code
+    that builds an entry passes itself (a backbone's ``num_classes``), which are therefore no options of its config.
+    A name is looked up as written or with ``-`` for ``_`` and any case (``ogbn-arxiv``)."""
+
+    def __init__(self, what: str, *, supplied: Collection[str] = ()):
+        self.what, self.supplied = what, frozenset(supplied)
+        self._entries: dict[str, _Entry] = {}
+        self._schemas: dict[str, type] = {}
+        _REGISTRIES.setdefault(what, self)  # the first registry of a kind is the one components fill
+
+    @staticmethod
+    def key(name) -> str:
+        return str(name).strip().lower().replace("-", "_")
+
+    # -- adding ---------------------------------------------------------------------------------------------------
+    def register(self, name: str, entry=None, *, options: Collection = (), **meta):
+        """Add ``entry`` under ``name`` (as a decorator without ``entry``); a second, different entry for a name is
+        refused. ``options``: the annotated callables or classes that declare its options, when its own signature
+        does not; ``meta``: what ``names`` filters on and ``meta`` returns."""
+
+        def add(obj):
+            key = self.key(name)
+            old = self._entries.get(key)
+            if old is not None and old.obj is not obj:
                 raise ValueError(f"{self.what} {name!r} is already registered")
-            self[name] = factory
-            return factory
+            self._entries[key] = _Entry(obj, meta=dict(meta), options=tuple(options))
+            self._schemas.pop(key, None)
+            return obj
 
-        return wrap
+        return add if entry is None else add(entry)
 
-    def lazy(self, name: str, target: str, extra: str) -> None:
-        """Register ``target`` (``"package.module:attribute"``), imported when ``name`` is first built; without
-        its library the build fails with one message naming the ``fsnn[extra]`` to install."""
-        self[name] = _Lazy(target, extra)
+    def lazy(self, name: str, target: str, *, extra: str, **meta) -> None:
+        """Register ``target`` (``"package.module:attribute"``), imported when ``name`` is first used; without its
+        library that use fails with one message naming the ``fsnn[extra]`` to install."""
+        self._entries[self.key(name)] = _Entry(target=target, extra=extra, meta=dict(meta))
 
-    def names(self) -> list[str]:
-        return sorted(self)
+    # -- looking up -----------------------------------------------------------------------------------------------
+    def names(self, pattern: str = "*", **meta) -> list[str]:
+        """Registered names matching the shell wildcard ``pattern`` whose metadata match ``meta`` (a collection
+        matches when it holds the value asked for: ``names(supports="graph")``)."""
 
-    def factory(self, name: str) -> Callable:
-        """The factory of ``name`` (importing a lazy one); ``ValueError`` listing the names otherwise."""
-        if name not in self:
-            raise ValueError(f"{self.what} must be one of {self.names()}, got {name!r}")
-        entry = self[name]
-        if isinstance(entry, _Lazy):
+        def fits(have, want) -> bool:
+            return want in have if isinstance(have, (set, frozenset, tuple, list)) else have == want
+
+        return sorted(name for name, entry in self._entries.items() if fnmatch.fnmatchcase(name, pattern)
+                      and all(fits(entry.meta.get(k), v) for k, v in meta.items()))
+
+    def _entry(self, name) -> _Entry:
+        entry = self._entries.get(self.key(name))
+        if entry is None:
+            raise UnknownNameError(self.what, name, self._entries)
+        return entry
+
+    def meta(self, name) -> dict:
+        """The metadata ``name`` was registered with (a copy)."""
+        return dict(self._entry(name).meta)
+
+    def get(self, name):
+        """The entry of ``name``, imported if it is lazy; :class:`UnknownNameError` for an unknown name."""
+        entry = self._entry(name)
+        if entry.obj is None:
             module, attribute = entry.target.split(":")
             try:
-                entry = getattr(importlib.import_module(module), attribute)
+                entry.obj = getattr(importlib.import_module(module), attribute)
             except ImportError as error:
                 missing = (error.name or "one of them").split(".")[0]
                 raise ImportError(
-                    f"{self.what} {name!r} needs the optional libraries of fsnn[{entry.extra}] ({missing} is not "
-                    f"installed); install them with: pip install 'fsnn[{entry.extra}]'") from None
-            self[name] = entry
-        return entry
+                    f"{self.what} {self.key(name)!r} needs the optional libraries of fsnn[{entry.extra}] ({missing} "
+                    f"is not installed); install them with: pip install 'fsnn[{entry.extra}]'") from None
+        return entry.obj
 
-    def params(self, name: str) -> set[str] | None:
-        """Keyword arguments the factory of ``name`` takes, or ``None`` when it takes any (see :func:`accepted`)."""
-        return accepted(self.factory(name))
+    def loaded(self) -> dict:
+        """``{name: entry}`` of the entries already imported (lazy ones are left alone)."""
+        return {name: entry.obj for name, entry in self._entries.items() if entry.obj is not None}
 
-    def build(self, name: str, **kwargs):
-        """``factory(**kwargs)``; an argument the factory does not take is a ``ValueError`` naming it."""
-        factory = self.factory(name)
+    __getitem__ = get
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name) -> bool:
+        return self.key(name) in self._entries
+
+    # -- building and validating ----------------------------------------------------------------------------------
+    def params(self, name) -> set[str] | None:
+        """Keyword arguments the entry of ``name`` takes, or ``None`` when it takes any (see :func:`accepted`)."""
+        return accepted(self.get(name))
+
+    def create(self, name, **kwargs):
+        """``entry(**kwargs)``; an argument the entry does not take is a ``ValueError`` naming it."""
+        factory = self.get(name)
         allowed = accepted(factory)
         unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
         if unknown:
-            raise ValueError(f"{self.what} {name!r} does not take {unknown}; it accepts {sorted(allowed)}")
+            raise ValueError(f"{self.what} {self.key(name)!r} does not take {unknown}"
+                             f"{did_you_mean(unknown[0], allowed)}; it takes {sorted(allowed)}")
         return factory(**kwargs)
+
+    def schema(self, name) -> type:
+        """A strict pydantic model of the options of ``name`` (without those in ``supplied``): a key it does not list,
+        a value of the wrong type, or one its option type refuses, fails validation."""
+        key = self.key(name)
+        if key not in self._schemas:
+            entry = self._entry(key)
+            self._schemas[key] = options_model(f"{self.what}:{key}", entry.options or (self.get(key),), self.supplied)
+        return self._schemas[key]
+
+
+def _targets(source) -> list[Callable]:
+    """The functions whose parameters are ``source``'s options: a function itself, or a class's ``__init__``
+    followed through the ``**kwargs`` it hands to its bases' (a wrapper declares what it wraps with
+    ``__wrapped__`` or ``__signature__``)."""
+    source = inspect.unwrap(source)
+    if not inspect.isclass(source):
+        return [source]
+    return [c.__init__ for c in source.__mro__ if "__init__" in vars(c) and c is not object]
 
 
 def accepted(factory: Callable) -> set[str] | None:
-    """Keyword arguments of ``factory`` (a function, or a class's ``__init__``; a wrapper declares what it wraps
-    with ``__wrapped__``), following the ``**kwargs`` a class hands to its base class's ``__init__``; ``None`` when
-    it takes any keyword."""
-    factory = inspect.unwrap(factory)
-    if inspect.isclass(factory):
-        targets = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c) and c is not object]
-    else:
-        targets = [factory]
+    """Keyword arguments of ``factory`` (a function, or a class's ``__init__`` and those of the bases its
+    ``**kwargs`` reach); ``None`` when it takes any keyword."""
     names: set[str] = set()
-    for target in targets:
+    for target in _targets(factory):
         params = inspect.signature(target).parameters
         names |= {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
         if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
             return names
     return None
+
+
+def option_fields(source) -> dict[str, tuple[Any, Any]]:
+    """``{option: (annotation, default)}`` of a callable (as :func:`accepted` reads it) or of a plain class that
+    only annotates its attributes (an options record)."""
+    if inspect.isclass(source) and source.__init__ is object.__init__:
+        hints = typing.get_type_hints(source, include_extras=True)
+        return {name: (hint, getattr(source, name, None)) for name, hint in hints.items()}
+    fields: dict[str, tuple[Any, Any]] = {}
+    for target in _targets(source):
+        for name, p in inspect.signature(target, eval_str=True).parameters.items():
+            if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in fields:
+                fields[name] = (Any if p.annotation is p.empty else p.annotation,
+                                None if p.default is p.empty else p.default)
+    return fields
+
+
+def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
+    """A strict pydantic model of the options of ``sources`` (merged, the first declaration of a name wins), less
+    ``exclude``: unknown keys are refused, ``"3"`` is not 3, ``true`` is not 1, NaN is no number; each field's
+    description is what its option type expects (what an error line prints)."""
+    from pydantic import ConfigDict, Field, create_model
+
+    fields = {}
+    for source in sources:
+        for name, (annotation, default) in option_fields(source).items():
+            if name in exclude or name in fields:
+                continue
+            check, optional = option_check(annotation)
+            expected = None if check is None else f"null or {check.expected}" if optional else check.expected
+            fields[name] = (annotation, Field(default, description=expected))
+    config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
+    return create_model(title, __config__=config, **fields)

@@ -17,12 +17,14 @@ For a batch, random draws are made sample by sample (independent corruption per 
 set sample by sample); the noise is drawn element-wise in one go.
 
 Graph corruptions (appendix "Extended Robustness Experiments", "Graph Learning Tasks"): feature masking and
-edge dropping change the graph a trained model is tested on (:data:`GRAPH_CORRUPTIONS`, ``fn(graph, level,
-generator=None, **options) -> graph``); Gaussian spike noise (``spike_noise``, Fig. ``fig:robust_SGCN``) is a
-probe inside the model (``spike_noise_std``, :func:`fsnn.models.sgcn.add_spike_noise`). :func:`check_corruption`
+edge dropping change the graph a trained model is tested on (``fn(graph, level, generator=None, **options) ->
+graph``); Gaussian spike noise (``spike_noise``, Fig. ``fig:robust_SGCN``) is a probe inside the model
+(``spike_noise_std``, :func:`fsnn.models.sgcn.add_spike_noise`). Every corruption is an entry of
+:data:`CORRUPTIONS` (:class:`fsnn.registry.Registry`) with its ``family``: ``"vision"`` (frames) or ``"graph"``;
+the graph models' probe carries ``probe=True``. :func:`check_corruption`
 validates a name, its levels and options on a dummy input before any data is loaded; :class:`CorruptedDataset`
-corrupts a test set sample by sample, reproducibly. ``evaluate.py robustness=...`` (:func:`fsnn.app.evaluate`) runs
-the study on a trained run.
+corrupts a test set sample by sample, reproducibly. ``evaluate.py robustness=...`` (the robustness study of
+:mod:`fsnn.studies`) runs the study on a trained run.
 
 Counts ``k = round(ratio * n)`` use fsnn's one rounding rule, half up (:func:`fsnn.checks.round_count`), not Python's
 banker's rounding.
@@ -40,17 +42,16 @@ from torch.utils.data import Dataset
 
 from fsnn.checks import as_generator, check_number, check_ratio, round_count, round_half_up
 from fsnn.data.graph_features import drop_edges, mask_features
+from fsnn.registry import Registry, UnknownNameError
 
 __all__ = [
     "CORRUPTIONS",
     "CorruptedDataset",
-    "GRAPH_CORRUPTIONS",
-    "KINDS",
-    "SPIKE_NOISE",
     "center_occlusion",
     "check_corruption",
     "corrupt",
     "drop_graph_edges",
+    "family_corruption",
     "frame_discard",
     "gaussian_noise",
     "mask_graph_features",
@@ -250,21 +251,23 @@ def frame_discard(x: torch.Tensor, level: float, generator=None) -> torch.Tensor
 
 # -- registry and score -----------------------------------------------------------------------
 
-CORRUPTIONS: dict[str, Callable[..., torch.Tensor]] = {
-    "gaussian_noise": gaussian_noise,
-    "center_occlusion": center_occlusion,
-    "temporal_truncation": temporal_truncation,
-    "temporal_jitter": temporal_jitter,
-    "frame_discard": frame_discard,
-}
+#: every corruption by name, with its ``family``: ``"vision"`` (event frames) or ``"graph"``
+CORRUPTIONS = Registry("corruption")
+for _fn in (gaussian_noise, center_occlusion, temporal_truncation, temporal_jitter, frame_discard):
+    CORRUPTIONS.register(_fn.__name__, _fn, family="vision")
+
+
+def family_corruption(family: str, name: str) -> Callable:
+    """The corruption ``name`` of ``family``; :class:`fsnn.registry.UnknownNameError` naming the family's others."""
+    names = CORRUPTIONS.names(family=family)
+    if CORRUPTIONS.key(name) not in names:
+        raise UnknownNameError(f"{family} corruption", name, names)
+    return CORRUPTIONS[name]
+
 
 def corrupt(x: torch.Tensor, name: str, level: float, generator=None, **options) -> torch.Tensor:
-    """``CORRUPTIONS[name](x, level, generator, **options)`` with a clear error for unknown names."""
-    try:
-        fn = CORRUPTIONS[name]
-    except KeyError:
-        raise KeyError(f"unknown corruption {name!r}; known: {sorted(CORRUPTIONS)}") from None
-    return fn(x, level, generator, **options)
+    """The vision corruption ``name`` applied: ``fn(x, level, generator, **options)``."""
+    return family_corruption("vision", name)(x, level, generator, **options)
 
 
 def sample_seed(seed: int, index: int) -> int:
@@ -286,8 +289,7 @@ class CorruptedDataset(Dataset):
     """
 
     def __init__(self, dataset, name: str, level: float, seed: int = 0, options: Mapping | None = None):
-        if name not in CORRUPTIONS:
-            raise KeyError(f"unknown corruption {name!r}; known: {sorted(CORRUPTIONS)}")
+        family_corruption("vision", name)
         self.dataset, self.name, self.level, self.seed = dataset, name, float(level), int(seed)
         self.options = dict(options or {})
 
@@ -336,17 +338,10 @@ def spike_noise_std(level: float) -> float:
     return _check_level(level, "spike noise std")
 
 
-GRAPH_CORRUPTIONS: dict[str, Callable] = {
-    "feature_masking": mask_graph_features,
-    "edge_dropping": drop_graph_edges,
-}
-SPIKE_NOISE = "spike_noise"  # a model probe, not a change of the graph (:func:`spike_noise_std`)
-
-# the corruptions that apply to each kind of data ("vision": event/static frames [T, C, H, W]; "graph": nodes)
-KINDS: dict[str, tuple[str, ...]] = {
-    "vision": tuple(CORRUPTIONS),
-    "graph": (*GRAPH_CORRUPTIONS, SPIKE_NOISE),
-}
+CORRUPTIONS.register("feature_masking", mask_graph_features, family="graph")
+CORRUPTIONS.register("edge_dropping", drop_graph_edges, family="graph")
+# a model probe, not a change of the graph: the entry maps a level to the model's spike_noise_std
+CORRUPTIONS.register("spike_noise", spike_noise_std, family="graph", probe=True)
 
 
 def _dummy_graph():
@@ -355,17 +350,14 @@ def _dummy_graph():
     return Data(x=torch.ones(3, 2), edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]))
 
 
-def check_corruption(kind: str, name: str, levels, options: Mapping | None = None) -> list[float]:
+def check_corruption(family: str, name: str, levels, options: Mapping | None = None) -> list[float]:
     """Validate one corruption of a robustness study before any data is loaded; returns the levels as floats.
 
-    ``name`` must belong to ``KINDS[kind]``, ``levels`` must be a non-empty list of numbers, and the corruption is
-    run once per level with ``options`` on a tiny dummy input, so a bad level (a ratio above 1, a negative std) or
+    ``name`` must be a corruption of ``family``, ``levels`` must be a non-empty list of numbers, and the corruption
+    is run once per level with ``options`` on a tiny dummy input, so a bad level (a ratio above 1, a negative std) or
     an unknown option fails here with the corruption's own message. Raises ``ValueError``.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
-    if name not in KINDS[kind]:
-        raise ValueError(f"unknown {kind} corruption {name!r}; known: {sorted(KINDS[kind])}")
+    fn = family_corruption(family, name)
     if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence) or not levels:
         raise ValueError(f"{name}: levels must be a non-empty list of numbers, got {levels!r}")
     if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in levels):
@@ -373,14 +365,14 @@ def check_corruption(kind: str, name: str, levels, options: Mapping | None = Non
     options = dict(options or {})
     for level in levels:
         try:
-            if kind == "vision":
-                corrupt(torch.ones(2, 1, 2, 2), name, level, 0, **options)
-            elif name == SPIKE_NOISE:
+            if family == "vision":
+                fn(torch.ones(2, 1, 2, 2), level, 0, **options)
+            elif CORRUPTIONS.meta(name).get("probe"):
                 if options:
                     raise TypeError(f"takes no options, got {sorted(options)}")
-                spike_noise_std(level)
+                fn(level)
             else:
-                GRAPH_CORRUPTIONS[name](_dummy_graph(), level, 0, **options)
+                fn(_dummy_graph(), level, 0, **options)
         except (TypeError, ValueError) as error:
             raise ValueError(f"{name} at level {level!r}: {error}") from None
     return [float(v) for v in levels]

@@ -315,8 +315,10 @@ def test_build_neuron_registry():
         build_neuron("nope")
     with pytest.raises(ValueError, match="alpha"):
         build_neuron("lif", alpha=0.5)
-    with pytest.raises(ValueError, match="use 'fif'"):
+    with pytest.raises(ValueError, match=r"'if' does not take \['learn_alpha'\]"):
         build_neuron("if", learn_alpha=True)
+    with pytest.raises(ValueError, match="did you mean 'flif'"):
+        build_neuron("flf")
 
 
 @pytest.mark.parametrize("kwargs,name", [

@@ -129,7 +129,7 @@ def test_a_baseline_without_its_library_is_one_clear_error(monkeypatch):
     for module in ["spikingjelly", *(m for m in sys.modules if m.startswith("spikingjelly."))]:
         monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     with pytest.raises(ImportError) as error:
-        neurons.build("sj_lif", tau=2.0)
+        neurons.create("sj_lif", tau=2.0)
     message = str(error.value)
     assert "'sj_lif'" in message and "spikingjelly is not installed" in message
     assert message.endswith("pip install 'fsnn[baselines]'") and "\n" not in message

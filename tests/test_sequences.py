@@ -36,7 +36,7 @@ def _decode_cue(x: np.ndarray, templates: np.ndarray) -> np.ndarray:
 
 
 def test_delayed_cue_layout():
-    x, y, templates = delayed_cue(200, delay=10, num_cues=5, channels=6, cue_steps=3, recall_steps=2, seed=1)
+    x, y, templates = delayed_cue(200, delay=10, num_cues=5, channels=6, cue_steps=3, recall_steps=2, data_seed=1)
     assert x.shape == (200, 3 + 10 + 2, 7) and x.dtype == np.uint8 and set(np.unique(x)) <= {0, 1}
     assert templates.shape == (5, 3, 6) and len({t.tobytes() for t in templates}) == 5
     assert np.bincount(y).tolist() == [40] * 5  # balanced: chance is 1/K
@@ -48,16 +48,16 @@ def test_delayed_cue_layout():
 
 
 def test_delayed_cue_is_deterministic_per_seed_and_cues_do_not_depend_on_the_delay():
-    a, b = delayed_cue(64, 20, seed=3), delayed_cue(64, 20, seed=3)
+    a, b = delayed_cue(64, 20, data_seed=3), delayed_cue(64, 20, data_seed=3)
     assert all(np.array_equal(u, v) for u, v in zip(a, b))
-    other = delayed_cue(64, 20, seed=4)
+    other = delayed_cue(64, 20, data_seed=4)
     assert not np.array_equal(a[0], other[0]) and not np.array_equal(a[2], other[2])
-    longer = delayed_cue(64, 200, seed=3)
+    longer = delayed_cue(64, 200, data_seed=3)
     assert np.array_equal(longer[1], a[1]) and np.array_equal(longer[2], a[2])  # same labels, same cues
 
 
 def test_delayed_cue_label_is_recoverable_from_the_cue_and_only_from_it():
-    x, y, templates = delayed_cue(1000, delay=16, seed=0)
+    x, y, templates = delayed_cue(1000, delay=16, data_seed=0)
     assert (_decode_cue(x, templates) == y).mean() == 1.0  # the cue determines the label, background and all
     train, test = slice(0, 800), slice(800, None)
     features = x.reshape(len(x), -1).astype(np.float32)
@@ -72,7 +72,7 @@ def test_delayed_cue_label_is_recoverable_from_the_cue_and_only_from_it():
 @pytest.mark.parametrize("kwargs,param", [
     (dict(delay=-1), "delay"), (dict(num_cues=1), "num_cues"), (dict(cue_rate=0.0), "cue_rate"),
     (dict(cue_rate=1.5), "cue_rate"), (dict(noise_rate=1.0), "noise_rate"), (dict(channels=0), "channels"),
-    (dict(num_samples=3), "num_samples"), (dict(delay=2.5), "delay"), (dict(seed=-1), "data_seed"),
+    (dict(num_samples=3), "num_samples"), (dict(delay=2.5), "delay"), (dict(data_seed=-1), "data_seed"),
 ])
 def test_delayed_cue_bad_arguments_name_the_parameter(kwargs, param):
     args = {"num_samples": 40, "delay": 4, **kwargs}
@@ -96,9 +96,9 @@ def test_seq_digits_is_the_digits_pixel_by_pixel():
 
 def test_seq_digits_permutation_is_fixed_per_seed_and_invertible():
     x, _ = seq_digits()
-    p1, _ = seq_digits(permute=True, seed=1)
-    assert np.array_equal(p1, seq_digits(permute=True, seed=1)[0]) and not np.array_equal(p1, x)
-    assert not np.array_equal(p1, seq_digits(permute=True, seed=2)[0])
+    p1, _ = seq_digits(permute=True, data_seed=1)
+    assert np.array_equal(p1, seq_digits(permute=True, data_seed=1)[0]) and not np.array_equal(p1, x)
+    assert not np.array_equal(p1, seq_digits(permute=True, data_seed=2)[0])
     order = np.random.default_rng(1).permutation(64)  # one permutation for every sample: the image is recoverable
     restored = np.empty_like(p1)
     restored[:, order] = p1
@@ -169,7 +169,7 @@ def test_bad_options_are_one_clear_error(tmp_path):
 
 
 def _cue_batch(delay=6, n=8, seed=0):
-    x, y, _ = delayed_cue(max(n, 4), delay, seed=seed)
+    x, y, _ = delayed_cue(max(n, 4), delay, data_seed=seed)
     return torch.from_numpy(x[:n]).float().transpose(0, 1), torch.from_numpy(y[:n])
 
 

@@ -1,25 +1,71 @@
 """The dataset registry: name -> :class:`DatasetInfo` (with its kind and builder) for every dataset, frames, graphs and
-generated sequences alike; :func:`build_dataset` loads frames, :func:`load_graph` graphs, :func:`build_sequences`
-sequences."""
+generated sequences alike, with the options of its ``dataset`` config group; :func:`build_dataset` loads frames,
+:func:`load_graph` graphs, :func:`build_sequences` sequences."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable
 
-from fsnn.checks import check_choice, check_int
+from fsnn.checks import Check, Count, Fraction, NonNegativeInt, Positive, checked, one_of
 from fsnn.data import digits_dvs, events, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.common import DatasetInfo, abspath, resolve_download, resolve_size, resolve_verify
+from fsnn.registry import DATA_KINDS, Registry
 
-#: name -> :class:`DatasetInfo`; ``DATASETS[name].builder`` loads it. Extend with :func:`register_dataset`.
-DATASETS: dict[str, DatasetInfo] = {}
-KINDS = ("event", "static", "graph", "sequence")
+# what the loaders take from the run rather than from the dataset's config
+DATASETS = Registry("dataset", supplied=("info", "data_dir", "seed", "cache_dir"))
+Size = Annotated[int | list[int], Check("an integer >= 1 or an [H, W] pair of them", lambda v: (
+    v >= 1 if isinstance(v, int) else len(v) == 2 and all(isinstance(s, int) and s >= 1 for s in v)))]
 
 
-def register_dataset(info: DatasetInfo, builder: Callable | None = None) -> DatasetInfo:
+class FrameOptions:
+    """The ``dataset`` keys of an event dataset: how it is loaded (:func:`build_dataset`) and batched."""
+
+    T: Count  # time steps (the dataset's default_T when left out)
+    size: Size  # frames fed to the model, a side or [H, W]
+    batch_size: Count | None  # null: one batch per split
+    val_fraction: Fraction = 0.1
+    num_workers: NonNegativeInt = 0
+    lr: Positive  # the learning rate this dataset recommends (optimizer.lr reads it)
+
+
+class StaticOptions(FrameOptions):
+    """The ``dataset`` keys of a static-image dataset."""
+
+    encoder: one_of(*static.ENCODERS) = "direct"
+
+
+class GraphOptions:
+    """The ``dataset`` keys of a graph: its split, its preprocessing, the Poisson steps and the batches."""
+
+    split: one_of("ratio", "public") = "ratio"  # seeded stratified 0.7/0.2/0.1, or the dataset's own
+    hops: NonNegativeInt = 1  # feature propagation of SGCN / DRSGNN
+    T: Count = 100  # Poisson steps (a backbone's own T wins)
+    batch_size: Count | None = 32
+    test_repeats: Count = 1  # Poisson re-samplings averaged at test time
+    num_workers: NonNegativeInt = 0
+    lr: Positive
+
+
+class SequenceOptions:
+    """The ``dataset`` keys of a generated sequence task besides its generator's (:mod:`fsnn.data.sequences`)."""
+
+    batch_size: Count | None
+    val_fraction: Fraction = 0.1
+    num_workers: NonNegativeInt = 0
+    lr: Positive
+
+
+#: the options of a dataset of each kind (a sequence task adds its generator's)
+OPTIONS = {"event": (FrameOptions,), "static": (StaticOptions,), "graph": (GraphOptions,),
+           "sequence": (SequenceOptions,)}
+
+
+def register_dataset(info: DatasetInfo, builder: Callable | None = None, options=()) -> DatasetInfo:
     """Add ``info`` (with ``builder``, if given, replacing ``info.builder``) to :data:`DATASETS`; returns it.
+    ``options``: what declares its config options besides its kind's (:data:`OPTIONS`), e.g. a generator.
 
     A frame dataset's ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers,
     cache_dir)`` (static images also take ``encoder``) returns ``(train, val, test)`` datasets whose items are
@@ -31,9 +77,9 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None) -> Data
         info = DatasetInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "builder": builder})
     if info.builder is None:
         raise ValueError(f"dataset {info.name!r} has no builder")
-    check_choice("kind", info.kind, KINDS)
-    DATASETS[info.name] = info
-    return info
+    if info.kind not in DATA_KINDS:
+        raise ValueError(f"kind must be one of {list(DATA_KINDS)}, got {info.kind!r}")
+    return DATASETS.register(info.name, info, options=(*OPTIONS[info.kind], *options), kind=info.kind)
 
 
 _SYNTHETIC = graphs.SYNTHETIC_DEFAULTS
@@ -68,23 +114,22 @@ for _info in (
     DatasetInfo("karate", "graph", 4, 34, None, 100, "pyg", "", graphs.read_graph),
     DatasetInfo("synthetic", "graph", _SYNTHETIC["num_classes"], _SYNTHETIC["num_features"], None, 100, "synthetic",
                 "", graphs.read_graph),
-    # generated sequences: num_classes, in_channels and T of the default options (the options change them)
-    DatasetInfo("delayed_cue", "sequence", sequences.CUE_DEFAULTS["num_cues"], sequences.CUE_DEFAULTS["channels"] + 1,
-                None, sum(sequences.CUE_DEFAULTS[k] for k in ("cue_steps", "delay", "recall_steps")),
-                "fsnn (generated)", "", sequences.build_delayed_cue),
-    DatasetInfo("seq_digits", "sequence", 10, 1, None, sequences.DIGIT_PIXELS, "fsnn (from sklearn digits)", "",
-                sequences.build_seq_digits),
 ):
     register_dataset(_info)
+# generated sequences: num_classes, in_channels and T of the default options (the options change them)
+_CUE = sequences.defaults(sequences.delayed_cue)
+register_dataset(DatasetInfo("delayed_cue", "sequence", _CUE["num_cues"], _CUE["channels"] + 1, None,
+                             _CUE["cue_steps"] + _CUE["delay"] + _CUE["recall_steps"], "fsnn (generated)", "",
+                             sequences.build_delayed_cue), options=(sequences.delayed_cue,))
+register_dataset(DatasetInfo("seq_digits", "sequence", 10, 1, None, sequences.DIGIT_PIXELS,
+                             "fsnn (from sklearn digits)", "", sequences.build_seq_digits),
+                 options=(sequences.seq_digits, sequences.build_seq_digits))
 
 
 def dataset_info(name: str) -> DatasetInfo:
-    """The :class:`DatasetInfo` registered as ``name`` (``ogbn-arxiv`` and ``ogbn_arxiv`` both work); ``KeyError``
-    listing the registered names otherwise."""
-    key = str(name).strip().lower().replace("-", "_")
-    if key not in DATASETS:
-        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)}")
-    return DATASETS[key]
+    """The :class:`DatasetInfo` registered as ``name`` (``ogbn-arxiv`` and ``ogbn_arxiv`` both work);
+    :class:`fsnn.registry.UnknownNameError` (a ``KeyError``) naming the closest registered names otherwise."""
+    return DATASETS[name]
 
 
 #: the function of fsnn.data that loads each kind of data
@@ -99,9 +144,11 @@ def _of_kind(name: str, *kinds: str) -> DatasetInfo:
     return info
 
 
-def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = None, size=None, seed: int = 0,
-                  val_fraction: float = 0.1, *, download: bool | None = None, verify: bool | None = None,
-                  num_workers: int | None = None, cache_dir: str | Path | None = None, encoder: str = "direct"):
+@checked
+def build_dataset(name: str, data_dir: str | Path = "./data", T: Count | None = None, size: Size | None = None,
+                  seed: int = 0, val_fraction: Fraction = 0.1, *, download: bool | None = None,
+                  verify: bool | None = None, num_workers: NonNegativeInt | None = None,
+                  cache_dir: str | Path | None = None, encoder: one_of(*static.ENCODERS) = "direct"):
     """Load the frame dataset ``name`` (event or static) from ``data_dir`` -> ``(train, val, test)``; items are
     ``(float32 [T, C, H, W], int)``.
 
@@ -119,16 +166,13 @@ def build_dataset(name: str, data_dir: str | Path = "./data", T: int | None = No
     layout and where to get the data when it is missing or incomplete.
     """
     info = _of_kind(name, "event", "static")
-    T = info.default_T if T is None else check_int("T", T)
-    if not 0.0 < float(val_fraction) < 1.0:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
-    workers = min(8, os.cpu_count() or 1) if num_workers is None else max(1, int(num_workers))
+    T = info.default_T if T is None else T
+    workers = min(8, os.cpu_count() or 1) if num_workers is None else max(1, num_workers)
     cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
-    check_choice("encoder", encoder, static.ENCODERS)
     if info.kind != "static" and encoder != "direct":
         raise ValueError(f"encoder={encoder!r} encodes static images; dataset {info.name!r} is {info.kind} data")
     extra = {"encoder": encoder} if info.kind == "static" else {}
-    return info.builder(info, Path(data_dir), T, resolve_size(size, info.size), int(seed), float(val_fraction),
+    return info.builder(info, Path(data_dir), T, resolve_size(size, info.size), int(seed), val_fraction,
                         download=resolve_download(download), verify=resolve_verify(verify), num_workers=workers,
                         cache_dir=cache, **extra)
 
@@ -151,19 +195,17 @@ def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio",
     return graphs.build_graph(info, data_dir, split, seed, ratios, download=download, **options)
 
 
-def build_sequences(name: str, data_dir: str | Path = "./data", seed: int = 0, val_fraction: float = 0.1, *,
+@checked
+def build_sequences(name: str, data_dir: str | Path = "./data", seed: int = 0, val_fraction: Fraction = 0.1, *,
                     cache_dir: str | Path | None = None, **options):
     """Generate (once; then read from the cache) the sequence task ``name`` -> ``(train, val, test)``
     :class:`fsnn.data.sequences.SequenceDataset` s with items ``(float32 [T, C], int)`` and ``readout_steps``.
 
-    ``options``: the task's own (``delayed_cue``: ``delay``, ``num_cues``, ``channels``, ``cue_steps``,
-    ``cue_rate``, ``noise_rate``, ``recall_steps``, ``num_samples``, ``data_seed``; ``seq_digits``: ``permute``,
-    ``upsample``, ``readout_steps``, ``data_seed``; see :mod:`fsnn.data.sequences`); the data depend on them only,
+    ``options``: the task's own (the arguments of :func:`fsnn.data.sequences.delayed_cue`, or of
+    :func:`fsnn.data.sequences.seq_digits` and ``readout_steps``); the data depend on them only,
     ``seed`` seeds the validation carve. ``cache_dir``: default ``<data_dir>/fsnn_cache``. An option the task does
     not take, or an invalid value, is a ``ValueError`` naming it.
     """
     info = _of_kind(name, "sequence")
-    if not 0.0 < float(val_fraction) < 1.0:
-        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
     cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
-    return info.builder(info, Path(data_dir), int(seed), float(val_fraction), cache_dir=cache, **options)
+    return info.builder(info, Path(data_dir), int(seed), val_fraction, cache_dir=cache, **options)

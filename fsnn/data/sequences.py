@@ -27,6 +27,7 @@ last ``readout_steps`` steps.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 from pathlib import Path
@@ -35,40 +36,41 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.checks import check_int, check_number, check_ratio
+from fsnn.checks import Count, Flag, NonNegativeInt, Probability, check_arguments, checked, integer, number
 from fsnn.data.cache import cached_tensor
 from fsnn.data.common import DatasetInfo, stratified_split
 from fsnn.data.events import SPLIT_SEED, TEST_FRACTION
+from fsnn.registry import did_you_mean
 
 log = logging.getLogger(__name__)
 
-#: every option of ``delayed_cue`` and its default (``conf/dataset/delayed_cue.yaml`` states the same)
-CUE_DEFAULTS = {"delay": 128, "num_cues": 4, "channels": 16, "cue_steps": 8, "cue_rate": 0.5, "noise_rate": 0.05,
-                "recall_steps": 4, "num_samples": 1000, "data_seed": 0}
-#: every option of ``seq_digits`` and its default
-DIGITS_DEFAULTS = {"permute": False, "upsample": 1, "readout_steps": 8, "data_seed": 0}
 DIGIT_PIXELS = 64
 # samples drawn per block of background noise: bounds the float32 scratch of long sequences
 _CHUNK = 256
 
 
-def delayed_cue(num_samples: int, delay: int, *, num_cues: int = 4, channels: int = 16, cue_steps: int = 8,
-                cue_rate: float = 0.5, noise_rate: float = 0.05, recall_steps: int = 4, seed: int = 0):
+@checked
+def delayed_cue(num_samples: Count = 1000, delay: NonNegativeInt = 128, *,
+                num_cues: integer("an integer >= 2", lambda v: v >= 2) = 4, channels: Count = 16, cue_steps: Count = 8,
+                cue_rate: number("a number in (0, 1]", lambda v: 0 < v <= 1) = 0.5, noise_rate: Probability = 0.05,
+                recall_steps: Count = 4, data_seed: NonNegativeInt = 0):
     """``(x, y, templates)`` of the delayed-cue task (module docstring): ``x`` uint8 spikes ``[N, T, channels + 1]``
     (the last channel is "go"), ``y`` int64 ``[N]`` balanced over ``num_cues`` classes, ``templates`` uint8
-    ``[num_cues, cue_steps, channels]``. The templates and labels depend only on ``seed`` and the shapes, so every
-    ``delay`` uses the same cues; deterministic for given arguments."""
-    n, delay, K, C, L, cue_rate, noise_rate, R, seed = _check_cue(
-        num_samples, delay, num_cues, channels, cue_steps, cue_rate, noise_rate, recall_steps, seed).values()
-    rng = np.random.default_rng(seed)
+    ``[num_cues, cue_steps, channels]``. The templates and labels depend only on ``data_seed`` and the shapes, so every
+    ``delay`` uses the same cues; deterministic for given arguments. Its arguments are the options of
+    ``dataset=delayed_cue``."""
+    if num_samples < num_cues:
+        raise ValueError(f"num_samples must be >= num_cues ({num_cues}) so that every cue occurs, got {num_samples}")
+    K, C, L, R = num_cues, channels, cue_steps, recall_steps
+    rng = np.random.default_rng(data_seed)
     templates = rng.random((K, L, C)) < cue_rate
     while len({t.tobytes() for t in templates}) < K or not templates.reshape(K, -1).any(1).all():
         templates = rng.random((K, L, C)) < cue_rate  # distinct, non-empty cues (redrawn at tiny C * L)
-    y = rng.permutation(np.arange(n) % K)
+    y = rng.permutation(np.arange(num_samples) % K)
     T = L + delay + R
-    x = np.empty((n, T, C + 1), np.uint8)
-    for start in range(0, n, _CHUNK):
-        stop = min(n, start + _CHUNK)
+    x = np.empty((num_samples, T, C + 1), np.uint8)
+    for start in range(0, num_samples, _CHUNK):
+        stop = min(num_samples, start + _CHUNK)
         x[start:stop, :, :C] = rng.random((stop - start, T, C), dtype=np.float32) < noise_rate
     x[:, :L, :C] |= templates[y].astype(np.uint8)
     x[:, :, C] = 0
@@ -76,40 +78,26 @@ def delayed_cue(num_samples: int, delay: int, *, num_cues: int = 4, channels: in
     return x, y.astype(np.int64), templates.astype(np.uint8)
 
 
-def _check_cue(num_samples, delay, num_cues, channels, cue_steps, cue_rate, noise_rate, recall_steps, data_seed):
-    """The options of :func:`delayed_cue`, checked (one ``ValueError`` naming the first bad one), in that order."""
-    K = check_int("num_cues", num_cues, minimum=2)
-    checked = {"num_samples": check_int("num_samples", num_samples), "delay": check_int("delay", delay, minimum=0),
-               "num_cues": K, "channels": check_int("channels", channels),
-               "cue_steps": check_int("cue_steps", cue_steps),
-               "cue_rate": check_number("cue_rate", cue_rate, above=0.0, allowed="in (0, 1]"),
-               "noise_rate": check_ratio("noise_rate", noise_rate, below_one=True),
-               "recall_steps": check_int("recall_steps", recall_steps),
-               "data_seed": check_int("data_seed", data_seed, minimum=0)}
-    if checked["cue_rate"] > 1.0:
-        raise ValueError(f"cue_rate must be in (0, 1], got {cue_rate!r}")
-    if checked["num_samples"] < K:
-        raise ValueError(f"num_samples must be >= num_cues ({K}) so that every cue occurs, got {num_samples}")
-    return checked
-
-
-def _check_digits(permute, upsample, data_seed) -> tuple[bool, int, int]:
-    if not isinstance(permute, (bool, np.bool_)):
-        raise ValueError(f"permute must be true or false, got {permute!r}")
-    return bool(permute), check_int("upsample", upsample), check_int("data_seed", data_seed, minimum=0)
-
-
-def seq_digits(permute: bool = False, upsample: int = 1, seed: int = 0):
+@checked
+def seq_digits(permute: Flag = False, upsample: Count = 1, data_seed: NonNegativeInt = 0):
     """``(x, y)``: the 1797 sklearn digits as float32 ``[N, 64 * upsample, 1]`` pixel currents in [0, 1] (row by
-    row, or in one fixed ``seed``-drawn order with ``permute``, each pixel held ``upsample`` steps) and int64 labels."""
+    row, or in one fixed ``data_seed``-drawn order with ``permute``, each pixel held ``upsample`` steps) and int64
+    labels. Its arguments are options of ``dataset=seq_digits``."""
     from sklearn.datasets import load_digits
 
-    permute, u, seed = _check_digits(permute, upsample, seed)
     digits = load_digits()
     pixels = digits.data.astype(np.float32) / 16.0  # [N, 64], row-major
     if permute:
-        pixels = pixels[:, np.random.default_rng(seed).permutation(DIGIT_PIXELS)]
-    return np.repeat(pixels, u, axis=1)[:, :, None], np.asarray(digits.target, dtype=np.int64)
+        pixels = pixels[:, np.random.default_rng(data_seed).permutation(DIGIT_PIXELS)]
+    return np.repeat(pixels, upsample, axis=1)[:, :, None], np.asarray(digits.target, dtype=np.int64)
+
+
+def defaults(generator) -> dict:
+    """``{option: default}`` of a generator's signature."""
+    return {name: p.default for name, p in inspect.signature(generator).parameters.items()}
+
+
+GENERATORS = {"delayed_cue": delayed_cue, "seq_digits": seq_digits}  # whose signatures declare the options
 
 
 class SequenceDataset(Dataset):
@@ -139,11 +127,16 @@ class SequenceDataset(Dataset):
         return self.x[self.indices[i]].float(), self.targets[i]
 
 
-def _options(name: str, defaults: dict, options: dict) -> dict:
-    unknown = sorted(set(options) - set(defaults))
+def _options(info: DatasetInfo, options: dict) -> dict:
+    """``options`` completed with the defaults of the dataset's generator and checked by its option types, before
+    anything is written; a key it does not take is a ``ValueError`` naming it."""
+    generator = GENERATORS[info.name]
+    known = defaults(generator)
+    unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"dataset {name!r} does not take {unknown}; it accepts {sorted(defaults)}")
-    return {**defaults, **options}
+        raise ValueError(f"dataset {info.name!r} does not take {unknown}{did_you_mean(unknown[0], known)}; "
+                         f"it takes {sorted(known)}")
+    return check_arguments(generator, {**known, **options})
 
 
 def _cached(info: DatasetInfo, cache_dir: Path | None, params: dict, compute) -> dict:
@@ -166,14 +159,11 @@ def _splits(info, x, y, num_classes, readout_steps, seed, val_fraction):
 
 def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None,
                       **options):
-    """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (:data:`CUE_DEFAULTS`); read over the recall
-    window."""
-    p = _check_cue(**_options(info.name, CUE_DEFAULTS, options))  # before anything is written
+    """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (its arguments); read over the recall window."""
+    p = _options(info, options)
 
     def compute():
-        x, y, templates = delayed_cue(p["num_samples"], p["delay"], num_cues=p["num_cues"], channels=p["channels"],
-                                      cue_steps=p["cue_steps"], cue_rate=p["cue_rate"], noise_rate=p["noise_rate"],
-                                      recall_steps=p["recall_steps"], seed=p["data_seed"])
+        x, y, templates = delayed_cue(**p)
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y), "templates": torch.from_numpy(templates)}
 
     data = _cached(info, cache_dir, p, compute)
@@ -181,18 +171,17 @@ def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction
 
 
 def build_seq_digits(info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None,
-                     **options):
-    """``(train, val, test)`` of :func:`seq_digits` with ``options`` (:data:`DIGITS_DEFAULTS`)."""
-    p = _options(info.name, DIGITS_DEFAULTS, options)
-    p["permute"], p["upsample"], p["data_seed"] = _check_digits(p["permute"], p["upsample"], p["data_seed"])
-    readout = check_int("readout_steps", p["readout_steps"])
+                     readout_steps: Count = 8, **options):
+    """``(train, val, test)`` of :func:`seq_digits` with ``options`` (its arguments), read over the last
+    ``readout_steps`` steps."""
+    p = _options(info, options)
+    readout = check_arguments(build_seq_digits, {"readout_steps": readout_steps})["readout_steps"]
     if readout > DIGIT_PIXELS * p["upsample"]:
         raise ValueError(f"readout_steps must be <= the sequence length {DIGIT_PIXELS * p['upsample']}, got {readout}")
 
     def compute():
-        x, y = seq_digits(p["permute"], p["upsample"], p["data_seed"])
+        x, y = seq_digits(**p)
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y)}
 
-    generated = {k: v for k, v in p.items() if k != "readout_steps"}  # where the answer is read changes no data
-    data = _cached(info, cache_dir, generated, compute)
+    data = _cached(info, cache_dir, p, compute)  # where the answer is read changes no data
     return _splits(info, data["x"], data["y"], 10, readout, seed, val_fraction)

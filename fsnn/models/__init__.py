@@ -21,7 +21,6 @@ from fsnn.models.dvsnet import DVSNet
 from fsnn.models.msg import MSG
 from fsnn.models.registry import (
     BACKBONES,
-    DATA_KINDS,
     backbone_names,
     backbone_supports,
     build_backbone,
@@ -34,7 +33,6 @@ from fsnn.models.spikformer import Spikformer
 
 __all__ = [
     "BACKBONES",
-    "DATA_KINDS",
     "DRSGNN",
     "DVSNet",
     "MSG",

@@ -15,7 +15,7 @@ import torch
 from timm.layers import to_2tuple
 from torch import nn
 
-from fsnn.checks import check_int
+from fsnn.checks import Count, Probability, check_int
 from fsnn.models.registry import register_backbone
 from fsnn.models.layers import SeqBatchNorm2d, SeqConv2d, SeqDropout, SeqMaxPool2d, VotingLayer, check_sequence, spiking
 
@@ -94,8 +94,8 @@ class DVSNet(nn.Module):
 
 @register_backbone("dvsnet", supports={"event", "static"})
 def dvsnet(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
-           neuron_kwargs: dict | None = None, channels: int = 128, num_blocks: int = 5, hidden: int = 512,
-           dropout: float = 0.5, voting: int = 10) -> DVSNet:
+           neuron_kwargs: dict | None = None, channels: Count = 128, num_blocks: Count = 5, hidden: Count = 512,
+           dropout: Probability = 0.5, voting: Count = 10) -> DVSNet:
     """SpikingJelly ``DVSGestureNet`` (C=128, 5 blocks, FC 512, voting 10): 1,698,926 parameters for 11 classes."""
     return DVSNet(num_classes=num_classes, in_channels=in_channels, input_size=input_size, channels=channels,
                   num_blocks=num_blocks, hidden=hidden, dropout=dropout, voting=voting, neuron=neuron,

@@ -16,7 +16,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn import build_neuron
-from fsnn.checks import check_int, check_number, check_ratio
+from fsnn.checks import (Count, NonNegative, NonNegativeInt, Positive, Probability, Real, check_int, check_number,
+                         check_ratio, one_of)
 from fsnn.energy import SynapticLayer
 from fsnn.models.manifolds import GEOMETRIES
 from fsnn.models.registry import register_backbone
@@ -65,9 +66,10 @@ class MSG(nn.Module):
     full_graph = True
 
     def __init__(self, in_features: int, num_classes: int | None = None, neuron: str = "fif",
-                 neuron_kwargs: dict | None = None, T: int = 10, dim: int = 32, n_layers: int = 1,
-                 manifold: str = "lorentz", step_size: float = 0.1, dropout: float = 0.0, decoder: str = "fermi_dirac",
-                 r: float = 2.0, t: float = 1.0, temperature: float = 0.2, spike_noise_std: float = 0.0):
+                 neuron_kwargs: dict | None = None, T: Count = 10, dim: Count = 32, n_layers: NonNegativeInt = 1,
+                 manifold: one_of(*GEOMETRIES) = "lorentz", step_size: Positive = 0.1, dropout: Probability = 0.0,
+                 decoder: one_of("fermi_dirac", "cosine") = "fermi_dirac", r: Real = 2.0, t: Positive = 1.0,
+                 temperature: Positive = 0.2, spike_noise_std: NonNegative = 0.0):
         super().__init__()
         from torch_geometric.nn import GCNConv
 

@@ -1,4 +1,5 @@
-"""The one model registry (timm style): every backbone, vision or graph, by name, with the data kinds it takes.
+"""The one model registry (timm style): every backbone, vision, graph or sequence, by name, with the data kinds it
+takes and its options (the annotated keyword arguments of its factory, :meth:`fsnn.registry.Registry.schema`).
 
 Families register their factories with :func:`register_backbone` in their own module (``dvsnet.py``, ``sgcn.py``,
 ...); this module imports none of them, so a family can import it without a cycle.
@@ -10,13 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from torch import nn
 
-from fsnn.registry import Registry
+from fsnn.registry import DATA_KINDS, Registry
 
-#: the kinds of data a dataset can be (``fsnn.data.DatasetInfo.kind``) and a backbone can take
-DATA_KINDS = frozenset({"event", "static", "graph", "sequence"})
-
-BACKBONES = Registry("backbone")
-_SUPPORTS: dict[str, frozenset[str]] = {}
+# what the task gives a backbone from its data and its neuron: no options of the backbone's config
+SUPPLIED = ("num_classes", "in_channels", "input_size", "in_features", "readout_steps", "neuron", "neuron_kwargs")
+BACKBONES = Registry("backbone", supplied=SUPPLIED)
 # arguments that, given as None, leave the factory's own default (a config's null, a builder's "not set")
 _DEFAULTED = ("num_classes", "in_channels", "input_size", "in_features", "neuron", "T")
 
@@ -24,28 +23,22 @@ _DEFAULTED = ("num_classes", "in_channels", "input_size", "in_features", "neuron
 def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static")):
     """Decorator registering a factory under ``name``; ``supports`` lists the data kinds it accepts. Vision factories
     take ``num_classes``, ``in_channels``, ``input_size``, graph ones ``in_features``, ``num_classes``, ``T``, sequence
-    ones ``in_features``, ``num_classes``, ``readout_steps``; all take ``neuron`` and ``neuron_kwargs``."""
+    ones ``in_features``, ``num_classes``, ``readout_steps``; all take ``neuron`` and ``neuron_kwargs``. Its other
+    keyword arguments are its options (``conf/backbone/<name>.yaml``), checked by their annotated types."""
     kinds = frozenset(supports)
-    if not kinds or not kinds <= DATA_KINDS:
+    if not kinds or not kinds <= set(DATA_KINDS):
         raise ValueError(f"supports must be a non-empty subset of {sorted(DATA_KINDS)}, got {sorted(kinds)}")
-
-    def decorator(factory):
-        BACKBONES.register(name)(factory)
-        _SUPPORTS[name] = kinds
-        return factory
-
-    return decorator
+    return BACKBONES.register(name, supports=kinds)
 
 
 def backbone_names(kind: str | None = None) -> list[str]:
     """Registered backbones, or those that take data of ``kind``."""
-    return [n for n in BACKBONES.names() if kind is None or kind in _SUPPORTS[n]]
+    return BACKBONES.names() if kind is None else BACKBONES.names(supports=kind)
 
 
 def backbone_supports(name: str) -> set[str]:
     """Data kinds (``"event"``, ``"static"``, ``"graph"``, ``"sequence"``) that backbone ``name`` accepts."""
-    BACKBONES.factory(name)
-    return set(_SUPPORTS[name])
+    return set(BACKBONES.meta(name)["supports"])
 
 
 def build_backbone(name: str, neuron_kwargs: Mapping | None = None, **kwargs) -> nn.Module:
@@ -57,4 +50,4 @@ def build_backbone(name: str, neuron_kwargs: Mapping | None = None, **kwargs) ->
     size = kwargs.get("input_size")
     if isinstance(size, Sequence):
         kwargs["input_size"] = tuple(int(s) for s in size)  # lists / OmegaConf ListConfig
-    return BACKBONES.build(name, neuron_kwargs=dict(neuron_kwargs or {}), **kwargs)
+    return BACKBONES.create(name, neuron_kwargs=dict(neuron_kwargs or {}), **kwargs)

@@ -14,7 +14,7 @@ import torch
 from timm.layers import to_2tuple
 from torch import nn
 
-from fsnn.checks import check_int
+from fsnn.checks import Count, Flag, check_int, one_of
 from fsnn.models.registry import register_backbone
 from fsnn.models.layers import SeqAdaptiveAvgPool2d, SeqBatchNorm2d, SeqConv2d, SeqMaxPool2d, check_sequence, spiking
 
@@ -117,8 +117,8 @@ class SpikingResNet(nn.Module):
 
 @register_backbone("resnet18", supports={"static", "event"})
 def resnet18(num_classes: int = 10, in_channels: int = 3, input_size=(32, 32), neuron: str = "flif",
-             neuron_kwargs: dict | None = None, width: int = 64, stem: str = "cifar",
-             zero_init_residual: bool = False) -> SpikingResNet:
+             neuron_kwargs: dict | None = None, width: Count = 64, stem: one_of("cifar", "imagenet") = "cifar",
+             zero_init_residual: Flag = False) -> SpikingResNet:
     """Spiking ResNet-18 with a CIFAR stem: 11,173,962 parameters for 10 classes (width 64)."""
     return SpikingResNet((2, 2, 2, 2), num_classes=num_classes, in_channels=in_channels, input_size=input_size,
                          width=width, stem=stem, zero_init_residual=zero_init_residual, neuron=neuron,

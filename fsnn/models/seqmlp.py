@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn.checks import check_int
+from fsnn.checks import Count, Flag, check_int
 from fsnn.models.layers import SeqBatchNorm1d, check_sequence, spiking
 from fsnn.models.registry import register_backbone
 
@@ -87,8 +87,8 @@ class SeqMLP(nn.Module):
 
 @register_backbone("seqmlp", supports={"sequence"})
 def seqmlp(in_features: int = 17, num_classes: int = 4, readout_steps: int = 1, neuron: str = "flif",
-           neuron_kwargs: dict | None = None, hidden: int = 64, layers: int = 2, recurrent: bool = False,
-           norm: bool = True) -> SeqMLP:
+           neuron_kwargs: dict | None = None, hidden: Count = 64, layers: Count = 2, recurrent: Flag = False,
+           norm: Flag = True) -> SeqMLP:
     """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
     classes)."""
     return SeqMLP(in_features=in_features, num_classes=num_classes, readout_steps=readout_steps, hidden=hidden,

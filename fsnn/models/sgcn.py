@@ -24,7 +24,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn import build_neuron
-from fsnn.checks import check_int, check_number, check_ratio
+from fsnn.checks import (Count, Flag, NonNegative, NonNegativeInt, Probability, check_int, check_number, check_ratio,
+                         one_of)
 from fsnn.energy import SynapticLayer
 from fsnn.models.registry import register_backbone
 from fsnn.neurons import inverse_softplus, neuron_params
@@ -96,7 +97,7 @@ class SpikingGCN(nn.Module):
     full_graph = False
 
     def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
-                 T: int = 100, dropout: float = 0.0, bias: bool = True, spike_noise_std: float = 0.0):
+                 T: Count = 100, dropout: Probability = 0.0, bias: Flag = True, spike_noise_std: NonNegative = 0.0):
         super().__init__()
         self.in_features = check_int("in_features", in_features)
         self.num_classes = check_int("num_classes", num_classes)
@@ -164,7 +165,8 @@ class DRSGNN(SpikingGCN):
     """
 
     def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
-                 T: int = 100, pe: str = "lap", pe_dim: int = 32, threshold_mode: str = "auto", **kwargs):
+                 T: Count = 100, pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap", pe_dim: NonNegativeInt = 32,
+                 threshold_mode: one_of(*THRESHOLD_MODES) = "auto", **kwargs):
         pe = PE_ALIASES.get(pe, pe)
         if pe not in PE_KINDS:
             raise ValueError(f"pe must be one of {list(PE_KINDS)} (or {sorted(k for k in PE_ALIASES if k)}), "

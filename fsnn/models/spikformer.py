@@ -20,7 +20,7 @@ import torch
 from timm.layers import to_2tuple, trunc_normal_
 from torch import nn
 
-from fsnn.checks import check_int
+from fsnn.checks import Count, NonNegativeInt, Positive, Probability, check_int
 from fsnn.models.registry import register_backbone
 from fsnn.models.layers import (
     SeqBatchNorm1d,
@@ -214,9 +214,10 @@ class Spikformer(nn.Module):
 
 @register_backbone("spikformer", supports={"event", "static"})
 def spikformer(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
-               neuron_kwargs: dict | None = None, embed_dim: int = 256, num_heads: int = 16, depth: int = 2,
-               mlp_ratio: float = 4.0, patch_stages: int = 4, pool_stages: int | None = None, scale: float = 0.125,
-               attn_threshold: float = 0.5, drop_path_rate: float = 0.0) -> Spikformer:
+               neuron_kwargs: dict | None = None, embed_dim: Count = 256, num_heads: Count = 16,
+               depth: NonNegativeInt = 2, mlp_ratio: Positive = 4.0, patch_stages: Count = 4,
+               pool_stages: NonNegativeInt | None = None, scale: Positive = 0.125, attn_threshold: Positive = 0.5,
+               drop_path_rate: Probability = 0.0) -> Spikformer:
     """Neuromorphic Spikformer (2x128x128 -> 64 tokens, D 256, 16 heads, 2 blocks): 2,566,923 parameters, 11 classes."""
     return Spikformer(num_classes, in_channels, input_size, embed_dim, num_heads, depth, mlp_ratio, patch_stages,
                       pool_stages, scale, attn_threshold, drop_path_rate, neuron, neuron_kwargs)
@@ -224,10 +225,10 @@ def spikformer(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128
 
 @register_backbone("spikformer_imagenet", supports={"static", "event"})
 def spikformer_imagenet(num_classes: int = 1000, in_channels: int = 3, input_size=(160, 160), neuron: str = "flif",
-                        neuron_kwargs: dict | None = None, embed_dim: int = 512, num_heads: int = 8, depth: int = 8,
-                        mlp_ratio: float = 4.0, patch_stages: int = 4, pool_stages: int | None = None,
-                        scale: float = 0.125, attn_threshold: float = 0.5,
-                        drop_path_rate: float = 0.0) -> Spikformer:
+                        neuron_kwargs: dict | None = None, embed_dim: Count = 512, num_heads: Count = 8,
+                        depth: NonNegativeInt = 8, mlp_ratio: Positive = 4.0, patch_stages: Count = 4,
+                        pool_stages: NonNegativeInt | None = None, scale: Positive = 0.125,
+                        attn_threshold: Positive = 0.5, drop_path_rate: Probability = 0.0) -> Spikformer:
     """Spikformer-8-512 (the paper's 29.7M-parameter ImageNet model, 160x160 -> 10x10 tokens): 29,689,384 parameters."""
     return Spikformer(num_classes, in_channels, input_size, embed_dim, num_heads, depth, mlp_ratio, patch_stages,
                       pool_stages, scale, attn_threshold, drop_path_rate, neuron, neuron_kwargs)

@@ -169,7 +169,7 @@ class GraphLinkPredictor(L.LightningModule):
 
 
 def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:
-    decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.factory(name), "decode")]
+    decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.get(name), "decode")]
     if cfg.backbone.name not in decoders:
         raise ConfigError(f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "
                           f"got backbone={cfg.backbone.name!r}")

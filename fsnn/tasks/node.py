@@ -31,7 +31,7 @@ from fsnn.data.cache import cache_dir
 from fsnn.data.graph_features import node_features
 from fsnn.energy import synaptic_energy
 from fsnn.models import BACKBONES, build_backbone
-from fsnn.robustness import GRAPH_CORRUPTIONS, SPIKE_NOISE, spike_noise_std
+from fsnn.robustness import CORRUPTIONS
 from fsnn.tasks.common import Task, backbone_options, options
 from fsnn.training import ClassifierModule, SpikeRateMeter, SplitDataModule
 
@@ -178,7 +178,7 @@ def _as_index(index, n: int) -> torch.Tensor:
 def full_graph(backbone: str) -> bool:
     """Whether backbone ``backbone`` reads the whole graph (``x``, ``edge_index``) itself (MSG) rather than rows of
     precomputed node features (SGCN, DRSGNN)."""
-    return bool(getattr(BACKBONES.factory(backbone), "full_graph", False))
+    return bool(getattr(BACKBONES.get(backbone), "full_graph", False))
 
 
 def node_inputs(cfg: DictConfig, graph, cache: Path | None = None) -> torch.Tensor | None:
@@ -223,10 +223,10 @@ def corrupted_tester(cfg: DictConfig, task: Task, seed: int, run_pass: Callable)
     graph = load(cfg)
 
     def test(name: str, level: float, corruption: dict) -> float:
-        if name == SPIKE_NOISE:
-            with spike_noise(module, spike_noise_std(level)):
+        if CORRUPTIONS.meta(name).get("probe"):
+            with spike_noise(module, CORRUPTIONS[name](level)):
                 return run_pass(data)
-        corrupted = GRAPH_CORRUPTIONS[name](graph, level, seed, **corruption)
+        corrupted = CORRUPTIONS[name](graph, level, seed, **corruption)
         if module.full_graph:
             with _replaced(module, graph_x=corrupted.x.float(), graph_edge_index=corrupted.edge_index.long()):
                 return run_pass(data)
