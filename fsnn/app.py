@@ -1,6 +1,7 @@
-"""What ``train.py`` and ``evaluate.py`` do with a composed Hydra config: the run folder, resume, ``metrics.json``,
-the robustness study's loop and the user's errors. What is trained and tested comes from the task the config
-composes (:func:`fsnn.tasks.build_task`, by the dataset's kind of data).
+"""The run lifecycle of ``train.py`` (and the guard of ``evaluate.py``): the checks before Hydra makes a folder, the run
+folder, resume, the lock, ``metrics.json``, the post-training study and the user's errors. What is trained and tested
+comes from the task the config composes (:func:`fsnn.tasks.build_task`); what is measured on the trained run
+afterwards, from the study seam (:func:`fsnn.studies.evaluate_run`).
 
 A run lives in ``results/<task_name>/<run>/`` (Hydra's output dir, named after the command's overrides):
 ``.hydra/`` (its config), ``checkpoints/`` (``last.ckpt`` every epoch, ``best.ckpt`` on validation, both written
@@ -24,39 +25,33 @@ import json
 import logging
 import os
 import shutil
-import socket
 import sys
 import time
-from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 
 import hydra
 import lightning as L
-from filelock import FileLock, Timeout
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import CompactHydraException
+from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.environments import SLURMEnvironment
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
-from fsnn.checkpoint import CheckpointError, RNGStates, RunCheckpointIO, load_checkpoint
-from fsnn.config import (check_config, check_eval_config, check_run_config, config_changes, result_config,
-                         strip_non_result)
+from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RNGStates, RunCheckpointIO, load_checkpoint, non_result,
+                             result_config, strip_non_result)
+from fsnn.config import ConfigError, check_config, swept_groups
 from fsnn.data import DatasetMissingError
+from fsnn.files import (RunLockedError, device_description, package_versions, run_lock, tree_changes,
+                        write_json_atomic, write_text_atomic)
 from fsnn.neurons import collect_alphas
-from fsnn.results import device_description, package_versions, write_json_atomic, write_text_atomic
-from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
-from fsnn.tasks import ConfigError, Task, build_task, task_kind
-from fsnn.training import NonFiniteLossError, SpeedMonitor, firing_rates
+from fsnn.studies import check_eval_config, check_study, evaluate_run
+from fsnn.tasks import build_task, task_kind
+from fsnn.training import NonFiniteLossError, SpeedMonitor
 
 log = logging.getLogger("fsnn")
-
-
-class RunLockedError(RuntimeError):
-    """Another process is training in the run folder."""
 
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
@@ -65,53 +60,69 @@ USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointE
 PREVIOUS = {"metrics.json": "metrics.previous.json", "checkpoints": "checkpoints.previous"}
 
 
-def run_dir_name(run_name: str | None, overrides: str) -> str:
-    """Folder name of a run: ``run_name`` if given, else its command-line overrides, else ``default``."""
-    name = run_name or overrides or "default"
+def run_dir_name(run_name: str | None, overrides) -> str:
+    """Folder name of a run: ``run_name`` if given, else its command-line overrides (``key=value`` strings) less
+    those of :data:`fsnn.checkpoint.FOLDER_EXCLUDED`, sorted, as ``key-value`` joined by ``+`` (names that are also valid
+    Hydra values, ``evaluate.py run_dir=...``), else ``default``."""
+    kept = [o.input_line for o in OverridesParser.create().parse_overrides(list(overrides or []))
+            if not non_result(o.key_or_group, FOLDER_EXCLUDED)]
+    name = run_name or "+".join(sorted(kept)).replace("=", "-") or "default"
     return name.replace("/", "_")
+
+
+def register_resolvers() -> None:
+    """The resolvers ``conf/hydra/default.yaml`` names (``run_dir``)."""
+    OmegaConf.register_new_resolver("run_dir", run_dir_name, replace=True)
+
+
+class CheckConfig(Callback):
+    """Hydra callback (``hydra.callbacks`` in ``conf/hydra/default.yaml`` and ``conf/eval.yaml``): checks the
+    composed config before Hydra creates any folder, and stops with one line and exit status 2: every value
+    (:mod:`fsnn.config`), and that dataset, backbone, task and study fit together.
+
+    A multirun's base config (the values all its jobs share) is checked before the first job, though not the groups
+    its sweep selects nor the pairing it may change; each job's own values are checked when it starts
+    (:func:`train`)."""
+
+    def __init__(self, app: str = "train"):
+        self.app = app
+
+    def _check(self, config: DictConfig, multirun: bool = False) -> None:
+        try:
+            if self.app == "eval":
+                check_eval_config(config)
+            elif multirun:
+                check_config(config, swept=swept_groups(config))
+            else:
+                check_config(config)
+                _check_fit(config)
+        except ConfigError as error:
+            print(f"fsnn: error: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config)
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        self._check(config, multirun=True)
+
+
+def _study(cfg: DictConfig) -> dict | None:
+    return OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
+
+
+def _check_fit(cfg: DictConfig) -> None:
+    """Dataset, backbone and task fit together, and the study after training fits the task and one device."""
+    check_study(task_kind(cfg), _study(cfg))
+    if _study(cfg) and (cfg.trainer.get("devices", 1) != 1 or cfg.trainer.get("num_nodes", 1) != 1):
+        raise ConfigError(f"study={cfg.study.name}: after a multi-device run it runs on its own: "
+                          "python evaluate.py run_dir=<run> study=...")
 
 
 def launch_rank_zero() -> bool:
     """Whether this process is global rank 0 of its launch, known before a Trainer exists: the processes Lightning
     starts for DDP, and the tasks srun starts, carry their rank in the environment."""
     return all(int(os.environ.get(var) or 0) == 0 for var in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
-
-
-def _umask_mode(mode: int = 0o666) -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return mode & ~umask
-
-
-@contextmanager
-def run_lock(run_dir: Path):
-    """Hold ``<run_dir>/.lock`` (``filelock``, an ``flock`` the kernel drops when its holder dies, so a lock left by
-    a killed run is taken over) for the block; the holder's pid, host, start time and command are written into it.
-    :class:`RunLockedError` naming the holder when another live process has it."""
-    path = run_dir / ".lock"
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
-              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-
-    def write_holder(fd: int) -> None:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(holder).encode(), 0)
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path), timeout=0, mode=_umask_mode(), on_acquired=write_holder)
-    try:
-        lock.acquire()
-    except Timeout:
-        try:
-            other = json.loads(path.read_text())
-        except (OSError, ValueError):
-            other = {}
-        who = (f"pid {other.get('pid', '?')} on {other.get('host', '?')} since {other.get('since', '?')} "
-               f"({other.get('command', '?')})")
-        raise RunLockedError(f"run folder {run_dir} is in use by {who}; wait for it to finish or stop it") from None
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def _read_metrics(run_dir: Path) -> dict | None:
@@ -136,7 +147,7 @@ def _finished(run_dir: Path, cfg: DictConfig, config: dict) -> dict | None:
     record = _read_metrics(run_dir)
     if record is None or record.get("status") != "complete" or cfg.get("force"):
         return None
-    changes = config_changes(strip_non_result(record.get("config") or {}), config)
+    changes = tree_changes(strip_non_result(record.get("config") or {}), config)
     if changes:
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
         raise ConfigError(f"{run_dir} holds a finished run of another config ({shown}); force=true trains this "
@@ -147,7 +158,7 @@ def _finished(run_dir: Path, cfg: DictConfig, config: dict) -> dict | None:
             load_checkpoint(path, config)
         except CheckpointError as error:
             raise CheckpointError(path, error.problem, "the run is finished and its metrics.json is kept; delete the "
-                                  "file if you do not need it (evaluate.py and energy.py read best.ckpt), or "
+                                  "file if you do not need it (evaluate.py and its studies read best.ckpt), or "
                                   "force=true trains the run again") from None
     return record
 
@@ -185,10 +196,6 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict) -> L
     return L.Trainer(default_root_dir=run_dir, logger=logger, callbacks=callbacks, plugins=plugins, **options)
 
 
-def _sum_over_ranks(trainer: L.Trainer):
-    return lambda totals: trainer.strategy.reduce(totals, reduce_op="sum")
-
-
 def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
     """The ``metrics.json`` of a run that starts: what it is (config, overrides, choices, seed, versions)."""
     hydra_cfg = HydraConfig.get()
@@ -209,26 +216,31 @@ def train(cfg: DictConfig) -> float:
     record = _new_record(cfg, run_dir) if zero else None
     try:
         check_config(cfg)
+        _check_fit(cfg)
         config = result_config(cfg)
         if not zero:  # DDP ranks > 0 train and test with rank 0, which alone reads and writes the run's files
             return _fit(cfg, run_dir, config, _resume_point(run_dir), None)
-        if (done := _finished(run_dir, cfg, config)) is not None:
-            return _report_finished(run_dir, done)
-        with run_lock(run_dir):
-            if (done := _finished(run_dir, cfg, config)) is not None:  # finished while we waited for the lock
-                return _report_finished(run_dir, done)
-            if cfg.get("force"):
-                _set_aside(run_dir)
-            resume = _resume_point(run_dir)
-            if resume is not None:
-                _verify_resume_point(resume, config)
-            _save_config(run_dir, cfg)
-            return _fit(cfg, run_dir, config, resume, record)
+        if (done := _finished(run_dir, cfg, config)) is None:
+            with run_lock(run_dir):
+                if (done := _finished(run_dir, cfg, config)) is None:  # not finished while we waited for the lock
+                    if cfg.get("force"):
+                        _set_aside(run_dir)
+                    resume = _resume_point(run_dir)
+                    if resume is not None:
+                        _verify_resume_point(resume, config)
+                    _save_config(run_dir, cfg)
+                    best = _fit(cfg, run_dir, config, resume, record)
+        if done is not None:
+            best = _report_finished(run_dir, done)
     except BaseException as error:
         if zero and not isinstance(error, RunLockedError):  # the other process's run is not ours to record
             record.update({"status": "failed", "error": f"{type(error).__name__}: {error}"})
             _write_record(run_dir, record)
         raise
+    if _study(cfg):  # on the trained (or earlier finished) run, as evaluate.py would
+        evaluate_run(run_dir, _study(cfg), data_dir=cfg.paths.data_dir, accelerator=cfg.trainer.accelerator,
+                     limit_test_batches=cfg.trainer.get("limit_test_batches"))
+    return best
 
 
 def _report_finished(run_dir: Path, record: dict) -> float:
@@ -281,11 +293,12 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
 
     last_val = trainer.validate(module, datamodule=data, verbose=False)[0][f"val/{metric}"]
     speed.reset_test()  # test throughput from this pass alone (no firing-rate hooks)
+    module.measure_rates = False
     last_test = trainer.test(module, datamodule=data, verbose=False)[0]
     speeds = speed.summary()
     best_path = best_cb.best_model_path or last_cb.best_model_path  # no validation: the last weights
-    with firing_rates(module.model, _sum_over_ranks(trainer)) as rates:
-        best_test = trainer.test(module, datamodule=data, ckpt_path=best_path, verbose=False)[0]
+    module.measure_rates = True
+    best_test = trainer.test(module, datamodule=data, ckpt_path=best_path, verbose=False)[0]
     best_val = float(best_cb.best_model_score) if best_cb.best_model_score is not None else last_val
     if record is not None and trainer.is_global_zero:
         record.update({
@@ -299,7 +312,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
             "test_metrics": best_test,
             "best_checkpoint": os.path.relpath(best_path, run_dir),  # relative: the run folder can move
             "split_sizes": data.split_sizes(),
-            "firing_rates": rates,
+            "firing_rates": module.test_rates,
             "alphas": collect_alphas(module.model),
             "num_parameters": sum(p.numel() for p in module.model.parameters()),
             "world_size": trainer.world_size,
@@ -311,163 +324,6 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
                  record[f"test_{metric}"], record[f"test_{metric}_last"])
         log.info("metrics: %s", run_dir / "metrics.json")
     return best_val
-
-
-def open_run(run_dir: Path | str, data_dir: str | None = None) -> tuple[DictConfig, dict]:
-    """``(config, result config)`` of the run folder ``run_dir``: its ``.hydra/config.yaml``, checked like a
-    command line before anything is built from it (only fsnn's own ``_target_`` classes, :mod:`fsnn.config`), with
-    this machine's ``data_dir`` when given. :class:`ConfigError` when it is missing or refused."""
-    saved = Path(run_dir) / ".hydra" / "config.yaml"
-    if not saved.is_file():
-        raise ConfigError(f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), "
-                          f"got {str(run_dir)!r}")
-    run_cfg = OmegaConf.load(saved)
-    check_run_config(run_cfg, saved)
-    if data_dir is not None:
-        run_cfg.paths.data_dir = str(data_dir)
-    return run_cfg, result_config(run_cfg)
-
-
-def _finished_run(cfg: DictConfig) -> tuple[Path, DictConfig, Path, dict]:
-    """``(run_dir, the run's checked config with this machine's data_dir, checkpoint path, result config)``;
-    :class:`ConfigError` when the folder or the checkpoint is missing."""
-    run_dir = Path(cfg.run_dir)
-    run_cfg, config = open_run(run_dir, cfg.paths.data_dir)
-    ckpt = run_dir / "checkpoints" / f"{cfg.checkpoint}.ckpt"
-    if not ckpt.exists():
-        found = sorted(p.stem for p in (run_dir / "checkpoints").glob("*.ckpt"))
-        raise ConfigError(f"checkpoint={cfg.checkpoint!r}: {ckpt} does not exist (run_dir={run_dir} has "
-                          f"{'checkpoints ' + ', '.join(found) if found else 'no checkpoints'}; expected best or last)")
-    return run_dir, run_cfg, ckpt, config
-
-
-def _verify_for_evaluation(ckpt: Path, config: dict, checkpoint: str) -> None:
-    try:
-        load_checkpoint(ckpt, config)
-    except CheckpointError as error:
-        other = "last" if checkpoint == "best" else "best"
-        raise CheckpointError(ckpt, error.problem, f"checkpoint={other} tests the run's other checkpoint; "
-                              "rerunning its train.py command with force=true trains it again") from None
-
-
-def _robustness_plan(cfg: DictConfig, run_cfg: DictConfig) -> dict[str, tuple[list[float], dict]]:
-    """``{corruption: (levels, options)}`` of ``cfg.robustness``, checked against the run before any data is loaded
-    (``{}`` for ``robustness=none``)."""
-    spec = OmegaConf.to_container(cfg.robustness, resolve=True) if cfg.get("robustness") else {}
-    if not spec:
-        return {}
-    corruptions = spec.get("corruptions")
-    if not corruptions:
-        raise ConfigError(f"robustness={spec.get('name')!r} lists no corruptions (robustness.corruptions is empty)")
-    kind = task_kind(run_cfg)
-    if kind.ROBUSTNESS is None:
-        raise ConfigError(f"robustness={spec.get('name')!r}: run_dir={cfg.run_dir} is a task={run_cfg.task} run; "
-                          "the robustness study covers vision and node-classification runs")
-    plan = {}
-    for name, entry in corruptions.items():
-        entry = entry or {}
-        extra = sorted(set(entry) - {"levels", "options"})
-        if extra:
-            raise ConfigError(f"robustness.corruptions.{name}: unknown keys {extra}; expected levels and options")
-        options = entry.get("options") or {}
-        try:
-            plan[name] = (check_corruption(kind.ROBUSTNESS, name, entry.get("levels"), options), options)
-        except ValueError as error:
-            hint = "" if name in CORRUPTIONS.names(family=kind.ROBUSTNESS) else (
-                f" (run_dir={cfg.run_dir} is a {kind.ROBUSTNESS} run on {run_cfg.dataset.name}; "
-                f"robustness={kind.STUDY} fits it)")
-            raise ConfigError(f"robustness.corruptions.{name}: {error}{hint}") from None
-    return plan
-
-
-def _test_pass(trainer: L.Trainer, module: L.LightningModule, seed: int, **data) -> dict[str, float]:
-    """One test pass, seeded, so that every pass of a study draws the same Poisson spikes and spike noise."""
-    L.seed_everything(seed, workers=True, verbose=False)
-    return trainer.test(module, verbose=False, **data)[0]
-
-
-def _run_config(run_dir: Path, run_cfg: DictConfig) -> dict:
-    """The run's resolved config as ``train`` recorded it in ``metrics.json`` (else resolved here)."""
-    try:
-        return json.loads((run_dir / "metrics.json").read_text())["config"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return OmegaConf.to_container(run_cfg, resolve=True)
-
-
-def _robustness(cfg: DictConfig, run_dir: Path, run_cfg: DictConfig, task: Task, trainer: L.Trainer,
-                plan: dict, clean: float, seed: int) -> dict:
-    """Every corruption at every level of ``plan``; writes ``robustness.json`` and its figures into ``run_dir``.
-
-    Per corruption: the metric at each level and the paper's score ``100 * mean_i(acc_i) / clean``
-    (:func:`fsnn.robustness.robustness_score`; ``null`` when the clean metric is 0).
-    """
-    from fsnn.figures import robustness_figures  # matplotlib only for a robustness study
-
-    start = time.perf_counter()
-    metric = task.metric
-
-    def run_pass(datamodule) -> float:
-        return _test_pass(trainer, task.module, seed, datamodule=datamodule)[f"test/{metric}"]
-
-    test = task_kind(run_cfg).corrupted_tester(run_cfg, task, seed, run_pass)
-    corruptions = {}
-    with tqdm(total=sum(len(levels) for levels, _ in plan.values()), desc="robustness", unit="test pass") as bar:
-        for name, (levels, options) in plan.items():
-            values = []
-            for level in levels:
-                bar.set_postfix_str(f"{name} {level:g}")
-                values.append(float(test(name, level, options)))
-                bar.update()
-                log.info("%s %g: test %s %.4f (clean %.4f)", name, level, metric, values[-1], clean)
-            corruptions[name] = {
-                "levels": levels, metric: values, "by_level": {f"{level:g}": v for level, v in zip(levels, values)},
-                "score": robustness_score(clean, values) if clean > 0 else None, "options": options,
-            }
-    record = {
-        "robustness": cfg.robustness.get("name"), "run_dir": str(run_dir), "checkpoint": cfg.checkpoint,
-        "metric": metric, "clean": clean, "seed": seed, "limit_test_batches": cfg.get("limit_test_batches"),
-        "corruptions": corruptions, "config": _run_config(run_dir, run_cfg),
-        "device": device_description(trainer.strategy.root_device), "versions": package_versions(),
-        "wall_time_s": time.perf_counter() - start,
-    }
-    write_json_atomic(run_dir / "robustness.json", record)
-    log.info("robustness: %s; scores %s", run_dir / "robustness.json",
-             {name: c["score"] for name, c in corruptions.items()})
-    for path in robustness_figures([record], run_dir, echo=log.info):
-        log.info("figure: %s", path)
-    return record
-
-
-def evaluate(cfg: DictConfig) -> dict:
-    """Re-test a finished run from its saved config and checkpoint; writes ``eval.json`` beside it.
-
-    With ``robustness=<name>`` (``conf/robustness/``) it then tests the same checkpoint on the corrupted test split
-    for every corruption and level listed there and writes ``robustness.json`` (clean metric, metric per level,
-    the paper's robustness score per corruption, the run's config) and its figures (accuracy-vs-level curves,
-    radar of scores). Every test pass is seeded with ``seed`` (the run's seed when null).
-    """
-    check_eval_config(cfg)
-    run_dir, run_cfg, ckpt, config = _finished_run(cfg)
-    plan = _robustness_plan(cfg, run_cfg)
-    _verify_for_evaluation(ckpt, config, cfg.checkpoint)
-    seed = run_cfg.seed if cfg.get("seed") is None else int(cfg.seed)
-    L.seed_everything(run_cfg.seed, workers=True, verbose=False)
-    task = build_task(run_cfg)
-    module, data, metric = task
-    # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
-    trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir,
-                        accelerator=cfg.accelerator, devices=1, limit_test_batches=cfg.get("limit_test_batches"),
-                        enable_progress_bar=not plan, plugins=[RunCheckpointIO(config)])
-    with firing_rates(module.model) as rates:
-        test = _test_pass(trainer, module, seed, datamodule=data, ckpt_path=str(ckpt))
-    result = {"run_dir": str(run_dir), "checkpoint": str(ckpt), f"test_{metric}": test[f"test/{metric}"],
-              "test_metrics": test, "firing_rates": rates,
-              "device": device_description(trainer.strategy.root_device)}
-    write_json_atomic(run_dir / "eval.json", result)
-    log.info("test %s %.4f (%s)", metric, result[f"test_{metric}"], ckpt)
-    if plan:
-        result["robustness"] = _robustness(cfg, run_dir, run_cfg, task, trainer, plan, test[f"test/{metric}"], seed)
-    return result
 
 
 def run_guarded(fn, cfg: DictConfig):

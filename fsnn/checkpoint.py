@@ -2,8 +2,9 @@
 enough that a run resumed from one ends bit-identical to a run that was never interrupted.
 
 - :class:`RunCheckpointIO` (a Lightning ``CheckpointIO`` plugin) writes each checkpoint through
-  :func:`fsnn.results.write_atomic` (a kill leaves the previous file whole) with an integrity record: the digest of
-  its content (:func:`fsnn.results.content_digest`) and the run's result config (:func:`fsnn.config.result_config`).
+  :func:`fsnn.files.write_atomic` (a kill leaves the previous file whole) with an integrity record: the digest of
+  its content (:func:`fsnn.files.content_digest`) and the run's result config (:func:`result_config`: the config
+  without the keys that change no result, what a finished run is compared on too).
   Reading it back (:func:`load_checkpoint`) uses ``torch.load(weights_only=True)``, so a crafted pickle cannot run,
   and refuses a file that is unreadable, altered or another run's with one :class:`CheckpointError` naming it.
 - :class:`RNGStates` (a Lightning callback) puts the random states of torch (CPU and CUDA), numpy and Python into
@@ -22,11 +23,40 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.fabric.plugins import TorchCheckpointIO
+from omegaconf import DictConfig, OmegaConf
 
-from fsnn.config import config_changes
-from fsnn.results import content_digest, write_atomic
+from fsnn.files import content_digest, tree_changes, write_atomic
 
 RECORD = "fsnn"  # the checkpoint key of the integrity record
+#: keys (and the keys under them) that do not change a run's result: where files go, logging, progress bars, loader
+#: processes, the studies run after training. They are left out of the config a finished run is compared with and,
+#: with the launcher's own keys (:data:`FOLDER_EXCLUDED`), out of a run folder's name.
+NON_RESULT_KEYS = ("run_name", "force", "paths", "logger", "study", "robustness", "trainer.enable_progress_bar",
+                   "dataset.num_workers")
+FOLDER_EXCLUDED = (*NON_RESULT_KEYS, "experiment", "launcher", "hydra.launcher.n_jobs")
+
+
+def non_result(key: str, keys: tuple[str, ...] = NON_RESULT_KEYS) -> bool:
+    """Whether ``key`` (dotted) is one of ``keys`` or under one."""
+    return any(key == k or key.startswith(k + ".") for k in keys)
+
+
+def strip_non_result(values: dict) -> dict:
+    """A copy of a plain config tree without Hydra's node and :data:`NON_RESULT_KEYS`."""
+
+    def strip(node: dict, path: str) -> dict:
+        return {k: strip(v, f"{path}{k}.") if isinstance(v, dict) else v for k, v in node.items()
+                if not non_result(f"{path}{k}")}
+
+    return strip({k: v for k, v in values.items() if k != "hydra"}, "")
+
+
+def result_config(cfg: DictConfig) -> dict:
+    """The resolved config of a run without :data:`NON_RESULT_KEYS` (and Hydra's own node): what its result depends
+    on. A finished run is redone only when this changes (or with ``force=true``); a checkpoint is only read by a run
+    of the same result config. Stripped before resolving: the logger's folder is only known inside a Hydra job."""
+    stripped = strip_non_result(OmegaConf.to_container(cfg, resolve=False))
+    return OmegaConf.to_container(OmegaConf.create(stripped), resolve=True)
 
 
 class CheckpointError(ValueError):
@@ -67,7 +97,7 @@ def load_checkpoint(path: str | Path, config: dict | None = None, map_location: 
         raise CheckpointError(path, "its content does not match the digest written with it (the file was altered "
                                     "after it was written, e.g. by disk or copy corruption)")
     if config is not None and record.get("config") != config:
-        changes = config_changes(record.get("config") or {}, config)
+        changes = tree_changes(record.get("config") or {}, config)
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
         raise CheckpointError(path, f"belongs to another run (its config differs: {shown})")
     return checkpoint

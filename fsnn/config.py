@@ -1,37 +1,34 @@
-"""Every user-facing config value checked in one place, before any work: one schema per config group.
+"""Every config value checked before any work. The run's own groups (trainer, paths, seeds, optimizer, scheduler and
+the only classes a config may instantiate, :data:`TARGETS`) have their schemas here, with this machine's facts (a GPU
+for ``trainer.accelerator=gpu``, a writable ``paths.results_dir``); a component's group (``dataset``, ``neuron``,
+``backbone``, ``study``) is checked by the schema its registry reads from the component's own signature
+(:meth:`fsnn.registry.Registry.schema`), so an option is declared once, by the component, and a check added to its
+option type (:mod:`fsnn.checks`) holds for every config.
 
 A schema is a pydantic model in strict mode: a value reaches the code exactly as the user wrote it, or the run stops
-with one line ``fsnn: error: <group>.<key>: expected <what>, got <value>`` (:class:`ConfigError`). Each field says
-what it expects in its ``description``; a key the schema does not list passes through (a backbone's own options, any
-other Lightning ``Trainer`` argument). To check a new key, add a field to its group's schema; a new group gets a
-schema in :data:`GROUPS`. Filesystem and hardware facts (a GPU for ``trainer.accelerator=gpu``, a writable
-``paths.results_dir``) and the only classes a config may instantiate (:data:`TARGETS`) are checked here too.
-
-:class:`CheckConfig` runs the checks as a Hydra callback, before Hydra creates a run folder; ``train`` and
-``evaluate`` run them again on each job's config (the jobs of a multirun differ).
+with one line ``fsnn: error: <group>.<key>: expected <what>, got <value>`` (:class:`ConfigError`); a key nothing
+takes is refused by name with the closest valid ones.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import torch
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from fsnn.data import DATASETS
-from fsnn.history import METHODS
-from fsnn.models import backbone_names
-from fsnn.models.sgcn import THRESHOLD_MODES
-from fsnn.neurons import CONVENTIONS, ENGINES, RESETS, neuron_names
-from fsnn.surrogate import SURROGATES
-from fsnn.tasks import KINDS, ConfigError, task_kind
+from fsnn.checks import Check, Count, Flag, NonNegative, NonNegativeInt, Positive, integer, one_of, option_check
+from fsnn.registry import UnknownNameError, accepted, did_you_mean, registry
+
+
+class ConfigError(ValueError):
+    """A config value, or a combination of options, that cannot work, reported before any data is loaded."""
+
 
 #: the only classes a config may instantiate (``_target_``), per group: the optimizers, schedulers and loggers
 #: fsnn ships configs for. A run folder's ``.hydra/config.yaml`` is checked against it before anything is built.
@@ -42,45 +39,23 @@ TARGETS = {
     "logger": ("lightning.pytorch.loggers.CSVLogger", "lightning.pytorch.loggers.WandbLogger",
                "lightning.pytorch.loggers.TensorBoardLogger"),
 }
-#: keys that do not change a run's result (where files go, logging, progress bars, loader processes); they are left
-#: out of the run folder's name (``conf/hydra/default.yaml``) and of the config a finished run is compared with
-NON_RESULT_KEYS = ("run_name", "force", "paths", "logger", "trainer.enable_progress_bar", "dataset.num_workers")
+#: the groups of a component, checked by its registry's schema
+COMPONENTS = ("dataset", "neuron", "backbone", "study")
+#: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
+#: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
+ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "logger", "paths", "study")
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
 PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16",
               64, 32, 16)
 MAX_SEED = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything keeps to
+Seed = integer(f"an integer in [0, {MAX_SEED}]", lambda v: 0 <= v <= MAX_SEED)
+Batches = Annotated[int | float | None, Check(
+    "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the batches)",
+    lambda v: v is None or (v >= 0 if isinstance(v, int) else 0 <= v <= 1))]
 
 
 def _expect(expected: str, default: Any = None) -> Any:
-    """A field that is optional in its group; ``expected`` is what the error line says it wants."""
     return Field(default, description=expected)
-
-
-def _one_of(names) -> str:
-    return "one of " + ", ".join(str(n) for n in names)
-
-
-def _registered(names, expected: str | None = None):
-    """A validator accepting the names ``names()`` lists (read when checked: plugins may register more); the error
-    says ``expected``, by default the list."""
-
-    def check(value: str) -> str:
-        if value not in names():
-            raise ValueError(expected or _one_of(names()))
-        return value
-
-    return AfterValidator(check)
-
-
-# the kinds of value, each with what its error line says it expects
-Number = Annotated[float, Field(description="a finite number")]
-Positive = Annotated[float, Field(gt=0, description="a number > 0")]
-NonNegative = Annotated[float, Field(ge=0, description="a number >= 0")]
-Count = Annotated[int, Field(ge=1, description="an integer >= 1")]
-NonNegativeInt = Annotated[int, Field(ge=0, description="an integer >= 0")]
-Flag = Annotated[bool, Field(description="true or false")]
-Batches = NonNegativeInt | Annotated[float, Field(ge=0, le=1)]
-BATCHES = "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the batches)"
 
 
 class Schema(BaseModel):
@@ -88,99 +63,48 @@ class Schema(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
 
 
-class NeuronSchema(Schema):
-    name: Annotated[str, _registered(neuron_names)] = _expect("a registered neuron")
-    alpha: Annotated[float, Field(gt=0, le=1)] = _expect("a number in (0, 1]")
-    tau: Positive = None
-    threshold: Positive = None
-    dt: Positive = None
-    memory: Count | None = _expect("null (full memory) or an integer >= 1")
-    method: Literal[METHODS] = _expect(_one_of(METHODS))
-    reset: Literal[RESETS] = _expect(_one_of(RESETS))
-    surrogate: Literal[SURROGATES] = _expect(_one_of(SURROGATES))
-    surrogate_scale: Positive | None = _expect("null (the surrogate's default) or a number > 0")
-    engine: Literal[ENGINES] = _expect(_one_of(ENGINES))
-    convention: Literal[CONVENTIONS] = _expect(_one_of(CONVENTIONS))
-    v_reset: Number = None
-    detach_reset: Flag = None
-    learn_alpha: Flag = None
-    learn_tau: Flag = None
-    learn_threshold: Flag = None
-    reset_delay: Flag = None
-
-
-class DatasetSchema(Schema):
-    name: Annotated[str, _registered(lambda: sorted(DATASETS))] = _expect("a registered dataset")
-    T: Count = _expect("an integer >= 1 (time steps)")
-    size: Count | Annotated[list[Count], Field(min_length=2, max_length=2)] = _expect(
-        "an integer >= 1 or an [H, W] pair of them")
-    batch_size: Count | None = _expect("null (one batch per split) or an integer >= 1")
-    val_fraction: Annotated[float, Field(gt=0, lt=1)] = _expect("a number in (0, 1)")
-    num_workers: NonNegativeInt = None
-    split: Literal["ratio", "public"] = _expect("ratio or public")
-    hops: NonNegativeInt = None
-    test_repeats: Count = None
-    lr: Positive = None
-
-
-class BackboneSchema(Schema):
-    name: Annotated[str, _registered(backbone_names)] = _expect("a registered backbone")
-    channels: Count = None
-    num_blocks: Count = None
-    hidden: Count = None
-    embed_dim: Count = None
-    num_heads: Count = None
-    depth: Count = None
-    mlp_ratio: Positive = None
-    dim: Count = None
-    n_layers: Count = None
-    T: Count = None
-    pe_dim: NonNegativeInt = None
-    dropout: Annotated[float, Field(ge=0, lt=1)] = _expect("a number in [0, 1)")
-    step_size: Positive = None
-    threshold_mode: Literal[THRESHOLD_MODES] = _expect(_one_of(THRESHOLD_MODES))
-
-
-class OptimizerSchema(Schema):
-    target: Literal[TARGETS["optimizer"]] = Field(alias="_target_", description=_one_of(TARGETS["optimizer"]))
+class OptimizerSchema(Schema):  # its _target_ is one of TARGETS (check_targets)
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
     lr: Positive = None
     weight_decay: NonNegative = None
     momentum: NonNegative = None
 
 
-class SchedulerSchema(Schema):
-    # null or {} (conf/scheduler/none.yaml): a constant learning rate
-    target: Literal[TARGETS["scheduler"]] = Field(alias="_target_", description=_one_of(TARGETS["scheduler"]))
+class SchedulerSchema(Schema):  # null or {} (conf/scheduler/none.yaml): a constant learning rate
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
-    T_max: Count = _expect("an integer >= 1 (epochs)")
+    T_max: Count = None
     eta_min: NonNegative = None
 
 
-class LoggerSchema(Schema):
-    target: Literal[TARGETS["logger"]] = Field(alias="_target_", description=_one_of(TARGETS["logger"]))
+def _strategy(value: str) -> str:
+    from lightning.pytorch.strategies import StrategyRegistry
+
+    if value not in ("auto", *StrategyRegistry.available_strategies()):
+        raise ValueError("auto, ddp, ddp_spawn, fsdp, deepspeed or another Lightning strategy")
+    return value
 
 
 class TrainerSchema(Schema):
+    """Arguments of ``lightning.Trainer``: these are checked by value, any other by name (:func:`_check_keys`)."""
+
     max_epochs: Count = None
-    min_epochs: NonNegativeInt | None = _expect("null or an integer >= 0")
-    max_steps: Annotated[int, Field(ge=-1)] = _expect("-1 (no limit) or an integer >= 0")
-    accelerator: Literal[ACCELERATORS] = _expect(_one_of(ACCELERATORS))
+    min_epochs: NonNegativeInt | None = None
+    max_steps: integer("-1 (no limit) or an integer >= 0", lambda v: v >= -1) = None
+    accelerator: one_of(*ACCELERATORS) = None
     devices: Count | Literal["auto"] | list[NonNegativeInt] = _expect("an integer >= 1, a list of device indices "
                                                                       "or auto")
     num_nodes: Count = None
-    strategy: Annotated[str, _registered(lambda: ["auto", *_strategies()], "auto, ddp, ddp_spawn, fsdp, deepspeed "
-                                          "or another Lightning strategy")] = _expect("a Lightning strategy")
-    precision: Literal[PRECISIONS] = _expect(_one_of(PRECISIONS[:10]))
-    gradient_clip_val: NonNegative | None = _expect("null or a number >= 0")
+    strategy: Annotated[str, AfterValidator(_strategy)] = _expect("a Lightning strategy")
+    precision: Literal[PRECISIONS] = _expect("one of " + ", ".join(PRECISIONS[:10]))
+    gradient_clip_val: NonNegative | None = None
     deterministic: bool | Literal["warn"] | None = _expect("true, false, warn or null")
     log_every_n_steps: Count = None
-    check_val_every_n_epoch: Count | None = _expect("null or an integer >= 1")
+    check_val_every_n_epoch: Count | None = None
     accumulate_grad_batches: Count = None
     enable_progress_bar: Flag = None
-    limit_train_batches: Batches | None = _expect(BATCHES)
-    limit_val_batches: Batches | None = _expect(BATCHES)
-    limit_test_batches: Batches | None = _expect(BATCHES)
+    limit_train_batches: Batches = None
+    limit_val_batches: Batches = None
+    limit_test_batches: Batches = None
 
 
 class PathsSchema(Schema):
@@ -189,40 +113,17 @@ class PathsSchema(Schema):
 
 
 class RunSchema(Schema):
-    """The top-level keys of ``conf/config.yaml``."""
+    """The top-level keys of ``conf/config.yaml`` (``task`` is checked against the task registry)."""
 
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] = _expect(f"an integer in [0, {MAX_SEED}]")
-    task: Annotated[str, _registered(lambda: ["null (classification)", *_tasks()])] | None = _expect("a task")
+    seed: Seed = None
     task_name: str = _expect("a name")
     run_name: str | None = _expect("null or a name")
     force: Flag = None
 
 
-class EvalSchema(Schema):
-    """The top-level keys of ``conf/eval.yaml``."""
-
-    run_dir: str = _expect("the folder of a train.py run")
-    checkpoint: Literal["best", "last"] = _expect("best or last")
-    accelerator: Literal[ACCELERATORS] = _expect(_one_of(ACCELERATORS))
-    seed: Annotated[int, Field(ge=0, le=MAX_SEED)] | None = _expect(f"null or an integer in [0, {MAX_SEED}]")
-    limit_test_batches: Batches | None = _expect(BATCHES)
-
-
-#: schema of each config group, by the group's key in the composed config
-GROUPS: dict[str, type[Schema]] = {  # in this order: a value is named before the interpolations that copy it
-    "trainer": TrainerSchema, "dataset": DatasetSchema, "neuron": NeuronSchema, "backbone": BackboneSchema,
-    "optimizer": OptimizerSchema, "scheduler": SchedulerSchema, "logger": LoggerSchema, "paths": PathsSchema,
-}
-
-
-def _tasks() -> list[str]:
-    return sorted(kind.TASK for kind in KINDS if kind.TASK)
-
-
-def _strategies() -> list[str]:
-    from lightning.pytorch.strategies import StrategyRegistry
-
-    return StrategyRegistry.available_strategies()
+#: schema of each run-level group, by the group's key in the composed config
+GROUPS: dict[str, type[Schema]] = {"trainer": TrainerSchema, "optimizer": OptimizerSchema,
+                                   "scheduler": SchedulerSchema, "logger": Schema, "paths": PathsSchema}
 
 
 def _show(value) -> str:
@@ -231,19 +132,60 @@ def _show(value) -> str:
     return repr(value)
 
 
-def _validate(schema: type[Schema], values: dict, prefix: str) -> None:
-    """One :class:`ConfigError` for the first value of ``values`` that ``schema`` refuses."""
+def _validate(schema: type[BaseModel], values: dict, prefix: str, owner: str = "") -> None:
+    """One :class:`ConfigError` for the first value of ``values`` that ``schema`` refuses; ``owner`` names what a
+    key it does not know should be an option of."""
     try:
         schema.model_validate(values)
     except ValidationError as error:
         first = error.errors()[0]
         key = first["loc"][0]
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "
+                              f"got {key!r}{did_you_mean(key, schema.model_fields)}") from None
         field = next((f for name, f in schema.model_fields.items() if key in (name, f.alias)), None)
-        # a validator's own message (a registry's names) says more than the field's description
+        # an option type's own message says more than a field's description, which says more than pydantic's
         expected = (str(first["ctx"]["error"]) if first["type"] == "value_error"
-                    else field.description if field is not None and field.description else first["msg"].lower())
+                    else field.description or _described(field) or first["msg"].lower())
         got = values.get(key, first["input"]) if isinstance(values, dict) else values
         raise ConfigError(f"{prefix}{key}: expected {expected}, got {_show(got)}") from None
+
+
+def _described(field) -> str | None:
+    """What a field's option type expects (``"null or an integer >= 1"`` for ``Count | None``)."""
+    check = next((m for m in field.metadata if isinstance(m, Check)), None)
+    optional = False
+    if check is None:
+        check, optional = option_check(field.annotation)
+    return None if check is None else f"null or {check.expected}" if optional else check.expected
+
+
+def _check_arguments(group: str, values: dict) -> None:
+    """The keys of a run-level group are arguments of what it builds: ``lightning.Trainer`` (less those fsnn sets
+    itself) or the group's ``_target_`` class; one it does not take is refused by name."""
+    import lightning as L
+    from hydra.utils import get_class
+
+    owner = "lightning.Trainer" if group == "trainer" else values.get("_target_")
+    allowed = accepted(L.Trainer if group == "trainer" else get_class(owner)) if owner else None
+    allowed = allowed and allowed - {"default_root_dir", "logger", "callbacks", "plugins", "use_distributed_sampler"}
+    for key in values:
+        if allowed is not None and not key.startswith("_") and key not in allowed:
+            raise ConfigError(f"{group}.{key}: expected an argument of {owner}, got {key!r}"
+                              f"{did_you_mean(key, allowed)}")
+
+
+def _check_component(group: str, values: dict) -> None:
+    """``values["name"]`` is registered in the group's registry and the other keys pass its schema."""
+    name = values.get("name")
+    try:
+        schema = registry(group).schema(name)
+    except UnknownNameError as error:
+        raise ConfigError(f"{group}.name: expected one of {', '.join(error.choices)}, got {_show(name)}"
+                          f"{error.suggestion}") from None
+    except ImportError as error:
+        raise ConfigError(f"{group}.name: {error}") from None
+    _validate(schema, {k: v for k, v in values.items() if k != "name"}, f"{group}.", f"{group} {name!r}")
 
 
 def _container(cfg: DictConfig, key: str):
@@ -265,12 +207,22 @@ def _values(cfg: DictConfig, skip: tuple[str, ...] = ()) -> dict:
     return {key: _container(cfg, key) for key in cfg if key not in ("hydra", *skip)}
 
 
-def _validate_groups(values: dict) -> None:
-    _validate(RunSchema, values, "")
-    for group, schema in GROUPS.items():
-        if values.get(group):
-            _validate(schema, values[group], f"{group}.")
+def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
     check_targets(values)
+    _validate(schema, values, "")
+    task = values.get("task")
+    if task is not None and task not in registry("task"):
+        tasks = registry("task").names()
+        raise ConfigError(f"task: expected null or one of {', '.join(tasks)}, got {_show(task)}"
+                          f"{did_you_mean(task, tasks)}")
+    for group in ORDER:
+        if not values.get(group) or group in swept:
+            continue
+        if group in COMPONENTS:
+            _check_component(group, values[group])
+        else:
+            _validate(GROUPS[group], values[group], f"{group}.")
+            _check_arguments(group, values[group])
 
 
 def _targets(node, path: str = "") -> list[tuple[str, str]]:
@@ -297,7 +249,7 @@ def check_targets(values: dict) -> None:
         group = key.split(".")[0]
         allowed = TARGETS.get(group, ())
         if key != f"{group}._target_" or target not in allowed:
-            expected = _one_of(allowed) if allowed and key == f"{group}._target_" else "no _target_ here"
+            expected = "one of " + ", ".join(allowed) if allowed and key == f"{group}._target_" else "no _target_ here"
             raise ConfigError(f"{key}: expected {expected}, got {_show(target)}")
 
 
@@ -340,27 +292,29 @@ def _check_paths(paths: dict, results: bool) -> None:
         _writable_folder("paths.results_dir", paths["results_dir"])
 
 
-def check_config(cfg: DictConfig, groups_fit: bool = True) -> None:
-    """Check a composed ``train.py`` config (the ``hydra`` node aside); :class:`ConfigError` on the first bad value.
-    ``groups_fit``: also check that the dataset's kind of data, the backbone and the task fit together (not for a
-    multirun's base config, whose dataset or backbone the sweep may replace in every job)."""
-    values = _values(cfg)
-    _validate_groups(values)
-    _check_hardware(values.get("trainer") or {}, "trainer.")
-    _check_paths(values.get("paths") or {}, results=True)
-    if groups_fit:
-        task_kind(cfg)
+def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: bool = True, swept=()) -> dict:
+    """Check a composed app config (the ``hydra`` node aside): its top-level keys with ``schema`` (``train.py``'s by
+    default), every group but those in ``swept`` (a multirun's base config: each job selects its own), the hardware
+    its accelerator needs and its paths (``results``: that the results folder is writable); :class:`ConfigError` on
+    the first bad value. Returns the values as plain Python. That a dataset, a backbone and a task fit together is
+    the task registry's to say (:func:`fsnn.tasks.task_kind`)."""
+    values = _values(cfg, skip=("robustness",))  # the plan of the robustness study, which checks it
+    _validate_groups(values, schema, swept)
+    trainer = values.get("trainer")
+    _check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
+    _check_paths(values.get("paths") or {}, results)
+    return values
 
 
-def check_eval_config(cfg: DictConfig) -> None:
-    """Check a composed ``evaluate.py`` config; the run folder's own config is checked by :func:`check_run_config`."""
-    values = _values(cfg, skip=("robustness",))
-    _validate(EvalSchema, values, "")
-    _check_hardware(values, "")
-    _check_paths(values.get("paths") or {}, results=False)
-    if not (Path(values["run_dir"]) / ".hydra" / "config.yaml").is_file():
-        raise ConfigError(f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), "
-                          f"got {_show(values['run_dir'])}")
+def swept_groups(cfg: DictConfig) -> set[str]:
+    """The groups a multirun sweeps (its sweeper's ``params`` and the command line's sweeps): a job may select
+    another option of them than the base config holds."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = OverridesParser.create().parse_overrides(list(OmegaConf.select(cfg, "hydra.overrides.task") or []))
+    keys = {*(OmegaConf.select(cfg, "hydra.sweeper.params") or {}),
+            *(o.key_or_group for o in overrides if o.is_sweep_override())}
+    return {key.lstrip("+~").split(".")[0] for key in keys}
 
 
 def check_run_config(run_cfg: DictConfig, source: Path) -> None:
@@ -371,63 +325,3 @@ def check_run_config(run_cfg: DictConfig, source: Path) -> None:
         _validate_groups(_values(run_cfg, skip=("paths",)))
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
-
-
-def strip_non_result(values: dict) -> dict:
-    """A copy of a plain config tree without Hydra's node and :data:`NON_RESULT_KEYS`."""
-    values = {k: (dict(v) if isinstance(v, dict) else v) for k, v in values.items() if k != "hydra"}
-    for key in NON_RESULT_KEYS:
-        *parents, leaf = key.split(".")
-        node = values
-        for parent in parents:
-            node = node.get(parent) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(leaf, None)
-    return values
-
-
-def result_config(cfg: DictConfig) -> dict:
-    """The resolved config of a run without :data:`NON_RESULT_KEYS` (and Hydra's own node): what its result depends
-    on. A finished run is redone only when this changes (or with ``force=true``); a checkpoint is only read by a run
-    of the same result config. Stripped before resolving: the logger's folder is only known inside a Hydra job."""
-    stripped = strip_non_result(OmegaConf.to_container(cfg, resolve=False))
-    return OmegaConf.to_container(OmegaConf.create(stripped), resolve=True)
-
-
-def config_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """``key: old -> new`` for every value that differs between two config trees."""
-    changes = []
-    for key in sorted(set(old) | set(new), key=str):
-        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
-        if isinstance(a, dict) and isinstance(b, dict):
-            changes += config_changes(a, b, f"{prefix}{key}.")
-        elif a != b:
-            changes.append(f"{prefix}{key}: {_show(a)} -> {_show(b)}")
-    return changes
-
-
-class CheckConfig(Callback):
-    """Hydra callback (``hydra.callbacks`` in ``conf/hydra/default.yaml`` and ``conf/eval.yaml``): checks the
-    composed config before Hydra creates any folder, and stops with one line and exit status 2.
-
-    A multirun's base config (the values all its jobs share) is checked before the first job; each job's own values
-    are checked when it starts (:func:`fsnn.app.train`)."""
-
-    def __init__(self, app: str = "train"):
-        self.app = app
-
-    def _check(self, config: DictConfig, groups_fit: bool = True) -> None:
-        try:
-            if self.app == "eval":
-                check_eval_config(config)
-            else:
-                check_config(config, groups_fit)
-        except ConfigError as error:
-            print(f"fsnn: error: {error}", file=sys.stderr)
-            raise SystemExit(2) from None
-
-    def on_run_start(self, config: DictConfig, **kwargs) -> None:
-        self._check(config)
-
-    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        self._check(config, groups_fit=False)

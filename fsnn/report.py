@@ -27,7 +27,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from fsnn.results import source_commit, write_text_atomic
+from fsnn.files import source_commit, write_text_atomic
 from fsnn.tables import RESULTS, build_table, experiment_of, load_spec, recipe_of, scan_runs, table_recipes
 
 TEMPLATE = "report.html.j2"  # package data of fsnn

@@ -8,7 +8,7 @@ complete runs that match it, in percent, with n, the paper's value and the diffe
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
 A table never mixes recipes (a run's ``recipe``: ``matched``, the default, or ``authors``, see ``conf/recipe/``):
 runs of another recipe fill their own copy of the table, ``<id>_<recipe>``.
-A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``scripts/energy.py <run>``),
+A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``evaluate.py study=energy``),
 beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
 and energy tables read them with list paths (see the YAML header).
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from fsnn.results import write_text_atomic
+from fsnn.files import write_text_atomic
 
 RESULTS = Path("results")  # relative: the results folder of the current directory
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed

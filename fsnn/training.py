@@ -1,14 +1,15 @@
-"""Lightning pieces for spiking classifiers: the module, the data module, firing-rate probes.
+"""The one home of fsnn's Lightning modules (vision, sequence, node and link tasks), with what they share written once:
+the optimizer and scheduler set-up, the non-finite-loss check, metrics summed over DDP ranks and the firing rates
+of a test pass. The data modules are in :mod:`fsnn.data.modules`, the tasks that pair them in :mod:`fsnn.tasks`.
 
-Lightning's Trainer owns the loop (checkpoints, resume, AMP, clipping, progress bars, DDP).
-Batches arrive as ``[B, T, C, H, W]`` (the default collate of ``[T, C, H, W]`` samples); the
-backbone sees ``[T, B, ...]`` and returns per-step outputs ``[T, B, classes]`` whose mean over T
-(the firing rate of a voting layer, or the mean of a linear readout) is the logit of a single
-cross-entropy.
+Lightning's Trainer owns the loop (checkpoints, resume, AMP, clipping, progress bars, DDP). Image, event and
+sequence batches arrive as ``[B, T, ...]``; the backbone sees ``[T, B, ...]`` and returns per-step outputs
+``[T, B, classes]`` whose mean over T (the firing rate of a voting layer, or the mean of a linear readout) is the
+logit of a single cross-entropy. Graph modules read rows of node features or a whole graph (see their classes).
 
-Under DDP the data modules split the data themselves (the Trainer runs with ``use_distributed_sampler=False``): each
-rank trains on its share of every epoch's permutation, and validation and test give every sample to exactly one rank
-(no padding), so the metrics, which are torchmetrics states summed over the ranks, are those of the whole split.
+Under DDP the data modules split the data themselves (the Trainer runs with ``use_distributed_sampler=False``), so
+the metrics, which are torchmetrics states summed over the ranks, are those of the whole split, and so are the firing
+rates (their totals are summed over the ranks too).
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ import lightning as L
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.utils.data import DataLoader, DistributedSampler, Sampler
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics.functional.classification import binary_auroc, binary_average_precision
 
+from fsnn.checks import Count, NonNegative, checked
+from fsnn.data.modules import sample_train_negatives
+from fsnn.energy import synaptic_energy
 from fsnn.neurons import is_neuron
 
 
@@ -33,15 +37,67 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN/inf loss; the last good checkpoint is left untouched."""
 
 
-class ClassifierModule(L.LightningModule):
-    """One cross-entropy on ``self(x)``, accuracy per split, ``NonFiniteLossError`` on a NaN/inf loss, and
-    optimizer/scheduler factories (``functools.partial`` from Hydra). Subclasses define ``forward``."""
+class SpikingModule(L.LightningModule):
+    """What every fsnn module shares. ``optimizer`` and ``scheduler`` are factories (``functools.partial`` from
+    Hydra) of the parameters and of the optimizer; a ``ReduceLROnPlateau`` scheduler watches ``monitor``. A
+    subclass gives the training loss of a batch (:meth:`training_loss`); a NaN/inf one stops training with
+    :class:`NonFiniteLossError`. Every test pass measures the firing rate of every neuron (and spike encoder) of
+    ``model``, summed over the ranks, into :attr:`test_rates` (``measure_rates = False`` switches that off, e.g. for
+    a pass timed for throughput)."""
 
-    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None,
+    def __init__(self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None,
                  monitor: str = "val/acc"):
         super().__init__()
         self.model, self.optimizer_factory, self.scheduler_factory = model, optimizer, scheduler
-        self.num_classes, self.monitor = int(num_classes), monitor
+        self.monitor = monitor
+        self.measure_rates = True
+        self.test_rates: dict[str, float] = {}
+        self._meter: SpikeRateMeter | None = None
+
+    def training_loss(self, batch) -> torch.Tensor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def training_step(self, batch, batch_idx):
+        loss = self.training_loss(batch)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(
+                f"non-finite training loss ({loss.item()}) at epoch {self.current_epoch}, "
+                f"step {self.global_step} (batch {batch_idx}); the last good checkpoint is kept"
+            )
+        return loss
+
+    def configure_optimizers(self):
+        optimizer = self.optimizer_factory(self.parameters())
+        if self.scheduler_factory is None:
+            return optimizer
+        scheduler = self.scheduler_factory(optimizer)
+        config = {"scheduler": scheduler, "interval": "epoch"}
+        if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            config["monitor"] = self.monitor
+        return {"optimizer": optimizer, "lr_scheduler": config}
+
+    def sum_over_ranks(self, totals: torch.Tensor) -> torch.Tensor:
+        """``totals`` summed over the DDP ranks (as they are without a Trainer)."""
+        trainer = self._trainer
+        return totals if trainer is None else trainer.strategy.reduce(totals, reduce_op="sum")
+
+    def on_test_epoch_start(self):
+        self._meter = SpikeRateMeter(self.model, self.sum_over_ranks).start() if self.measure_rates else None
+
+    def on_test_epoch_end(self):
+        if self._meter is not None:
+            self._meter.stop()
+            self.test_rates = self._meter.rates()
+            self._meter = None
+
+
+class ClassifierModule(SpikingModule):
+    """One cross-entropy on ``self(x)`` and accuracy per split. Subclasses define ``forward``."""
+
+    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None,
+                 monitor: str = "val/acc"):
+        super().__init__(model, optimizer, scheduler, monitor)
+        self.num_classes = int(num_classes)
         # metric states are summed over DDP ranks: each split's loss and accuracy are those of all its samples
         self.metrics = nn.ModuleDict({
             f"{split}_{name}": metric for split in ("train", "val", "test")
@@ -62,14 +118,8 @@ class ClassifierModule(L.LightningModule):
         self.log(f"{split}/acc", acc, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(y))
         return loss
 
-    def training_step(self, batch, batch_idx):
-        loss = self._step(batch, "train")
-        if not torch.isfinite(loss):
-            raise NonFiniteLossError(
-                f"non-finite training loss ({loss.item()}) at epoch {self.current_epoch}, "
-                f"step {self.global_step} (batch {batch_idx}); the last good checkpoint is kept"
-            )
-        return loss
+    def training_loss(self, batch) -> torch.Tensor:
+        return self._step(batch, "train")
 
     def validation_step(self, batch, batch_idx):
         self._step(batch, "val")
@@ -77,89 +127,139 @@ class ClassifierModule(L.LightningModule):
     def test_step(self, batch, batch_idx):
         self._step(batch, "test")
 
-    def configure_optimizers(self):
-        return configure_optimizers(self, self.optimizer_factory, self.scheduler_factory, self.monitor)
-
-
-def configure_optimizers(module: L.LightningModule, optimizer_factory, scheduler_factory, monitor: str):
-    """Lightning's optimizer config; a ``ReduceLROnPlateau`` scheduler watches ``monitor``."""
-    optimizer = optimizer_factory(module.parameters())
-    if scheduler_factory is None:
-        return optimizer
-    scheduler = scheduler_factory(optimizer)
-    config = {"scheduler": scheduler, "interval": "epoch"}
-    if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
-        config["monitor"] = monitor
-    return {"optimizer": optimizer, "lr_scheduler": config}
-
 
 class SpikingClassifier(ClassifierModule):
-    """Image/event classification: batches ``[B, T, ...]``, the backbone's ``[T, B, classes]`` averaged over T."""
+    """Image/event/sequence classification: batches ``[B, T, ...]``, the backbone's ``[T, B, classes]`` averaged
+    over T."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.model(x.transpose(0, 1)).mean(0)
 
 
-class ShardSampler(Sampler[int]):
-    """Indices ``rank, rank + world, ...`` of ``n`` samples: each sample on exactly one of ``world`` ranks, in order
-    (``DistributedSampler`` would pad the shards to one length with repeated samples, counting those twice)."""
+class GraphNodeClassifier(ClassifierModule):
+    """Node classification with a spiking graph model, on mini-batches of nodes.
 
-    def __init__(self, n: int, world: int = 1, rank: int = 0):
-        self.n, self.world, self.rank = int(n), int(world), int(rank)
+    For SGCN/DRSGNN a batch is rows of precomputed node features ``(x [B, F], y [B])``; for full-graph models
+    (``model.full_graph``, MSG) the module holds ``graph`` (an object with ``x`` and ``edge_index``, e.g. a PyG
+    ``Data``) as non-persistent buffers (they follow the module's device but stay out of checkpoints) and a batch is
+    ``(node index [B], y [B])``. Loss: one cross-entropy on the model output (SGCN's mean firing rates). ``monitor``
+    is the metric a ``ReduceLROnPlateau`` scheduler watches (the authors': validation loss).
 
-    def __iter__(self):
-        return iter(range(self.rank, self.n, self.world))
+    Test: ``test_repeats`` independent Poisson re-samplings (the authors used 20); ``test/acc`` is their mean and
+    ``test/acc_std`` their (population) standard deviation; ``spike_noise_std`` switches on the Gaussian spike-noise
+    probe for the test only. The synaptic energy per node (``test/energy_mJ``; ``test/energy_output_rate_mJ`` in the
+    authors' convention, see :func:`fsnn.energy.synaptic_energy`) and the firing rates (``test/rate/<module>``) are
+    logged too.
+    """
 
-    def __len__(self) -> int:
-        return len(range(self.rank, self.n, self.world))
+    @checked
+    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None,
+                 graph=None, test_repeats: Count = 1, spike_noise_std: NonNegative = 0.0, monitor: str = "val/loss"):
+        super().__init__(model, num_classes, optimizer, scheduler, monitor)
+        self.test_repeats, self.spike_noise_std = test_repeats, spike_noise_std
+        self.full_graph = bool(getattr(model, "full_graph", False))
+        if self.full_graph:
+            if graph is None:
+                raise ValueError(
+                    f"{type(model).__name__} needs the whole graph: pass graph=Data(x=..., edge_index=...)")
+            self.register_buffer("graph_x", graph.x.float(), persistent=False)
+            self.register_buffer("graph_edge_index", graph.edge_index.long(), persistent=False)
+        self.test_metrics = nn.ModuleList(
+            MulticlassAccuracy(self.num_classes, average="micro") for _ in range(self.test_repeats))
+        self.test_energy: dict[str, float] = {}
+        self.test_energy_output: dict[str, float] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Class scores for rows of features, or (full-graph models) for node indices."""
+        if self.full_graph:
+            if x.is_floating_point():
+                raise ValueError(f"{type(self.model).__name__} is a full-graph model: batches must be node indices "
+                                 "(NodeDataModule(features=None, ...)), not feature rows")
+            return self.model(self.graph_x, self.graph_edge_index)[x]
+        return self.model(x)
+
+    # -- test: repeated Poisson re-samplings, the noise probe, firing rates and energy --------------------------------
+    def on_test_epoch_start(self):
+        for metric in [*self.test_metrics, self.metrics["test_loss"]]:
+            metric.reset()
+        self._old_noise = getattr(self.model, "spike_noise_std", 0.0)
+        if hasattr(self.model, "spike_noise_std"):
+            self.model.spike_noise_std = self.spike_noise_std
+        elif self.spike_noise_std > 0:
+            raise ValueError(f"{type(self.model).__name__} has no spike-noise probe")
+        super().on_test_epoch_start()
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        for metric in self.test_metrics:
+            logits = self(x)
+            metric.update(logits, y)
+            self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
+
+    def on_test_epoch_end(self):
+        if hasattr(self.model, "spike_noise_std"):
+            self.model.spike_noise_std = self._old_noise
+        # compute() sums each metric's state over the DDP ranks: every rank logs the values of the whole split
+        accs = torch.stack([metric.compute() for metric in self.test_metrics]).float()
+        self.log("test/acc", accs.mean(), sync_dist=True)
+        self.log("test/acc_std", accs.std(unbiased=False), sync_dist=True)
+        self.log("test/loss", self.metrics["test_loss"].compute(), sync_dist=True)
+        self.test_accuracies = accs.tolist()
+        measured = self._meter is not None
+        super().on_test_epoch_end()
+        if not measured:
+            return
+        if hasattr(self.model, "synaptic_layers") and self.test_rates:
+            self.test_energy = synaptic_energy(self.model, self.test_rates)
+            self.test_energy_output = synaptic_energy(self.model, self.test_rates, convention="output")
+            self.log("test/energy_mJ", self.test_energy["total"], sync_dist=True)
+            self.log("test/energy_output_rate_mJ", self.test_energy_output["total"], sync_dist=True)
+        for name, rate in self.test_rates.items():
+            self.log(f"test/rate/{name}", rate, sync_dist=True)
 
 
-def distributed_rank(module: L.LightningDataModule) -> tuple[int, int]:
-    """``(world size, global rank)`` of the Trainer a data module is attached to (``(1, 0)`` without one)."""
-    trainer = getattr(module, "trainer", None)
-    return (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+class GraphLinkPredictor(SpikingModule):
+    """Link prediction with a model offering ``encode(x, edge_index)`` and ``decode(z, pairs) -> logits`` (MSG), on
+    the splits of :class:`fsnn.data.modules.LinkDataModule` (one graph per batch).
 
+    Training step: encode with the training edges, decode the training positives and as many fresh negatives
+    (:func:`fsnn.data.modules.sample_train_negatives`), binary cross-entropy with logits. Validation/test: encode in
+    eval mode with the split's message-passing edges, score its positive and negative pairs, log AUC and average
+    precision.
+    """
 
-class SplitDataModule(L.LightningDataModule):
-    """Wraps the train/val/test datasets returned by ``build()`` (called once, at setup); ``batch_size=None`` makes
-    each split one batch.
+    def __init__(self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None,
+                 monitor: str = "val/auc"):
+        super().__init__(model, optimizer, scheduler, monitor)
 
-    Training order: a fresh permutation each epoch that depends only on ``(seed, epoch)`` (``DistributedSampler``'s
-    rule; Lightning sets the epoch), so a run resumed from a checkpoint sees the order an uninterrupted run sees, and
-    under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once."""
+    def forward(self, data) -> torch.Tensor:
+        return self.model.encode(data.x, data.edge_index)
 
-    def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0):
-        super().__init__()
-        self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
-        self.splits = None
+    def _scores(self, data, negatives: torch.Tensor):
+        """Logits of the split's positive pairs and of ``negatives``, with their labels, and the loss."""
+        pos = data.pos_edge_label_index
+        logits = self.model.decode(self(data), torch.cat([pos, negatives.to(pos.device)], dim=1))
+        labels = torch.cat([logits.new_ones(pos.shape[1]), logits.new_zeros(negatives.shape[1])])
+        return logits, labels, F.binary_cross_entropy_with_logits(logits, labels)
 
-    def setup(self, stage: str | None = None):
-        if self.splits is None:
-            self.splits = self.build()
+    def training_loss(self, data) -> torch.Tensor:
+        _, _, loss = self._scores(data, sample_train_negatives(data))
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=1)
+        return loss
 
-    def split_sizes(self) -> dict[str, int]:
-        """Samples in each split (for ``metrics.json``)."""
-        self.setup()
-        return {name: len(data) for name, data in zip(("train", "val", "test"), self.splits) if data is not None}
+    def _evaluate(self, data, split: str):
+        logits, labels, loss = self._scores(data, data.neg_edge_label_index)
+        target = labels.long()
+        # under DDP every rank scores the whole split (one graph), so the mean over ranks is that value
+        self.log(f"{split}/loss", loss, prog_bar=split == "val", batch_size=1, sync_dist=True)
+        self.log(f"{split}/auc", binary_auroc(logits, target), prog_bar=True, batch_size=1, sync_dist=True)
+        self.log(f"{split}/ap", binary_average_precision(logits, target), batch_size=1, sync_dist=True)
 
-    def _loader(self, index: int, train: bool) -> DataLoader:
-        self.setup()
-        data = self.splits[index]
-        size = len(data) if self.batch_size is None else self.batch_size
-        world, rank = distributed_rank(self)
-        sampler = (DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=self.seed) if train
-                   else ShardSampler(len(data), world, rank))
-        return DataLoader(data, batch_size=max(size, 1), sampler=sampler, num_workers=self.num_workers,
-                          persistent_workers=self.num_workers > 0)
+    def validation_step(self, data, batch_idx):
+        self._evaluate(data, "val")
 
-    def train_dataloader(self):
-        return self._loader(0, train=True)
-
-    def val_dataloader(self):
-        return self._loader(1, train=False)
-
-    def test_dataloader(self):
-        return self._loader(2, train=False)
+    def test_step(self, data, batch_idx):
+        self._evaluate(data, "test")
 
 
 class SpeedMonitor(L.Callback):

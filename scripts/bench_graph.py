@@ -43,7 +43,7 @@ import torch
 
 from fsnn.data import graph_features as F
 from fsnn.data.graphs import make_synthetic_graph, stratified_masks
-from fsnn.results import package_versions, write_json_atomic
+from fsnn.files import package_versions, write_json_atomic
 
 DEFAULT_OUT = Path("results") / "bench" / "graph.json"  # under the current directory
 GIB = 2**30

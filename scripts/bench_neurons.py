@@ -64,7 +64,7 @@ import threading
 import time
 from pathlib import Path
 
-from fsnn.results import package_versions, write_json_atomic
+from fsnn.files import package_versions, write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = Path("results") / "bench" / "neurons.json"  # under the current directory
@@ -430,7 +430,7 @@ def gpu_main(args) -> int:
     """Parent: one child process per neuron (SpikingJelly reads its dispatch choice at import)."""
     import torch
 
-    from fsnn.results import device_description
+    from fsnn.files import device_description
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

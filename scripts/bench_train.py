@@ -137,7 +137,7 @@ def main() -> None:
         print(MARK + json.dumps(child(args.child, args)), flush=True)
         return
 
-    from fsnn.results import device_description, package_versions, write_json_atomic
+    from fsnn.files import device_description, package_versions, write_json_atomic
 
     on_gpu = args.device.startswith("cuda")
     if on_gpu:

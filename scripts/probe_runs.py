@@ -2,7 +2,7 @@
 """Try, as a new user would, the bad values and damaged files of issue 10 against a checkout of fsnn, and count what
 happens: ``python scripts/probe_runs.py [--root CHECKOUT] [--out DIR] [--only CATEGORY ...]``.
 
-Every case runs ``train.py`` / ``evaluate.py`` / ``scripts/energy.py`` of ``--root`` (default: this checkout) in a
+Every case runs ``train.py`` / ``evaluate.py`` (with ``study=energy``) of ``--root`` (default: this checkout) in a
 fresh folder on tiny fixture data, and gets one outcome:
 
 - ``clear``: one ``fsnn: error:`` line that names the key or file, no traceback (or, for a damaged cache, a message
@@ -283,15 +283,15 @@ class Probe:
         cases = {"pickle payload in best.ckpt": (pickle_payload, "best.ckpt"),
                  "_target_: shutil.copyfile in .hydra/config.yaml": (target_payload, "_target_")}
         for label, (plant, name) in cases.items():
-            for script in ("evaluate.py", "scripts/energy.py"):
-                cwd, run = self.copy_run(ref, f"{name}-{script}")
+            for study in ("none", "energy"):
+                cwd, run = self.copy_run(ref, f"{name}-{study}")
                 marker = cwd / "PAYLOAD_RAN"
                 plant(run, marker)
-                args = [f"run_dir={run}", f"paths.data_dir={self.data}"] if script == "evaluate.py" else [
-                    str(run), "--data-dir", str(self.data)]
-                rc, out = self.run(script, *args, cwd=cwd)
+                rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", f"study={study}",
+                                   cwd=cwd)
                 outcome = "silent" if marker.exists() else self.classify_error(rc, out, name)
-                self.record("security", f"{label}, {script}", outcome, note="payload ran" if marker.exists() else "")
+                self.record("security", f"{label}, evaluate.py study={study}", outcome,
+                            note="payload ran" if marker.exists() else "")
 
     def runs(self) -> None:
         # rerunning a finished run

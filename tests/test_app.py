@@ -19,7 +19,8 @@ from torch.utils.data import TensorDataset
 from conftest import CONF, run_app
 from fsnn import build_neuron
 from fsnn.models import backbone_names, build_backbone
-from fsnn.training import NonFiniteLossError, SpikingClassifier, SplitDataModule
+from fsnn.data.modules import SplitDataModule
+from fsnn.training import NonFiniteLossError, SpikingClassifier
 
 DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
 BACKBONE_CFGS = sorted(p.stem for p in (CONF / "backbone").glob("*.yaml"))
@@ -52,7 +53,8 @@ def test_every_combination_composes(dataset):
 
 @pytest.mark.parametrize("dataset,backbone", [("cora", "dvsnet"), ("dvsgesture", "sgcn"), ("digits_dvs", "msg")])
 def test_incompatible_pair_fails_before_loading_data(compose_cfg, dataset, backbone):
-    from fsnn.app import ConfigError, build_task
+    from fsnn.config import ConfigError
+    from fsnn.tasks import build_task
 
     cfg = compose_cfg(f"dataset={dataset}", f"backbone={backbone}", "paths.data_dir=/nonexistent")
     with pytest.raises(ConfigError, match=backbone):
@@ -60,7 +62,8 @@ def test_incompatible_pair_fails_before_loading_data(compose_cfg, dataset, backb
 
 
 def test_link_task_needs_msg(compose_cfg):
-    from fsnn.app import ConfigError, build_task
+    from fsnn.config import ConfigError
+    from fsnn.tasks import build_task
 
     with pytest.raises(ConfigError, match="msg"):
         build_task(compose_cfg("dataset=cora", "backbone=sgcn", "task=link"))
@@ -87,9 +90,10 @@ def test_neurons_share_hyperparameters_except_the_neuron(compose_cfg):
 def test_run_folder_follows_the_command(compose_cfg):
     from fsnn.app import run_dir_name
 
-    assert run_dir_name(None, "") == "default"
-    assert run_dir_name(None, "dataset-dvsgesture+neuron-flif") == "dataset-dvsgesture+neuron-flif"
-    assert run_dir_name("mine", "neuron=flif") == "mine"
+    assert run_dir_name(None, []) == "default"
+    assert run_dir_name(None, ["neuron=flif", "dataset=dvsgesture"]) == "dataset-dvsgesture+neuron-flif"
+    assert run_dir_name(None, ["+neuron_variant=lif", "paths.data_dir=/data"]) == "+neuron_variant-lif"
+    assert run_dir_name("mine", ["neuron=flif"]) == "mine"
 
 
 def test_non_finite_loss_names_epoch_and_step():
@@ -239,8 +243,8 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
 
     # the energy table from the layer-wise count of one Spikformer run
     run = tmp_path / "results" / "table1_neuromorphic_smoke" / "neuron-flif+seed-0+setup-dvsgesture_transformer"
-    proc = run_app("scripts/energy.py", str(run), "--data-dir", str(data_root), cwd=tmp_path, timeout=300,
-                   env={"FSNN_DATA_VERIFY": "0"})
+    proc = run_app("evaluate.py", f"run_dir={run}", "study=energy", f"paths.data_dir={data_root}", cwd=tmp_path,
+                   timeout=300, env={"FSNN_DATA_VERIFY": "0"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "E_overall" in proc.stdout and (run / "energy.json").exists()
     make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)

@@ -1,4 +1,5 @@
-"""Energy accounting (fsnn.energy, scripts/energy.py) against hand calculations and on a trained run."""
+"""Energy accounting (fsnn.energy, scripts/energy.py) against hand calculations, and the energy study of a trained run
+(evaluate.py study=energy, train.py study=energy)."""
 
 from __future__ import annotations
 
@@ -159,18 +160,23 @@ def test_quick_mode_script(tmp_path):
 
 
 @pytest.mark.slow
-def test_script_on_trained_run(tmp_path, data_root):
-    proc = run_app("train.py", "trainer.max_epochs=1", "trainer.limit_train_batches=2", "trainer.limit_val_batches=1",
-                   "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none",
-                   "dataset.batch_size=8", "backbone.channels=8", "backbone.hidden=16",
-                   f"paths.data_dir={data_root}", cwd=tmp_path)
+def test_energy_study_after_training_and_on_the_run_folder(tmp_path, data_root):
+    run = ["trainer.max_epochs=1", "trainer.limit_train_batches=2", "trainer.limit_val_batches=1",
+           "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=8",
+           "backbone.channels=8", "backbone.hidden=16", f"paths.data_dir={data_root}"]
+    proc = run_app("train.py", *run, "study=energy", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "E_overall" in proc.stdout  # the study ran after training, in the run's own folder
     run_dir = next((tmp_path / "results" / "train").glob("*/.hydra/config.yaml")).parents[1]
-    assert (run_dir / "checkpoints" / "best.ckpt").exists()
-    ev = run_app("scripts/energy.py", str(run_dir), "--data-dir", str(data_root), cwd=tmp_path, timeout=300)
+    assert (run_dir / "checkpoints" / "best.ckpt").exists() and "study" not in run_dir.name
+    after_training = json.loads((run_dir / "energy.json").read_text())
+    (run_dir / "energy.json").unlink()
+    ev = run_app("evaluate.py", f"run_dir={run_dir}", "study=energy", f"paths.data_dir={data_root}", cwd=tmp_path,
+                 timeout=300)
     assert ev.returncode == 0, ev.stderr[-3000:]
-    assert "E_overall" in ev.stdout
+    assert "E_overall" in ev.stdout and not (run_dir / "eval.json").exists()  # one forward pass, no re-test
     report = json.loads((run_dir / "energy.json").read_text())
+    assert report["total_mj"] == after_training["total_mj"]  # the same study through the same seam
     assert report["checkpoint"].endswith("best.ckpt")
     layers = report["layers"]
     assert layers[0]["energy_type"] == "MAC"

@@ -25,9 +25,9 @@ from fsnn.energy import SynapticLayer, synaptic_energy
 from fsnn.models import DRSGNN, MSG, backbone_names, backbone_supports, build_backbone
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
 from fsnn.models.sgcn import poisson_encode
-from fsnn.tasks.link import GraphLinkPredictor, LinkDataModule, link_split, sample_train_negatives
-from fsnn.tasks.node import GraphNodeClassifier, NodeDataModule, spike_noise
-from fsnn.training import NonFiniteLossError
+from fsnn.data.modules import LinkDataModule, NodeDataModule, link_split, sample_train_negatives
+from fsnn.tasks import spike_noise
+from fsnn.training import GraphLinkPredictor, GraphNodeClassifier, NonFiniteLossError
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*self.trainer.*:UserWarning",

@@ -21,7 +21,7 @@ from fsnn.models.layers import (
 )
 from fsnn.models.resnet import BasicBlock
 from fsnn.models.spikformer import SSA
-from fsnn.tasks.common import backbone_options
+from fsnn.tasks import backbone_options
 
 torch.set_num_threads(1)
 

@@ -406,9 +406,9 @@ def _fixture_run(root: Path, compose_cfg, *overrides: str) -> Path:
     ``metrics.json``), trained in process for one epoch of two batches on fixture data."""
     import lightning as L
 
-    from fsnn.app import build_task
+    from fsnn.tasks import build_task
     from fsnn.checkpoint import RunCheckpointIO
-    from fsnn.config import result_config
+    from fsnn.checkpoint import result_config
 
     cfg = compose_cfg(*overrides, "logger=none")
     cfg = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
@@ -462,7 +462,7 @@ VISION_RUN = ("dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.b
 
 
 def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
-    from fsnn.app import evaluate
+    from fsnn.studies import evaluate
     from fsnn.training import SpikingClassifier
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, f"paths.data_dir={data_root}")
@@ -516,8 +516,8 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
     ("dataset=photo", "backbone=msg", "backbone.T=3"),
 ])
 def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run):
-    from fsnn.app import evaluate
-    from fsnn.tasks.node import GraphNodeClassifier
+    from fsnn.studies import evaluate
+    from fsnn.training import GraphNodeClassifier
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1",
                            f"paths.data_dir={data_root}")
@@ -549,7 +549,8 @@ def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run
 
 
 def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compose_cfg):
-    from fsnn.app import ConfigError, evaluate
+    from fsnn.config import ConfigError
+    from fsnn.studies import evaluate
 
     run_dir = tmp_path / "run"
     (run_dir / ".hydra").mkdir(parents=True)
@@ -569,12 +570,12 @@ def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compo
     fails(match="has checkpoints last")
     (run_dir / "checkpoints" / "best.ckpt").write_bytes(b"")  # never loaded: the plan fails first
     fails("robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
-          match=r"robustness.corruptions.blur: unknown vision corruption 'blur'.*robustness=events fits")
-    fails("robustness=graph", match=r"robustness.corruptions.feature_masking: unknown vision corruption")
+          match=r"robustness.corruptions.blur: vision corruption must be one of .*got 'blur'.*robustness=events fits")
+    fails("robustness=graph", match=r"robustness.corruptions.feature_masking: vision corruption must be one of")
     fails("robustness=events", "robustness.corruptions.center_occlusion.levels=[0.5,2]",
           match=r"center_occlusion at level 2")
     fails("robustness=events", "+robustness.corruptions.frame_discard.repeat=3", match="unknown keys")
-    fails("robustness=events", robustness__corruptions={}, match="lists no corruptions")
+    fails("robustness=events", robustness__corruptions={}, match="robustness: expected a plan of corruptions")
     fails("run_dir=/nonexistent", match=r"run_dir: expected the folder of a train.py run \(with .hydra/config.yaml\)")
 
 
@@ -596,7 +597,7 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
     bad = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
                   f"paths.data_dir={data_root}", cwd=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert "robustness.corruptions.blur: unknown vision corruption 'blur'" in bad.stderr
+    assert "robustness.corruptions.blur: vision corruption must be one of" in bad.stderr and "got 'blur'" in bad.stderr
 
     ev = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "limit_test_batches=3",
                  f"paths.data_dir={data_root}", cwd=tmp_path)

@@ -20,13 +20,15 @@ from hydra.errors import CompactHydraException
 from omegaconf import OmegaConf
 from torch.utils.data import TensorDataset
 
-from conftest import CONF, ROOT, run_app
-from fsnn.app import RunLockedError, open_run, run_guarded, run_lock
+from conftest import ROOT, run_app
+from fsnn.app import run_guarded
 from fsnn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from fsnn.config import NON_RESULT_KEYS, check_config, result_config
-from fsnn.results import write_json_atomic
-from fsnn.tasks import ConfigError
-from fsnn.training import ShardSampler, SplitDataModule
+from fsnn.checkpoint import result_config
+from fsnn.config import check_config
+from fsnn.files import RunLockedError, run_lock, write_json_atomic
+from fsnn.config import ConfigError
+from fsnn.data.modules import ShardSampler, SplitDataModule
+from fsnn.studies import open_run
 from zipdata import flip_tensor_byte
 
 # a tiny version of the default experiment: 2 epochs of 3 batches
@@ -109,12 +111,14 @@ def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
 
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
     # the keys left out of a run folder's name are the keys a finished run is not compared on
-    excluded = set(OmegaConf.load(CONF / "hydra" / "default.yaml").job.config.override_dirname.exclude_keys)
-    assert set(NON_RESULT_KEYS) <= excluded | {"paths"}
-    assert {k for k in excluded if "." in k and not k.startswith(("hydra", "logger", "paths"))} <= set(NON_RESULT_KEYS)
+    from fsnn.app import run_dir_name
+
+    ignored = ["paths.data_dir=/elsewhere", "dataset.num_workers=3", "logger=wandb", "logger.mode=online",
+               "force=true", "trainer.enable_progress_bar=false", "study=energy", "robustness=events"]
+    assert run_dir_name(None, ignored + ["launcher=joblib", "experiment=graph_demo"]) == "default"
+    assert run_dir_name(None, ["seed=1", *ignored, "neuron=lif"]) == "neuron-lif+seed-1"
     base = result_config(compose_cfg())
-    assert result_config(compose_cfg("paths.data_dir=/elsewhere", "dataset.num_workers=3", "logger=wandb",
-                                     "force=true", "trainer.enable_progress_bar=false")) == base
+    assert result_config(compose_cfg(*ignored)) == base
     assert result_config(compose_cfg("neuron.tau=3.0")) != base
     assert base["optimizer"]["lr"] == 5e-3 and base["scheduler"]["T_max"] == 10  # resolved
 
@@ -233,7 +237,7 @@ def test_a_shared_run_folder_builds_nothing_outside_fsnn(tmp_path, compose_cfg):
 
 
 @pytest.mark.parametrize("payload", ["pickle", "target"])
-def test_energy_script_runs_no_payload_from_a_run_folder(tmp_path, compose_cfg, payload):
+def test_energy_study_runs_no_payload_from_a_run_folder(tmp_path, compose_cfg, payload):
     cfg = OmegaConf.create({k: v for k, v in compose_cfg("logger=none").items() if k != "hydra"})
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
@@ -244,7 +248,7 @@ def test_energy_script_runs_no_payload_from_a_run_folder(tmp_path, compose_cfg, 
         (run / "checkpoints" / "best.ckpt").write_bytes(pickle.dumps(Payload(str(marker))))
     (run / ".hydra").mkdir()
     OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
-    proc = run_app("scripts/energy.py", str(run), cwd=tmp_path, timeout=300)
+    proc = run_app("evaluate.py", f"run_dir={run}", "study=energy", cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and not marker.exists(), proc.stderr[-2000:]
     assert proc.stderr.startswith("fsnn: error: ") and proc.stderr.count("\n") == 1
     assert ("best.ckpt" if payload == "pickle" else "scheduler._target_") in proc.stderr
@@ -283,7 +287,7 @@ def test_each_sample_is_evaluated_on_exactly_one_rank():
 HOLD = """
 import sys, time
 from pathlib import Path
-from fsnn.app import run_lock
+from fsnn.files import run_lock
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)

@@ -17,8 +17,8 @@ from fsnn.data import DATASETS, build_dataset, build_sequences, dataset_info, lo
 from fsnn.data import sequences
 from fsnn.data.sequences import delayed_cue, seq_digits
 from fsnn.models import backbone_names, backbone_supports, build_backbone
-from fsnn.tasks import ConfigError, build_task, task_kind
-from fsnn.tasks import sequence as sequence_task
+from fsnn.config import ConfigError
+from fsnn.tasks import TASKS, build_task, task_kind
 
 torch.set_num_threads(1)
 
@@ -242,7 +242,7 @@ def test_recurrent_layer_refuses_a_multi_step_only_neuron():
 def test_sequence_task_builds_from_a_config(compose_cfg, tmp_path, dataset, upsample):
     extra = [f"dataset.upsample={upsample}"] if upsample else ["dataset.delay=5", "dataset.num_samples=60"]
     cfg = compose_cfg(f"dataset={dataset}", "backbone=seqmlp", f"paths.data_dir={tmp_path}", *extra)
-    assert task_kind(cfg) is sequence_task
+    assert task_kind(cfg) is TASKS["sequence"]
     module, data, metric = build_task(cfg)
     data.setup()
     x, y = next(iter(data.train_dataloader()))

@@ -13,7 +13,8 @@ from hydra.errors import CompactHydraException
 from hydra.utils import get_class, instantiate
 
 from conftest import CONF, run_app
-from fsnn.app import ConfigError, run_guarded
+from fsnn.app import run_guarded
+from fsnn.config import ConfigError
 
 LAUNCHERS = {
     "basic": "hydra._internal.core_plugins.basic_launcher.BasicLauncher",
@@ -128,7 +129,7 @@ def test_user_error_in_a_multirun_is_the_jobs_failure(compose_cfg, hydra_config,
 
 def test_a_sweep_may_replace_the_dataset_its_base_config_does_not_fit(compose_cfg, capsys):
     # experiment=table_link_prediction sweeps its datasets: the base config keeps the default (event) dataset
-    from fsnn.config import CheckConfig
+    from fsnn.app import CheckConfig
 
     base = compose_cfg("backbone=msg", "task=link")
     CheckConfig().on_multirun_start(base)  # each job is checked when it starts, with its own dataset
@@ -146,7 +147,7 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     runs = {r["config"]["task"]: r for r in _runs(tmp_path / "results", "train")}
     assert runs[None]["status"] == "complete"
     assert runs["nonsense"]["status"] == "failed"
-    assert runs["nonsense"]["error"].startswith("ConfigError: task: expected one of null (classification), link")
+    assert runs["nonsense"]["error"].startswith("ConfigError: task: expected null or one of link, node, sequence, vision")
     assert "Error executing job with overrides: ['task=nonsense'" in proc.stderr
     assert proc.stderr.count("fsnn: error: task: expected") == 2  # when it failed, and in the final report
     assert "Traceback" not in proc.stderr

@@ -310,7 +310,7 @@ def test_robustness_tables_transcribed():
     assert len(jitter) == 11 and jitter["0.9"]["snntorch_leaky"] == 73.61
 
 
-# -- energy table: a run's energy.json (scripts/energy.py <run>) beside its metrics.json -------------------
+# -- energy table: a run's energy.json (evaluate.py study=energy) beside its metrics.json ----------------------
 def test_energy_table_from_energy_json(tmp_path):
     root = tmp_path / "results"
     totals = {"flif": [(2.4, 0.4), (2.6, 0.5)], "sj_lif": [(2.7, 0.2)]}  # (synaptic, neuron) mJ per run

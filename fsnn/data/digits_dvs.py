@@ -30,7 +30,7 @@ import numpy as np
 from fsnn.data.cache import file_lock, read_json
 from fsnn.data.common import DatasetInfo, abspath
 from fsnn.data.events import EventSource, splits_from_sources
-from fsnn.results import write_atomic, write_json_atomic
+from fsnn.files import write_atomic, write_json_atomic
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
-"""Run records and files: the one atomic writer, JSON records, the content digest that checkpoints and caches are
-checked against, and the facts every ``metrics.json`` carries."""
+"""Files a run can trust: the one atomic writer (text, JSON), the content digest that checkpoints and caches are checked
+against, the differences between two config trees, the lock that keeps one process per run folder, and the
+provenance every ``metrics.json`` carries (package versions, the fsnn commit, the device)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,19 @@ import hashlib
 import json
 import os
 import platform
+import socket
 import subprocess
+import sys
 import threading
+from contextlib import contextmanager
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
 import numpy as np
 import torch
+from filelock import FileLock, Timeout
 
 PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingjelly", "snntorch",
             "tonic", "timm", "torch-geometric", "numpy", "triton")
@@ -88,6 +94,59 @@ def _feed(digest, obj) -> None:
             _feed(digest, value)
     else:
         digest.update(f"{type(obj).__name__} {obj!r}|".encode())
+
+
+def tree_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``key: old -> new`` for every value that differs between two config trees (nested dicts)."""
+    changes = []
+    for key in sorted(set(old) | set(new), key=str):
+        a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
+        if isinstance(a, dict) and isinstance(b, dict):
+            changes += tree_changes(a, b, f"{prefix}{key}.")
+        elif a != b:
+            changes.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return changes
+
+
+class RunLockedError(RuntimeError):
+    """Another process is training in the run folder."""
+
+
+def _umask_mode(mode: int = 0o666) -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return mode & ~umask
+
+
+@contextmanager
+def run_lock(run_dir: Path):
+    """Hold ``<run_dir>/.lock`` (``filelock``, an ``flock`` the kernel drops when its holder dies, so a lock left by
+    a killed run is taken over) for the block; the holder's pid, host, start time and command are written into it.
+    :class:`RunLockedError` naming the holder when another live process has it."""
+    path = run_dir / ".lock"
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
+              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+    def write_holder(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder).encode(), 0)
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path), timeout=0, mode=_umask_mode(), on_acquired=write_holder)
+    try:
+        lock.acquire()
+    except Timeout:
+        try:
+            other = json.loads(path.read_text())
+        except (OSError, ValueError):
+            other = {}
+        who = (f"pid {other.get('pid', '?')} on {other.get('host', '?')} since {other.get('since', '?')} "
+               f"({other.get('command', '?')})")
+        raise RunLockedError(f"run folder {run_dir} is in use by {who}; wait for it to finish or stop it") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _jsonable(value):

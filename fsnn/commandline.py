@@ -1,0 +1,106 @@
+"""A command line checked against the config tree before Hydra composes it, so that a typo is answered like every other
+bad value: one line ``fsnn: error: ...`` naming the option or key with the closest valid names, exit status 2, and no
+folder made.
+
+- an unknown option of a config group (``neuron=flf``, also one value of a sweep, ``neuron=flif,flf``):
+  ``neuron: expected one of fif, flif, ..., got 'flf'; did you mean 'flif'?`` (helper configs that are no choice,
+  such as ``neuron/shared/``, are not listed);
+- a key the composed config does not have (``trainer.max_epoch=3``): ``trainer.max_epoch: expected a key of trainer
+  (...), got 'max_epoch'; did you mean 'max_epochs'?``. A key added with ``+`` is checked after composition by the
+  schema of its group (:mod:`fsnn.config`), which refuses one its component does not take.
+
+Anything else (a syntax error, Hydra's own flags) is left to Hydra.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra._internal.utils import get_args_parser
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import OmegaConf
+
+from fsnn.config import ConfigError
+from fsnn.registry import did_you_mean
+
+# Hydra's flags that do something other than run the app: left to Hydra
+_HYDRA_MODES = ("help", "hydra_help", "version", "cfg", "info", "shell_completion", "experimental_rerun",
+                "config_path", "config_name", "config_dir")
+
+
+def _overrides(argv: list[str]) -> list | None:
+    """The parsed overrides of a command line that runs the app, else ``None``."""
+    try:
+        args = get_args_parser().parse_args(argv)
+        if any(getattr(args, flag, None) for flag in _HYDRA_MODES):
+            return None
+        return OverridesParser.create().parse_overrides(args.overrides)
+    except (SystemExit, Exception):  # noqa: BLE001 - Hydra reports what it cannot parse
+        return None
+
+
+def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None:
+    """:class:`ConfigError` for the first override that names an unknown group option or a key the composed config
+    does not have (see the module docstring)."""
+    groups, composed = set(), []
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            loader = GlobalHydra.instance().config_loader()
+            for override in overrides:
+                group = override.key_or_group
+                options = [] if group.startswith("hydra") else loader.get_group_options(group)
+                if not options:
+                    if override.is_add() or override.is_force_add() or override.is_delete():
+                        composed.append(override.input_line)
+                    continue
+                groups.add(group)
+                values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                          else [override.value()])
+                for value in values:
+                    if value is not None and value != "null" and value not in options:
+                        raise ConfigError(f"{group}: expected one of {', '.join(options)}, got {value!r}"
+                                          f"{did_you_mean(value, options)}")
+                composed.append(f"{override.get_key_element()}={values[0]}")
+            try:
+                cfg = compose(config_name, overrides=composed)
+            except Exception:  # noqa: BLE001 - what does not compose is Hydra's to report
+                return
+    finally:
+        GlobalHydra.instance().clear()
+    tree = OmegaConf.to_container(cfg, resolve=False)
+    for override in overrides:
+        key = override.key_or_group
+        if not (key in groups or key.startswith("hydra") or override.is_add() or override.is_force_add()
+                or override.is_delete()):
+            _check_key(tree, key)
+
+
+def _check_key(tree: dict, key: str) -> None:
+    """``key`` (dotted) names a value of ``tree``; a list index or a value below a value is Hydra's to judge."""
+    node, path = tree, []
+    for part in key.split("."):
+        if not isinstance(node, dict):
+            return
+        if part not in node:
+            where = ".".join(path) or "the config"
+            raise ConfigError(f"{key}: expected a key of {where} ({', '.join(map(str, node))}), got {part!r}"
+                              f"{did_you_mean(part, node)}")
+        node = node[part]
+        path.append(part)
+
+
+def check_command_line(config_dir: Path, config_name: str, argv: list[str] | None = None) -> None:
+    """Check the command line (``sys.argv[1:]``) of an app whose configs are ``config_dir/config_name.yaml``; on a
+    typo print one ``fsnn: error:`` line and exit with status 2."""
+    overrides = _overrides(sys.argv[1:] if argv is None else argv)
+    if not overrides:
+        return
+    try:
+        check_overrides(config_dir, config_name, overrides)
+    except ConfigError as error:
+        print(f"fsnn: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,193 @@
+"""Lightning data modules: a dataset's splits as loaders, for one process or each DDP rank.
+
+- :class:`SplitDataModule`: train/val/test datasets (frames, sequences, rows of node features); a fresh training
+  permutation per epoch that depends only on ``(seed, epoch)`` (so a resumed run sees the order of an uninterrupted
+  one), and every validation and test sample on exactly one rank (:class:`ShardSampler`).
+- :class:`NodeDataModule`: the node splits of one graph, as feature rows or node indices.
+- :class:`LinkDataModule`: one graph split for link prediction (:func:`link_split`), one ``Data`` per split.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, Sampler, TensorDataset
+
+
+class ShardSampler(Sampler[int]):
+    """Indices ``rank, rank + world, ...`` of ``n`` samples: each sample on exactly one of ``world`` ranks, in order
+    (``DistributedSampler`` would pad the shards to one length with repeated samples, counting those twice)."""
+
+    def __init__(self, n: int, world: int = 1, rank: int = 0):
+        self.n, self.world, self.rank = int(n), int(world), int(rank)
+
+    def __iter__(self):
+        return iter(range(self.rank, self.n, self.world))
+
+    def __len__(self) -> int:
+        return len(range(self.rank, self.n, self.world))
+
+
+def distributed_rank(module: L.LightningDataModule) -> tuple[int, int]:
+    """``(world size, global rank)`` of the Trainer a data module is attached to (``(1, 0)`` without one)."""
+    trainer = getattr(module, "trainer", None)
+    return (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+
+
+class SplitDataModule(L.LightningDataModule):
+    """Wraps the train/val/test datasets returned by ``build()`` (called once, at setup); ``batch_size=None`` makes
+    each split one batch.
+
+    Training order: a fresh permutation each epoch that depends only on ``(seed, epoch)`` (``DistributedSampler``'s
+    rule; Lightning sets the epoch), so a run resumed from a checkpoint sees the order an uninterrupted run sees, and
+    under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once."""
+
+    def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0):
+        super().__init__()
+        self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
+        self.splits = None
+
+    def setup(self, stage: str | None = None):
+        if self.splits is None:
+            self.splits = self.build()
+
+    def split_sizes(self) -> dict[str, int]:
+        """Samples in each split (for ``metrics.json``)."""
+        self.setup()
+        return {name: len(data) for name, data in zip(("train", "val", "test"), self.splits) if data is not None}
+
+    def _loader(self, index: int, train: bool) -> DataLoader:
+        self.setup()
+        data = self.splits[index]
+        size = len(data) if self.batch_size is None else self.batch_size
+        world, rank = distributed_rank(self)
+        sampler = (DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=self.seed) if train
+                   else ShardSampler(len(data), world, rank))
+        return DataLoader(data, batch_size=max(size, 1), sampler=sampler, num_workers=self.num_workers,
+                          persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self):
+        return self._loader(0, train=True)
+
+    def val_dataloader(self):
+        return self._loader(1, train=False)
+
+    def test_dataloader(self):
+        return self._loader(2, train=False)
+
+
+class NodeDataModule(SplitDataModule):
+    """Node splits as data loaders. ``features`` given: batches ``(features[idx], y[idx])`` (SGCN/DRSGNN rows);
+    ``features=None``: batches ``(idx, y[idx])`` for full-graph models. ``batch_size=None``: one batch per split.
+    Training shuffles with a seeded generator so reruns see the same order."""
+
+    def __init__(self, features: torch.Tensor | None, y: torch.Tensor, train_idx, val_idx, test_idx,
+                 batch_size: int | None = 32, seed: int = 0, num_workers: int = 0):
+        self.features, self.y = features, y.long()
+        self.index = [_as_index(i, len(y)) for i in (train_idx, val_idx, test_idx)]
+        super().__init__(lambda: tuple(self.dataset(k) for k in range(3)), batch_size, num_workers, seed)
+
+    @classmethod
+    def from_masks(cls, features, data, **kwargs) -> "NodeDataModule":
+        """From a PyG ``Data`` with ``y`` and ``train_mask``/``val_mask``/``test_mask``."""
+        return cls(features, data.y, data.train_mask, data.val_mask, data.test_mask, **kwargs)
+
+    def dataset(self, split: int) -> TensorDataset:
+        idx = self.index[split]
+        rows = idx if self.features is None else self.features[idx]
+        return TensorDataset(rows, self.y[idx])
+
+
+def _as_index(index, n: int) -> torch.Tensor:
+    index = torch.as_tensor(index)
+    if index.dtype == torch.bool:
+        if index.numel() != n:
+            raise ValueError(f"a node mask must have {n} entries, got {index.numel()}")
+        return index.nonzero(as_tuple=False).view(-1)
+    return index.long().view(-1)
+
+
+def link_split(data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0):
+    """``(train, val, test)`` of PyG's ``RandomLinkSplit`` on an undirected graph, reproducible under ``seed``.
+
+    Edges are shuffled (not split by position); val/test get one negative per positive, sampled against the whole
+    graph and disjoint from each other; no training negatives are stored (see :func:`sample_train_negatives`).
+    Message passing uses the training edges for train/val and training + validation edges for test. Each split
+    carries ``forbidden_edge_index``: all positive edges and the val/test negatives, both directions.
+    """
+    from torch_geometric.transforms import RandomLinkSplit
+
+    split = RandomLinkSplit(num_val=num_val, num_test=num_test, is_undirected=True, split_labels=True,
+                            add_negative_train_samples=False, neg_sampling_ratio=1.0)
+    state = random.getstate()  # PyG's negative sampling draws with Python's random module
+    try:
+        random.seed(seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            train, val, test = split(data.clone())
+    finally:
+        random.setstate(state)
+    eval_neg = torch.cat([val.neg_edge_label_index, test.neg_edge_label_index], dim=1)
+    forbidden = torch.cat([data.edge_index, eval_neg, eval_neg.flip(0)], dim=1)
+    for part in (train, val, test):
+        part.forbidden_edge_index = forbidden
+    return train, val, test
+
+
+def sample_train_negatives(data, num: int | None = None) -> torch.Tensor:
+    """Training negatives ``[2, num]`` (default: as many as training positives), never a positive edge of the whole
+    graph nor a val/test negative (``data.forbidden_edge_index``); no self loops."""
+    from torch_geometric.utils import negative_sampling
+
+    num = data.pos_edge_label_index.shape[1] if num is None else int(num)
+    forbidden = data.forbidden_edge_index
+    neg = negative_sampling(forbidden, num_nodes=data.num_nodes, num_neg_samples=num, method="sparse")
+    return neg[:, neg[0] != neg[1]]
+
+
+class _Single(torch.utils.data.Dataset):
+    def __init__(self, item):
+        self.item = item
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        return self.item
+
+
+class LinkDataModule(L.LightningDataModule):
+    """One graph, split for link prediction by :func:`link_split`; every loader yields that split's ``Data`` once."""
+
+    def __init__(self, data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0):
+        super().__init__()
+        self.data, self.num_val, self.num_test, self.seed = data, num_val, num_test, seed
+        self.splits = None
+
+    def setup(self, stage: str | None = None):
+        if self.splits is None:
+            self.splits = link_split(self.data, self.num_val, self.num_test, self.seed)
+
+    def split_sizes(self) -> dict[str, int]:
+        """Scored pairs of each split: training positives (negatives are drawn afresh each step), validation and
+        test positives and negatives."""
+        self.setup()
+        return {name: int(part.pos_edge_label_index.shape[1]) + (
+                    int(part.neg_edge_label_index.shape[1]) if name != "train" else 0)
+                for name, part in zip(("train", "val", "test"), self.splits)}
+
+    def _loader(self, i):
+        self.setup()
+        return DataLoader(_Single(self.splits[i]), batch_size=None, collate_fn=lambda d: d)
+
+    def train_dataloader(self):
+        return self._loader(0)
+
+    def val_dataloader(self):
+        return self._loader(1)
+
+    def test_dataloader(self):
+        return self._loader(2)
