@@ -52,8 +52,7 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
             loader = GlobalHydra.instance().config_loader()
             for override in overrides:
                 group = override.key_or_group
-                options = [] if group.startswith("hydra") else loader.get_group_options(group)
-                if not options:
+                if group.startswith("hydra") or not (loader.get_group_options(group) or loader.list_groups(group)):
                     if override.is_add() or override.is_force_add() or override.is_delete():
                         composed.append(override.input_line)
                     continue
@@ -61,9 +60,8 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
                 values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
                           else [override.value()])
                 for value in values:
-                    if value is not None and value != "null" and value not in options:
-                        raise ConfigError(f"{group}: expected one of {', '.join(options)}, got {value!r}"
-                                          f"{did_you_mean(value, options)}")
+                    if value is not None and value != "null":
+                        _check_option(loader, group, str(value))
                 composed.append(f"{override.get_key_element()}={values[0]}")
             try:
                 cfg = compose(config_name, overrides=composed)
@@ -77,6 +75,17 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
         if not (key in groups or key.startswith("hydra") or override.is_add() or override.is_force_add()
                 or override.is_delete()):
             _check_key(tree, key)
+
+
+def _check_option(loader, group: str, value: str) -> None:
+    """``value`` is an option of ``group``, or of one of its folders (``recipe_switch=flif/none``)."""
+    folder, _, name = value.rpartition("/")
+    where = f"{group}/{folder}" if folder else group
+    options = [f"{folder}/{o}" if folder else o for o in loader.get_group_options(where)]
+    if value not in options:
+        options = options or loader.list_groups(group)
+        raise ConfigError(f"{group}: expected one of {', '.join(options)}, got {value!r}"
+                          f"{did_you_mean(value, options)}")
 
 
 def _check_key(tree: dict, key: str) -> None:

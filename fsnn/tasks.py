@@ -178,8 +178,8 @@ def node_inputs(cfg: DictConfig, graph, cache: Path | None = None) -> torch.Tens
     if full_graph(cfg.backbone.name):
         return None
     backbone = options(cfg.backbone)
-    return node_features(graph, hops=cfg.dataset.hops, pe=backbone.get("pe"), pe_dim=backbone.get("pe_dim", 32),
-                         pe_seed=0, cache_dir=cache)
+    return node_features(graph, hops=cfg.dataset.hops, zscore=cfg.dataset.get("zscore", True), pe=backbone.get("pe"),
+                         pe_dim=backbone.get("pe_dim", 32), pe_seed=0, cache_dir=cache)
 
 
 def graph_options(cfg: DictConfig) -> dict:
@@ -208,7 +208,8 @@ class Node(TaskKind):
         module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
                                      test_repeats=cfg.dataset.test_repeats,
                                      monitor=cfg.get("lr_monitor") or f"val/{self.metric}")
-        data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
+        data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed,
+                                         eval_batch_size=cfg.dataset.get("eval_batch_size"))
         return Task(module, data, self.metric)
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
@@ -226,7 +227,7 @@ class Node(TaskKind):
                 with _replaced(module, graph_x=corrupted.x.float(), graph_edge_index=corrupted.edge_index.long()):
                     return run_pass(data)
             rows = NodeDataModule.from_masks(node_inputs(cfg, corrupted), corrupted, batch_size=data.batch_size,
-                                             seed=cfg.seed)
+                                             seed=cfg.seed, eval_batch_size=data.eval_batch_size)
             return run_pass(rows)
 
         return test

@@ -191,8 +191,12 @@ class GraphNodeClassifier(ClassifierModule):
 
     def test_step(self, batch, batch_idx):
         x, y = batch
-        for metric in self.test_metrics:
-            logits = self(x)
+        repeats = len(self.test_metrics)
+        if self.full_graph:
+            outputs = [self(x) for _ in range(repeats)]
+        else:  # rows are independent: all re-samplings as one batch (one pass of the neuron's time loop)
+            outputs = self(x.repeat(repeats, 1)).view(repeats, len(x), -1).unbind(0)
+        for metric, logits in zip(self.test_metrics, outputs):
             metric.update(logits, y)
             self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
 
@@ -352,7 +356,8 @@ class SpikeRateMeter:
         def hook(_module, _inputs, output):
             spikes = output[0] if isinstance(output, tuple) else output
             entry = self.totals[name]
-            entry[0] += float(spikes.detach().sum())
+            # an encoder may return structured spikes (fsnn.models.sgcn.PoissonSpikes) that count themselves
+            entry[0] += float(spikes.detach().sum()) if isinstance(spikes, torch.Tensor) else spikes.count()
             entry[1] += spikes.numel()
 
         return hook

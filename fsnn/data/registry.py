@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Callable
 
-from fsnn.checks import Check, Count, Fraction, NonNegativeInt, Positive, checked, one_of
+from fsnn.checks import Check, Count, Flag, Fraction, NonNegativeInt, Positive, checked, one_of
 from fsnn.data import digits_dvs, events, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.common import DatasetInfo, abspath, resolve_download, resolve_size, resolve_verify
@@ -42,8 +42,10 @@ class GraphOptions:
 
     split: one_of("ratio", "public") = "ratio"  # seeded stratified 0.7/0.2/0.1, or the dataset's own
     hops: NonNegativeInt = 1  # feature propagation of SGCN / DRSGNN
+    zscore: Flag = True  # standardize the propagated features with the training nodes' mean and std
     T: Count = 100  # Poisson steps (a backbone's own T wins)
     batch_size: Count | None = 32
+    eval_batch_size: Count | None  # validation and test batches (null: batch_size); only the speed depends on it
     test_repeats: Count = 1  # Poisson re-samplings averaged at test time
     num_workers: NonNegativeInt = 0
     lr: Positive
