@@ -13,6 +13,7 @@ schema in :data:`GROUPS`. Filesystem and hardware facts (a GPU for ``trainer.acc
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 import tempfile
@@ -42,6 +43,9 @@ TARGETS = {
     "logger": ("lightning.pytorch.loggers.CSVLogger", "lightning.pytorch.loggers.WandbLogger",
                "lightning.pytorch.loggers.TensorBoardLogger"),
 }
+#: the optional libraries a logger needs (any one of them) and the extra that installs them
+LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
+                    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
 #: keys that do not change a run's result (where files go, logging, progress bars, loader processes); they are left
 #: out of the run folder's name (``conf/hydra/default.yaml``) and of the config a finished run is compared with
 NON_RESULT_KEYS = ("run_name", "force", "paths", "logger", "trainer.enable_progress_bar", "dataset.num_workers")
@@ -340,6 +344,15 @@ def _check_paths(paths: dict, results: bool) -> None:
         _writable_folder("paths.results_dir", paths["results_dir"])
 
 
+def _check_logger_library(logger: dict | None) -> None:
+    """The logger's optional library is installed (checked without importing it)."""
+    target = (logger or {}).get("_target_")
+    modules, extra = LOGGER_LIBRARIES.get(target, ((), None))
+    if modules and not any(importlib.util.find_spec(m) for m in modules):
+        raise ConfigError(f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
+                          f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'")
+
+
 def check_config(cfg: DictConfig, groups_fit: bool = True) -> None:
     """Check a composed ``train.py`` config (the ``hydra`` node aside); :class:`ConfigError` on the first bad value.
     ``groups_fit``: also check that the dataset's kind of data, the backbone and the task fit together (not for a
@@ -348,6 +361,7 @@ def check_config(cfg: DictConfig, groups_fit: bool = True) -> None:
     _validate_groups(values)
     _check_hardware(values.get("trainer") or {}, "trainer.")
     _check_paths(values.get("paths") or {}, results=True)
+    _check_logger_library(values.get("logger"))
     if groups_fit:
         task_kind(cfg)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from timm.layers import to_2tuple
 from torch import nn
+from torch.nn.modules.utils import _pair
 
 from fsnn.checks import check_int
 from fsnn.models.registry import register_backbone
@@ -70,7 +70,7 @@ class SpikingResNet(nn.Module):
             check_int(name, value)
         if stem not in ("cifar", "imagenet"):
             raise ValueError(f"stem must be one of ['cifar', 'imagenet'], got {stem!r}")
-        self.num_classes, self.in_channels, self.input_size = int(num_classes), int(in_channels), to_2tuple(input_size)
+        self.num_classes, self.in_channels, self.input_size = int(num_classes), int(in_channels), _pair(input_size)
         self.neuron = neuron
         width = int(width)
 
