@@ -88,11 +88,16 @@ BATCHES = "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the
 
 
 class Schema(BaseModel):
+    """A config group's schema: strict pydantic, so a value reaches the code exactly as written; keys it does not
+    list pass through."""
+
     # strict: "3" is not 3 and true is not 1; a missing key keeps its default, an explicit null is checked
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
 
 
 class NeuronSchema(Schema):
+    """``neuron.*``: the neuron's name and the options fsnn's neurons take."""
+
     name: Annotated[str, _registered(neuron_names)] = _expect("a registered neuron")
     alpha: Annotated[float, Field(gt=0, le=1)] = _expect("a number in (0, 1]")
     tau: Positive = None
@@ -114,6 +119,8 @@ class NeuronSchema(Schema):
 
 
 class DatasetSchema(Schema):
+    """``dataset.*``: the dataset's name, steps, input size, batching and split."""
+
     name: Annotated[str, _registered(lambda: sorted(DATASETS))] = _expect("a registered dataset")
     T: Count = _expect("an integer >= 1 (time steps)")
     size: Count | Annotated[list[Count], Field(min_length=2, max_length=2)] = _expect(
@@ -128,6 +135,8 @@ class DatasetSchema(Schema):
 
 
 class BackboneSchema(Schema):
+    """``backbone.*``: the backbone's name and the widths and depths the shipped backbones take."""
+
     name: Annotated[str, _registered(backbone_names)] = _expect("a registered backbone")
     channels: Count = None
     num_blocks: Count = None
@@ -146,6 +155,8 @@ class BackboneSchema(Schema):
 
 
 class OptimizerSchema(Schema):
+    """``optimizer.*``: one of :data:`TARGETS`' optimizers, built later on the model's parameters."""
+
     target: Literal[TARGETS["optimizer"]] = Field(alias="_target_", description=_one_of(TARGETS["optimizer"]))
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
     lr: Positive = None
@@ -154,6 +165,8 @@ class OptimizerSchema(Schema):
 
 
 class SchedulerSchema(Schema):
+    """``scheduler.*``: one of :data:`TARGETS`' schedulers, or none."""
+
     # null or {} (conf/scheduler/none.yaml): a constant learning rate
     target: Literal[TARGETS["scheduler"]] = Field(alias="_target_", description=_one_of(TARGETS["scheduler"]))
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
@@ -162,10 +175,14 @@ class SchedulerSchema(Schema):
 
 
 class LoggerSchema(Schema):
+    """``logger.*``: one of :data:`TARGETS`' loggers (csv, TensorBoard, wandb), or none."""
+
     target: Literal[TARGETS["logger"]] = Field(alias="_target_", description=_one_of(TARGETS["logger"]))
 
 
 class TrainerSchema(Schema):
+    """``trainer.*``: the ``lightning.Trainer`` arguments fsnn checks; any other passes through."""
+
     max_epochs: Count = None
     min_epochs: NonNegativeInt | None = _expect("null or an integer >= 0")
     max_steps: Annotated[int, Field(ge=-1)] = _expect("-1 (no limit) or an integer >= 0")
@@ -188,6 +205,8 @@ class TrainerSchema(Schema):
 
 
 class PathsSchema(Schema):
+    """``paths.*``: where data is read and results are written."""
+
     data_dir: str = _expect("a folder")
     results_dir: str = _expect("a folder")
 

@@ -119,6 +119,7 @@ def write_report(results_dir: str | Path = RESULTS, out_dir: str | Path | None =
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python scripts/report.py [--results DIR] [--out DIR] [--figures DIR]``: write the report page."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="results folder to scan (default: ./results)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <results>/report)")

@@ -138,6 +138,7 @@ def percent(value: float | None) -> str:
 
 
 def device_description(device: torch.device | str) -> str:
+    """What a run ran on, for ``metrics.json``: the GPU's name, or the CPU and its torch threads."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)

@@ -22,6 +22,8 @@ __all__ = ["BasicBlock", "SpikingResNet", "resnet18"]
 
 
 class BasicBlock(nn.Module):
+    """ResNet's basic block on sequences: conv-BN-neuron, conv-BN, the (downsampled) input added, then the neuron."""
+
     expansion = 1
 
     def __init__(self, inplanes: int, planes: int, stride: int = 1, neuron: str = "flif",

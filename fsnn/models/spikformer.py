@@ -136,6 +136,8 @@ class MLP(nn.Module):
 
 
 class SpikformerBlock(nn.Module):
+    """``x + SSA(x)``, then ``x + MLP(x)``, each branch through stochastic depth (``drop_path``)."""
+
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, scale: float = 0.125,
                  attn_threshold: float = 0.5, drop_path: float = 0.0, neuron: str = "flif",
                  neuron_kwargs: dict | None = None):
