@@ -3,6 +3,7 @@
 * Every public module, class and function of fsnn has a docstring: one missing is a warning, which ``mkdocs build
   --strict`` (``make docs``, CI) turns into a failure. Methods are not held to it (a class's docstring says what it
   does; Lightning and torch hooks such as ``forward`` or ``training_step`` keep their library's meaning).
+* The docstrings' Sphinx roles (``:class:`Name```) render as the code they wrap.
 * ``{{ config_groups }}`` in a page becomes the table of the config groups and their options, read from ``conf/``, so
   the list cannot fall behind the configs.
 """
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import griffe
@@ -70,3 +72,10 @@ def on_page_markdown(markdown: str, **kwargs) -> str:
     if "{{ config_groups }}" in markdown:
         markdown = markdown.replace("{{ config_groups }}", _config_groups())
     return markdown
+
+
+_ROLE = re.compile(r":(?:mod|class|func|meth|data|attr|exc|obj):(?=<code)")
+
+
+def on_page_content(html: str, **kwargs) -> str:
+    return _ROLE.sub("", html)

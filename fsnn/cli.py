@@ -20,7 +20,7 @@ from fsnn import app
 
 _CLONE_CONF = Path(__file__).resolve().parents[1] / "conf"
 #: where the commands read their configs (see the module's docstring)
-CONFIG_DIR = str(_CLONE_CONF) if (_CLONE_CONF / "config.yaml").is_file() else "pkg://fsnn.conf"
+CONFIG_DIR = str(_CLONE_CONF if (_CLONE_CONF / "config.yaml").is_file() else Path(__file__).resolve().parent / "conf")
 
 OmegaConf.register_new_resolver("run_dir", app.run_dir_name, replace=True)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from fsnn.results import source_commit, write_text_atomic
+from fsnn.results import percent, source_commit, write_text_atomic
 from fsnn.tables import RESULTS, build_table, experiment_of, load_spec, recipe_of, scan_runs, table_recipes
 
 TEMPLATE = "report.html.j2"  # package data of fsnn
@@ -66,7 +66,7 @@ def _run_row(run: dict, out_dir: Path) -> dict:
     return {
         "experiment": experiment_of(run) or "?", "task": run.get("task", ""), "run": run.get("run") or path.parent.name,
         "recipe": recipe_of(run), "status": run.get("status", "?"), "seed": run.get("seed"),
-        "metric": f"{metric} {100 * value:.2f}" if isinstance(value, (int, float)) else "—",
+        "metric": f"{metric} {percent(value)}" if isinstance(value, (int, float)) else "—",
         "overrides": " ".join(run.get("overrides") or []) or "(defaults)",
         "commit": (versions.get("fsnn_commit") or "not recorded")[:12]
                   + ("-dirty" if str(versions.get("fsnn_commit", "")).endswith("-dirty") else ""),

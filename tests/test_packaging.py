@@ -159,7 +159,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     where = subprocess.run([python, "-c", "import fsnn.cli; print(fsnn.cli.__file__); print(fsnn.cli.CONFIG_DIR)"],
                            capture_output=True, text=True, env=env, cwd=work, timeout=300)
     module, config_dir = where.stdout.split()
-    assert Path(module).is_relative_to(site) and config_dir == "pkg://fsnn.conf"
+    assert Path(module).is_relative_to(site) and Path(config_dir) == site / "fsnn" / "conf"
 
     common = ["paths.data_dir=data", "paths.results_dir=results"]
     done = subprocess.run([bin_dir / "fsnn-train", "+smoke=vision", "logger=tensorboard", *common],
@@ -261,3 +261,19 @@ def test_only_spikformer_needs_timm(monkeypatch):
     message = str(error.value)
     assert "timm is not installed" in message and message.endswith("pip install 'fsnn[vision]'")
     assert "\n" not in message
+
+
+def test_license_and_citation_agree_with_the_package():
+    import tomllib
+
+    import yaml
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["version"] == project["version"] and citation["license"] == project["license"]
+    paper = citation["preferred-citation"]
+    bibtex = (ROOT / "README.md").read_text().split("```bibtex", 1)[1].split("```", 1)[0]
+    assert f"title     = {{{paper['title']}}}" in bibtex
+    authors = " and ".join(f"{a['family-names']}, {a['given-names']}" for a in paper["authors"])
+    assert " ".join(authors.split()) in " ".join(bibtex.replace("\n", " ").split())
