@@ -121,6 +121,12 @@ def test_core_installs_with_torch_alone(tmp_path):
     message = report["sj_lif"]
     assert "sj_lif" in message and "not installed" in message and "pip install 'fsnn[baselines]'" in message
     assert "\n" not in message
+    # the suite's commands are installed with the core, and say what they need
+    command = subprocess.run([python.parent / "fsnn-train"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                             timeout=300)
+    assert command.returncode == 2 and command.stdout == ""
+    assert command.stderr.startswith("fsnn: error: fsnn-train needs the optional libraries of fsnn[app]")
+    assert command.stderr.rstrip("\n").endswith("pip install 'fsnn[app]'") and command.stderr.count("\n") == 1
 
 
 
@@ -169,7 +175,8 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["status"] == "complete" and metrics["config"]["dataset"]["name"] == "digits_dvs"
     assert list((run / "tensorboard").glob("version_0/events.out.tfevents.*"))
-    evaluated = subprocess.run([bin_dir / "fsnn-evaluate", f"run_dir={run}", "paths.data_dir=data"],
+    evaluated = subprocess.run([bin_dir / "fsnn-evaluate", f"run_dir={run}", "paths.data_dir=data",
+                                "limit_test_batches=1"],  # the smoke run tested one batch
                                capture_output=True, text=True, env=env, cwd=work, timeout=600)
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     assert json.loads((run / "eval.json").read_text())["test_acc"] == pytest.approx(metrics["test_acc"])
