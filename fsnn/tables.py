@@ -198,16 +198,35 @@ def _own_runs(spec: dict, runs) -> list[dict]:
 
 
 def table_recipes(spec: dict, runs) -> list[str]:
-    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty)."""
+    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty); one
+    table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
+    if spec.get("all_recipes"):
+        return [DEFAULT_RECIPE]
     others = {recipe_of(r) for r in _own_runs(spec, runs)} - {DEFAULT_RECIPE}
     return [DEFAULT_RECIPE, *sorted(others)]
+
+
+def _compare_to_reference(rows: list[dict], reference: str) -> None:
+    """``diff`` of every cell against the same column of the row keyed ``reference`` (instead of a paper value), and
+    ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations."""
+    ref = next((row for row in rows if row.get("key") == reference), None)
+    if ref is None:
+        raise ValueError(f"reference_row {reference!r} is not the key of a row")
+    for row in rows:
+        for cell, base in zip(row["cells"], ref["cells"]):
+            if row is ref or cell["mean"] is None or base["mean"] is None:
+                continue
+            cell["diff"] = cell["mean"] - base["mean"]
+            spread = max(cell["std"] or 0.0, base["std"] or 0.0)
+            cell["moved"] = cell["n"] > 1 and base["n"] > 1 and abs(cell["diff"]) > spread
 
 
 def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE) -> dict:
     """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
     value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``."""
-    runs = [r for r in _own_runs(spec, runs) if recipe_of(r) == recipe]
-    failed = [r for r in _own_runs(spec, failed) if recipe_of(r) == recipe]
+    same_recipe = (lambda r: True) if spec.get("all_recipes") else (lambda r: recipe_of(r) == recipe)
+    runs = [r for r in _own_runs(spec, runs) if same_recipe(r)]
+    failed = [r for r in _own_runs(spec, failed) if same_recipe(r)]
     rows = []
     table_source = spec.get("value", "test")
     for row in spec["rows"]:
@@ -235,11 +254,13 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
                     if paper_mean is not None:
                         cell["diff"] = cell["mean"] - paper_mean
             cells.append(cell)
-        rows.append({"label": row["label"], "cells": cells})
+        rows.append({"key": row.get("key"), "label": row["label"], "cells": cells})
+    if spec.get("reference_row"):
+        _compare_to_reference(rows, spec["reference_row"])
     suffix = "" if recipe == DEFAULT_RECIPE else f"_{recipe}"
     return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe,
             "caption": spec.get("caption", "") + (f" Recipe: {recipe}." if suffix else ""),
-            "section": spec.get("section", ""), "notes": spec.get("notes"),
+            "section": spec.get("section", ""), "notes": spec.get("notes"), "reference_row": spec.get("reference_row"),
             "columns": [c["label"] for c in spec["columns"]], "rows": rows}
 
 
@@ -261,7 +282,7 @@ def cell_text(cell: dict, pm: str = "±") -> str:
         ours += f" [{cell['failed']} failed]"
     text = f"{ours} / {paper}" if paper else ours
     if cell["diff"] is not None:
-        text += f" / Δ {cell['diff']:+.2f}"
+        text += f" / Δ {cell['diff']:+.2f}" + (" (moved)" if cell.get("moved") else "")
     return text
 
 
@@ -270,8 +291,13 @@ def to_markdown(table: dict) -> str:
     def esc(text: str) -> str:
         return str(text).replace("|", "\\|")
 
+    if table.get("reference_row"):
+        legend = (f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
+                  "the larger of the two rows' seed-to-seed standard deviations.")
+    else:
+        legend = "Cells: ours mean ± std (n) / paper / Δ = ours - paper."
     lines = [f"### {table['id']} ({table['label']}): {esc(table['caption'])}", "",
-             f"Paper: {table['section']}. Cells: ours mean ± std (n) / paper / Δ = ours - paper.", "",
+             f"Paper: {table['section']}. {legend}", "",
              "| | " + " | ".join(esc(c) for c in table["columns"]) + " |",
              "|---" * (len(table["columns"]) + 1) + "|"]
     for row in table["rows"]:
