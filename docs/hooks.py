@@ -33,6 +33,7 @@ GROUPS = {
     "hydra": "run folders named after the command's overrides",
     "setup": "a paper setting: dataset + backbone + its training recipe",
     "recipe": "`matched` (default: every neuron the same recipe) or `authors` (their released code's settings)",
+    "recipe_switch": "`experiment=recipe_ablation_cora` only: one difference from the matched recipe, per neuron",
     "launcher": "how a multirun runs its jobs: basic, joblib (local processes), slurm (submitit)",
     "experiment": "the paper's tables and the studies beyond them, each a sweep; `<name>_smoke` runs in seconds",
     "smoke": "`+smoke=vision|graph|sequence` shrinks any run or sweep to seconds",
@@ -61,10 +62,13 @@ def on_pre_build(config, **kwargs) -> None:
 def _config_groups() -> str:
     rows = ["| group | options | what it sets |", "|---|---|---|"]
     for folder in sorted(p for p in CONF.iterdir() if p.is_dir()):
-        options = sorted(p.stem for p in folder.glob("*.yaml"))
+        options = [f"`{p.stem}`" for p in sorted(folder.glob("*.yaml"))]
+        if not options:  # a group of sub-groups (recipe_switch/<neuron>/<switch>)
+            subs = sorted(p.name for p in folder.iterdir() if p.is_dir())
+            options = [f"`{{{','.join(subs)}}}/` x " + ", ".join(sorted({f"`{p.stem}`" for p in folder.rglob("*.yaml")}))]
         if folder.name not in GROUPS:
             log.warning("config group %s is not described in docs/hooks.py", folder.name)
-        rows.append(f"| `{folder.name}` | {', '.join(f'`{o}`' for o in options)} | {GROUPS.get(folder.name, '')} |")
+        rows.append(f"| `{folder.name}` | {', '.join(options)} | {GROUPS.get(folder.name, '')} |")
     return "\n".join(rows)
 
 
