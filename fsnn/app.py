@@ -47,10 +47,12 @@ from fsnn.config import (check_config, check_eval_config, check_run_config, conf
                          strip_non_result)
 from fsnn.data import DatasetMissingError
 from fsnn.neurons import collect_alphas
-from fsnn.results import device_description, package_versions, write_json_atomic, write_text_atomic
+from fsnn.registry import MissingExtraError
+from fsnn.results import (METRIC_UNIT, device_description, package_versions, percent, write_json_atomic,
+                          write_text_atomic)
 from fsnn.robustness import KINDS, check_corruption, robustness_score
 from fsnn.tasks import ConfigError, Task, build_task, task_kind
-from fsnn.training import NonFiniteLossError, SpeedMonitor, firing_rates
+from fsnn.training import NonFiniteLossError, PercentProgressBar, SpeedMonitor, firing_rates, quiet_lightning
 
 log = logging.getLogger("fsnn")
 
@@ -60,7 +62,8 @@ class RunLockedError(RuntimeError):
 
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
-USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointError, RunLockedError)
+USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointError, RunLockedError,
+               MissingExtraError)
 #: what ``force=true`` keeps of the previous run, and under which name
 PREVIOUS = {"metrics.json": "metrics.previous.json", "checkpoints": "checkpoints.previous"}
 
@@ -176,6 +179,11 @@ def _save_config(run_dir: Path, cfg: DictConfig) -> None:
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict) -> L.Trainer:
     logger = hydra.utils.instantiate(cfg.logger) if cfg.get("logger") else False
     options = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if v is not None}
+    # Lightning's summary table has a FLOPs column that stays 0 without an example input; _fit logs the size instead
+    options.setdefault("enable_model_summary", False)
+    if options.get("enable_progress_bar", True):
+        callbacks = [*callbacks, PercentProgressBar()]
+    quiet_lightning()
     plugins = [RunCheckpointIO(config)]
     if SLURMEnvironment.detect():
         # a requeued job resumes from last.ckpt; Lightning's own requeue would save a mid-epoch checkpoint
@@ -233,7 +241,7 @@ def train(cfg: DictConfig) -> float:
 
 def _report_finished(run_dir: Path, record: dict) -> float:
     metric = record.get("metric", "acc")
-    print(f"fsnn: {run_dir} is finished (test {metric} {record.get(f'test_{metric}')}); nothing to do. Its result: "
+    print(f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. Its result: "
           f"{run_dir / 'metrics.json'} (force=true trains it again)")
     return record.get(f"val_{metric}_best")
 
@@ -265,6 +273,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     checkpoints = run_dir / "checkpoints"
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, data, metric = build_task(cfg)
+    log.info("model: %s, %s parameters", type(module.model).__name__,
+             f"{sum(p.numel() for p in module.model.parameters()):,}")
     # best first: when both are saved at an epoch's end, last.ckpt never points at a best.ckpt not yet written
     best_cb = ModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
                               save_top_k=1, enable_version_counter=False)
@@ -291,6 +301,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         record.update({
             "status": "complete",
             "metric": metric,
+            "metric_unit": METRIC_UNIT,
             "epochs": trainer.current_epoch,
             f"val_{metric}_best": best_val,
             f"val_{metric}_last": last_val,
@@ -307,8 +318,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
             "wall_time_s": time.perf_counter() - start,
         })
         _write_record(run_dir, record)
-        log.info("best val %s %.4f | test %s at best val %.4f | last test %.4f", metric, best_val, metric,
-                 record[f"test_{metric}"], record[f"test_{metric}_last"])
+        log.info("best val %s %s | test %s at best val %s | last test %s", metric, percent(best_val), metric,
+                 percent(record[f"test_{metric}"]), percent(record[f"test_{metric}_last"]))
         log.info("metrics: %s", run_dir / "metrics.json")
     return best_val
 
@@ -418,14 +429,14 @@ def _robustness(cfg: DictConfig, run_dir: Path, run_cfg: DictConfig, task: Task,
                 bar.set_postfix_str(f"{name} {level:g}")
                 values.append(float(test(name, level, options)))
                 bar.update()
-                log.info("%s %g: test %s %.4f (clean %.4f)", name, level, metric, values[-1], clean)
+                log.info("%s %g: test %s %s (clean %s)", name, level, metric, percent(values[-1]), percent(clean))
             corruptions[name] = {
                 "levels": levels, metric: values, "by_level": {f"{level:g}": v for level, v in zip(levels, values)},
                 "score": robustness_score(clean, values) if clean > 0 else None, "options": options,
             }
     record = {
         "robustness": cfg.robustness.get("name"), "run_dir": str(run_dir), "checkpoint": cfg.checkpoint,
-        "metric": metric, "clean": clean, "seed": seed, "limit_test_batches": cfg.get("limit_test_batches"),
+        "metric": metric, "metric_unit": METRIC_UNIT, "clean": clean, "seed": seed, "limit_test_batches": cfg.get("limit_test_batches"),
         "corruptions": corruptions, "config": _run_config(run_dir, run_cfg),
         "device": device_description(trainer.strategy.root_device), "versions": package_versions(),
         "wall_time_s": time.perf_counter() - start,
@@ -455,16 +466,19 @@ def evaluate(cfg: DictConfig) -> dict:
     task = build_task(run_cfg)
     module, data, metric = task
     # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
+    quiet_lightning()
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir,
                         accelerator=cfg.accelerator, devices=1, limit_test_batches=cfg.get("limit_test_batches"),
-                        enable_progress_bar=not plan, plugins=[RunCheckpointIO(config)])
+                        enable_progress_bar=not plan, callbacks=[] if plan else [PercentProgressBar()],
+                        enable_model_summary=False, plugins=[RunCheckpointIO(config)])
     with firing_rates(module.model) as rates:
         test = _test_pass(trainer, module, seed, datamodule=data, ckpt_path=str(ckpt))
-    result = {"run_dir": str(run_dir), "checkpoint": str(ckpt), f"test_{metric}": test[f"test/{metric}"],
+    result = {"run_dir": str(run_dir), "checkpoint": str(ckpt), "metric_unit": METRIC_UNIT,
+              f"test_{metric}": test[f"test/{metric}"],
               "test_metrics": test, "firing_rates": rates,
               "device": device_description(trainer.strategy.root_device)}
     write_json_atomic(run_dir / "eval.json", result)
-    log.info("test %s %.4f (%s)", metric, result[f"test_{metric}"], ckpt)
+    log.info("test %s %s (%s)", metric, percent(result[f"test_{metric}"]), ckpt)
     if plan:
         result["robustness"] = _robustness(cfg, run_dir, run_cfg, task, trainer, plan, test[f"test/{metric}"], seed)
     return result

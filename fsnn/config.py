@@ -13,6 +13,7 @@ schema in :data:`GROUPS`. Filesystem and hardware facts (a GPU for ``trainer.acc
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 import tempfile
@@ -42,6 +43,9 @@ TARGETS = {
     "logger": ("lightning.pytorch.loggers.CSVLogger", "lightning.pytorch.loggers.WandbLogger",
                "lightning.pytorch.loggers.TensorBoardLogger"),
 }
+#: the optional libraries a logger needs (any one of them) and the extra that installs them
+LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
+                    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
 #: keys that do not change a run's result (where files go, logging, progress bars, loader processes); they are left
 #: out of the run folder's name (``conf/hydra/default.yaml``) and of the config a finished run is compared with
 NON_RESULT_KEYS = ("run_name", "force", "paths", "logger", "trainer.enable_progress_bar", "dataset.num_workers")
@@ -84,11 +88,16 @@ BATCHES = "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the
 
 
 class Schema(BaseModel):
+    """A config group's schema: strict pydantic, so a value reaches the code exactly as written; keys it does not
+    list pass through."""
+
     # strict: "3" is not 3 and true is not 1; a missing key keeps its default, an explicit null is checked
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
 
 
 class NeuronSchema(Schema):
+    """``neuron.*``: the neuron's name and the options fsnn's neurons take."""
+
     name: Annotated[str, _registered(neuron_names)] = _expect("a registered neuron")
     alpha: Annotated[float, Field(gt=0, le=1)] = _expect("a number in (0, 1]")
     tau: Positive = None
@@ -110,6 +119,8 @@ class NeuronSchema(Schema):
 
 
 class DatasetSchema(Schema):
+    """``dataset.*``: the dataset's name, steps, input size, batching and split."""
+
     name: Annotated[str, _registered(lambda: sorted(DATASETS))] = _expect("a registered dataset")
     T: Count = _expect("an integer >= 1 (time steps)")
     size: Count | Annotated[list[Count], Field(min_length=2, max_length=2)] = _expect(
@@ -126,6 +137,8 @@ class DatasetSchema(Schema):
 
 
 class BackboneSchema(Schema):
+    """``backbone.*``: the backbone's name and the widths and depths the shipped backbones take."""
+
     name: Annotated[str, _registered(backbone_names)] = _expect("a registered backbone")
     channels: Count = None
     num_blocks: Count = None
@@ -147,6 +160,8 @@ class BackboneSchema(Schema):
 
 
 class OptimizerSchema(Schema):
+    """``optimizer.*``: one of :data:`TARGETS`' optimizers, built later on the model's parameters."""
+
     target: Literal[TARGETS["optimizer"]] = Field(alias="_target_", description=_one_of(TARGETS["optimizer"]))
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
     lr: Positive = None
@@ -155,6 +170,8 @@ class OptimizerSchema(Schema):
 
 
 class SchedulerSchema(Schema):
+    """``scheduler.*``: one of :data:`TARGETS`' schedulers, or none."""
+
     # null or {} (conf/scheduler/none.yaml): a constant learning rate
     target: Literal[TARGETS["scheduler"]] = Field(alias="_target_", description=_one_of(TARGETS["scheduler"]))
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
@@ -163,10 +180,14 @@ class SchedulerSchema(Schema):
 
 
 class LoggerSchema(Schema):
+    """``logger.*``: one of :data:`TARGETS`' loggers (csv, TensorBoard, wandb), or none."""
+
     target: Literal[TARGETS["logger"]] = Field(alias="_target_", description=_one_of(TARGETS["logger"]))
 
 
 class TrainerSchema(Schema):
+    """``trainer.*``: the ``lightning.Trainer`` arguments fsnn checks; any other passes through."""
+
     max_epochs: Count = None
     min_epochs: NonNegativeInt | None = _expect("null or an integer >= 0")
     max_steps: Annotated[int, Field(ge=-1)] = _expect("-1 (no limit) or an integer >= 0")
@@ -189,6 +210,8 @@ class TrainerSchema(Schema):
 
 
 class PathsSchema(Schema):
+    """``paths.*``: where data is read and results are written."""
+
     data_dir: str = _expect("a folder")
     results_dir: str = _expect("a folder")
 
@@ -345,6 +368,15 @@ def _check_paths(paths: dict, results: bool) -> None:
         _writable_folder("paths.results_dir", paths["results_dir"])
 
 
+def _check_logger_library(logger: dict | None) -> None:
+    """The logger's optional library is installed (checked without importing it)."""
+    target = (logger or {}).get("_target_")
+    modules, extra = LOGGER_LIBRARIES.get(target, ((), None))
+    if modules and not any(importlib.util.find_spec(m) for m in modules):
+        raise ConfigError(f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
+                          f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'")
+
+
 def check_config(cfg: DictConfig, groups_fit: bool = True) -> None:
     """Check a composed ``train.py`` config (the ``hydra`` node aside); :class:`ConfigError` on the first bad value.
     ``groups_fit``: also check that the dataset's kind of data, the backbone and the task fit together (not for a
@@ -353,6 +385,7 @@ def check_config(cfg: DictConfig, groups_fit: bool = True) -> None:
     _validate_groups(values)
     _check_hardware(values.get("trainer") or {}, "trainer.")
     _check_paths(values.get("paths") or {}, results=True)
+    _check_logger_library(values.get("logger"))
     if groups_fit:
         task_kind(cfg)
 

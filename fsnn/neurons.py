@@ -285,6 +285,7 @@ register_neuron = NEURONS.register
 
 
 def neuron_names() -> list[str]:
+    """The registered neuron names (``flif``, ``lif``, ..., and the baselines, listed before they are imported)."""
     return NEURONS.names()
 
 

@@ -1,7 +1,9 @@
 """Name -> factory registries (neurons, backbones): one decorator, one error for an unknown name or argument.
 
 An entry is a class or a function; :meth:`Registry.lazy` registers ``"module:attribute"`` instead, imported on
-first use, so a name stays listed while the library behind it is optional (SpikingJelly, snnTorch).
+first use, so a name stays listed while the library behind it is optional (SpikingJelly, snnTorch). A component that
+needs an optional library imports it with :func:`require`; without it the user reads one line naming the
+``fsnn[extra]`` to install (:class:`MissingExtraError`).
 """
 
 from __future__ import annotations
@@ -9,6 +11,24 @@ from __future__ import annotations
 import importlib
 import inspect
 from typing import Callable
+
+
+class MissingExtraError(ImportError):
+    """An optional library is not installed; the message is one line ending in the ``pip install 'fsnn[extra]'``
+    that installs it."""
+
+    def __init__(self, what: str, missing: str, extra: str):
+        super().__init__(f"{what} needs the optional libraries of fsnn[{extra}] ({missing} is not installed); install "
+                         f"them with: pip install 'fsnn[{extra}]'")
+
+
+def require(module: str, what: str, extra: str):
+    """Import and return the optional library ``module`` that ``what`` (e.g. ``"backbone 'spikformer'"``) needs;
+    :class:`MissingExtraError` naming ``fsnn[extra]`` when it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingExtraError(what, (error.name or module).split(".")[0], extra) from None
 
 
 class _Lazy:
@@ -49,13 +69,7 @@ class Registry(dict):
         entry = self[name]
         if isinstance(entry, _Lazy):
             module, attribute = entry.target.split(":")
-            try:
-                entry = getattr(importlib.import_module(module), attribute)
-            except ImportError as error:
-                missing = (error.name or "one of them").split(".")[0]
-                raise ImportError(
-                    f"{self.what} {name!r} needs the optional libraries of fsnn[{entry.extra}] ({missing} is not "
-                    f"installed); install them with: pip install 'fsnn[{entry.extra}]'") from None
+            entry = getattr(require(module, f"{self.what} {name!r}", entry.extra), attribute)
             self[name] = entry
         return entry
 

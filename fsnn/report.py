@@ -27,7 +27,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from fsnn.results import source_commit, write_text_atomic
+from fsnn.results import percent, source_commit, write_text_atomic
 from fsnn.tables import RESULTS, build_table, experiment_of, load_spec, recipe_of, scan_runs, table_recipes
 
 TEMPLATE = "report.html.j2"  # package data of fsnn
@@ -66,7 +66,7 @@ def _run_row(run: dict, out_dir: Path) -> dict:
     return {
         "experiment": experiment_of(run) or "?", "task": run.get("task", ""), "run": run.get("run") or path.parent.name,
         "recipe": recipe_of(run), "status": run.get("status", "?"), "seed": run.get("seed"),
-        "metric": f"{metric} {100 * value:.2f}" if isinstance(value, (int, float)) else "—",
+        "metric": f"{metric} {percent(value)}" if isinstance(value, (int, float)) else "—",
         "overrides": " ".join(run.get("overrides") or []) or "(defaults)",
         "commit": (versions.get("fsnn_commit") or "not recorded")[:12]
                   + ("-dirty" if str(versions.get("fsnn_commit", "")).endswith("-dirty") else ""),
@@ -119,6 +119,7 @@ def write_report(results_dir: str | Path = RESULTS, out_dir: str | Path | None =
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python scripts/report.py [--results DIR] [--out DIR] [--figures DIR]``: write the report page."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="results folder to scan (default: ./results)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: <results>/report)")

@@ -145,6 +145,8 @@ def _equal(actual: Any, expected: Any) -> bool:
 
 
 def matches(run: dict, match: dict) -> bool:
+    """Whether ``run`` (a ``metrics.json``) has every ``dotted.key: value`` of a cell's ``match`` (``null``: absent or
+    null)."""
     for key, expected in (match or {}).items():
         found, actual = _lookup(run, key)
         if expected is None:
@@ -285,6 +287,7 @@ def cell_text(cell: dict, pm: str = "±") -> str:
 
 
 def to_markdown(table: dict) -> str:
+    """A built table (:func:`build_table`) as Markdown: caption, paper reference, one row per setting."""
     def esc(text: str) -> str:
         return str(text).replace("|", "\\|")
 
@@ -313,6 +316,7 @@ def _latex_escape(text: str) -> str:
 
 
 def to_latex(table: dict) -> str:
+    """A built table (:func:`build_table`) as a LaTeX ``table`` with booktabs rules."""
     cols = "l" + "c" * len(table["columns"])
     lines = [r"\begin{table}[ht]", r"\centering", r"\small",
              rf"\caption{{{_latex_escape(table['caption'])} (paper: {_latex_escape(table['label'] or '')})}}",
@@ -355,6 +359,7 @@ def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python scripts/make_tables.py [--results DIR] [--out DIR] [--spec FILE]``: print and write every table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=str(RESULTS), help="results folder to scan (default: ./results)")
     parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")

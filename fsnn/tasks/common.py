@@ -10,6 +10,8 @@ from omegaconf import DictConfig, OmegaConf
 
 
 class Task(NamedTuple):
+    """What a task builds from a config: the Lightning module, its data module and the metric it reports."""
+
     module: L.LightningModule
     data: L.LightningDataModule
     metric: str  # the validation/test metric that selects and reports: "acc" or "auc"

@@ -169,6 +169,7 @@ class GraphLinkPredictor(L.LightningModule):
 
 
 def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:
+    """The :class:`Task` of link prediction: the graph's edges split into train/val/test, an edge-decoding backbone, AUC."""
     decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.factory(name), "decode")]
     if cfg.backbone.name not in decoders:
         raise ConfigError(f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "

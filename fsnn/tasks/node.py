@@ -209,6 +209,7 @@ def load(cfg: DictConfig):
 
 
 def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:
+    """The :class:`Task` of node classification: the graph, its (cached) node inputs, a graph backbone, accuracy."""
     graph = load(cfg)
     features = node_inputs(cfg, graph, cache=cache_dir(cfg.paths.data_dir, "graphs", cfg.dataset.name))
     in_features, whole = (graph.num_features, graph) if features is None else (features.shape[1], None)

@@ -33,6 +33,7 @@ def load(cfg: DictConfig):
 
 
 def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:
+    """The :class:`Task` of a sequence task: the generated sequences, a sequence backbone, accuracy."""
     splits = load(cfg)
     train = splits[0]
     model = build_backbone(cfg.backbone.name, in_features=train.channels, num_classes=train.num_classes,

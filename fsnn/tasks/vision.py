@@ -22,6 +22,7 @@ STUDY = "events"
 
 
 def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:
+    """The :class:`Task` of image or event classification: the dataset's splits, a vision backbone, accuracy."""
     info = dataset_info(cfg.dataset.name)
     size = cfg.dataset.size
     model = build_backbone(cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
