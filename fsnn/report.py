@@ -203,8 +203,10 @@ def verdict(spec: dict, table: dict) -> dict:
     if ranks:
         shown = "; ".join(f"{k['setting']} {_num(k['mean'])} vs {_num(k['best'])} (paper {_num(k['paper_mean'])} vs "
                           f"{_num(k['paper_best'])})" for k in ranks[:4])
-        sentences.append(f"{epochs_note}{ranks[0]['neuron']} against the best baseline ranks as in the paper in {agree} "
-                         f"of {len(ranks)} settings: {shown}{'; …' if len(ranks) > 4 else ''}.")
+        wins, paper_wins = sum(k["ours"] for k in ranks), sum(k["paper"] for k in ranks)
+        sentences.append(f"{epochs_note}{ranks[0]['neuron']} beats the best baseline in {wins} of {len(ranks)} "
+                         f"settings here, in {paper_wins} of {len(ranks)} in the paper: {shown}"
+                         f"{'; …' if len(ranks) > 4 else ''}.")
         epochs_note = ""
     if compared:
         r, c, cell, v = max(compared, key=lambda item: abs(item[3]["z"]))

@@ -164,8 +164,9 @@ def test_verdict_names_a_shorter_protocol():
             for n, acc in (("flif", 0.82), ("sj_lif", 0.85)) for s in range(3)]
     got = _verdict(runs)
     assert got["kind"] == "not" and got["word"] == "does not reproduce"
-    assert got["sentence"].startswith("At 4 of the paper's 100 epochs, f-LIF against the best baseline ranks as in "
-                                      "the paper in 0 of 1 settings: Cora / SGCN 82.00 vs 85.00 (paper 88.08 vs 81.81).")
+    assert got["sentence"].startswith("At 4 of the paper's 100 epochs, f-LIF beats the best baseline in 0 of 1 "
+                                      "settings here, in 1 of 1 in the paper: Cora / SGCN 82.00 vs 85.00 (paper 88.08 "
+                                      "vs 81.81).")
     assert "4 epochs" in got["protocol"]["differs"]
     setting = _verdict([_record(T2, "a", "cora", "sgcn", "flif", 0, 0.8)], "alpha_gnn")
     assert setting["kind"] == "none"  # the alpha of a run is config.neuron.alpha; this record has none
