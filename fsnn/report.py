@@ -215,7 +215,7 @@ def verdict(spec: dict, table: dict) -> dict:
                          f"{_num(cell['mean'])} vs {_num(cell['paper_mean'])}, {v['z']:+.1f}σ).")
     measured_cells = sum(1 for *_, cell in papered if cell["n"])
     sentences.append(f"{measured_cells} of {len(papered)} paper cells measured.")
-    text = " ".join(t[0].upper() + t[1:] for t in sentences)
+    text = " ".join(t if t.startswith("f-") else t[0].upper() + t[1:] for t in sentences)  # f-LIF keeps its f
     return {"word": word, "kind": kind, "sentence": text + tail, "protocol": proto}
 
 
@@ -576,13 +576,15 @@ def _display(path: Path) -> str:
 
 def glance(shown: list[dict], idle: int) -> str:
     """The page's first sentence: how many tables hold runs, their verdicts, how many were not run."""
-    words = {"reproduces": "reproduce", "partly": "partly reproduce", "not": "do not reproduce",
-             "setting": "use the paper's settings", "measured": "are measured only"}
+    words = {"reproduces": ("reproduces", "reproduce"), "partly": ("partly reproduces", "partly reproduce"),
+             "not": ("does not reproduce", "do not reproduce"),
+             "setting": ("uses the paper's setting", "use the paper's settings"),
+             "measured": ("is measured only", "are measured only")}
     counts = defaultdict(int)
     for table in shown:
         counts[table["verdict"]["kind"]] += 1
-    verdicts = ", ".join(f"{counts[k]} {w}" for k, w in words.items() if counts[k])
-    held = f"{len(shown)} table{'s' if len(shown) != 1 else ''} of the paper hold runs of the suite"
+    verdicts = ", ".join(f"{counts[k]} {w[counts[k] != 1]}" for k, w in words.items() if counts[k])
+    held = f"{len(shown)} table{'s hold' if len(shown) != 1 else ' holds'} runs of the suite"
     return f"{held}{f' ({verdicts})' if verdicts else ''}; {idle} more {'were' if idle != 1 else 'was'} not run here."
 
 
