@@ -223,22 +223,22 @@ def kernel_figure(out: str | Path, steps: int = 10001, tau_lif: float = 2.0, ech
     beta = 1.0 - 1.0 / tau_lif
     expo = beta ** m[1:].astype(float)
     keep = expo > 1e-8
-    ax_k.loglog(m[1:][keep], expo[keep], "k--", lw=1.5, label=rf"LIF $(1-1/\tau)^m$, $\tau={tau_lif:g}$")
-    ax_k.loglog([], [], "k:", lw=1.0, label=r"$m^{\alpha-1}/\Gamma(\alpha)$")
+    ax_k.loglog(m[1:][keep], expo[keep], "k--", lw=1.5)
     ax_k.set(xlabel="$m$ (steps into the past)", ylabel="$b_m$", ylim=(1e-8, 2),
              title=r"memory kernel $b_m=[(m+1)^\alpha-m^\alpha]/\Gamma(\alpha+1)$")
-    ax_s.set(xlabel="$m$", ylabel=r"local slope $d\log b_m / d\log m$",
+    ax_s.set(xlabel="$m$", ylabel=r"local slope $d\log b_m / d\log m$", ylim=(-0.85, -0.1),
              title=r"local log-log slope $\to \alpha-1$")
-    ax_k.legend(frameon=False, loc="lower left")
-    handles = [Line2D([], [], color=c, lw=1.5, label=rf"$\alpha={a:g}$") for a, c in zip(ALPHAS[:-1], colors)]
-    handles += [Line2D([], [], color="gray", ls="-", label="pred"), Line2D([], [], color="gray", ls="--", label="gl"),
-                Line2D([], [], color="gray", lw=0.6, label=r"$\alpha-1$")]
-    ax_s.set_ylim(-0.85, -0.1)
-    ax_s.legend(handles=handles, frameon=True, framealpha=0.9, ncol=3, loc="center right",
-                bbox_to_anchor=(1.0, 0.47))
     for ax in (ax_k, ax_s):
         ax.grid(alpha=0.3, which="both", lw=0.5)
-    fig.tight_layout()
+    # one legend for both panels, under them: the exponential kernel crosses every corner of the left panel
+    handles = [Line2D([], [], color=c, lw=1.8, label=rf"$\alpha={a:g}$" + (" (LIF)" if a == 1.0 else ""))
+               for a, c in zip(ALPHAS, colors)]
+    handles += [Line2D([], [], color="k", ls="--", lw=1.5, label=rf"LIF kernel $(1-1/\tau)^m$, $\tau={tau_lif:g}$"),
+                Line2D([], [], color="k", ls=":", lw=1.0, label=r"asymptote $m^{\alpha-1}/\Gamma(\alpha)$"),
+                Line2D([], [], color="gray", ls="-", label="slope, pred scheme"),
+                Line2D([], [], color="gray", ls="--", label="slope, gl scheme"),
+                Line2D([], [], color="gray", lw=0.6, label=r"$\alpha-1$")]
+    legend_below(fig, handles, [h.get_label() for h in handles], ncol=5, axes_height=4.2)
     for alpha in ALPHAS[:-1]:
         b = history_kernel("pred", alpha, steps, dt=1.0, dtype=torch.float64).numpy()
         mm = np.unique(np.geomspace(min(100, steps // 2), steps - 1, 100).astype(int))
