@@ -431,7 +431,8 @@ def robustness_radar(records: list[dict], out: str | Path, name: str = "robustne
                                                                               group), **styles[neuron])
         ax.fill(closed, np.append(scores, scores[0]), color=styles[neuron]["color"], alpha=0.08)
     ax.set_xticks(angles, [CORRUPTION_LABELS.get(n, n) for n in names])
-    ax.tick_params(axis="x", pad=10)
+    ax.set_ylim(0, max(100.0, ax.get_ylim()[1]))
+    ax.tick_params(axis="x", pad=22)  # the axis names sit outside the rim, clear of the polygons
     ax.set_title("robustness score (100 x mean corrupted / clean)", pad=18)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.08, 1.0))
     _note(captions, name, "Robustness score per corruption (100 x mean corrupted accuracy / clean accuracy, larger is "
