@@ -585,7 +585,8 @@ def glance(shown: list[dict], idle: int) -> str:
         counts[table["verdict"]["kind"]] += 1
     verdicts = ", ".join(f"{counts[k]} {w[counts[k] != 1]}" for k, w in words.items() if counts[k])
     held = f"{len(shown)} table{'s hold' if len(shown) != 1 else ' holds'} runs of the suite"
-    return f"{held}{f' ({verdicts})' if verdicts else ''}; {idle} more {'were' if idle != 1 else 'was'} not run here."
+    more = "more " if shown else ""
+    return f"{held}{f' ({verdicts})' if verdicts else ''}; {idle} {more}{'were' if idle != 1 else 'was'} not run here."
 
 
 def build(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
