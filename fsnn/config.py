@@ -115,10 +115,12 @@ class DatasetSchema(Schema):
     size: Count | Annotated[list[Count], Field(min_length=2, max_length=2)] = _expect(
         "an integer >= 1 or an [H, W] pair of them")
     batch_size: Count | None = _expect("null (one batch per split) or an integer >= 1")
+    eval_batch_size: Count | None = _expect("null (the batch_size) or an integer >= 1")
     val_fraction: Annotated[float, Field(gt=0, lt=1)] = _expect("a number in (0, 1)")
     num_workers: NonNegativeInt = None
     split: Literal["ratio", "public"] = _expect("ratio or public")
     hops: NonNegativeInt = None
+    zscore: Flag = None
     test_repeats: Count = None
     lr: Positive = None
 
@@ -139,6 +141,9 @@ class BackboneSchema(Schema):
     dropout: Annotated[float, Field(ge=0, lt=1)] = _expect("a number in [0, 1)")
     step_size: Positive = None
     threshold_mode: Literal[THRESHOLD_MODES] = _expect(_one_of(THRESHOLD_MODES))
+    bias: Flag = None
+    legacy_frozen_encoding: Flag = None
+    legacy_double_softmax: Flag = None
 
 
 class OptimizerSchema(Schema):

@@ -220,9 +220,27 @@ def _own_runs(spec: dict, runs) -> list[dict]:
 
 
 def table_recipes(spec: dict, runs) -> list[str]:
-    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty)."""
+    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty); one
+    table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
+    if spec.get("all_recipes"):
+        return [DEFAULT_RECIPE]
     others = {recipe_of(r) for r in _own_runs(spec, runs)} - {DEFAULT_RECIPE}
     return [DEFAULT_RECIPE, *sorted(others)]
+
+
+def _compare_to_reference(rows: list[dict], reference: str) -> None:
+    """``diff`` of every cell against the same column of the row keyed ``reference`` (instead of a paper value), and
+    ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations."""
+    ref = next((row for row in rows if row.get("key") == reference), None)
+    if ref is None:
+        raise ValueError(f"reference_row {reference!r} is not the key of a row")
+    for row in rows:
+        for cell, base in zip(row["cells"], ref["cells"]):
+            if row is ref or cell["mean"] is None or base["mean"] is None:
+                continue
+            cell["diff"] = cell["mean"] - base["mean"]
+            spread = max(cell["std"] or 0.0, base["std"] or 0.0)
+            cell["moved"] = cell["n"] > 1 and base["n"] > 1 and abs(cell["diff"]) > spread
 
 
 def epochs_of(run: dict) -> int | None:
@@ -260,7 +278,7 @@ def table_variants(spec: dict, runs) -> list[tuple[str, int | str | None]]:
     variants: list[tuple[str, int | str | None]] = []
     for recipe in table_recipes(spec, runs):
         keys = {protocol_key(spec, r) for r in _own_runs(spec, runs)
-                if recipe_of(r) == recipe and _row_of(spec, r) is not None}
+                if (spec.get("all_recipes") or recipe_of(r) == recipe) and _row_of(spec, r) is not None}
         if len(keys) <= 1:
             variants.append((recipe, None))
         else:
@@ -274,8 +292,8 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
     value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
     ``epochs``: ``None`` takes every run; :data:`PAPER_EPOCHS` only the runs trained for the paper's epochs, a
     number only those trained for that many epochs where the paper's differ (id ``<id>[_<recipe>]_<E>ep``)."""
-    def chosen(pool):
-        pool = [r for r in _own_runs(spec, pool) if recipe_of(r) == recipe]
+    def chosen(pool):  # a table comparing recipes itself (all_recipes) takes every recipe
+        pool = [r for r in _own_runs(spec, pool) if spec.get("all_recipes") or recipe_of(r) == recipe]
         if epochs is None:
             return pool
         want = None if epochs == PAPER_EPOCHS else epochs
@@ -312,7 +330,9 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
                     if paper_mean is not None:
                         cell["diff"] = cell["mean"] - paper_mean
             cells.append(cell)
-        rows.append({"label": row["label"], "cells": cells})
+        rows.append({"key": row.get("key"), "label": row["label"], "cells": cells})
+    if spec.get("reference_row"):
+        _compare_to_reference(rows, spec["reference_row"])
     suffix = "" if recipe == DEFAULT_RECIPE else f"_{recipe}"
     caption = spec.get("caption", "") + (f" Recipe: {recipe}." if suffix else "")
     if isinstance(epochs, int):
@@ -321,6 +341,7 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
         caption += f" Runs trained for {epochs} epochs" + (f" (paper: {paper})." if paper else ".")
     return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe, "epochs": epochs,
             "caption": caption, "section": spec.get("section", ""), "notes": spec.get("notes"),
+            "reference_row": spec.get("reference_row"),
             "columns": [c["label"] for c in spec["columns"]], "rows": rows}
 
 
@@ -347,7 +368,7 @@ def cell_text(cell: dict, pm: str = "±") -> str:
         ours += f" [{cell['failed']} failed]"
     text = f"{ours} / {paper}" if paper else ours
     if cell["diff"] is not None:
-        text += f" / Δ {cell['diff']:+.2f}"
+        text += f" / Δ {cell['diff']:+.2f}" + (" (moved)" if cell.get("moved") else "")
     return text
 
 
@@ -355,8 +376,13 @@ def to_markdown(table: dict) -> str:
     def esc(text: str) -> str:
         return str(text).replace("|", "\\|")
 
+    if table.get("reference_row"):
+        legend = (f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
+                  "the larger of the two rows' seed-to-seed standard deviations.")
+    else:
+        legend = "Cells: ours mean ± std (n) / paper / Δ = ours - paper."
     lines = [f"### {table['id']} ({table['label']}): {esc(table['caption'])}", "",
-             f"Paper: {table['section']}. Cells: ours mean ± std (n) / paper / Δ = ours - paper.", "",
+             f"Paper: {table['section']}. {legend}", "",
              "| | " + " | ".join(esc(c) for c in table["columns"]) + " |",
              "|---" * (len(table["columns"]) + 1) + "|"]
     for row in table["rows"]:

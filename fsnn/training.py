@@ -122,15 +122,19 @@ def distributed_rank(module: L.LightningDataModule) -> tuple[int, int]:
 
 class SplitDataModule(L.LightningDataModule):
     """Wraps the train/val/test datasets returned by ``build()`` (called once, at setup); ``batch_size=None`` makes
-    each split one batch.
+    each split one batch. ``eval_batch_size`` (default: ``batch_size``) batches validation and test: for models whose
+    samples do not interact at evaluation it changes only the speed, since a spiking network's per-step cost at small
+    widths is mostly fixed overhead.
 
     Training order: a fresh permutation each epoch that depends only on ``(seed, epoch)`` (``DistributedSampler``'s
     rule; Lightning sets the epoch), so a run resumed from a checkpoint sees the order an uninterrupted run sees, and
     under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once."""
 
-    def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0):
+    def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0,
+                 eval_batch_size: int | None = None):
         super().__init__()
         self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
+        self.eval_batch_size = eval_batch_size
         self.splits = None
 
     def setup(self, stage: str | None = None):
@@ -145,7 +149,8 @@ class SplitDataModule(L.LightningDataModule):
     def _loader(self, index: int, train: bool) -> DataLoader:
         self.setup()
         data = self.splits[index]
-        size = len(data) if self.batch_size is None else self.batch_size
+        size = self.batch_size if train or self.eval_batch_size is None else self.eval_batch_size
+        size = len(data) if size is None else size
         world, rank = distributed_rank(self)
         sampler = (DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=self.seed) if train
                    else ShardSampler(len(data), world, rank))
@@ -252,7 +257,8 @@ class SpikeRateMeter:
         def hook(_module, _inputs, output):
             spikes = output[0] if isinstance(output, tuple) else output
             entry = self.totals[name]
-            entry[0] += float(spikes.detach().sum())
+            # an encoder may return structured spikes (fsnn.models.sgcn.PoissonSpikes) that count themselves
+            entry[0] += float(spikes.detach().sum()) if isinstance(spikes, torch.Tensor) else spikes.count()
             entry[1] += spikes.numel()
 
         return hook

@@ -1,9 +1,23 @@
 #!/usr/bin/env python
-"""CPU time and peak memory of the graph pipeline on an ogbn-arxiv-sized graph: preprocessing, then one
-training epoch of SGCN per neuron.
+"""Graph pipeline benchmarks on the CPU, two of them.
 
-The graph is :func:`fsnn.data.graphs.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes, ~1.17M
-undirected edges (2.33M directed entries), 128 features, 40 classes (the real data is not needed). Stages, each
+``cora``: Table 2 on the real Cora, one whole run per (code version, backbone, neuron). Each run is ``train.py
+experiment=table2_node_classification dataset=cora`` (the matched recipe: T = 100, batch 32, Adam, ``--epochs`` epochs,
+test phase of 20 Poisson re-samplings at the last and the best checkpoint) in a fresh process pinned to one CPU core
+with one torch thread, for the code ``--before`` (a git revision, extracted into a temporary folder with ``git
+archive``) and the working tree ("after"), so that both are measured in one run on the same machine. Reported per run,
+from its ``metrics.json`` and the process's wall time: train seconds per epoch (the train steps), the rest of an epoch
+(validation, checkpoints and the loop: ``(wall_time_s - epochs x train - test phase) / epochs``), one test pass (20
+re-samplings of the test nodes), the whole run's wall time (process start to exit, imports included), and each
+neuron's epoch against ``sj_lif``'s. Results: a table on stdout and JSON at ``--out`` (default
+``results/bench/graph_cora.json``, written atomically)::
+
+    .venv/bin/python scripts/bench_graph.py cora --before a1c427f
+    .venv/bin/python scripts/bench_graph.py cora --before a1c427f --backbones sgcn --neurons flif sj_lif --epochs 5
+
+``arxiv``: CPU time and peak memory of the preprocessing of an ogbn-arxiv-sized graph, then one training epoch of
+SGCN per neuron. The graph is :func:`fsnn.data.graphs.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes,
+~1.17M undirected edges (2.33M directed entries), 128 features, 40 classes (the real data is not needed). Stages, each
 timed with ``time.perf_counter``:
 
 * ``propagate``   ``propagate(x, edge_index, hops=1)``: one SGC hop, sparse
@@ -16,12 +30,10 @@ then one epoch of SGCN (T=100 Poisson steps, batch 32, Adam, the paper's node-cl
 ``time.perf_counter``; plus ``rwpe_exact (projected)``: the exact RWPE timed on a few node blocks and extrapolated to all nodes (it is
 not run in full: hours). Memory: resident set size sampled every 10 ms by a thread (psutil) -> the peak during each
 stage, and the process peak (``ru_maxrss``) at the end. Results: a table on stdout and JSON at ``--out``
-(default ``results/bench/graph.json``, written atomically).
+(default ``results/bench/graph.json``, written atomically)::
 
-Examples::
-
-    .venv/bin/python scripts/bench_graph.py
-    .venv/bin/python scripts/bench_graph.py --nodes 20000 --edges 100000 --out /tmp/small.json
+    .venv/bin/python scripts/bench_graph.py arxiv
+    .venv/bin/python scripts/bench_graph.py arxiv --nodes 20000 --edges 100000 --out /tmp/small.json
 """
 
 from __future__ import annotations
@@ -45,7 +57,7 @@ from fsnn.data import graph_features as F
 from fsnn.data.graphs import make_synthetic_graph, stratified_masks
 from fsnn.results import package_versions, write_json_atomic
 
-DEFAULT_OUT = Path("results") / "bench" / "graph.json"  # under the current directory
+DEFAULT_OUT = Path("results") / "bench" / "graph.json"  # under the current directory (arxiv)
 GIB = 2**30
 
 
@@ -131,8 +143,7 @@ def time_epoch(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, neu
             "engine": getattr(model.neuron, "last_engine", None)}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arxiv_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", type=int, default=169_343)
     p.add_argument("--edges", type=int, default=1_166_243, help="undirected edges to draw (before dedup)")
     p.add_argument("--features", type=int, default=128)
@@ -148,8 +159,10 @@ def main(argv=None) -> int:
     p.add_argument("--T", type=int, default=100)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = p.parse_args(argv)
+    p.set_defaults(run=arxiv)
 
+
+def arxiv(args) -> int:
     n = args.nodes
     print(f"graph: {n} nodes, ~{args.edges} undirected edges, {args.features} features "
           f"({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()})", flush=True)
@@ -225,6 +238,139 @@ def main(argv=None) -> int:
     write_json_atomic(args.out, payload)
     print(f"\nwrote {args.out}")
     return 0 if ok_time and ok_mem else 1
+
+
+# ------------------------------------------------------------------------------------------------------ Cora, whole runs
+CORA_OUT = Path("results") / "bench" / "graph_cora.json"
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def cora_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--before", default=None, help="git revision of the code to compare with (default: none)")
+    p.add_argument("--backbones", nargs="+", default=["sgcn", "drsgnn"])
+    p.add_argument("--neurons", nargs="+", default=["flif", "lif", "sj_lif", "snntorch_leaky"])
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-dir", type=Path, default=Path("tests") / "data" / "planetoid",
+                   help="paths.data_dir holding Cora/raw (default: the real Cora shipped with the tests)")
+    p.add_argument("--cpus", type=int, nargs="+", default=[0],
+                   help="CPU cores to pin runs to, one run per core at a time (default: core 0)")
+    p.add_argument("--out", type=Path, default=CORA_OUT)
+    p.set_defaults(run=cora)
+
+
+def _extract(revision: str, into: Path) -> Path:
+    """The tree of ``revision`` of this repository, unpacked under ``into`` (``git archive``)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", revision], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    tree = into / f"fsnn-{commit}"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def _cora_run(tree: Path, backbone: str, neuron: str, args, results: Path, cpu: int) -> dict:
+    """One Table 2 run of the code in ``tree``, pinned to ``cpu``: its timings from the process and ``metrics.json``."""
+    import json
+    import subprocess
+
+    cmd = [sys.executable, str(tree / "train.py"), "experiment=table2_node_classification", "hydra.mode=RUN",
+           "dataset=cora", f"backbone={backbone}", f"neuron={neuron}", f"seed={args.seed}",
+           f"trainer.max_epochs={args.epochs}", f"paths.data_dir={args.data_dir.resolve()}",
+           f"paths.results_dir={results}", "logger=none", "trainer.enable_progress_bar=false"]
+    env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(tree)}
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    process_s = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    record = json.loads(next(results.glob("table2_node_classification/*/metrics.json")).read_text())
+    epochs = record["epochs"]
+    test_nodes = record["split_sizes"]["test"] if "split_sizes" in record else None
+    test_pass = test_nodes / record["test_samples_per_s"] if test_nodes and record.get("test_samples_per_s") else 0.0
+    train = record["train_epoch_s"]
+    rest = (record["wall_time_s"] - epochs * train - 2 * test_pass) / epochs  # two test phases: last and best
+    return {"backbone": backbone, "neuron": neuron, "epochs": epochs, "train_epoch_s": train,
+            "rest_epoch_s": rest, "epoch_s": train + rest, "test_pass_s": test_pass,
+            "run_s": record["wall_time_s"], "process_s": process_s, "test_acc": record["test_acc"],
+            "cpu": cpu, "commit": record["versions"].get("fsnn_commit")}
+
+
+def cora(args) -> int:
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    with tempfile.TemporaryDirectory(prefix="bench-cora-") as tmp:
+        tmp = Path(tmp)
+        trees = {"after": Path(__file__).resolve().parents[1]}
+        if args.before:
+            trees = {"before": _extract(args.before, tmp), **trees}
+        jobs = [(version, b, n) for b in args.backbones for n in args.neurons for version in trees]
+        free = list(args.cpus)
+
+        def run(job):
+            version, backbone, neuron = job
+            cpu = free.pop()
+            try:
+                row = _cora_run(trees[version], backbone, neuron, args, tmp / "results" / "-".join(job), cpu)
+            finally:
+                free.append(cpu)
+            print(f"  {version:<6} {backbone:<6} {neuron:<15} epoch {row['epoch_s']:6.2f} s  "
+                  f"whole run {row['process_s']:7.1f} s  test acc {100 * row['test_acc']:.2f}", flush=True)
+            return {"version": version, **row}
+
+        print(f"Cora, {args.epochs} epochs, one core per run ({len(jobs)} runs on cores {args.cpus})", flush=True)
+        with ThreadPoolExecutor(len(args.cpus)) as pool:
+            rows = list(pool.map(run, jobs))
+
+    reference = {(r["version"], r["backbone"]): r["epoch_s"] for r in rows if r["neuron"] == "sj_lif"}
+    before = {(r["backbone"], r["neuron"]): r for r in rows if r["version"] == "before"}
+    for r in rows:
+        ref = reference.get((r["version"], r["backbone"]))
+        r["epoch_x_sj_lif"] = r["epoch_s"] / ref if ref else None
+        old = before.get((r["backbone"], r["neuron"])) if r["version"] == "after" else None
+        r["speedup_vs_before"] = old["process_s"] / r["process_s"] if old else None
+    print(f"\n| code | backbone | neuron | train s/epoch | rest s/epoch | epoch x sj_lif | test pass s | "
+          f"whole {args.epochs}-epoch run s | x before |\n|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        ratio = f"{r['epoch_x_sj_lif']:.2f}" if r["epoch_x_sj_lif"] else "-"
+        speedup = f"{r['speedup_vs_before']:.1f}x faster" if r["speedup_vs_before"] else ""
+        print(f"| {r['version']} ({r['commit']}) | {r['backbone']} | {r['neuron']} | {r['train_epoch_s']:.2f} | "
+              f"{r['rest_epoch_s']:.2f} | {ratio} | {r['test_pass_s']:.2f} | {r['process_s']:.1f} | {speedup} |")
+    payload = {
+        "benchmark": "graph_cora",
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "setting": {"experiment": "table2_node_classification", "dataset": "cora (real, Planetoid raw files)",
+                    "epochs": args.epochs, "seed": args.seed, "torch_threads_per_run": 1,
+                    "cores": args.cpus, "before": args.before},
+        "columns": {"train_epoch_s": "train steps (forward, backward, Adam) per epoch",
+                    "rest_epoch_s": "(wall_time_s - epochs x train_epoch_s - 2 test passes) / epochs: validation, "
+                                    "checkpoints and the loop",
+                    "test_pass_s": "one test pass, 20 Poisson re-samplings of the test nodes",
+                    "process_s": "the whole run: process start (imports) to exit"},
+        "runs": rows,
+        "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
+                    "load_average_at_end": os.getloadavg(), "memory_gib": psutil.virtual_memory().total / GIB},
+        "versions": package_versions(),
+    }
+    write_json_atomic(args.out, payload)
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(required=True, metavar="{cora,arxiv}")
+    cora_parser(commands.add_parser("cora", help="Table 2 on the real Cora: whole runs per neuron, before/after"))
+    arxiv_parser(commands.add_parser("arxiv", help="preprocessing and one SGCN epoch on an ogbn-arxiv-sized graph"))
+    args = parser.parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -168,3 +168,63 @@ def test_authors_recipe_runs_and_is_recorded(tmp_path, data_root):
     make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
     assert "(n=1)" in (tmp_path / "tables" / "node_classification_authors.md").read_text()
     assert "(n=1)" not in (tmp_path / "tables" / "node_classification.md").read_text()
+
+
+# -- the recipe ablation (experiment=recipe_ablation_cora) ------------------------------------------------------------
+ABLATION = "experiment=recipe_ablation_cora", "dataset=cora", "backbone=sgcn"
+
+
+def _ablation_cases(compose_cfg) -> list[str]:
+    return [case.strip() for case in _sweep(compose_cfg, "recipe_ablation_cora")["+recipe_switch"].split(",")]
+
+
+def test_recipe_ablation_switches_one_setting_each(compose_cfg):
+    """Every case of the sweep changes the matched recipe in exactly the place its name says, for its own neuron."""
+    cases = _ablation_cases(compose_cfg)
+    assert len(cases) == len(set(cases)) == 24
+    reference = {}
+    for neuron in ("flif", "sj_lif"):
+        cfg = compose_cfg(*ABLATION, f"+recipe_switch={neuron}/none")
+        assert (cfg.neuron.name, cfg.recipe, cfg.recipe_switch, cfg.trainer.max_epochs) == (
+            neuron, "matched", "none", 100)
+        reference[neuron] = OmegaConf.to_container(cfg, resolve=False)
+
+    def changed(case: str) -> set[str]:
+        neuron = case.split("/")[0]
+        cfg = OmegaConf.to_container(compose_cfg(*ABLATION, f"+recipe_switch={case}"), resolve=False)
+        assert cfg["neuron"]["name"] == neuron
+        flat = lambda d, p="": {k2: v2 for k, v in d.items() for k2, v2 in (  # noqa: E731
+            flat(v, f"{p}{k}.").items() if isinstance(v, dict) else [(f"{p}{k}", v)])}
+        old, new = flat(reference[neuron]), flat(cfg)
+        return {k for k in old.keys() | new.keys()
+                if old.get(k) != new.get(k) and k != "recipe_switch" and not k.startswith("hydra.")}
+
+    assert changed("sj_lif/reset") == {"neuron.reset"}  # v_reset is 0 in both
+    assert changed("sj_lif/decay_input") == {"neuron.decay_input"}
+    assert changed("flif/reset") == {"neuron.convention"}
+    assert changed("flif/alpha") == {"neuron.alpha", "neuron.method"}
+    assert changed("flif/step") == {"neuron.dt"}
+    assert changed("flif/learn_tau") == {"neuron.learn_tau", "neuron.tau"}
+    assert changed("flif/surrogate") == {"neuron.surrogate", "neuron.surrogate_scale"}
+    assert changed("sj_lif/surrogate") == {"neuron.surrogate_scale"}  # sigmoid already, its scale 5 -> 4
+    assert changed("flif/batch_wd") == {"dataset.batch_size", "optimizer.weight_decay"}
+    assert changed("sj_lif/legacy_features") == {"dataset.hops", "dataset.zscore"}
+    assert changed("flif/legacy_frozen_encoding") == {"backbone.legacy_frozen_encoding"}
+    assert changed("sj_lif/legacy_double_softmax") == {"backbone.legacy_double_softmax"}
+    assert {"scheduler._target_", "trainer.gradient_clip_val", "backbone.bias", "lr_monitor"} <= changed(
+        "flif/schedule_clip_bias")
+    # the last two rows are recipe=authors, alone and with the legacy switches
+    authors = compose_cfg(*ABLATION, "+recipe_switch=sj_lif/authors_legacy")
+    assert (authors.recipe, authors.neuron.reset, authors.dataset.hops, authors.backbone.legacy_frozen_encoding,
+            authors.backbone.legacy_double_softmax, authors.dataset.batch_size) == ("authors", "hard", 2, True, True, 512)
+
+
+def test_recipe_ablation_cases_build_their_model(compose_cfg):
+    from fsnn.models import build_backbone
+    from fsnn.tasks.node import graph_options
+
+    for case in _ablation_cases(compose_cfg):
+        cfg = compose_cfg(*ABLATION, f"+recipe_switch={case}")
+        OmegaConf.resolve(cfg.neuron)
+        model = build_backbone("sgcn", in_features=20, num_classes=3, **graph_options(cfg))
+        assert model.neuron is not None, case

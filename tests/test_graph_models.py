@@ -96,7 +96,7 @@ def test_poisson_rate_matches_probability_and_resamples_each_step():
     p = torch.tensor([-0.5, 0.0, 0.05, 0.3, 0.5, 0.9, 1.0, 1.7])
     steps = 4000
     gen = torch.Generator().manual_seed(1234)
-    spikes = poisson_encode(p, steps, generator=gen)
+    spikes = poisson_encode(p, steps, generator=gen).dense()
     assert spikes.shape == (steps, 8) and spikes.dtype == p.dtype
     assert set(spikes.unique().tolist()) <= {0.0, 1.0}
     q = p.clamp(0, 1)
@@ -108,11 +108,43 @@ def test_poisson_rate_matches_probability_and_resamples_each_step():
     flips = (spikes[1:, 4] != spikes[:-1, 4]).float().mean()
     assert 0.4 < flips < 0.6
     # reproducible from the generator, different without it
-    again = poisson_encode(p, steps, generator=torch.Generator().manual_seed(1234))
+    again = poisson_encode(p, steps, generator=torch.Generator().manual_seed(1234)).dense()
     assert torch.equal(spikes, again)
-    assert not torch.equal(spikes, poisson_encode(p, steps))
+    assert not torch.equal(spikes, poisson_encode(p, steps).dense())
     # batched input keeps its shape behind T
-    assert poisson_encode(torch.rand(3, 5), 7).shape == (7, 3, 5)
+    assert poisson_encode(torch.rand(3, 5), 7).dense().shape == (7, 3, 5)
+
+
+def test_poisson_linear_equals_the_layer_on_dense_spikes():
+    torch.manual_seed(0)
+    x = torch.randn(16, 50)
+    x[:, :10] = 1.5  # always fire
+    layer = nn.Linear(50, 7)
+    spikes = poisson_encode(x, 30, generator=torch.Generator().manual_seed(3))
+    fast = spikes.linear(layer.weight, layer.bias)
+    slow = layer(spikes.dense())
+    assert fast.shape == slow.shape == (30, 16, 7)
+    assert torch.allclose(fast, slow, atol=1e-5)
+    g_fast = torch.autograd.grad(fast.square().sum(), [layer.weight, layer.bias])
+    g_slow = torch.autograd.grad(slow.square().sum(), [layer.weight, layer.bias])
+    for a, b in zip(g_fast, g_slow):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-3)
+
+
+def test_frozen_encoding_repeats_one_pattern():
+    p = torch.full((4, 200), 0.5)
+    frozen = poisson_encode(p, 12, generator=torch.Generator().manual_seed(0), frozen=True).dense()
+    assert torch.equal(frozen, frozen[:1].expand_as(frozen))
+    assert 0.3 < float(frozen.mean()) < 0.7
+    fresh = poisson_encode(p, 12, generator=torch.Generator().manual_seed(0)).dense()
+    assert not torch.equal(fresh, fresh[:1].expand_as(fresh))
+
+
+def test_legacy_double_softmax_outputs_probabilities(karate):
+    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="lif",
+                           neuron_kwargs={}, T=T, legacy_double_softmax=True).eval()
+    out = model(karate.features)
+    assert torch.allclose(out.sum(1), torch.ones(len(out))) and (out > 0).all()
 
 
 def test_spike_noise_probe_changes_output_not_measured_rates(karate):

@@ -15,6 +15,8 @@ import torch
 
 from conftest import ROOT, run_app
 from fsnn.data import load_graph
+from fsnn.data.graph_features import node_features
+from fsnn.models.sgcn import poisson_encode
 
 PLANETOID = ROOT / "tests" / "data" / "planetoid"
 RAW = PLANETOID / "Cora" / "raw"
@@ -56,6 +58,25 @@ def test_real_cora_loads_with_the_papers_split(cora_dir):
     assert not torch.equal(other.test_mask, graph.test_mask)  # the split follows the run's seed
     public = load_graph("cora", cora_dir, split="public", download=False)
     assert [int(m.sum()) for m in (public.train_mask, public.val_mask, public.test_mask)] == [140, 500, 1000]
+
+
+def test_poisson_rates_per_feature_on_real_cora_features(cora_dir):
+    """Per-feature firing rates of the encoder on Cora's z-scored features against clamp(x, 0, 1): every feature
+    within 5 binomial sigma, and the certain entries exact (never / always)."""
+    graph = load_graph("cora", cora_dir, split="ratio", seed=0, download=False)
+    x = node_features(graph, hops=1)[:64]  # the SGCN input: propagated, z-scored on the training nodes
+    steps = 400
+    spikes = poisson_encode(x, steps, generator=torch.Generator().manual_seed(0))
+    dense = spikes.dense()
+    q = x.clamp(0, 1)
+    rate = dense.mean(0)
+    sigma = torch.sqrt(q * (1 - q) / steps)
+    assert torch.all((rate - q).abs() <= 5 * sigma + 1e-12)
+    assert torch.equal(rate[q == 0], q[q == 0]) and torch.equal(rate[q == 1], q[q == 1])
+    assert ((q > 0) & (q < 1)).any() and (q == 1).any()  # the test exercises both kinds of entries
+    assert spikes.count() == float(dense.sum()) and spikes.numel() == dense.numel()
+    per_feature = dense.mean((0, 1))  # each feature's rate over nodes and steps
+    assert torch.allclose(per_feature, q.mean(0), atol=5 * float(sigma.max()) / 8 + 1e-6)
 
 
 def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):

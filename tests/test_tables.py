@@ -392,3 +392,30 @@ def test_energy_table_from_energy_json(tmp_path):
     assert share["mean"] == pytest.approx(statistics.fmean([100 * 0.4 / 2.8, 100 * 0.5 / 3.1]))
     assert _cell(table, "LIF (SpikingJelly)", "Synaptic (uJ)")["mean"] == pytest.approx(2700.0)
     assert _cell(table, "LIF (fsnn alpha=1)", "Total (uJ)")["n"] == 0
+
+
+def test_reference_row_table_compares_switches_across_recipes(tmp_path):
+    """The recipe ablation: one table over both recipes, each cell against the `none` row of its column, `moved`
+    only where the difference exceeds both rows' seed-to-seed spread."""
+    root = tmp_path / "results"
+    cases = {("none", "flif"): [0.80, 0.81, 0.82], ("surrogate", "flif"): [0.805, 0.815, 0.825],
+             ("authors", "flif"): [0.86, 0.87, 0.88], ("none", "sj_lif"): [0.85, 0.84, 0.86]}
+    for (switch, neuron), accs in cases.items():
+        for seed, acc in enumerate(accs):
+            record = _record("recipe_ablation_cora", f"{neuron}_{switch}_s{seed}", "cora", "sgcn", neuron, seed, acc,
+                             recipe="authors" if switch == "authors" else "matched")
+            record["config"]["recipe_switch"] = switch
+            _write(root, record)
+    spec = _spec("recipe_ablation_cora")
+    found = tables.scan_runs(root)
+    assert tables.table_recipes(spec, found.complete) == ["matched"]  # one table, not one per recipe
+    table = tables.build_table(spec, found.complete)
+    none = next(r for r in table["rows"] if r["key"] == "none")
+    assert none["cells"][0]["n"] == 3 and none["cells"][0]["diff"] is None
+    surrogate = _cell(table, spec["rows"][3]["label"], table["columns"][0])
+    assert surrogate["diff"] == pytest.approx(0.5) and not surrogate["moved"]
+    authors = _cell(table, spec["rows"][-2]["label"], table["columns"][0])
+    assert authors["diff"] == pytest.approx(6.0) and authors["moved"]
+    assert "Δ +6.00 (moved)" in tables.cell_text(authors)
+    assert _cell(table, spec["rows"][3]["label"], table["columns"][1])["n"] == 0  # no sj_lif surrogate runs
+    assert "row `none`" in tables.to_markdown(table)

@@ -19,6 +19,8 @@ Energy: every graph model lists its synapses with ``synaptic_layers()`` (:class:
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -31,27 +33,62 @@ from fsnn.neurons import inverse_softplus, neuron_params
 
 
 # ------------------------------------------------------------------------------------------------------- encoding
-def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Bernoulli ("Poisson") spike trains ``[T, *x.shape]`` that fire with probability ``clamp(x, 0, 1)`` at each step.
+class PoissonSpikes:
+    """Bernoulli ("Poisson") spike trains ``[T, *p.shape]`` that fire with probability ``p = clamp(x, 0, 1)`` at
+    each step, stored as what is random in them.
 
-    The draw is repeated independently at every one of the ``T`` steps (SpikingJelly's ``PoissonEncoder``,
-    ``rand <= x``, which on z-scored features is exactly this clamp: negative features never fire, features >= 1
-    always fire). ``generator`` makes the draw reproducible without touching the global RNG.
+    Entries with ``p = 1`` fire at every step and entries with ``p = 0`` never do; only the uncertain entries
+    (``0 < p < 1``, row-major order) carry draws, ``draws[t, k] = 1[u_{t,k} < p_k]`` with ``u ~ U[0, 1)``. On
+    z-scored sparse features almost every entry is certain (Cora: 99 %), so a layer applied to the spikes can take the
+    certain part once for all steps (:meth:`linear`) instead of multiplying ``T`` dense spike matrices.
 
-    Random numbers are drawn only where ``0 < p < 1``: on z-scored sparse features (Cora: 99% of the entries are
-    0 or 1 after the clamp) this is the costliest part of an SGCN step otherwise, and the spikes' distribution is
-    the same.
+    ``frozen=True`` draws one pattern and repeats it at every step (a legacy of fspikeDE's SpikingJelly graph baseline,
+    whose encoder saw its own binary output from the second step on); the default draws anew at every step.
     """
+
+    def __init__(self, p: torch.Tensor, T: int, generator: torch.Generator | None = None, frozen: bool = False):
+        self.T, self.p_shape = T, tuple(p.shape)
+        self.always = p >= 1.0
+        self.index = ((p > 0.0) & (p < 1.0)).nonzero(as_tuple=True)
+        q = p[self.index]
+        u = torch.rand((1 if frozen else T, q.numel()), generator=generator, device=p.device, dtype=p.dtype)
+        self.draws = (u < q).to(p.dtype)
+
+    def numel(self) -> int:
+        return math.prod((self.T, *self.p_shape))
+
+    def count(self) -> float:
+        """The number of spikes, without building them."""
+        per_draw = self.T // self.draws.shape[0]
+        return float(self.always.sum()) * self.T + float(self.draws.sum()) * per_draw
+
+    def dense(self) -> torch.Tensor:
+        """The spikes as a ``[T, *p.shape]`` 0/1 tensor."""
+        spikes = self.always.to(self.draws.dtype).expand(self.T, *self.p_shape).clone()
+        spikes[(slice(None), *self.index)] = self.draws.expand(self.T, -1)
+        return spikes
+
+    def linear(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``F.linear(self.dense(), weight, bias)`` for ``[T, B, F]`` spikes, without the dense spikes:
+        ``W 1[p = 1] + b`` once, plus the weight columns of the uncertain entries that fired at each step."""
+        if len(self.p_shape) != 2:
+            raise ValueError(f"linear needs spikes of [B, F] features, got features of shape {self.p_shape}")
+        rows, cols = self.index
+        certain = F.linear(self.always.to(weight.dtype), weight, bias)
+        fired = self.draws[:, :, None] * weight.t()[cols][None]  # [steps, uncertain, C]
+        sampled = certain.new_zeros(self.draws.shape[0], *certain.shape).index_add_(1, rows, fired)
+        return (certain + sampled).expand(self.T, *certain.shape)
+
+
+def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = None,
+                   frozen: bool = False) -> PoissonSpikes:
+    """:class:`PoissonSpikes` of ``x``: probability ``clamp(x, 0, 1)`` at each of ``T`` steps (SpikingJelly's
+    ``PoissonEncoder``, ``rand <= x``, which on z-scored features is exactly this clamp: negative features never fire,
+    features >= 1 always fire). ``generator`` makes the draw reproducible without touching the global RNG;
+    ``.dense()`` gives the ``[T, *x.shape]`` spike tensor."""
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise ValueError(f"x must be a floating-point tensor, got {type(x).__name__}")
-    T = check_int("T", T)
-    p = x.detach().clamp(0.0, 1.0)
-    spikes = (p >= 1.0).to(x.dtype).expand(T, *p.shape).clone()
-    uncertain = (p > 0.0) & (p < 1.0)
-    q = p[uncertain]
-    u = torch.rand((T, q.numel()), generator=generator, device=x.device, dtype=p.dtype)
-    spikes[:, uncertain] = (u < q).to(x.dtype)
-    return spikes
+    return PoissonSpikes(x.detach().clamp(0.0, 1.0), check_int("T", T), generator, frozen)
 
 
 class PoissonEncoder(nn.Module):
@@ -59,16 +96,17 @@ class PoissonEncoder(nn.Module):
 
     emits_spikes = True  # counted by fsnn.training.SpikeRateMeter
 
-    def __init__(self, T: int):
+    def __init__(self, T: int, frozen: bool = False):
         super().__init__()
         self.T = check_int("T", T)
+        self.frozen = bool(frozen)
         self.generator: torch.Generator | None = None
 
     def extra_repr(self) -> str:
-        return f"T={self.T}"
+        return f"T={self.T}" + (", frozen=True" if self.frozen else "")
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return poisson_encode(x, self.T, self.generator)
+    def forward(self, x: torch.Tensor) -> PoissonSpikes:
+        return poisson_encode(x, self.T, self.generator, self.frozen)
 
 
 def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:
@@ -91,24 +129,34 @@ class SpikingGCN(nn.Module):
     ``bias=False``. Dropout (fspikeDE's placement) acts on the synaptic currents, one mask per node for all steps.
     ``spike_noise_std`` (robustness probe, off by default) adds Gaussian noise to the input spikes; it can be changed
     at any time (``model.spike_noise_std = 0.1``).
+
+    The first layer is applied to the spikes as :meth:`PoissonSpikes.linear` (the certain inputs' current once, the
+    sampled ones per step): the same currents as ``fc`` on the dense spikes, without building them.
+
+    Legacy switches of fspikeDE's graph code (off by default; for the recipe ablation, not for new work):
+    ``legacy_frozen_encoding`` feeds one spike pattern at all ``T`` steps (its SpikingJelly baseline);
+    ``legacy_double_softmax`` outputs ``softmax(rates)``, on which training's cross-entropy applies a second softmax.
     """
 
     full_graph = False
 
     def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
-                 T: int = 100, dropout: float = 0.0, bias: bool = True, spike_noise_std: float = 0.0):
+                 T: int = 100, dropout: float = 0.0, bias: bool = True, spike_noise_std: float = 0.0,
+                 legacy_frozen_encoding: bool = False, legacy_double_softmax: bool = False):
         super().__init__()
         self.in_features = check_int("in_features", in_features)
         self.num_classes = check_int("num_classes", num_classes)
-        self.encoder = PoissonEncoder(T)
+        self.encoder = PoissonEncoder(T, frozen=legacy_frozen_encoding)
         self.T = self.encoder.T
         self.fc = nn.Linear(self.in_features, self.num_classes, bias=bool(bias))
         self.dropout = check_ratio("dropout", dropout, below_one=True)
         self.neuron = build_neuron(neuron, **dict(neuron_kwargs or {}))
         self.spike_noise_std = check_noise_std(spike_noise_std)
+        self.legacy_double_softmax = bool(legacy_double_softmax)
 
     def extra_repr(self) -> str:
-        return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}"
+        legacy = ", legacy_double_softmax=True" if self.legacy_double_softmax else ""
+        return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}{legacy}"
 
     # hooks for DRSGNN
     def prepare_input(self, x: torch.Tensor) -> torch.Tensor:
@@ -120,13 +168,16 @@ class SpikingGCN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"features must have shape [B, {self.in_features}], got {tuple(x.shape)}")
-        spikes = add_spike_noise(self.encoder(self.prepare_input(x)), self.spike_noise_std)
-        currents = self.fc(spikes)
+        spikes = self.encoder(self.prepare_input(x))
+        if self.spike_noise_std > 0.0:
+            currents = self.fc(add_spike_noise(spikes.dense(), self.spike_noise_std))
+        else:
+            currents = spikes.linear(self.fc.weight, self.fc.bias)
         if self.training and self.dropout > 0.0:
             keep = 1.0 - self.dropout
             currents = currents * torch.empty_like(currents[0]).bernoulli_(keep).div_(keep)
-        out = self.neuron(self.scale_currents(currents))
-        return out.mean(0)
+        rates = self.neuron(self.scale_currents(currents)).mean(0)
+        return rates.softmax(-1) if self.legacy_double_softmax else rates
 
     def synaptic_layers(self) -> list[SynapticLayer]:
         return [SynapticLayer("fc", self.in_features * self.num_classes, source="encoder", target="neuron")]

@@ -115,8 +115,12 @@ class GraphNodeClassifier(ClassifierModule):
 
     def test_step(self, batch, batch_idx):
         x, y = batch
-        for metric in self.test_metrics:
-            logits = self(x)
+        repeats = len(self.test_metrics)
+        if self.full_graph:
+            outputs = [self(x) for _ in range(repeats)]
+        else:  # rows are independent: all re-samplings as one batch (one pass of the neuron's time loop)
+            outputs = self(x.repeat(repeats, 1)).view(repeats, len(x), -1).unbind(0)
+        for metric, logits in zip(self.test_metrics, outputs):
             metric.update(logits, y)
             self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
 
@@ -149,10 +153,11 @@ class NodeDataModule(SplitDataModule):
     Training shuffles with a seeded generator so reruns see the same order."""
 
     def __init__(self, features: torch.Tensor | None, y: torch.Tensor, train_idx, val_idx, test_idx,
-                 batch_size: int | None = 32, seed: int = 0, num_workers: int = 0):
+                 batch_size: int | None = 32, seed: int = 0, num_workers: int = 0, eval_batch_size: int | None = None):
         self.features, self.y = features, y.long()
         self.index = [_as_index(i, len(y)) for i in (train_idx, val_idx, test_idx)]
-        super().__init__(lambda: tuple(self.dataset(k) for k in range(3)), batch_size, num_workers, seed)
+        super().__init__(lambda: tuple(self.dataset(k) for k in range(3)), batch_size, num_workers, seed,
+                         eval_batch_size)
 
     @classmethod
     def from_masks(cls, features, data, **kwargs) -> "NodeDataModule":
@@ -188,8 +193,8 @@ def node_inputs(cfg: DictConfig, graph, cache: Path | None = None) -> torch.Tens
     if full_graph(cfg.backbone.name):
         return None
     backbone = options(cfg.backbone)
-    return node_features(graph, hops=cfg.dataset.hops, pe=backbone.get("pe"), pe_dim=backbone.get("pe_dim", 32),
-                         pe_seed=0, cache_dir=cache)
+    return node_features(graph, hops=cfg.dataset.hops, zscore=cfg.dataset.get("zscore", True), pe=backbone.get("pe"),
+                         pe_dim=backbone.get("pe_dim", 32), pe_seed=0, cache_dir=cache)
 
 
 def graph_options(cfg: DictConfig) -> dict:
@@ -211,7 +216,8 @@ def build(cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> T
     model = build_backbone(cfg.backbone.name, in_features=in_features, num_classes=num_classes, **graph_options(cfg))
     module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
                                  test_repeats=cfg.dataset.test_repeats, monitor=cfg.get("lr_monitor") or f"val/{METRIC}")
-    data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed)
+    data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed,
+                                     eval_batch_size=cfg.dataset.get("eval_batch_size"))
     return Task(module, data, METRIC)
 
 
@@ -231,7 +237,7 @@ def corrupted_tester(cfg: DictConfig, task: Task, seed: int, run_pass: Callable)
             with _replaced(module, graph_x=corrupted.x.float(), graph_edge_index=corrupted.edge_index.long()):
                 return run_pass(data)
         rows = NodeDataModule.from_masks(node_inputs(cfg, corrupted), corrupted, batch_size=data.batch_size,
-                                         seed=cfg.seed)
+                                         seed=cfg.seed, eval_batch_size=data.eval_batch_size)
         return run_pass(rows)
 
     return test
