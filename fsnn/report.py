@@ -180,8 +180,15 @@ def verdict(spec: dict, table: dict) -> dict:
         return {"word": "the paper's setting" if same else "differs from the paper", "kind": "setting",
                 "sentence": f"The runs use {values}.", "protocol": proto}
     if not has_paper_values(spec):
-        return {"word": "measured here", "kind": "measured", "protocol": proto,
-                "sentence": f"{len(measured)} cells measured; the paper has no such experiment." + tail}
+        text = f"{len(measured)} cells measured; the paper has no such experiment."
+        reference = next((row["label"] for row in table["rows"] if row.get("key") == table.get("reference_row")), None)
+        if reference is not None:  # a table that compares its rows with one of them instead of the paper
+            against = [(r, c, cell) for r, c, cell in measured if cell["diff"] is not None]
+            moved = sorted((item for item in against if item[2].get("moved")), key=lambda item: -abs(item[2]["diff"]))
+            text += (f" {len(moved)} of {len(against)} cells differ from the row \"{reference}\" by more than their "
+                     "seed-to-seed spread" + (": " + "; ".join(f"{r} / {c} {cell['diff']:+.2f}" for r, c, cell in moved[:3])
+                                                 if moved else "") + ".")
+        return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail}
     papered = [(r, c, cell) for r, c, cell in cells if cell["paper_mean"] is not None and cell.get("judge", True)]
     compared = [(r, c, cell, compare_cell(cell)) for r, c, cell in papered if compare_cell(cell)["direction"]]
     count = {d: sum(1 for *_, v in compared if v["direction"] == d) for d in ("within", "above", "below")}
@@ -219,8 +226,9 @@ def verdict(spec: dict, table: dict) -> dict:
     return {"word": word, "kind": kind, "sentence": text + tail, "protocol": proto}
 
 
-def _cell(cell: dict, mixed_epochs: bool = False) -> dict:
-    """What the template shows of a table cell (its epochs where the table's cells differ in them)."""
+def _cell(cell: dict, mixed_epochs: bool = False, reference: str | None = None) -> dict:
+    """What the template shows of a table cell (its epochs where the table's cells differ in them; Δ against the row
+    ``reference`` in a table that compares its rows with one of them)."""
     versus = compare_cell(cell)
     ours = None
     if cell["measured"] and cell["n"]:
@@ -229,7 +237,9 @@ def _cell(cell: dict, mixed_epochs: bool = False) -> dict:
     if cell["paper_mean"] is not None:
         paper = _num(cell["paper_mean"]) + (f" ± {_num(cell['paper_std'])}" if cell["paper_std"] else "")
     delta = None
-    if cell["diff"] is not None:
+    if cell["diff"] is not None and reference is not None:
+        delta = f"{cell['diff']:+.2f} vs {reference}" + (", moved" if cell.get("moved") else "")
+    elif cell["diff"] is not None:
         delta = f"{cell['diff']:+.2f}" + (f" ({versus['z']:+.1f}σ{'' if versus['by'] == 'paper' else ' ours'})"
                                           if versus["sigma"] else "")
     epochs = "/".join(map(str, cell["epochs"]))
@@ -244,8 +254,10 @@ def shown_table(table: dict) -> dict:
                                                                for r in table["rows"])]
     rows = [r for r in table["rows"] if any(r["cells"][i]["n"] or r["cells"][i]["failed"] for i in columns)]
     mixed = len({e for r in rows for i in columns for e in r["cells"][i]["epochs"]}) > 1
+    reference = table.get("reference_row")
     return {"columns": [table["columns"][i] for i in columns],
-            "rows": [{"label": r["label"], "cells": [_cell(r["cells"][i], mixed) for i in columns]} for r in rows],
+            "rows": [{"label": r["label"], "cells": [_cell(r["cells"][i], mixed, reference) for i in columns]}
+                     for r in rows],
             "hidden_columns": [c for i, c in enumerate(table["columns"]) if i not in columns],
             "hidden_rows": [r["label"] for r in table["rows"] if r not in rows]}
 

@@ -319,3 +319,23 @@ def test_make_report_twice_leaves_a_fresh_clone_clean(tmp_path):
                                 check=True).stdout
         assert status == "", status
     assert (clone / "results" / "report" / "index.html").is_file()
+
+
+def test_a_table_compared_with_its_own_row():
+    """The recipe ablation (not in the paper): its verdict counts the cells that move from the `none` row by more than
+    the seed-to-seed spread, and its cells say what they are compared with."""
+    runs = []
+    for switch, accs in {"none": (0.80, 0.81, 0.82), "surrogate": (0.805, 0.815, 0.825),
+                         "authors": (0.86, 0.87, 0.88)}.items():
+        for seed, acc in enumerate(accs):
+            run = _record("recipe_ablation_cora", f"{switch}{seed}", "cora", "sgcn", "flif", seed, acc,
+                          recipe="authors" if switch == "authors" else "matched")
+            run["config"]["recipe_switch"] = switch
+            runs.append(run)
+    got = _verdict(runs, "recipe_ablation_cora")
+    assert got["kind"] == "measured"
+    assert ('1 of 2 cells differ from the row "none (the matched recipe)" by more than their seed-to-seed spread: '
+            "recipe=authors (every non-legacy switch) / f-LIF (alpha 0.3 unless switched) +6.00.") in got["sentence"]
+    spec = _spec("recipe_ablation_cora")
+    shown = report.shown_table(tables.build_table(spec, runs))
+    assert [r["cells"][0]["delta"] for r in shown["rows"]] == [None, "+0.50 vs none", "+6.00 vs none, moved"]
