@@ -14,7 +14,8 @@ Theory (no training):
 From runs (:func:`run_figures`; only runs of the suite's experiments, see :func:`fsnn.tables.suite_runs`):
 
 * :func:`firing_rate_figure`: firing rate per layer, in the order the network applies its layers, one bar per neuron
-  (mean ± std over its runs), from the ``firing_rates`` that ``train.py`` stores in ``metrics.json``.
+  (mean ± std over its runs), from the ``firing_rates`` that ``train.py`` stores in ``metrics.json``; only runs of
+  the experiments that compare neurons (:func:`neuron_comparisons`).
 * :func:`robustness_figures` (paper Fig. ``fig:robust``): accuracy-vs-level curves per corruption and a radar chart
   of the robustness scores, from the ``robustness.json`` files written by ``evaluate.py robustness=...``.
 * :func:`memory_horizon_figure` (not in the paper): delayed-cue test accuracy against the delay, one line per neuron
@@ -48,8 +49,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from fsnn.history import history_kernel
-from fsnn.tables import (build_table, epochs_of, experiment_of, load_spec, paper_protocol, recipe_of, remove_stale,
-                         scan_runs, suite_runs)
+from fsnn.tables import (build_table, epochs_of, experiment_of, has_paper_values, load_spec, paper_protocol, recipe_of,
+                         remove_stale, scan_runs, suite_runs)
 
 ALPHAS = (0.2, 0.4, 0.6, 0.8, 1.0)
 NEURON_LABELS = {"flif": "f-LIF (f-SNN)", "sj_lif": "LIF (SpikingJelly)", "snntorch_leaky": "LIF (snnTorch)",
@@ -339,10 +340,10 @@ def firing_rate_figure(runs: list[dict], out: str | Path, name: str = "firing_ra
     fig = Figure(figsize=(9, 0.6 + 3.0 * len(groups)))
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
     panels = []
+    styles = family_styles(_by_neuron(run for members in groups.values() for run in members))  # one colour a neuron
     for ax, ((key, epochs, recipe), members) in zip(axes, sorted(groups.items())):
         layers = network_order(members[0], {layer for run in members for layer in run["firing_rates"]})
         neurons = _by_neuron(members)
-        styles = family_styles(neurons)
         width = 0.8 / len(neurons)
         for i, (neuron, group) in enumerate(neurons.items()):
             stats = [_mean_std([r["firing_rates"][layer] for r in group if layer in r["firing_rates"]] or [np.nan])
@@ -649,6 +650,15 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
     return paths
 
 
+def neuron_comparisons() -> set[str]:
+    """The experiments whose runs of one setting differ only in the neuron and the seed, so that the firing-rate
+    figure may average them per neuron: those behind a table the paper prints values for, less its ablations, which
+    vary the neuron itself (alpha, memory); the suite's own studies (a recipe switched per row, a delay sweep) vary
+    more than the neuron."""
+    return {name for spec in load_spec() if has_paper_values(spec) for name in spec.get("experiments") or ()
+            if not name.startswith("ablation_")}
+
+
 def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print,
                 captions: dict | None = None) -> list[Path]:
     """The figures from the complete runs of the suite's experiments under ``results_dir``
@@ -664,9 +674,8 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
     if ad_hoc:
         echo(f"  not of a suite experiment, not drawn: {len(ad_hoc)} run(s) "
              f"({', '.join(sorted({experiment_of(r) or '?' for r in ad_hoc}))})")
-    # an ablation varies the neuron itself (alpha, memory): its runs would blur the neurons' bars
-    paths = firing_rate_figure([r for r in runs if not experiment_of(r).startswith("ablation_")], out,
-                               captions=captions)
+    compared = neuron_comparisons()
+    paths = firing_rate_figure([r for r in runs if experiment_of(r) in compared], out, captions=captions)
     if not paths:
         echo(f"no complete run with firing_rates under {results_dir}: firing-rate figure skipped")
     alpha = alpha_curve_figure(runs, out, captions=captions)

@@ -131,6 +131,16 @@ def _seeds(seeds: list[int]) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
 
+def _recipe_text(spec: dict, table: dict, in_paper: bool) -> tuple[str, bool]:
+    """The recipe part of our protocol, and whether it is not the paper's: a table comparing recipes itself
+    (``all_recipes``) names every recipe its rows ran."""
+    recipes = table.get("recipes") if spec.get("all_recipes") else None
+    if recipes and len(recipes) > 1:
+        return f"recipes {' and '.join(recipes)} (by row)", False
+    recipe = recipes[0] if recipes else table["recipe"]
+    return f"recipe {recipe}", in_paper and recipe != DEFAULT_RECIPE
+
+
 def protocols(spec: dict, table: dict) -> dict:
     """Ours and the paper's protocol for a built table. ``ours``: ``[(text, differs)]`` for epochs, runs per cell
     and recipe, ``differs`` where it is not the paper's; ``paper``: its text and ``source``."""
@@ -144,7 +154,7 @@ def protocols(spec: dict, table: dict) -> dict:
     ours = [(f"{'/'.join(map(str, epochs)) or 'unrecorded'} epochs",
              bool(epochs and row_epochs and any(e not in row_epochs for e in epochs))),
             (f"n={n_text} per cell ({_seeds(seeds)})", bool(paper.get("runs") and counts and max(counts) < paper["runs"])),
-            (f"recipe {table['recipe']}", table["recipe"] != DEFAULT_RECIPE)]
+            _recipe_text(spec, table, bool(paper))]
     if not paper:
         theirs = "not in the paper"
     else:
@@ -154,6 +164,36 @@ def protocols(spec: dict, table: dict) -> dict:
     return {"ours": ours, "ours_text": ", ".join(text for text, _ in ours), "paper": theirs,
             "source": paper.get("source"), "differs": [text for text, differs in ours if differs], "epochs": epochs,
             "paper_epochs": row_epochs or ([paper["epochs"]] if paper.get("epochs") else [])}
+
+
+def moved_rows(table: dict) -> str:
+    """For a table that compares its rows with one of them (``reference_row``) instead of the paper: which rows moved
+    a column from the reference row by more than the seed-to-seed spread (``moved``, :func:`fsnn.tables.build_table`),
+    with those cells' Δ, largest first, and the largest shift of the rest."""
+    reference = next(row["label"] for row in table["rows"] if row.get("key") == table["reference_row"])
+    compared, moved = [], []
+    for row in table["rows"]:
+        cells = [(NEURON_NAMES.get(_neuron(cell), column), cell) for column, cell in zip(table["columns"], row["cells"])
+                 if cell["diff"] is not None]
+        if not cells:
+            continue
+        compared.append((row["label"], cells))
+        shifts = [(name, cell["diff"]) for name, cell in cells if cell.get("moved")]
+        if shifts:
+            moved.append((row["label"], shifts))
+    if not compared:
+        return f"No row has runs beside the row \"{reference}\" to compare with."
+    moved.sort(key=lambda item: -max(abs(d) for _, d in item[1]))
+    head = (f"{len(moved)} of {len(compared)} rows differ from the row \"{reference}\" by more than the seed-to-seed "
+            "spread (the larger std of the two cells) in a column")
+    if moved:
+        head += ": " + "; ".join(f"{label} ({', '.join(f'{name} {d:+.2f}' for name, d in shifts)})"
+                                 for label, shifts in moved)
+    rest = [(label, name, cell["diff"]) for label, cells in compared for name, cell in cells if not cell.get("moved")]
+    if rest:
+        label, name, diff = max(rest, key=lambda item: abs(item[2]))
+        head += f". The {'others' if moved else 'rows'} stay within it (largest shift: {label} / {name} {diff:+.2f})"
+    return head + "."
 
 
 def verdict(spec: dict, table: dict) -> dict:
@@ -181,13 +221,8 @@ def verdict(spec: dict, table: dict) -> dict:
                 "sentence": f"The runs use {values}.", "protocol": proto}
     if not has_paper_values(spec):
         text = f"{len(measured)} cells measured; the paper has no such experiment."
-        reference = next((row["label"] for row in table["rows"] if row.get("key") == table.get("reference_row")), None)
-        if reference is not None:  # a table that compares its rows with one of them instead of the paper
-            against = [(r, c, cell) for r, c, cell in measured if cell["diff"] is not None]
-            moved = sorted((item for item in against if item[2].get("moved")), key=lambda item: -abs(item[2]["diff"]))
-            text += (f" {len(moved)} of {len(against)} cells differ from the row \"{reference}\" by more than their "
-                     "seed-to-seed spread" + (": " + "; ".join(f"{r} / {c} {cell['diff']:+.2f}" for r, c, cell in moved[:3])
-                                                 if moved else "") + ".")
+        if table.get("reference_row"):
+            text = moved_rows(table) + " " + text
         return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail}
     papered = [(r, c, cell) for r, c, cell in cells if cell["paper_mean"] is not None and cell.get("judge", True)]
     compared = [(r, c, cell, compare_cell(cell)) for r, c, cell in papered if compare_cell(cell)["direction"]]
@@ -244,12 +279,13 @@ def _cell(cell: dict, mixed_epochs: bool = False, reference: str | None = None) 
                                           if versus["sigma"] else "")
     epochs = "/".join(map(str, cell["epochs"]))
     return {"ours": ours, "n": cell["n"], "paper": paper, "delta": delta, "direction": versus["direction"],
-            "failed": cell["failed"], "mixed": cell["mixed"],
+            "failed": cell["failed"], "mixed": cell["mixed"], "moved": bool(cell.get("moved")),
             "epochs": epochs if mixed_epochs and cell["epochs"] else None}
 
 
 def shown_table(table: dict) -> dict:
-    """The rows and columns of ``table`` that hold a run, and the labels of those left out."""
+    """The rows and columns of ``table`` that hold a run, the labels of those left out, and the label of the row its
+    cells are compared with (``reference``, ``None`` where they are compared with the paper)."""
     columns = [i for i in range(len(table["columns"])) if any(r["cells"][i]["n"] or r["cells"][i]["failed"]
                                                                for r in table["rows"])]
     rows = [r for r in table["rows"] if any(r["cells"][i]["n"] or r["cells"][i]["failed"] for i in columns)]
@@ -259,7 +295,8 @@ def shown_table(table: dict) -> dict:
             "rows": [{"label": r["label"], "cells": [_cell(r["cells"][i], mixed, reference) for i in columns]}
                      for r in rows],
             "hidden_columns": [c for i, c in enumerate(table["columns"]) if i not in columns],
-            "hidden_rows": [r["label"] for r in table["rows"] if r not in rows]}
+            "hidden_rows": [r["label"] for r in table["rows"] if r not in rows],
+            "reference": next((r["label"] for r in table["rows"] if reference and r.get("key") == reference), None)}
 
 
 # -- what the tables nobody ran need ------------------------------------------------------------

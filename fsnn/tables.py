@@ -220,11 +220,13 @@ def _own_runs(spec: dict, runs) -> list[dict]:
 
 
 def table_recipes(spec: dict, runs) -> list[str]:
-    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty); one
-    table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
+    """The recipes of the runs that fill a row of ``spec``, the matched one always first (its table is written even
+    empty); one table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
     if spec.get("all_recipes"):
         return [DEFAULT_RECIPE]
-    others = {recipe_of(r) for r in _own_runs(spec, runs)} - {DEFAULT_RECIPE}
+    # a table naming no experiments reads every run: Table 2's authors-recipe runs must not give Table 1's
+    # robustness tables an empty authors copy
+    others = {recipe_of(r) for r in _own_runs(spec, runs) if _row_of(spec, r) is not None} - {DEFAULT_RECIPE}
     return [DEFAULT_RECIPE, *sorted(others)]
 
 
@@ -340,6 +342,7 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
         paper = paper_protocol(spec).get("epochs")
         caption += f" Runs trained for {epochs} epochs" + (f" (paper: {paper})." if paper else ".")
     return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe, "epochs": epochs,
+            "recipes": sorted({recipe_of(r) for r in runs}),
             "caption": caption, "section": spec.get("section", ""), "notes": spec.get("notes"),
             "reference_row": spec.get("reference_row"),
             "columns": [c["label"] for c in spec["columns"]], "rows": rows}

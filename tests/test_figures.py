@@ -127,6 +127,20 @@ def test_firing_rate_figure(tmp_path, drawn):
     assert not (tmp_path / "none").exists()
 
 
+def test_firing_rate_panels_keep_one_colour_per_neuron(tmp_path, drawn):
+    """A panel without fsnn's LIF still draws SpikingJelly's LIF in the colour it has where fsnn's LIF is present."""
+    rates = {"features.0.2": 0.1}
+    runs = [_run(n, rates, recipe=recipe) for n in ("flif", "sj_lif") for recipe in ("matched", "authors")]
+    runs.append(_run("lif", rates))
+    figures.firing_rate_figure(runs, tmp_path)
+    colours = [{text.get_text(): handle.get_facecolor() for text, handle in zip(ax.get_legend().get_texts(),
+                                                                                  ax.get_legend().legend_handles)}
+               for ax in drawn["firing_rates"].axes]
+    assert len(colours) == 2 and len(colours[0]) != len(colours[1])
+    sj = [c for panel in colours for name, c in panel.items() if name.startswith("LIF (SpikingJelly)")]
+    assert len(sj) == 2 and sj[0] == sj[1]
+
+
 def test_network_order_falls_back_to_names():
     assert figures.network_order({"config": {"backbone": {"name": "no_such_net"}}}, ["b", "a"]) == ["a", "b"]
     sgcn = {"config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}}}
@@ -244,6 +258,9 @@ def test_figures_script(tmp_path):
     _write(results, "sj", _run("sj_lif", {"features.0.2": 0.2}, **table1), _study("sj_lif", 0.4))
     _write(results, "nc", _run("flif", {"neuron": 0.3}, dataset="cora", task="table2_node_classification"))
     _write(results, "mine", _run("lif", {"neuron": 0.9}, dataset="karate", task="train"))  # by hand: not drawn
+    # studies that vary more than the neuron (a recipe switch, alpha) would blur its bars: not drawn either
+    _write(results, "switch", _run("flif", {"neuron": 0.8}, dataset="citeseer", task="recipe_ablation_cora"))
+    _write(results, "alpha", _run("flif", {"neuron": 0.7}, dataset="pubmed", task="ablation_alpha"))
     (results / "task" / "broken").mkdir()
     (results / "task" / "broken" / "metrics.json").write_text("{")
     proc = run_app("scripts/figures.py", "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101",
@@ -257,7 +274,8 @@ def test_figures_script(tmp_path):
     assert "not of a suite experiment, not drawn: 1 run(s) (train)" in proc.stdout
     manifest = json.loads((out / "figures.json").read_text())
     assert set(manifest["written"]) == names and set(manifest["captions"]) == names
-    assert "karate" not in manifest["captions"]["firing_rates"]
+    assert all(name not in manifest["captions"]["firing_rates"] for name in ("karate", "citeseer", "pubmed"))
+    assert "cora" in manifest["captions"]["firing_rates"]
 
     # no runs: each figure from runs says why it is skipped
     empty, lines = tmp_path / "empty", []

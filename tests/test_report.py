@@ -235,6 +235,7 @@ def test_report_page_in_a_browser(results, tmp_path):
     assert facts["cells"]["below"][0].startswith("86.10 ± 0.14 n=2 paper 88.08 ± 0.58 Δ -1.98 (-3.4σ)")
     assert facts["cells"]["within"][0].startswith("81.75 ± 0.35 n=2 paper 81.81 ± 0.69")
     assert "does not reproduce" in facts["text"] and "At 4 of the paper's 100 epochs" in facts["text"]
+    assert ". Rows not run here: " in facts["text"] and ".Rows" not in facts["text"]
     # the runs made by hand are listed apart, never tabulated
     assert "Not tabulated" in facts["text"] and "train/default" in facts["text"]
     assert [line.split(":")[0] for line in facts["provenance"]] == [T2]
@@ -322,20 +323,34 @@ def test_make_report_twice_leaves_a_fresh_clone_clean(tmp_path):
 
 
 def test_a_table_compared_with_its_own_row():
-    """The recipe ablation (not in the paper): its verdict counts the cells that move from the `none` row by more than
-    the seed-to-seed spread, and its cells say what they are compared with."""
+    """The recipe ablation (not in the paper): its verdict names the rows that move a neuron from the `none` row by
+    more than the seed-to-seed spread, with their Δ, and the largest shift of the others; its cells say what they are
+    compared with; its protocol names both recipes its rows ran."""
     runs = []
-    for switch, accs in {"none": (0.80, 0.81, 0.82), "surrogate": (0.805, 0.815, 0.825),
-                         "authors": (0.86, 0.87, 0.88)}.items():
-        for seed, acc in enumerate(accs):
-            run = _record("recipe_ablation_cora", f"{switch}{seed}", "cora", "sgcn", "flif", seed, acc,
-                          recipe="authors" if switch == "authors" else "matched")
-            run["config"]["recipe_switch"] = switch
-            runs.append(run)
+    for neuron, switches in {"flif": {"none": (0.80, 0.81, 0.82), "surrogate": (0.805, 0.815, 0.825),
+                                      "authors": (0.86, 0.87, 0.88)},
+                             "sj_lif": {"none": (0.70, 0.71, 0.72), "surrogate": (0.69, 0.70, 0.71),
+                                        "authors": (0.74, 0.75, 0.76)}}.items():
+        for switch, accs in switches.items():
+            for seed, acc in enumerate(accs):
+                run = _record("recipe_ablation_cora", f"{neuron}{switch}{seed}", "cora", "sgcn", neuron, seed, acc,
+                              recipe="authors" if switch == "authors" else "matched")
+                run["config"]["recipe_switch"] = switch
+                runs.append(run)
     got = _verdict(runs, "recipe_ablation_cora")
-    assert got["kind"] == "measured"
-    assert ('1 of 2 cells differ from the row "none (the matched recipe)" by more than their seed-to-seed spread: '
-            "recipe=authors (every non-legacy switch) / f-LIF (alpha 0.3 unless switched) +6.00.") in got["sentence"]
+    assert got["kind"] == "measured" and "reproduce" not in got["sentence"]
+    assert got["sentence"].startswith(
+        '1 of 2 rows differ from the row "none (the matched recipe)" by more than the seed-to-seed spread (the larger '
+        "std of the two cells) in a column: recipe=authors (every non-legacy switch) (f-LIF +6.00, LIF (SpikingJelly) "
+        "+4.00). The others stay within it (largest shift: surrogate: sigmoid 4 (SpikingJelly) / arctan 5 (spikeDE) / "
+        "LIF (SpikingJelly) -1.00). 6 cells measured;"), got["sentence"]
+    assert "recipes authors and matched (by row)" in got["sentence"]
     spec = _spec("recipe_ablation_cora")
     shown = report.shown_table(tables.build_table(spec, runs))
+    assert shown["reference"] == "none (the matched recipe)"
     assert [r["cells"][0]["delta"] for r in shown["rows"]] == [None, "+0.50 vs none", "+6.00 vs none, moved"]
+    assert [r["cells"][1]["moved"] for r in shown["rows"]] == [False, False, True]
+    # no runs beside the reference row: nothing moved, said so
+    alone = [r for r in runs if r["config"]["recipe_switch"] == "none"]
+    assert _verdict(alone, "recipe_ablation_cora")["sentence"].startswith(
+        'No row has runs beside the row "none (the matched recipe)" to compare with.')

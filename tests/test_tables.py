@@ -153,7 +153,10 @@ def test_recipes_never_share_a_cell(results):
     cell = _cell(authors, "SGCN (f-SNN)", "Cora")
     assert cell["n"] == 2 and cell["mean"] == pytest.approx(81.0) and cell["paper_mean"] == 88.08
     assert tables.table_recipes(_spec("neuromorphic"), found.complete) == ["matched"]
+    # a table that reads every experiment's runs gets no copy for a recipe whose runs fill none of its rows
+    assert tables.table_recipes(_spec("robustness_noise"), found.complete) == ["matched"]
     tables.make_tables(root, echo=lambda *a: None)
+    assert not (root / "tables" / "robustness_noise_authors.md").exists()
     assert "81.00 ± 1.41 (n=2)" in (root / "tables" / "node_classification_authors.md").read_text()
     assert "(n=2)" not in (root / "tables" / "node_classification.md").read_text()
 
