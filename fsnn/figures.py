@@ -263,6 +263,7 @@ def setting(record: dict) -> str:
 
 
 def neuron_name(record: dict) -> str:
+    """A run's neuron as its config names it (``neuron.name``; ``"unknown"`` where the record has none)."""
     return ((record.get("config") or {}).get("neuron") or {}).get("name", "unknown")
 
 
