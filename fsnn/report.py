@@ -88,8 +88,10 @@ def _neuron(cell: dict) -> str | None:
 def rankings(table: dict, spec: dict) -> list[dict]:
     """The paper's claim cell by cell: in every setting (cells that differ only in the neuron) where ours and the
     paper have the fractional neuron and at least one baseline, whether the fractional one is above every baseline,
-    here (``ours``, over the baselines we ran) and in the paper (``paper``, over the same baselines). Only percent
-    cells that are compared (accuracy, AUC)."""
+    here (``ours``, over the baselines we ran) and in the paper (``paper``, over the same baselines). Ours counts as
+    above only by more than the seed-to-seed spread (the larger std of the fractional cell and the best baseline's,
+    the rule of ``moved`` cells); a smaller difference either way is a ``tie``. Only percent cells that are compared
+    (accuracy, AUC)."""
     groups: dict[str, dict[str, dict]] = defaultdict(dict)
     labels: dict[str, str] = {}
     for row_spec, row in zip(spec["rows"], table["rows"]):
@@ -111,8 +113,11 @@ def rankings(table: dict, spec: dict) -> list[dict]:
         if name is None or not baselines:
             continue
         fractional = cells[name]
-        best, paper_best = max(c["mean"] for c in baselines), max(c["paper_mean"] for c in baselines)
-        out.append({"setting": labels[key], "neuron": NEURON_NAMES.get(name, name), "ours": fractional["mean"] > best,
+        best_cell = max(baselines, key=lambda c: c["mean"])
+        best, paper_best = best_cell["mean"], max(c["paper_mean"] for c in baselines)
+        spread = max(fractional["std"] or 0.0, best_cell["std"] or 0.0)
+        out.append({"setting": labels[key], "neuron": NEURON_NAMES.get(name, name), "ours": fractional["mean"] - best > spread,
+                    "tie": abs(fractional["mean"] - best) <= spread,
                     "paper": fractional["paper_mean"] > paper_best, "mean": fractional["mean"], "best": best,
                     "paper_mean": fractional["paper_mean"], "paper_best": paper_best})
     return out
@@ -246,8 +251,11 @@ def verdict(spec: dict, table: dict) -> dict:
         shown = "; ".join(f"{k['setting']} {_num(k['mean'])} vs {_num(k['best'])} (paper {_num(k['paper_mean'])} vs "
                           f"{_num(k['paper_best'])})" for k in ranks[:4])
         wins, paper_wins = sum(k["ours"] for k in ranks), sum(k["paper"] for k in ranks)
-        sentences.append(f"{epochs_note}{ranks[0]['neuron']} beats the best baseline in {wins} of {len(ranks)} "
-                         f"settings here, in {paper_wins} of {len(ranks)} in the paper: {shown}"
+        ties = sum(k["tie"] for k in ranks)
+        tied = f" ({ties} within the seed spread)" if ties else ""
+        sentences.append(f"{epochs_note}{ranks[0]['neuron']} beats the best baseline by more than the seed spread in "
+                         f"{wins} of {len(ranks)} settings here{tied}, in {paper_wins} of {len(ranks)} in the paper: "
+                         f"{shown}"
                          f"{'; …' if len(ranks) > 4 else ''}.")
         epochs_note = ""
     if compared:
