@@ -1,15 +1,16 @@
-# One-command entry points. Every target creates .venv (if missing) and installs fsnn into it first.
+# One-command entry points. Every target creates .venv (if missing) and installs fsnn into it first, with the exact
+# versions of constraints.txt (pyproject.toml has the ranges a project depending on fsnn gets).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test test-slow test-cuda bench bench-cuda figures report fixtures clean
+.PHONY: install train test test-slow test-cuda bench bench-cuda figures report fixtures docs docs-serve lock clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[all,test]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[all,test,docs]"
 	$(PY) -m pip check
 	touch $(STAMP)
 
@@ -40,13 +41,27 @@ figures: $(STAMP)
 	$(PY) scripts/figures.py
 	$(PY) scripts/demo_neuron.py
 
-# the reproduction report page, results/report/index.html (figures first: the page embeds them)
+# the reproduction report page, results/report/index.html, after what it shows: the paper tables (results/tables)
+# and the figures (results/figures) rebuilt from the committed runs' metrics.json
 report: $(STAMP)
+	$(PY) scripts/make_tables.py > /dev/null
 	$(PY) scripts/figures.py
 	$(PY) scripts/report.py
+
+# the documentation site, site/index.html (--strict: a broken link or a missing docstring fails the build)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
+
+# after a deliberate upgrade in .venv: write its exact versions to constraints.txt
+lock: $(STAMP)
+	{ sed -n '/^#/p' constraints.txt; $(PY) -m pip freeze --all --exclude-editable | grep -v '^pip==\|^fsnn\|^#'; } \
+		> constraints.txt.new && mv constraints.txt.new constraints.txt
 
 fixtures: $(STAMP)
 	$(PY) scripts/make_fixtures.py data/fixtures
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

@@ -44,18 +44,20 @@ from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RNGStates, RunChe
                              result_config, strip_non_result)
 from fsnn.config import ConfigError, check_config, swept_groups
 from fsnn.data import DatasetMissingError
-from fsnn.files import (RunLockedError, device_description, package_versions, run_lock, tree_changes,
-                        write_json_atomic, write_text_atomic)
+from fsnn.files import (METRIC_UNIT, RunLockedError, device_description, package_versions, percent, run_lock,
+                        tree_changes, write_json_atomic, write_text_atomic)
 from fsnn.neurons import collect_alphas
+from fsnn.registry import MissingExtraError
 from fsnn.studies import check_eval_config, check_study, evaluate_run
 from fsnn.tasks import build_task, task_kind
-from fsnn.training import NonFiniteLossError, SpeedMonitor
+from fsnn.training import NonFiniteLossError, PercentProgressBar, SpeedMonitor, quiet_lightning
 
 log = logging.getLogger("fsnn")
 
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
-USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointError, RunLockedError)
+USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointError, RunLockedError,
+               MissingExtraError)
 #: what ``force=true`` keeps of the previous run, and under which name
 PREVIOUS = {"metrics.json": "metrics.previous.json", "checkpoints": "checkpoints.previous"}
 
@@ -187,6 +189,11 @@ def _save_config(run_dir: Path, cfg: DictConfig) -> None:
 def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict) -> L.Trainer:
     logger = hydra.utils.instantiate(cfg.logger) if cfg.get("logger") else False
     options = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if v is not None}
+    # Lightning's summary table has a FLOPs column that stays 0 without an example input; _fit logs the size instead
+    options.setdefault("enable_model_summary", False)
+    if options.get("enable_progress_bar", True):
+        callbacks = [*callbacks, PercentProgressBar()]
+    quiet_lightning()
     plugins = [RunCheckpointIO(config)]
     if SLURMEnvironment.detect():
         # a requeued job resumes from last.ckpt; Lightning's own requeue would save a mid-epoch checkpoint
@@ -245,7 +252,7 @@ def train(cfg: DictConfig) -> float:
 
 def _report_finished(run_dir: Path, record: dict) -> float:
     metric = record.get("metric", "acc")
-    print(f"fsnn: {run_dir} is finished (test {metric} {record.get(f'test_{metric}')}); nothing to do. Its result: "
+    print(f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. Its result: "
           f"{run_dir / 'metrics.json'} (force=true trains it again)")
     return record.get(f"val_{metric}_best")
 
@@ -277,6 +284,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     checkpoints = run_dir / "checkpoints"
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, data, metric = build_task(cfg)
+    log.info("model: %s, %s parameters", type(module.model).__name__,
+             f"{sum(p.numel() for p in module.model.parameters()):,}")
     # best first: when both are saved at an epoch's end, last.ckpt never points at a best.ckpt not yet written
     best_cb = ModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
                               save_top_k=1, enable_version_counter=False)
@@ -304,6 +313,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         record.update({
             "status": "complete",
             "metric": metric,
+            "metric_unit": METRIC_UNIT,
             "epochs": trainer.current_epoch,
             f"val_{metric}_best": best_val,
             f"val_{metric}_last": last_val,
@@ -320,8 +330,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
             "wall_time_s": time.perf_counter() - start,
         })
         _write_record(run_dir, record)
-        log.info("best val %s %.4f | test %s at best val %.4f | last test %.4f", metric, best_val, metric,
-                 record[f"test_{metric}"], record[f"test_{metric}_last"])
+        log.info("best val %s %s | test %s at best val %s | last test %s", metric, percent(best_val), metric,
+                 percent(record[f"test_{metric}"]), percent(record[f"test_{metric}_last"]))
         log.info("metrics: %s", run_dir / "metrics.json")
     return best_val
 

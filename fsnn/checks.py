@@ -20,6 +20,7 @@ import torch
 
 
 def check_choice(name: str, value, allowed):
+    """``value`` if it is one of ``allowed``, else ``ValueError`` naming ``name`` and the choices."""
     if value not in allowed:
         raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
     return value

@@ -12,6 +12,7 @@ takes is refused by name with the closest valid ones.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import tempfile
 from pathlib import Path
@@ -44,6 +45,9 @@ COMPONENTS = ("dataset", "neuron", "backbone", "study")
 #: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
 #: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
 ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "logger", "paths", "study")
+#: the optional libraries a logger needs (any one of them) and the extra that installs them
+LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
+                    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
 PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16",
               64, 32, 16)
@@ -59,18 +63,27 @@ def _expect(expected: str, default: Any = None) -> Any:
 
 
 class Schema(BaseModel):
+    """A config group's schema: strict pydantic, so a value reaches the code exactly as written; keys it does not
+    list pass through."""
+
     # strict: "3" is not 3 and true is not 1; a missing key keeps its default, an explicit null is checked
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
 
 
-class OptimizerSchema(Schema):  # its _target_ is one of TARGETS (check_targets)
+class OptimizerSchema(Schema):
+    """``optimizer.*``: one of :data:`TARGETS`' optimizers (:func:`check_targets`), built later on the model's
+    parameters."""
+
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
     lr: Positive = None
     weight_decay: NonNegative = None
     momentum: NonNegative = None
 
 
-class SchedulerSchema(Schema):  # null or {} (conf/scheduler/none.yaml): a constant learning rate
+class SchedulerSchema(Schema):
+    """``scheduler.*``: one of :data:`TARGETS`' schedulers, or none."""
+
+    # null or {} (conf/scheduler/none.yaml): a constant learning rate
     partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
     T_max: Count = None
     eta_min: NonNegative = None
@@ -108,6 +121,8 @@ class TrainerSchema(Schema):
 
 
 class PathsSchema(Schema):
+    """``paths.*``: where data is read and results are written."""
+
     data_dir: str = _expect("a folder")
     results_dir: str = _expect("a folder")
 
@@ -292,6 +307,15 @@ def _check_paths(paths: dict, results: bool) -> None:
         _writable_folder("paths.results_dir", paths["results_dir"])
 
 
+def _check_logger_library(logger: dict | None) -> None:
+    """The logger's optional library is installed (checked without importing it)."""
+    target = (logger or {}).get("_target_")
+    modules, extra = LOGGER_LIBRARIES.get(target, ((), None))
+    if modules and not any(importlib.util.find_spec(m) for m in modules):
+        raise ConfigError(f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
+                          f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'")
+
+
 def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: bool = True, swept=()) -> dict:
     """Check a composed app config (the ``hydra`` node aside): its top-level keys with ``schema`` (``train.py``'s by
     default), every group but those in ``swept`` (a multirun's base config: each job selects its own), the hardware
@@ -303,6 +327,7 @@ def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: 
     trainer = values.get("trainer")
     _check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
     _check_paths(values.get("paths") or {}, results)
+    _check_logger_library(values.get("logger"))
     return values
 
 

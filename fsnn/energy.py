@@ -91,6 +91,9 @@ class LayerEnergy:
 
 @dataclass
 class EnergyReport:
+    """A model's energy estimate: one :class:`LayerEnergy` per layer, the synaptic and neuron totals (mJ per sample)
+    and their shares of ``total_mj``, with the settings (E_MAC, E_AC, T) they were computed with."""
+
     layers: list[LayerEnergy]
     synaptic_mj: float
     neuron_mj: float

@@ -34,6 +34,9 @@ from fsnn.surrogate import surrogate_derivative, surrogate_derivative_
 
 @dataclass(frozen=True)
 class EngineConfig:
+    """What one engine call needs besides the tensors: the neuron's reset and surrogate, the block size of the
+    direct engine or the SOE decays, and the backend (torch or the fused Triton kernels)."""
+
     leak: bool
     reset: str  # "soft" | "hard"
     v_reset: float

@@ -11,23 +11,30 @@ Theory (no training):
   ``m^(alpha-1)/Gamma(alpha)`` and the exponential kernel ``(1 - 1/tau)^m`` of the integer-order LIF; second panel:
   the local log-log slope, which tends to ``alpha - 1``.
 
-From runs:
+From runs (:func:`run_figures`; only runs of the suite's experiments, see :func:`fsnn.tables.suite_runs`):
 
-* :func:`firing_rate_figure`: firing rate per layer, one bar per neuron (LIF vs f-LIF and the baselines), from the
-  ``firing_rates`` that ``train.py`` stores in ``metrics.json`` (measured on the test split at the best checkpoint).
+* :func:`firing_rate_figure`: firing rate per layer, in the order the network applies its layers, one bar per neuron
+  (mean ± std over its runs), from the ``firing_rates`` that ``train.py`` stores in ``metrics.json``; only runs of
+  the experiments that compare neurons (:func:`neuron_comparisons`).
 * :func:`robustness_figures` (paper Fig. ``fig:robust``): accuracy-vs-level curves per corruption and a radar chart
   of the robustness scores, from the ``robustness.json`` files written by ``evaluate.py robustness=...``.
 * :func:`memory_horizon_figure` (not in the paper): delayed-cue test accuracy against the delay, one line per neuron
   variant, chance marked, and the seconds per training epoch against the delay, from the ``memory_horizon`` runs.
 * :func:`alpha_curve_figure`: test accuracy against f-LIF's alpha from an alpha sweep (``ablation_alpha_node``),
-  beside the other neurons' runs of Table 2 on the same setting and the paper's Table 2 values.
+  beside the other neurons' runs of Table 2 trained the same way, one panel per number of training epochs; the
+  paper's Table 2 values only on a panel trained for the paper's epochs.
 
-Every figure is written as PNG and PDF. Figures are built with matplotlib's object API (``Figure``), not pyplot,
-so no GUI backend and no global figure state is involved.
+Every figure is written as PNG and PDF with fixed metadata (no creation date, no software version), so the same
+runs give the same bytes. Text is at least 9 pt at the figure's own size. Fractional neurons (f-LIF, f-IF) are drawn
+in warm colours, integer-order ones (the baselines and fsnn's alpha = 1 control) in cool colours, each with its own
+marker. :func:`make_figures` draws them all and writes ``figures.json`` (each figure's name and caption, read by the
+report page); a figure that is no longer drawn (its runs were removed) is deleted with it. Figures are built with
+matplotlib's object API (``Figure``), not pyplot, so no GUI backend and no global figure state is involved.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections import defaultdict
@@ -39,34 +46,86 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import ScalarFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from fsnn.history import history_kernel
-from fsnn.tables import build_table, experiment_of, load_spec, recipe_of, scan_runs
+from fsnn.tables import (build_table, epochs_of, experiment_of, has_paper_values, load_spec, paper_protocol, recipe_of,
+                         remove_stale, scan_runs, suite_runs)
 
 ALPHAS = (0.2, 0.4, 0.6, 0.8, 1.0)
 NEURON_LABELS = {"flif": "f-LIF (f-SNN)", "sj_lif": "LIF (SpikingJelly)", "snntorch_leaky": "LIF (snnTorch)",
-                 "lif": "LIF (fsnn, alpha=1)", "fif": "f-IF (f-SNN)", "sj_if": "IF (SpikingJelly)"}
+                 "lif": "LIF (fsnn, alpha=1)", "fif": "f-IF (f-SNN)", "sj_if": "IF (SpikingJelly)",
+                 "if": "IF (fsnn, alpha=1)", "sj_plif": "PLIF (SpikingJelly)"}
+FRACTIONAL = ("flif", "fif")  # neurons (and neuron_variant prefixes) of fractional order
 CORRUPTION_LABELS = {"gaussian_noise": "Noise injection", "center_occlusion": "Occlude block",
                      "temporal_truncation": "Temporal truncate", "temporal_jitter": "Temporal jitter",
                      "frame_discard": "Discard frame", "feature_masking": "Feature masking",
                      "edge_dropping": "Edge dropping", "spike_noise": "Spike noise"}
+MIN_FONT_PT = 9
+STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": MIN_FONT_PT,
+         "legend.title_fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT, "ytick.labelsize": MIN_FONT_PT,
+         "figure.titlesize": 11, "axes.spines.top": False, "axes.spines.right": False}
+# two hue families, each colour with its own marker so that the lines stay apart in grey print as well
+WARM = (("#b2182b", "o"), ("#e6550d", "s"), ("#f4a300", "^"), ("#8c510a", "D"), ("#de77ae", "v"))
+COOL = (("#08519c", "X"), ("#1ab2c4", "P"), ("#238b45", "h"), ("#6a51a3", "d"), ("#525252", "<"), ("#6baed6", ">"))
+METADATA = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
+MANIFEST = "figures.json"
+
+
+def styled(draw: Callable) -> Callable:
+    """Run a figure function under :data:`STYLE` (fonts are fixed when a text is created, so the whole function)."""
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return draw(*args, **kwargs)
+    return wrapper
 
 
 def save(fig: Figure, out: str | Path, name: str) -> list[Path]:
-    """``fig`` as ``<out>/<name>.png`` and ``.pdf``."""
+    """``fig`` as ``<out>/<name>.png`` and ``.pdf``, without a date or version in the files' metadata."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("png", "pdf"):
         path = out / f"{name}.{ext}"
-        fig.savefig(path, dpi=160, bbox_inches="tight")
+        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
         paths.append(path)
     return paths
 
 
 def _colors(name: str, n: int, stop: float = 0.85) -> np.ndarray:
     return matplotlib.colormaps[name](np.linspace(0.0, stop, n))
+
+
+def is_fractional(name: str) -> bool:
+    """Whether a neuron (or neuron variant) name is of fractional order."""
+    return str(name).startswith(FRACTIONAL)
+
+
+def family_styles(keys: Iterable[str], fractional: Callable[[str], bool] = is_fractional) -> dict[str, dict]:
+    """``{key: {color, marker}}``: fractional keys take the warm colours in order, the others the cool ones."""
+    styles, counts = {}, {True: 0, False: 0}
+    for key in keys:
+        family = bool(fractional(key))
+        palette = WARM if family else COOL
+        color, marker = palette[counts[family] % len(palette)]
+        styles[key] = {"color": color, "marker": marker}
+        counts[family] += 1
+    return styles
+
+
+def _note(captions: dict | None, name: str, text: str) -> None:
+    if captions is not None:
+        captions[name] = text
+
+
+def legend_below(fig: Figure, handles: list, labels: list[str], ncol: int = 1, title: str | None = None,
+                 axes_height: float = 4.4) -> None:
+    """A legend under the axes, never over the data: the figure grows by the legend's measured height."""
+    legend = fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, title=title)
+    height = legend.get_window_extent().height / fig.dpi + 0.1
+    fig.set_size_inches(fig.get_figwidth(), axes_height + height)
+    fig.tight_layout(rect=(0, height / (axes_height + height), 1, 1))
 
 
 # -- theory -----------------------------------------------------------------------------------
@@ -94,11 +153,12 @@ def simulate_relaxation(alpha: float, dt: float, t_max: float, engine: str) -> t
     return t, 1.0 - v.reshape(-1).numpy()
 
 
+@styled
 def relaxation_figure(out: str | Path, dt: float = 0.01, t_max: float = 100.0, t_lin: float = 5.0,
-                      engine: str = "direct", echo: Callable = print) -> list[Path]:
+                      engine: str = "direct", echo: Callable = print, captions: dict | None = None) -> list[Path]:
     """Paper Fig. 3: Mittag-Leffler relaxation vs exponential, exact curves and fsnn's simulated f-LIF."""
     colors = _colors("viridis", len(ALPHAS))
-    fig = Figure(figsize=(11, 4.2))
+    fig = Figure(figsize=(10, 4.2))
     ax_lin, ax_log = fig.subplots(1, 2)
     t_dense_lin = np.linspace(0.0, t_lin, 400)
     t_dense_log = np.geomspace(1e-2, t_max, 400)
@@ -121,13 +181,13 @@ def relaxation_figure(out: str | Path, dt: float = 0.01, t_max: float = 100.0, t
         max_err[alpha] = (float(err.max()), float(err[t_sim >= 1.0 - 1e-9].max(initial=0.0)))
     ax_lin.set(xlabel="$t$", ylabel=r"$E_\alpha(-t^\alpha)$", xlim=(0, t_lin), ylim=(0, 1.02),
                title="Mittag-Leffler relaxation (linear axes)")
-    ax_log.set(xlabel="$t$", ylabel=r"$E_\alpha(-t^\alpha)$", ylim=(1e-4, 1.5),
-               title="log-log axes (dotted: $t^{-\\alpha}/\\Gamma(1-\\alpha)$)")
-    ax_lin.legend(fontsize=8, frameon=False)
+    ax_log.set(xlabel="$t$", ylabel=r"$E_\alpha(-t^\alpha)$", ylim=(1e-4, 1.5), title="log-log axes")
+    ax_lin.legend(frameon=False)
     ax_log.legend(handles=[Line2D([], [], color="k", lw=1.8, label="exact (Mittag-Leffler)"),
                            Line2D([], [], color="k", marker="o", mfc="none", ls="none",
-                                  label=f"fsnn f-LIF, $1-U$ (dt={dt:g})")],
-                  fontsize=8, frameon=False, loc="lower left")
+                                  label=f"fsnn f-LIF, $1-U$ (dt={dt:g})"),
+                           Line2D([], [], color="k", ls=":", lw=1.0, label=r"tail $t^{-\alpha}/\Gamma(1-\alpha)$")],
+                  frameon=False, loc="lower left")
     for ax in (ax_lin, ax_log):
         ax.grid(alpha=0.3, which="both", lw=0.5)
     fig.tight_layout()
@@ -135,14 +195,20 @@ def relaxation_figure(out: str | Path, dt: float = 0.01, t_max: float = 100.0, t
         # the max over all t sits at the first step (t = dt): the t^alpha initial layer
         echo(f"  relaxation alpha={alpha:g}: max |fsnn - E_alpha| over (0, {t_max:g}] = {e_all:.2e}, "
              f"over [1, {t_max:g}] = {e_away:.2e}")
+    _note(captions, "mittag_leffler_relaxation",
+          "Theory (paper Fig. 3): the subthreshold f-LIF relaxes as the Mittag-Leffler function E_alpha(-t^alpha), "
+          "a power-law tail instead of the LIF's exponential (alpha = 1). Lines: exact; circles: fsnn's simulated "
+          f"f-LIF (dt = {dt:g}).")
     return save(fig, out, "mittag_leffler_relaxation")
 
 
-def kernel_figure(out: str | Path, steps: int = 10001, tau_lif: float = 2.0, echo: Callable = print) -> list[Path]:
+@styled
+def kernel_figure(out: str | Path, steps: int = 10001, tau_lif: float = 2.0, echo: Callable = print,
+                  captions: dict | None = None) -> list[Path]:
     """Paper Fig. 7: power-law decay of the memory kernel ``b_m`` vs the exponential kernel of the LIF."""
     colors = _colors("plasma", len(ALPHAS), stop=0.8)
     m = np.arange(steps)
-    fig = Figure(figsize=(11, 4.2))
+    fig = Figure(figsize=(10, 4.2))
     ax_k, ax_s = fig.subplots(1, 2)
     for alpha, c in zip(ALPHAS, colors):
         b = history_kernel("pred", alpha, steps, dt=1.0, dtype=torch.float64).numpy()
@@ -158,29 +224,31 @@ def kernel_figure(out: str | Path, steps: int = 10001, tau_lif: float = 2.0, ech
     beta = 1.0 - 1.0 / tau_lif
     expo = beta ** m[1:].astype(float)
     keep = expo > 1e-8
-    ax_k.loglog(m[1:][keep], expo[keep], "k--", lw=1.5, label=rf"LIF $(1-1/\tau)^m$, $\tau={tau_lif:g}$")
+    ax_k.loglog(m[1:][keep], expo[keep], "k--", lw=1.5)
     ax_k.set(xlabel="$m$ (steps into the past)", ylabel="$b_m$", ylim=(1e-8, 2),
-             title=r"memory kernel $b_m=[(m+1)^\alpha-m^\alpha]/\Gamma(\alpha+1)$ "
-                   r"(dotted: $m^{\alpha-1}/\Gamma(\alpha)$)")
-    ax_k.title.set_fontsize(9)
-    ax_s.set(xlabel="$m$", ylabel=r"local slope $d\log b_m / d\log m$",
-             title=r"local log-log slope $\to \alpha-1$ (pred solid, gl dashed)")
-    ax_s.title.set_fontsize(9)
-    ax_k.legend(fontsize=8, frameon=False, loc="lower left")
-    handles = [Line2D([], [], color=c, lw=1.5, label=rf"$\alpha={a:g}$") for a, c in zip(ALPHAS[:-1], colors)]
-    handles += [Line2D([], [], color="gray", ls="-", label="pred"), Line2D([], [], color="gray", ls="--", label="gl")]
-    ax_s.set_ylim(-0.85, -0.1)
-    ax_s.legend(handles=handles, fontsize=8, frameon=True, framealpha=0.9, ncol=3,
-                loc="center right", bbox_to_anchor=(1.0, 0.47))
+             title=r"memory kernel $b_m=[(m+1)^\alpha-m^\alpha]/\Gamma(\alpha+1)$")
+    ax_s.set(xlabel="$m$", ylabel=r"local slope $d\log b_m / d\log m$", ylim=(-0.85, -0.1),
+             title=r"local log-log slope $\to \alpha-1$")
     for ax in (ax_k, ax_s):
         ax.grid(alpha=0.3, which="both", lw=0.5)
-    fig.tight_layout()
+    # one legend for both panels, under them: the exponential kernel crosses every corner of the left panel
+    handles = [Line2D([], [], color=c, lw=1.8, label=rf"$\alpha={a:g}$" + (" (LIF)" if a == 1.0 else ""))
+               for a, c in zip(ALPHAS, colors)]
+    handles += [Line2D([], [], color="k", ls="--", lw=1.5, label=rf"LIF kernel $(1-1/\tau)^m$, $\tau={tau_lif:g}$"),
+                Line2D([], [], color="k", ls=":", lw=1.0, label=r"asymptote $m^{\alpha-1}/\Gamma(\alpha)$"),
+                Line2D([], [], color="gray", ls="-", label="slope, pred scheme"),
+                Line2D([], [], color="gray", ls="--", label="slope, gl scheme"),
+                Line2D([], [], color="gray", lw=0.6, label=r"$\alpha-1$")]
+    legend_below(fig, handles, [h.get_label() for h in handles], ncol=5, axes_height=4.2)
     for alpha in ALPHAS[:-1]:
         b = history_kernel("pred", alpha, steps, dt=1.0, dtype=torch.float64).numpy()
         mm = np.unique(np.geomspace(min(100, steps // 2), steps - 1, 100).astype(int))
         slope = np.polyfit(np.log(mm), np.log(b[mm]), 1)[0]
         echo(f"  kernel alpha={alpha:g}: fitted slope on m in [{mm[0]}, {steps - 1}] = {slope:.4f} "
              f"(alpha-1 = {alpha - 1:.4f})")
+    _note(captions, "kernel_decay",
+          "Theory (paper Fig. 7): f-LIF's memory kernel b_m decays as a power law m^(alpha-1) (the local slope tends "
+          f"to alpha - 1), the LIF's as an exponential (tau = {tau_lif:g}); pred and gl are fsnn's two discretizations.")
     return save(fig, out, "kernel_decay")
 
 
@@ -194,49 +262,108 @@ def setting(record: dict) -> str:
     return "_".join((config.get(group) or {}).get("name", "unknown") for group in ("dataset", "backbone"))
 
 
+def neuron_name(record: dict) -> str:
+    """A run's neuron as its config names it (``neuron.name``; ``"unknown"`` where the record has none)."""
+    return ((record.get("config") or {}).get("neuron") or {}).get("name", "unknown")
+
+
 def neuron_label(record: dict) -> str:
     """The display name of a run's neuron (its config's ``neuron.name``)."""
-    name = ((record.get("config") or {}).get("neuron") or {}).get("name", "unknown")
+    name = neuron_name(record)
     return NEURON_LABELS.get(name, name)
 
 
-def _by_label(records: Iterable[dict]) -> dict[str, list[dict]]:
+def _by_neuron(records: Iterable[dict]) -> dict[str, list[dict]]:
+    """Records by neuron name, fractional neurons first, then by name."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for record in records:
-        groups[neuron_label(record)].append(record)
-    return dict(groups)
+        groups[neuron_name(record)].append(record)
+    return dict(sorted(groups.items(), key=lambda item: (not is_fractional(item[0]), item[0])))
 
 
 def _legend(label: str, runs: list) -> str:
-    return label if len(runs) == 1 else f"{label} (mean of {len(runs)})"
+    return f"{label} (n={len(runs)})"
 
 
-def firing_rate_figure(runs: list[dict], out: str | Path, name: str = "firing_rates") -> list[Path]:
-    """Firing rate of every spiking layer, one panel per setting (dataset + backbone), one bar per neuron
-    (mean over that neuron's runs, e.g. seeds). ``runs``: ``metrics.json`` records with ``firing_rates``
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value)."""
+    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
+
+
+def _epochs_text(epochs: int | None) -> str:
+    return "epochs not recorded" if epochs is None else f"{epochs} epochs"
+
+
+def network_order(run: dict, layers: Iterable[str]) -> list[str]:
+    """``layers`` (module names of ``run``'s network) in the order the network registers them, which is the order it
+    applies them: ``metrics.json`` stores its firing rates sorted by name, so the backbone is rebuilt from the run's
+    config on the meta device (no memory, no weights). Names the rebuilt network lacks, or all of them when it cannot
+    be rebuilt (a backbone this fsnn does not have), follow in sorted order."""
+    from omegaconf import OmegaConf
+
+    from fsnn.data.registry import dataset_info
+    from fsnn.models import build_backbone
+    from fsnn.tasks import backbone_options
+
+    layers = sorted(layers)
+    try:
+        cfg = OmegaConf.create(run["config"])
+        info = dataset_info(cfg.dataset.name)
+        dims = {"num_classes": info.num_classes}
+        if info.kind in ("event", "static"):
+            size = cfg.dataset.get("size") or info.size
+            dims |= {"in_channels": info.in_channels,
+                     "input_size": (size, size) if isinstance(size, int) else tuple(size)}
+        else:
+            dims["in_features"] = info.in_channels
+        with torch.device("meta"):
+            model = build_backbone(cfg.backbone.name, **dims, **backbone_options(cfg))
+        order = [name for name, _ in model.named_modules()]
+    except Exception:  # noqa: BLE001 - any failure to rebuild only costs the order, never the figure
+        return layers
+    position = {name: i for i, name in enumerate(order)}
+    return sorted(layers, key=lambda name: (position.get(name, len(order)), name))
+
+
+@styled
+def firing_rate_figure(runs: list[dict], out: str | Path, name: str = "firing_rates",
+                       captions: dict | None = None) -> list[Path]:
+    """Firing rate of every spiking layer, one panel per setting (dataset + backbone, epochs, recipe), layers in
+    network order (:func:`network_order`), one bar per neuron: the mean over that neuron's runs (e.g. seeds) with
+    the standard deviation as an error bar. ``runs``: ``metrics.json`` records with ``firing_rates``
     (``{module name: spikes / elements}``). Nothing is written (``[]``) when no run has firing rates."""
-    groups: dict[str, list[dict]] = defaultdict(list)
+    groups: dict[tuple, list[dict]] = defaultdict(list)
     for run in runs:
         if run.get("firing_rates"):
-            groups[setting(run)].append(run)
+            groups[(setting(run), epochs_of(run) or 0, recipe_of(run))].append(run)
     if not groups:
         return []
-    fig = Figure(figsize=(11, 3.2 * len(groups)))
-    axes = np.atleast_1d(fig.subplots(len(groups), 1, squeeze=False)[:, 0])
-    for ax, (key, members) in zip(axes, sorted(groups.items())):
-        layers = list(dict.fromkeys(layer for run in members for layer in run["firing_rates"]))
-        neurons = sorted(_by_label(members).items())
+    fig = Figure(figsize=(9, 0.6 + 3.0 * len(groups)))
+    axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+    panels = []
+    styles = family_styles(_by_neuron(run for members in groups.values() for run in members))  # one colour a neuron
+    for ax, ((key, epochs, recipe), members) in zip(axes, sorted(groups.items())):
+        layers = network_order(members[0], {layer for run in members for layer in run["firing_rates"]})
+        neurons = _by_neuron(members)
         width = 0.8 / len(neurons)
-        for i, (label, group) in enumerate(neurons):
-            rates = [np.mean([r["firing_rates"][layer] for r in group if layer in r["firing_rates"]] or [np.nan])
+        for i, (neuron, group) in enumerate(neurons.items()):
+            stats = [_mean_std([r["firing_rates"][layer] for r in group if layer in r["firing_rates"]] or [np.nan])
                      for layer in layers]
-            ax.bar(np.arange(len(layers)) + (i - (len(neurons) - 1) / 2) * width, rates, width,
-                   label=_legend(label, group))
-        ax.set_xticks(np.arange(len(layers)), layers, rotation=30, ha="right", fontsize=8)
-        ax.set(ylabel="firing rate", title=f"{key}: firing rate per layer (test split, best checkpoint)")
-        ax.legend(fontsize=8, frameon=False)
+            ax.bar(np.arange(len(layers)) + (i - (len(neurons) - 1) / 2) * width, [m for m, _ in stats], width,
+                   yerr=[s for _, s in stats], capsize=3, color=styles[neuron]["color"], edgecolor="white", lw=0.5,
+                   error_kw={"lw": 1, "ecolor": "0.2"}, label=_legend(NEURON_LABELS.get(neuron, neuron), group))
+        ax.set_xticks(np.arange(len(layers)), layers, rotation=30 if len(layers) > 4 else 0,
+                      ha="right" if len(layers) > 4 else "center")
+        where = f"{key.replace('_', ' / ')}, {_epochs_text(epochs or None)}" + ("" if recipe == "matched"
+                                                                                 else f", recipe {recipe}")
+        ax.set(ylabel="firing rate (spikes / element)", title=f"{where}: layers in network order")
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(alpha=0.3, axis="y", lw=0.5)
+        panels.append(where)
     fig.tight_layout()
+    _note(captions, name, "Firing rate of each spiking layer on the test split at the best-validation checkpoint, "
+          "layers in network order; bars: mean over the runs (n in the legend), error bars: ± one standard deviation. "
+          f"Panels: {'; '.join(panels)}.")
     return save(fig, out, name)
 
 
@@ -244,18 +371,21 @@ def _corruptions(records: list[dict]) -> list[str]:
     return list(dict.fromkeys(name for r in records for name in r.get("corruptions", {})))
 
 
-def robustness_curves(records: list[dict], out: str | Path, name: str = "robustness_curves") -> list[Path]:
-    """Metric (in %) vs corruption level, one panel per corruption, one line per neuron (mean over its runs at
-    each level); the clean metric is drawn at level 0. ``records``: ``robustness.json`` contents."""
+@styled
+def robustness_curves(records: list[dict], out: str | Path, name: str = "robustness_curves",
+                      captions: dict | None = None) -> list[Path]:
+    """Metric (in %) vs corruption level, one panel per corruption, one line per neuron (mean ± std over its runs
+    at each level); the clean metric is drawn at level 0. ``records``: ``robustness.json`` contents."""
     names = _corruptions(records)
     cols = min(3, len(names))
     rows = math.ceil(len(names) / cols)
-    fig = Figure(figsize=(4.2 * cols, 3.4 * rows))
+    fig = Figure(figsize=(3.6 * cols, 3.2 * rows))
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    groups = sorted(_by_label(records).items())
+    groups = _by_neuron(records)
+    styles = family_styles(groups)
     metric = records[0].get("metric", "acc")
     for ax, corruption in zip(axes, names):
-        for label, group in groups:
+        for neuron, group in groups.items():
             points: dict[float, list[float]] = defaultdict(list)
             for r in group:
                 entry = r.get("corruptions", {}).get(corruption)
@@ -265,51 +395,62 @@ def robustness_curves(records: list[dict], out: str | Path, name: str = "robustn
                         points[float(level)].append(value)
             if points:
                 levels = sorted(points)
-                ax.plot(levels, [100 * np.mean(points[v]) for v in levels], "o-", ms=4, label=_legend(label, group))
+                stats = [_mean_std([100 * v for v in points[lv]]) for lv in levels]
+                ax.errorbar(levels, [m for m, _ in stats], yerr=[s for _, s in stats], capsize=2, ms=5,
+                            label=_legend(NEURON_LABELS.get(neuron, neuron), group), **styles[neuron])
         ax.set(xlabel="level (0 = clean)", ylabel=f"test {metric} (%)",
                title=CORRUPTION_LABELS.get(corruption, corruption))
         ax.grid(alpha=0.3, lw=0.5)
-        ax.legend(fontsize=7, frameon=False)
     for ax in axes[len(names):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=min(3, len(labels)), axes_height=3.2 * rows)
+    _note(captions, name, f"Test {metric} under each corruption against its level (level 0: clean); mean ± std over "
+          "each neuron's runs (n in the legend).")
     return save(fig, out, name)
 
 
-def robustness_radar(records: list[dict], out: str | Path, name: str = "robustness_radar") -> list[Path]:
+@styled
+def robustness_radar(records: list[dict], out: str | Path, name: str = "robustness_radar",
+                     captions: dict | None = None) -> list[Path]:
     """Radar chart of the paper's robustness scores, one axis per corruption, one polygon per neuron (mean score
     over its runs; a missing score leaves a gap). Needs at least three corruptions (``[]`` otherwise)."""
     names = _corruptions(records)
     if len(names) < 3:
         return []
     angles = np.linspace(0.0, 2 * np.pi, len(names), endpoint=False)
-    fig = Figure(figsize=(5.5, 5.5))
+    fig = Figure(figsize=(6.5, 5.5))
     ax = fig.add_subplot(projection="polar")
-    for label, group in sorted(_by_label(records).items()):
+    groups = _by_neuron(records)
+    styles = family_styles(groups)
+    for neuron, group in groups.items():
         scores = []
         for corruption in names:
             values = [s for r in group if (s := r.get("corruptions", {}).get(corruption, {}).get("score")) is not None]
             scores.append(np.mean(values) if values else np.nan)
         closed = np.append(angles, angles[0])
-        ax.plot(closed, np.append(scores, scores[0]), "o-", ms=3, label=_legend(label, group))
-        ax.fill(closed, np.append(scores, scores[0]), alpha=0.08)
-    ax.set_xticks(angles, [CORRUPTION_LABELS.get(n, n) for n in names], fontsize=8)
-    ax.tick_params(axis="x", pad=10)
-    ax.tick_params(axis="y", labelsize=7)
-    ax.set_title("robustness score (100 x mean corrupted / clean)", fontsize=9)
-    ax.legend(fontsize=7, frameon=False, loc="upper right", bbox_to_anchor=(1.3, 1.12))
+        ax.plot(closed, np.append(scores, scores[0]), "-", ms=5, label=_legend(NEURON_LABELS.get(neuron, neuron),
+                                                                              group), **styles[neuron])
+        ax.fill(closed, np.append(scores, scores[0]), color=styles[neuron]["color"], alpha=0.08)
+    ax.set_xticks(angles, [CORRUPTION_LABELS.get(n, n) for n in names])
+    ax.set_ylim(0, max(100.0, ax.get_ylim()[1]))
+    ax.tick_params(axis="x", pad=22)  # the axis names sit outside the rim, clear of the polygons
+    ax.set_title("robustness score (100 x mean corrupted / clean)", pad=18)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.08, 1.0))
+    _note(captions, name, "Robustness score per corruption (100 x mean corrupted accuracy / clean accuracy, larger is "
+          "better), mean over each neuron's runs.")
     return save(fig, out, name)
 
 
 def robustness_figures(records: list[dict], out: str | Path, prefix: str = "robustness",
-                       echo: Callable = print) -> list[Path]:
+                       echo: Callable = print, captions: dict | None = None) -> list[Path]:
     """Curves (``<prefix>_curves``) and radar (``<prefix>_radar``, when three or more corruptions) of ``records``.
     Without a radar, an older ``<prefix>_radar`` file in ``out`` is removed, so the figures beside a
     ``robustness.json`` always show that study."""
     if not records:
         return []
-    paths = robustness_curves(records, out, f"{prefix}_curves")
-    radar = robustness_radar(records, out, f"{prefix}_radar")
+    paths = robustness_curves(records, out, f"{prefix}_curves", captions)
+    radar = robustness_radar(records, out, f"{prefix}_radar", captions)
     if not radar:
         echo(f"{prefix}: fewer than three corruptions, no radar chart")
         for ext in ("png", "pdf"):
@@ -323,11 +464,24 @@ def _variant_labels(table_id: str) -> dict[str, str]:
     return {row["match"]["neuron_variant"]: row["label"] for row in spec["rows"]}
 
 
-def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory_horizon") -> list[Path]:
-    """Delayed cue: test accuracy (%) against the delay (log axis), one line per neuron variant (mean and std over its
-    seeds, n in the legend), chance (100 / num_cues) dashed; second panel: seconds of training steps per epoch against
-    the delay. ``runs``: complete ``metrics.json`` records; those of the ``memory_horizon`` experiment (or its smoke)
-    with a ``neuron_variant`` are used. Nothing is written (``[]``) without such runs."""
+def _plain_log_axis(axis, ticks=None) -> None:
+    """Log-axis ticks written as plain numbers (4, 8, 16; 2, 5, 10), not as powers."""
+    if ticks is not None:
+        axis.set_major_locator(FixedLocator(ticks))
+    else:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+@styled
+def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory_horizon",
+                          captions: dict | None = None) -> list[Path]:
+    """Delayed cue: test accuracy (%) against the delay (log axis), one line per neuron variant (mean ± std over its
+    seeds as error bars, n in the legend), chance (100 / num_cues) dotted and labelled beside the axes; second panel:
+    seconds of training steps per epoch against the delay (mean ± std). ``runs``: complete ``metrics.json`` records;
+    those of the ``memory_horizon`` experiment (or its smoke) with a ``neuron_variant`` are used. Nothing is written
+    (``[]``) without such runs."""
     labels = _variant_labels("memory_horizon")
     groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     chance = set()
@@ -341,37 +495,43 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     if not groups:
         return []
     order = [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
-    fractional = [v for v in order if v.startswith("flif")]
-    colors = dict(zip(fractional, _colors("plasma", len(fractional), stop=0.8)))
-    colors |= dict(zip([v for v in order if v not in colors], _colors("winter", len(order) - len(fractional), 1.0)))
-    fig = Figure(figsize=(14, 4.6))
-    ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1]})
+    styles = family_styles(order)
+    fig = Figure(figsize=(10, 4.4))
+    ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
+    all_delays = sorted({d for v in groups.values() for d in v})
+    counts = set()
     for variant in order:
         delays = sorted(groups[variant])
-        accs = [[100 * r["test_acc"] for r in groups[variant][d]] for d in delays]
-        mean, std = np.array([np.mean(a) for a in accs]), np.array([np.std(a, ddof=1) if len(a) > 1 else 0 for a in accs])
-        n = sorted({len(a) for a in accs})
-        style = {"color": colors[variant], "ls": "-" if variant in fractional else "--", "marker": "o", "ms": 4}
-        label = f"{labels.get(variant, variant)} (n={'/'.join(map(str, n))})"
-        ax_acc.plot(delays, mean, label=label, **style)
-        ax_acc.fill_between(delays, mean - std, mean + std, color=colors[variant], alpha=0.12, lw=0)
-        times = [(d, np.mean([r["train_epoch_s"] for r in groups[variant][d]])) for d in delays
+        stats = [_mean_std([100 * r["test_acc"] for r in groups[variant][d]]) for d in delays]
+        counts |= {len(groups[variant][d]) for d in delays}
+        style = {**styles[variant], "ls": "-" if is_fractional(variant) else "--", "ms": 5, "capsize": 2}
+        ax_acc.errorbar(delays, [m for m, _ in stats], yerr=[s for _, s in stats], label=labels.get(variant, variant),
+                        **style)
+        times = [(d, _mean_std([r["train_epoch_s"] for r in groups[variant][d]])) for d in delays
                  if all(r.get("train_epoch_s") for r in groups[variant][d])]
         if times:
-            ax_time.plot(*zip(*times), **style)
-    for level in sorted(chance):
-        ax_acc.axhline(level, color="k", ls=":", lw=1.2)
-        ax_acc.text(0.01, level + 1, f"chance {level:.0f} %", transform=ax_acc.get_yaxis_transform(), fontsize=8)
+            ax_time.errorbar([d for d, _ in times], [m for _, (m, _) in times], yerr=[s for _, (_, s) in times],
+                             **style)
+    for level in sorted(chance):  # the label sits right of the axes, where no data is drawn
+        ax_acc.axhline(level, color="0.3", ls=":", lw=1.2)
+        ax_acc.annotate(f"chance\n{level:g} %", (1.0, level), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=MIN_FONT_PT, color="0.3")
+    n_text = "/".join(str(n) for n in sorted(counts))
     ax_acc.set(xlabel="delay between cue and recall (steps)", ylabel="test accuracy (%)", ylim=(0, 102),
-               title="delayed cue: accuracy vs delay (mean ± std over seeds)")
-    ax_acc.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside: lines fill the panel
+               title=f"delayed cue: accuracy (mean ± std, n={n_text} seeds)")
     ax_time.set(yscale="log", xlabel="delay (steps)", ylabel="train steps, s / epoch",
-                title="training time per epoch (this run's hardware)")
+                title="training time per epoch")
     for ax in (ax_acc, ax_time):
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
+        _plain_log_axis(ax.xaxis, all_delays)
         ax.grid(alpha=0.3, which="both", lw=0.5)
-    fig.tight_layout()
+    _plain_log_axis(ax_time.yaxis)
+    handles, names = ax_acc.get_legend_handles_labels()
+    legend_below(fig, handles, names, ncol=2,
+                 title="warm, solid: fractional order (f-LIF); cool, dashed: first order (LIF)")
+    _note(captions, name, "Delayed cue (not in the paper): test accuracy against the delay between cue and recall, "
+          f"mean ± std over seeds (n={n_text} per point), chance dotted; right: seconds of training steps per epoch "
+          "on the runs' own hardware.")
     return save(fig, out, name)
 
 
@@ -388,96 +548,142 @@ def _comparable(run: dict, sweep_run: dict) -> bool:
     return key(run) == key(sweep_run)
 
 
-def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "ablation_alpha_node",
-                       reference: str = "table2_node_classification") -> list[Path]:
-    """Test accuracy (%) against f-LIF's alpha, one figure per setting (``alpha_<dataset>_<backbone>``): each run of
-    the sweep ``experiment`` (fixed alpha, one recipe at a time: the matched one) as a dot, mean and std over seeds
-    as a line with error bars; the other neurons' runs of ``reference`` trained the same way (setting, recipe,
-    epochs, T) as mean +- std bands; the paper's Table 2 values for that setting (``paper_tables.yaml``) as dashed
-    lines, f-SNN's at its tab:alpha_gnn alpha as a star. Nothing is written without a sweep of three alphas or more."""
-    sweep = [r for r in runs if experiment_of(r) == experiment and recipe_of(r) == "matched"
-             and ((r.get("config") or {}).get("neuron") or {}).get("name") == "flif"
-             and not r["config"]["neuron"].get("learn_alpha")]
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for run in sweep:
-        groups[setting(run)].append(run)
-    paths: list[Path] = []
+def _paper_marks(dataset: str, backbone: str) -> tuple[list[tuple[str, str, float, float | None]], float | None]:
+    """The paper's Table 2 values of a setting, ``[(neuron, row label, mean, std)]``, and f-SNN's alpha there
+    (tab:alpha_gnn)."""
     specs = {spec["id"]: spec for spec in load_spec()}
-    for key, members in sorted(groups.items()):
-        by_alpha: dict[float, list[float]] = defaultdict(list)
-        for run in members:
-            by_alpha[float(run["config"]["neuron"]["alpha"])].append(_test_percent(run))
-        if len(by_alpha) < 3:
+    spec = specs["node_classification"]
+    column = next((i for i, c in enumerate(spec["columns"]) if (c.get("match") or {}).get("dataset") == dataset), None)
+    if column is None:
+        return [], None
+    table = build_table(spec, [])
+    marks = [(row_spec["match"]["neuron"], row["label"], cell["paper_mean"], cell["paper_std"])
+             for row_spec, row in zip(spec["rows"], table["rows"])
+             if row_spec["match"].get("backbone") == backbone and (cell := row["cells"][column])["paper_mean"] is not None]
+    alpha = next((row["paper"].get(dataset) for row in specs["alpha_gnn"]["rows"]
+                  if row["match"].get("backbone") == backbone), None)
+    return marks, alpha
+
+
+@styled
+def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "ablation_alpha_node",
+                       reference: str = "table2_node_classification", captions: dict | None = None) -> list[Path]:
+    """Test accuracy (%) against f-LIF's alpha, one figure per setting (``alpha_<dataset>_<backbone>``) and in it one
+    panel per number of training epochs: each run of the sweep ``experiment`` (fixed alpha, the matched recipe) as a
+    dot, their mean ± std per alpha as a line with error bars; the other neurons' runs of ``reference`` trained the
+    same way (setting, recipe, epochs, T) as horizontal lines (mean) with their ± std as bars right of alpha = 1; the
+    paper's Table 2 values (f-SNN as a star at its tab:alpha_gnn alpha) only on the panel trained for the paper's
+    epochs (``protocol`` of Table 2 in ``paper_tables.yaml``), since other panels do not measure what the paper did.
+    A panel needs a sweep of three alphas or more; a figure without panels is not written."""
+    sweep = [r for r in runs if experiment_of(r) == experiment and recipe_of(r) == "matched"
+             and neuron_name(r) == "flif" and not r["config"]["neuron"].get("learn_alpha")]
+    groups: dict[str, dict[int | None, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for run in sweep:
+        groups[setting(run)][epochs_of(run)].append(run)
+    paper_epochs = paper_protocol(next(s for s in load_spec() if s["id"] == "node_classification")).get("epochs")
+    paths: list[Path] = []
+    for key, by_epochs in sorted(groups.items()):
+        panels = {e: members for e, members in sorted(by_epochs.items(), key=lambda i: i[0] or 0)
+                  if len({r["config"]["neuron"]["alpha"] for r in members}) >= 3}
+        if not panels:
             continue
-        dataset, backbone = members[0]["config"]["dataset"]["name"], members[0]["config"]["backbone"]["name"]
-        alphas = sorted(by_alpha)
-        fig = Figure(figsize=(10, 4.6))
-        ax = fig.subplots()
-        for alpha in alphas:
-            ax.scatter([alpha] * len(by_alpha[alpha]), by_alpha[alpha], s=12, color="0.6", zorder=2)
-        means = [np.mean(by_alpha[a]) for a in alphas]
-        stds = [np.std(by_alpha[a], ddof=1) if len(by_alpha[a]) > 1 else 0.0 for a in alphas]
-        seeds = sorted({len(v) for v in by_alpha.values()})
-        ax.errorbar(alphas, means, yerr=stds, color="C3", marker="o", capsize=3, zorder=3,
-                    label=f"f-LIF, fsnn (mean ± std, n={'/'.join(map(str, seeds))} per alpha)")
-        others = [r for r in runs if experiment_of(r) == reference and _comparable(r, members[0])
-                  and r["config"]["neuron"]["name"] != "flif"]
-        for i, (label, group) in enumerate(sorted(_by_label(others).items())):
-            values = [_test_percent(r) for r in group]
-            mean, std = np.mean(values), (np.std(values, ddof=1) if len(values) > 1 else 0.0)
-            color = f"C{i}"
-            # equivalent neurons (SpikingJelly's and snnTorch's LIF) land on one line: dash each differently
-            style = [dict(ls="-", lw=2.6), dict(ls=(0, (6, 3)), lw=1.4), dict(ls=(0, (1.5, 1.5)), lw=1.4)][i % 3]
-            ax.axhline(mean, color=color, **style, label=f"{label}, fsnn (n={len(values)})")
-            ax.axhspan(mean - std, mean + std, color=color, alpha=0.12, lw=0)
-        table = build_table(specs["node_classification"], [])
-        column = next((i for i, c in enumerate(specs["node_classification"]["columns"])
-                       if (c.get("match") or {}).get("dataset") == dataset), None)
-        paper_alpha = None
-        for row in specs["alpha_gnn"]["rows"]:
-            if row["match"].get("backbone") == backbone:
-                paper_alpha = row["paper"].get(dataset)
-        for row_spec, row in zip(specs["node_classification"]["rows"], table["rows"]):
-            cell = row["cells"][column] if column is not None else None
-            if row_spec["match"].get("backbone") != backbone or cell is None or cell["paper_mean"] is None:
-                continue
-            neuron = row_spec["match"]["neuron"]
-            text = f"paper: {row['label']} {cell['paper_mean']:.2f}"
-            if neuron == "flif" and paper_alpha is not None:
-                ax.errorbar([paper_alpha], [cell["paper_mean"]], yerr=[cell["paper_std"] or 0], color="k",
-                            marker="*", markersize=11, capsize=3, ls="none", zorder=4, label=text)
+        first = next(iter(panels.values()))[0]
+        dataset, backbone = first["config"]["dataset"]["name"], first["config"]["backbone"]["name"]
+        marks, paper_alpha = _paper_marks(dataset, backbone)
+        fig = Figure(figsize=(4.6 * len(panels) + 1.0, 4.4))
+        axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+        handles: dict[str, object] = {}
+        notes = []
+        for ax, (epochs, members) in zip(axes, panels.items()):
+            by_alpha: dict[float, list[float]] = defaultdict(list)
+            for run in members:
+                by_alpha[float(run["config"]["neuron"]["alpha"])].append(_test_percent(run))
+            alphas = sorted(by_alpha)
+            warm = family_styles(["flif"])["flif"]["color"]
+            for alpha in alphas:
+                dots = ax.scatter([alpha] * len(by_alpha[alpha]), by_alpha[alpha], s=16, color=warm, alpha=0.35,
+                                  lw=0, zorder=2)
+            handles["dots"] = (dots, "f-LIF, one run (one dot per seed)")
+            stats = [_mean_std(by_alpha[a]) for a in alphas]
+            seeds = "/".join(map(str, sorted({len(v) for v in by_alpha.values()})))
+            line = ax.errorbar(alphas, [m for m, _ in stats], yerr=[s for _, s in stats], color=warm, marker="o",
+                               ms=5, capsize=3, zorder=3)
+            handles["flif"] = (line, f"f-LIF, mean ± std over seeds (n={seeds} per alpha)")
+            others = _by_neuron(r for r in runs if experiment_of(r) == reference and _comparable(r, members[0])
+                                and neuron_name(r) != "flif")
+            styles = family_styles(others)
+            dashes = ["-", (0, (6, 3)), (0, (1.5, 1.5)), (0, (6, 2, 1.5, 2))]
+            for i, (neuron, group) in enumerate(others.items()):
+                mean, std = _mean_std([_test_percent(r) for r in group])
+                color = styles[neuron]["color"]
+                # equivalent neurons (SpikingJelly's LIF, fsnn's alpha = 1) land on one line: dash each its own way
+                ax.axhline(mean, color=color, ls=dashes[i % len(dashes)], lw=1.6, zorder=1)
+                ax.errorbar([1.08 + 0.05 * i], [mean], yerr=[std], color=color, marker=styles[neuron]["marker"],
+                            ms=6, capsize=3, ls="none", zorder=3)
+                proxy = Line2D([], [], color=color, ls=dashes[i % len(dashes)], lw=1.6, marker=styles[neuron]["marker"])
+                handles[neuron] = (proxy, f"{NEURON_LABELS.get(neuron, neuron)}, Table 2 runs, n={len(group)}: "
+                                          "mean (line), ± std (bar right of alpha = 1)")
+            ax.set_xlim(min(alphas) - 0.05, 1.08 + 0.05 * max(len(others), 1))
+            if paper_epochs is not None and epochs == paper_epochs:
+                for neuron, label, mean, std in marks:
+                    if neuron == "flif" and paper_alpha is not None:
+                        star = ax.errorbar([paper_alpha], [mean], yerr=[std or 0], color="k", marker="*", ms=12,
+                                           capsize=3, ls="none", zorder=4)
+                        handles[f"paper {label}"] = (star, f"paper: {label} {mean:.2f} at its alpha {paper_alpha:g}")
+                    else:
+                        ref = ax.axhline(mean, color="k", ls=(0, (4, 3)) if neuron == "sj_lif" else ":", lw=1)
+                        handles[f"paper {label}"] = (ref, f"paper: {label} {mean:.2f}")
+                title = f"{_epochs_text(epochs)} (the paper's protocol)"
             else:
-                ax.axhline(cell["paper_mean"], color="k", ls=(0, (4, 3)) if neuron == "sj_lif" else ":", lw=1,
-                           label=text)
-        epochs = members[0]["config"]["trainer"]["max_epochs"]
-        ax.set(xlabel="alpha (f-LIF order; 1 = LIF)", ylabel="test accuracy (%)", xticks=alphas,
-               title=f"{dataset} / {backbone}: accuracy against alpha ({epochs} epochs, best validation checkpoint)")
-        ax.grid(alpha=0.3, lw=0.5)
-        ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), handlelength=3.5)  # no dot hidden
-        fig.tight_layout()
-        paths += save(fig, out, f"alpha_{dataset}_{backbone}")
+                title = f"{_epochs_text(epochs)} (paper: {paper_epochs}; its values not drawn)"
+                notes.append(f"{_epochs_text(epochs)}: the paper's values ({paper_epochs} epochs) not drawn")
+            ax.set(xlabel="alpha (f-LIF order; 1 = LIF)", title=title)
+            ax.set_xticks(alphas, [f"{a:g}" for a in alphas])
+            ax.grid(alpha=0.3, lw=0.5)
+        axes[0].set_ylabel("test accuracy (%)")
+        fig.suptitle(f"{dataset} / {backbone}: test accuracy against f-LIF's alpha")
+        legend_below(fig, [h for h, _ in handles.values()], [t for _, t in handles.values()])
+        name = f"alpha_{dataset}_{backbone}"
+        _note(captions, name, f"f-LIF's alpha swept on {dataset} / {backbone} ({experiment}), beside the other neurons' "
+              f"runs of Table 2 trained the same way; one panel per number of training epochs."
+              + (f" {'; '.join(notes)}." if notes else ""))
+        paths += save(fig, out, name)
     return paths
 
 
-def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print) -> list[Path]:
-    """The figures from the complete runs under ``results_dir`` (:func:`fsnn.tables.scan_runs`): firing rates
-    (``metrics.json``), per setting, robustness curves and radar (``robustness.json``), and the memory horizon. Says
-    so and skips a figure that has no data."""
+def neuron_comparisons() -> set[str]:
+    """The experiments whose runs of one setting differ only in the neuron and the seed, so that the firing-rate
+    figure may average them per neuron: those behind a table the paper prints values for, less its ablations, which
+    vary the neuron itself (alpha, memory); the suite's own studies (a recipe switched per row, a delay sweep) vary
+    more than the neuron."""
+    return {name for spec in load_spec() if has_paper_values(spec) for name in spec.get("experiments") or ()
+            if not name.startswith("ablation_")}
+
+
+def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print,
+                captions: dict | None = None) -> list[Path]:
+    """The figures from the complete runs of the suite's experiments under ``results_dir``
+    (:func:`fsnn.tables.suite_runs`): firing rates (``metrics.json``), per setting, robustness curves and radar
+    (``robustness.json``), the alpha curve and the memory horizon. Says so and skips a figure that has no data."""
     results_dir = Path(results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # corrupt files are listed below instead
         found = scan_runs(results_dir)
     for path, reason in found.corrupt:
         echo(f"  corrupt, skipped: {path} ({reason})")
-    # an ablation varies the neuron itself (alpha, memory): its runs would blur the neurons' bars
-    paths = firing_rate_figure([r for r in found.complete if not experiment_of(r).startswith("ablation_")], out)
+    runs, ad_hoc = suite_runs(found.complete)
+    if ad_hoc:
+        echo(f"  not of a suite experiment, not drawn: {len(ad_hoc)} run(s) "
+             f"({', '.join(sorted({experiment_of(r) or '?' for r in ad_hoc}))})")
+    compared = neuron_comparisons()
+    paths = firing_rate_figure([r for r in runs if experiment_of(r) in compared], out, captions=captions)
     if not paths:
         echo(f"no complete run with firing_rates under {results_dir}: firing-rate figure skipped")
-    alpha = alpha_curve_figure(found.complete, out)
+    alpha = alpha_curve_figure(runs, out, captions=captions)
     if not alpha:
         echo(f"no alpha sweep (experiment=ablation_alpha_node) under {results_dir}: alpha curve skipped")
     paths += alpha
-    records = [run["robustness"] for run in found.complete if "robustness" in run]
+    records = [run["robustness"] for run in runs if "robustness" in run]
     if not records:
         echo(f"no robustness.json under {results_dir} (run evaluate.py run_dir=<run> robustness=events): "
              "robustness figures skipped")
@@ -485,9 +691,25 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
     for record in records:
         groups[setting(record)].append(record)
     for key, group in sorted(groups.items()):
-        paths += robustness_figures(group, out, f"robustness_{key}", echo)
-    horizon = memory_horizon_figure(found.complete, out)
+        paths += robustness_figures(group, out, f"robustness_{key}", echo, captions)
+    horizon = memory_horizon_figure(runs, out, captions=captions)
     if not horizon:
         echo(f"no memory_horizon runs under {results_dir} (python train.py experiment=memory_horizon): "
              "memory-horizon figure skipped")
     return paths + horizon
+
+
+def make_figures(results_dir: str | Path, out: str | Path, dt: float = 0.01, t_max: float = 100.0,
+                 t_lin: float = 5.0, engine: str = "direct", kernel_steps: int = 10001, tau_lif: float = 2.0,
+                 echo: Callable = print) -> list[Path]:
+    """Every figure: those from the runs under ``results_dir`` (:func:`run_figures`), then the theory ones; writes
+    ``<out>/figures.json`` (``written``: the figures' names in page order, ``captions``) and deletes the files of a
+    figure the previous manifest listed and this call did not draw, so ``out`` holds exactly what the runs give."""
+    captions: dict[str, str] = {}
+    paths = run_figures(results_dir, out, echo, captions)
+    paths += relaxation_figure(out, dt, t_max, t_lin, engine, echo, captions)
+    paths += kernel_figure(out, kernel_steps, tau_lif, echo, captions)
+    names = list(dict.fromkeys(p.stem for p in paths))
+    for stale in remove_stale(out, names, (".png", ".pdf"), MANIFEST, {"captions": captions}):
+        echo(f"removed {stale} (its runs are gone)")
+    return paths

@@ -22,6 +22,9 @@ import numpy as np
 import torch
 from filelock import FileLock, Timeout
 
+#: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in
+#: each as ``metric_unit``; what a person reads (console, tables, report) is in percent (:func:`percent`)
+METRIC_UNIT = "fraction"
 PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingjelly", "snntorch",
             "tonic", "timm", "torch-geometric", "numpy", "triton")
 
@@ -188,7 +191,13 @@ def source_commit() -> str | None:
     return f"{head}-dirty" if changed else head
 
 
+def percent(value: float | None) -> str:
+    """A fraction as the percent a person reads: ``0.8125 -> "81.25 %"`` (``"—"`` for none)."""
+    return "—" if value is None else f"{100 * value:.2f} %"
+
+
 def device_description(device: torch.device | str) -> str:
+    """What a run ran on, for ``metrics.json``: the GPU's name, or the CPU and its torch threads."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)

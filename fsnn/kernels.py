@@ -48,6 +48,7 @@ SURROGATE_IDS = {"sigmoid": 0, "arctan": 1, "piecewise_linear": 2, "gaussian": 3
 
 
 def interpreting() -> bool:
+    """Whether Triton runs its interpreter (``TRITON_INTERPRET=1``: the kernels on CPU tensors, for the tests)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 

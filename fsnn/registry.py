@@ -15,6 +15,9 @@ post-training studies are each a :class:`Registry`, looked up, listed, built and
 
 :func:`registry` finds a registry by what it holds, importing the module that fills it, so that code which only
 checks names and options (the config layer) imports no component.
+
+A component that needs an optional library imports it with :func:`require`; without it the user reads one
+line naming the ``fsnn[extra]`` to install (:class:`MissingExtraError`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,24 @@ def did_you_mean(word, choices: Collection) -> str:
     """``"; did you mean 'x'?"`` for the names of ``choices`` closest to ``word`` (``""`` when none is close)."""
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=2, cutoff=0.6)
     return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+
+
+class MissingExtraError(ImportError):
+    """An optional library is not installed; the message is one line ending in the ``pip install 'fsnn[extra]'``
+    that installs it."""
+
+    def __init__(self, what: str, missing: str, extra: str):
+        super().__init__(f"{what} needs the optional libraries of fsnn[{extra}] ({missing} is not installed); install "
+                         f"them with: pip install 'fsnn[{extra}]'")
+
+
+def require(module: str, what: str, extra: str):
+    """Import and return the optional library ``module`` that ``what`` (e.g. ``"backbone 'spikformer'"``) needs;
+    :class:`MissingExtraError` naming ``fsnn[extra]`` when it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise MissingExtraError(what, (error.name or module).split(".")[0], extra) from None
 
 
 class UnknownNameError(KeyError, ValueError):
@@ -137,13 +158,7 @@ class Registry(Mapping):
         entry = self._entry(name)
         if entry.obj is None:
             module, attribute = entry.target.split(":")
-            try:
-                entry.obj = getattr(importlib.import_module(module), attribute)
-            except ImportError as error:
-                missing = (error.name or "one of them").split(".")[0]
-                raise ImportError(
-                    f"{self.what} {self.key(name)!r} needs the optional libraries of fsnn[{entry.extra}] ({missing} "
-                    f"is not installed); install them with: pip install 'fsnn[{entry.extra}]'") from None
+            entry.obj = getattr(require(module, f"{self.what} {self.key(name)!r}", entry.extra), attribute)
         return entry.obj
 
     def loaded(self) -> dict:

@@ -30,10 +30,11 @@ from fsnn.checkpoint import CheckpointError, load_checkpoint, result_config
 from fsnn.checks import Count, Flag, Positive, one_of
 from fsnn.config import ACCELERATORS, Batches, ConfigError, Schema, Seed, check_config, check_run_config
 from fsnn.energy import energy_report, format_table
-from fsnn.files import device_description, package_versions, write_json_atomic
+from fsnn.files import METRIC_UNIT, device_description, package_versions, percent, write_json_atomic
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
+from fsnn.training import PercentProgressBar, quiet_lightning
 
 log = logging.getLogger("fsnn")
 STUDIES = Registry("study", supplied=("run",))
@@ -111,14 +112,14 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
                 bar.set_postfix_str(f"{name} {level:g}")
                 values.append(float(test(name, level, options)))
                 bar.update()
-                log.info("%s %g: test %s %.4f (clean %.4f)", name, level, metric, values[-1], clean)
+                log.info("%s %g: test %s %s (clean %s)", name, level, metric, percent(values[-1]), percent(clean))
             corruptions[name] = {
                 "levels": levels, metric: values, "by_level": {f"{level:g}": v for level, v in zip(levels, values)},
                 "score": robustness_score(clean, values) if clean > 0 else None, "options": options,
             }
     record = {
         "robustness": plan.get("name"), "run_dir": str(run.run_dir), "checkpoint": run.checkpoint.stem,
-        "metric": metric, "clean": clean, "seed": run.seed,
+        "metric": metric, "metric_unit": METRIC_UNIT, "clean": clean, "seed": run.seed,
         "limit_test_batches": run.limit_test_batches,
         "corruptions": corruptions, "config": run.recorded_config(),
         "device": device_description(run.trainer.strategy.root_device), "versions": package_versions(),
@@ -237,11 +238,12 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
     task = build_task(run_cfg)
     task.module.load_state_dict(state["state_dict"])
     # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
+    quiet_lightning()
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir, accelerator=accelerator,
                         devices=1, limit_test_batches=limit_test_batches, enable_progress_bar=asked is None,
-                        enable_model_summary=False)
+                        callbacks=[PercentProgressBar()] if asked is None else [], enable_model_summary=False)
     run = StudyRun(run_dir, run_cfg, kind, task, trainer, ckpt, seed, limit_test_batches)
-    result: dict = {"run_dir": str(run_dir), "checkpoint": str(ckpt)}
+    result: dict = {"run_dir": str(run_dir), "checkpoint": str(ckpt), "metric_unit": METRIC_UNIT}
     if asked is None or STUDIES.meta(asked[0])["retest"]:
         test = run.test_pass()
         metric = task.metric
@@ -249,7 +251,7 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
         result |= {f"test_{metric}": run.clean, "test_metrics": test, "firing_rates": task.module.test_rates,
                    "device": device_description(trainer.strategy.root_device)}
         write_json_atomic(run_dir / "eval.json", result)
-        log.info("test %s %.4f (%s)", metric, run.clean, ckpt)
+        log.info("test %s %s (%s)", metric, percent(run.clean), ckpt)
     if asked is not None:
         name, options = asked
         result[name] = STUDIES[name](run, **options)

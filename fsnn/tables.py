@@ -7,7 +7,11 @@ current directory. A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
 A table never mixes recipes (a run's ``recipe``: ``matched``, the default, or ``authors``, see ``conf/recipe/``):
-runs of another recipe fill their own copy of the table, ``<id>_<recipe>``.
+runs of another recipe fill their own copy of the table, ``<id>_<recipe>``. Nor does it mix protocols: where runs
+at the paper's epochs (``protocol`` in the YAML) and runs at other epochs fill one table, the latter fill their own
+copy, ``<id>_<E>ep``. A table with neither paper values nor runs (the suite's own studies before they are run) is
+not written, and a table file this command wrote before and no longer writes is removed (``tables.json`` lists what
+it wrote), so the folder always matches the runs.
 A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``evaluate.py study=energy``),
 beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
 and energy tables read them with list paths (see the YAML header).
@@ -30,6 +34,7 @@ import yaml
 from fsnn.files import write_text_atomic
 
 RESULTS = Path("results")  # relative: the results folder of the current directory
+CONF = Path(__file__).resolve().parents[1] / "conf"  # the suite's Hydra configs, beside the package in a checkout
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
 DASH = "—"
 # match keys that are not dotted paths into a run's resolved config
@@ -42,6 +47,8 @@ SIBLINGS = ("robustness", "energy")
 # config fields that do not make two runs different experiments (for the mixed-config flag)
 INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra")
 DEFAULT_RECIPE = "matched"
+PAPER_EPOCHS = "paper"  # build_table(epochs=...): only the runs trained for the paper's number of epochs
+MANIFEST = "tables.json"  # what make_tables wrote last, so that a table it no longer writes is removed
 
 
 @dataclass
@@ -145,6 +152,8 @@ def _equal(actual: Any, expected: Any) -> bool:
 
 
 def matches(run: dict, match: dict) -> bool:
+    """Whether ``run`` (a ``metrics.json``) has every ``dotted.key: value`` of a cell's ``match`` (``null``: absent or
+    null)."""
     for key, expected in (match or {}).items():
         found, actual = _lookup(run, key)
         if expected is None:
@@ -188,6 +197,23 @@ def experiment_of(run: dict) -> str:
     return str(run.get("task") or "").removesuffix("_smoke")
 
 
+def suite_experiments() -> set[str]:
+    """The suite's experiments: one per ``conf/experiment/<name>.yaml`` (whose ``task_name`` is ``<name>``), smoke
+    variants counted as their experiment; without the configs, the experiments the paper tables name."""
+    files = sorted((CONF / "experiment").glob("*.yaml"))
+    if files:
+        return {f.stem.removesuffix("_smoke") for f in files}
+    return {name for spec in load_spec() for name in spec.get("experiments") or ()}
+
+
+def suite_runs(runs) -> tuple[list[dict], list[dict]]:
+    """``(runs of the suite's experiments, the others)``: what a user ran by hand (``python train.py``, a task_name
+    of their own) is not a result of the suite and stays out of its tables and figures."""
+    names = suite_experiments()
+    ours = [r for r in runs if experiment_of(r) in names]
+    return ours, [r for r in runs if experiment_of(r) not in names]
+
+
 def _own_runs(spec: dict, runs) -> list[dict]:
     """The runs a table may read: those of its ``experiments`` (and their ``_smoke`` variants') when it names some,
     since ablations share datasets and neurons with Table 1 and an alpha-0.2 ablation run must not land in Table 1's
@@ -196,11 +222,13 @@ def _own_runs(spec: dict, runs) -> list[dict]:
 
 
 def table_recipes(spec: dict, runs) -> list[str]:
-    """The recipes of the runs ``spec`` reads, the matched one always first (its table is written even empty); one
-    table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
+    """The recipes of the runs that fill a row of ``spec``, the matched one always first (its table is written even
+    empty); one table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
     if spec.get("all_recipes"):
         return [DEFAULT_RECIPE]
-    others = {recipe_of(r) for r in _own_runs(spec, runs)} - {DEFAULT_RECIPE}
+    # a table naming no experiments reads every run: Table 2's authors-recipe runs must not give Table 1's
+    # robustness tables an empty authors copy
+    others = {recipe_of(r) for r in _own_runs(spec, runs) if _row_of(spec, r) is not None} - {DEFAULT_RECIPE}
     return [DEFAULT_RECIPE, *sorted(others)]
 
 
@@ -219,12 +247,63 @@ def _compare_to_reference(rows: list[dict], reference: str) -> None:
             cell["moved"] = cell["n"] > 1 and base["n"] > 1 and abs(cell["diff"]) > spread
 
 
-def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE) -> dict:
+def epochs_of(run: dict) -> int | None:
+    """The epochs a run was configured to train (``trainer.max_epochs``), ``None`` where not recorded."""
+    value = ((run.get("config") or {}).get("trainer") or {}).get("max_epochs")
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def paper_protocol(spec: dict, row: dict | None = None) -> dict:
+    """How the paper trained the runs behind ``spec`` (its row ``row``, where the row says otherwise): ``epochs``
+    and ``runs`` per cell (``None``: not stated) and ``source``; ``{}`` for a table that is not in the paper."""
+    protocol = dict(spec.get("protocol") or {})
+    protocol.update((row or {}).get("protocol") or {})
+    return protocol
+
+
+def _row_of(spec: dict, run: dict) -> dict | None:
+    """The first row of ``spec`` whose cells ``run`` may fill (``None``: it fills none)."""
+    return next((row for row in spec["rows"]
+                 if matches(run, {**(spec.get("match") or {}), **(row.get("match") or {})})), None)
+
+
+def protocol_key(spec: dict, run: dict) -> int | None:
+    """``None`` where ``run`` trained for the paper's epochs of its row of ``spec`` (or either number is unknown, or it
+    fills no row), else its epochs."""
+    row, epochs = _row_of(spec, run), epochs_of(run)
+    paper = None if row is None else paper_protocol(spec, row).get("epochs")
+    return None if paper is None or epochs is None or epochs == paper else epochs
+
+
+def table_variants(spec: dict, runs) -> list[tuple[str, int | str | None]]:
+    """``(recipe, epochs)`` of every copy of ``spec`` to build (the ``build_table`` arguments), one per recipe of its
+    runs (:func:`table_recipes`); where runs at the paper's epochs and at others both exist, one per epoch count:
+    ``(recipe, PAPER_EPOCHS)`` and ``(recipe, E)`` for each other ``E``. ``epochs=None``: every run of the recipe."""
+    variants: list[tuple[str, int | str | None]] = []
+    for recipe in table_recipes(spec, runs):
+        keys = {protocol_key(spec, r) for r in _own_runs(spec, runs)
+                if (spec.get("all_recipes") or recipe_of(r) == recipe) and _row_of(spec, r) is not None}
+        if len(keys) <= 1:
+            variants.append((recipe, None))
+        else:
+            variants += [(recipe, PAPER_EPOCHS)] + [(recipe, e) for e in sorted(k for k in keys if k is not None)]
+    return variants
+
+
+def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE,
+                epochs: int | str | None = None) -> dict:
     """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
-    value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``."""
-    same_recipe = (lambda r: True) if spec.get("all_recipes") else (lambda r: recipe_of(r) == recipe)
-    runs = [r for r in _own_runs(spec, runs) if same_recipe(r)]
-    failed = [r for r in _own_runs(spec, failed) if same_recipe(r)]
+    value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
+    ``epochs``: ``None`` takes every run; :data:`PAPER_EPOCHS` only the runs trained for the paper's epochs, a
+    number only those trained for that many epochs where the paper's differ (id ``<id>[_<recipe>]_<E>ep``)."""
+    def chosen(pool):  # a table comparing recipes itself (all_recipes) takes every recipe
+        pool = [r for r in _own_runs(spec, pool) if spec.get("all_recipes") or recipe_of(r) == recipe]
+        if epochs is None:
+            return pool
+        want = None if epochs == PAPER_EPOCHS else epochs
+        return [r for r in pool if protocol_key(spec, r) == want]
+
+    runs, failed = chosen(runs), chosen(failed)
     rows = []
     table_source = spec.get("value", "test")
     for row in spec["rows"]:
@@ -237,13 +316,16 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
             match = {**(spec.get("match") or {}), **(row.get("match") or {}), **(col.get("match") or {})}
             paper_mean, paper_std = _paper((row.get("paper") or {}).get(col["key"]))
             cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,
-                    "diff": None, "failed": 0, "mixed": False, "runs": [], "measured": source is not None}
+                    "diff": None, "failed": 0, "mixed": False, "runs": [], "measured": source is not None,
+                    "match": match, "percent": bool(percent), "judge": col.get("judge", True),
+                    "paper_epochs": paper_protocol(spec, row).get("epochs"), "epochs": [], "seeds": []}
             if source is not None:
-                chosen = [r for r in runs if matches(r, match)]
-                values = [(r, v) for r in chosen if (v := _value(r, source)) is not None]
+                values = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
                 numbers = [v * scale for _, v in values]
                 cell["n"] = len(numbers)
                 cell["runs"] = [r["_path"] for r, _ in values if "_path" in r]
+                cell["epochs"] = sorted({e for r, _ in values if (e := epochs_of(r)) is not None})
+                cell["seeds"] = sorted({r["seed"] for r, _ in values if isinstance(r.get("seed"), int)})
                 cell["failed"] = sum(matches(r, match) for r in failed)
                 cell["mixed"] = len({_fingerprint(r) for r, _ in values}) > 1
                 if numbers:
@@ -256,10 +338,21 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
     if spec.get("reference_row"):
         _compare_to_reference(rows, spec["reference_row"])
     suffix = "" if recipe == DEFAULT_RECIPE else f"_{recipe}"
-    return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe,
-            "caption": spec.get("caption", "") + (f" Recipe: {recipe}." if suffix else ""),
-            "section": spec.get("section", ""), "notes": spec.get("notes"), "reference_row": spec.get("reference_row"),
+    caption = spec.get("caption", "") + (f" Recipe: {recipe}." if suffix else "")
+    if isinstance(epochs, int):
+        suffix += f"_{epochs}ep"
+        paper = paper_protocol(spec).get("epochs")
+        caption += f" Runs trained for {epochs} epochs" + (f" (paper: {paper})." if paper else ".")
+    return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe, "epochs": epochs,
+            "recipes": sorted({recipe_of(r) for r in runs}),
+            "caption": caption, "section": spec.get("section", ""), "notes": spec.get("notes"),
+            "reference_row": spec.get("reference_row"),
             "columns": [c["label"] for c in spec["columns"]], "rows": rows}
+
+
+def has_paper_values(spec: dict) -> bool:
+    """Whether the paper prints any number of ``spec`` (the suite's own studies have none)."""
+    return any(value is not None for row in spec["rows"] for value in (row.get("paper") or {}).values())
 
 
 def _num(mean: float | None, std: float | None, pm: str) -> str:
@@ -285,6 +378,7 @@ def cell_text(cell: dict, pm: str = "±") -> str:
 
 
 def to_markdown(table: dict) -> str:
+    """A built table (:func:`build_table`) as Markdown: caption, paper reference, one row per setting."""
     def esc(text: str) -> str:
         return str(text).replace("|", "\\|")
 
@@ -313,6 +407,7 @@ def _latex_escape(text: str) -> str:
 
 
 def to_latex(table: dict) -> str:
+    """A built table (:func:`build_table`) as a LaTeX ``table`` with booktabs rules."""
     cols = "l" + "c" * len(table["columns"])
     lines = [r"\begin{table}[ht]", r"\centering", r"\small",
              rf"\caption{{{_latex_escape(table['caption'])} (paper: {_latex_escape(table['label'] or '')})}}",
@@ -339,10 +434,16 @@ def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = 
         echo(f"  corrupt, skipped: {path} ({reason})")
     for run in found.failed:
         echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
+    (complete, ad_hoc), (failed, _) = suite_runs(found.complete), suite_runs(found.failed)
+    if ad_hoc:
+        echo(f"  not of a suite experiment (conf/experiment/), not tabulated: {len(ad_hoc)} run(s) of "
+             + ", ".join(sorted({experiment_of(r) or "?" for r in ad_hoc})))
     tables, markdown = [], []
     for spec in load_spec(spec_path):
-        for recipe in table_recipes(spec, found.complete + found.failed):
-            table = build_table(spec, found.complete, found.failed, recipe)
+        for recipe, epochs in table_variants(spec, complete + failed):
+            table = build_table(spec, complete, failed, recipe, epochs)
+            if not has_paper_values(spec) and not any(c["n"] or c["failed"] for r in table["rows"] for c in r["cells"]):
+                continue  # nothing to show: neither the paper's numbers nor a run
             tables.append(table)
             md = to_markdown(table)
             markdown.append(md)
@@ -350,11 +451,35 @@ def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = 
             write_text_atomic(out_dir / f"{table['id']}.tex", to_latex(table))
             echo("\n" + md)
     write_text_atomic(out_dir / "all.md", f"Runs: {found.summary()}\n\n" + "\n".join(markdown))
+    written = [t["id"] for t in tables]
+    remove_stale(out_dir, written, (".md", ".tex"))
     echo(f"wrote {len(tables)} tables (Markdown + LaTeX) to {out_dir}")
     return found, tables
 
 
+def remove_stale(out_dir: str | Path, names: list[str], suffixes: tuple[str, ...], manifest: str = MANIFEST,
+                 extra: dict | None = None) -> list[Path]:
+    """Remove from ``out_dir`` the files ``<name><suffix>`` of the names that its ``manifest`` listed last time and
+    ``names`` no longer holds, then write ``names`` (and ``extra``) as the new manifest. Only files this function
+    recorded are ever removed; an unreadable manifest removes nothing. Returns the removed paths."""
+    path = Path(out_dir) / manifest
+    try:
+        before = read_record(path).get("written", []) if path.is_file() else []
+    except (OSError, UnicodeDecodeError, ValueError):
+        before = []
+    removed = []
+    for name in sorted(set(before) - set(names)):
+        for suffix in suffixes:
+            stale = Path(out_dir) / f"{name}{suffix}"
+            if stale.is_file():
+                stale.unlink()
+                removed.append(stale)
+    write_text_atomic(path, json.dumps({"written": list(names), **(extra or {})}, indent=2, sort_keys=True) + "\n")
+    return removed
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``python scripts/make_tables.py [--results DIR] [--out DIR] [--spec FILE]``: print and write every table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default=str(RESULTS), help="results folder to scan (default: ./results)")
     parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")

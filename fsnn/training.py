@@ -14,13 +14,16 @@ rates (their totals are summed over the ranks too).
 
 from __future__ import annotations
 
+import logging
 import resource
 import time
+import warnings
 from contextlib import contextmanager
 from typing import Callable
 
 import lightning as L
 import torch
+from lightning.pytorch.callbacks import TQDMProgressBar
 from torch import nn
 from torch.nn import functional as F
 from torchmetrics import MeanMetric
@@ -31,6 +34,35 @@ from fsnn.checks import Count, NonNegative, checked
 from fsnn.data.modules import sample_train_negatives
 from fsnn.energy import synaptic_energy
 from fsnn.neurons import is_neuron
+
+
+class _DropLitLoggerTip(logging.Filter):
+    """Drops Lightning's advert for its cloud logger, printed at every Trainer start; every other message passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "litlogger" not in record.getMessage()
+
+
+def quiet_lightning() -> None:
+    """Keep a run's output to what it says about the run: Lightning's litlogger advert (2.6) is dropped from its
+    ``rank_zero`` logger, and the deprecation warning that Lightning's own ``CombinedLoader`` triggers in torch
+    >= 2.14 (it builds the deprecated ``LeafSpec``, once per fit and test) is ignored for that module only. Other
+    messages and warnings are untouched. Idempotent."""
+    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _DropLitLoggerTip) for f in rank_zero.filters):
+        rank_zero.addFilter(_DropLitLoggerTip())
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                            category=FutureWarning, module=r"lightning\.pytorch\.utilities\._pytree")
+
+
+class PercentProgressBar(TQDMProgressBar):
+    """Lightning's progress bar with accuracies shown in percent (``val/acc=81.25%``), the unit of every summary and
+    table; the logged metrics, checkpoints and ``metrics.json`` keep fractions."""
+
+    def get_metrics(self, trainer, pl_module):
+        metrics = super().get_metrics(trainer, pl_module)
+        return {k: f"{100 * v:.2f}%" if k.endswith("/acc") and isinstance(v, float) else v
+                for k, v in metrics.items()}
 
 
 class NonFiniteLossError(RuntimeError):

@@ -299,7 +299,7 @@ def _cora_run(tree: Path, backbone: str, neuron: str, args, results: Path, cpu: 
     return {"backbone": backbone, "neuron": neuron, "epochs": epochs, "train_epoch_s": train,
             "rest_epoch_s": rest, "epoch_s": train + rest, "test_pass_s": test_pass,
             "run_s": record["wall_time_s"], "process_s": process_s, "test_acc": record["test_acc"],
-            "cpu": cpu, "commit": record["versions"].get("fsnn_commit")}
+            "cpu": cpu, "commit": record["versions"].get("fsnn_commit") or tree.name.removeprefix("fsnn-")}
 
 
 def cora(args) -> int:

@@ -6,11 +6,14 @@
 * ``mittag_leffler_relaxation``: Mittag-Leffler relaxation vs exponential with fsnn's simulated f-LIF (Fig. 3);
 * ``kernel_decay``: power-law memory kernel c_m vs the LIF's exponential kernel (Fig. 7);
 * ``firing_rates``: firing rate per layer, LIF vs f-LIF (and the baselines), from the ``metrics.json`` of the
-  complete runs under ``--results``;
+  complete runs of the suite's experiments under ``--results``;
+* ``alpha_<dataset>_<backbone>``: test accuracy against f-LIF's alpha (``experiment=ablation_alpha_node``);
 * ``robustness_<dataset>_<backbone>_curves`` / ``_radar``: accuracy vs corruption level and the radar of
-  robustness scores (Fig. ``fig:robust``), from the ``robustness.json`` that ``evaluate.py robustness=...`` wrote.
+  robustness scores (Fig. ``fig:robust``), from the ``robustness.json`` that ``evaluate.py robustness=...`` wrote;
+* ``memory_horizon``: delayed-cue accuracy against the delay (``experiment=memory_horizon``).
 
-A figure without data (no runs yet) is reported and skipped; nothing is hand-entered.
+A figure without data (no runs yet) is reported and skipped, and its files from an earlier call are removed;
+``<out>/figures.json`` lists what was drawn, with captions. Nothing is hand-entered.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fsnn.figures import kernel_figure, relaxation_figure, run_figures
+from fsnn.figures import make_figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,9 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tau-lif", type=float, default=2.0, help="tau of the integer-order LIF reference kernel")
     args = parser.parse_args(argv)
     out = args.out if args.out is not None else args.results / "figures"
-    paths = relaxation_figure(out, args.dt, args.t_max, args.t_lin, args.engine)
-    paths += kernel_figure(out, args.kernel_steps, args.tau_lif)
-    paths += run_figures(args.results, out)
+    paths = make_figures(args.results, out, args.dt, args.t_max, args.t_lin, args.engine, args.kernel_steps,
+                         args.tau_lif)
     for path in paths:
         print(f"wrote {path}")
     return 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""Try, as a new user would, the bad values and damaged files of issue 10 against a checkout of fsnn, and count what
-happens: ``python scripts/probe_runs.py [--root CHECKOUT] [--out DIR] [--only CATEGORY ...]``.
+"""Try, as a new user would, bad values and damaged files (a typo, a truncated checkpoint, a rotten cache) against
+a checkout of fsnn, and count what happens:
+``python scripts/probe_runs.py [--root CHECKOUT] [--out DIR] [--only CATEGORY ...]``.
 
 Every case runs ``train.py`` / ``evaluate.py`` (with ``study=energy``) of ``--root`` (default: this checkout) in a
 fresh folder on tiny fixture data, and gets one outcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import lightning as L
@@ -158,6 +159,20 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
     assert all(0.0 <= r <= 1.0 for r in m["firing_rates"].values()) and m["firing_rates"]
     run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
     assert m["best_checkpoint"] == "checkpoints/best.ckpt" and (run_dir / m["best_checkpoint"]).is_file()
+
+
+def test_a_default_run_prints_its_progress_and_percentages_and_no_noise(tmp_path, data_root):
+    # the default logger (csv) and progress bars, shrunk to seconds
+    proc = run_app("train.py", "+smoke=vision", "logger=csv", "trainer.enable_progress_bar=true",
+                   f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    for noise in ("litlogger", "LeafSpec", "FLOPs", "Warning"):  # Lightning's advert, torch's deprecation, summary
+        assert noise not in out, noise
+    assert "Epoch 0: 100%" in out and re.search(r"val/acc=\d+\.\d\d%", out)  # progress bars, in percent
+    m = _metrics(tmp_path)
+    assert re.search(rf"test acc at best val {100 * m['test_acc']:.2f} %", out) and m["metric_unit"] == "fraction"
+    assert re.search(r"model: DVSNet, [\d,]+ parameters", out)
 
 
 @pytest.mark.slow

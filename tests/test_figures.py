@@ -1,10 +1,13 @@
-"""The figures (fsnn.figures, scripts/figures.py): files written, data from runs, skips without data."""
+"""The figures (fsnn.figures, scripts/figures.py): files written, data from runs, skips without data, and what a
+reviewer checks: legible text, every mark in a legend, families of colours, error bars, the paper only where the
+protocol is the paper's, the same bytes from the same runs."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pytest
 
@@ -13,6 +16,32 @@ from fsnn import figures
 from fsnn.robustness import robustness_score
 
 LEVELS = robustness_levels("events")
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """``{name: Figure}`` of every figure saved while the test runs (the files are still written)."""
+    seen = {}
+    save = figures.save
+
+    def keep(fig, out, name):
+        seen[name] = fig
+        return save(fig, out, name)
+
+    monkeypatch.setattr(figures, "save", keep)
+    return seen
+
+
+def small_text(fig) -> list[tuple[str, float]]:
+    """Visible texts of ``fig`` below the minimum size, once drawn (tick labels exist only then)."""
+    fig.draw_without_rendering()
+    return [(t.get_text(), t.get_fontsize()) for t in fig.findobj(matplotlib.text.Text)
+            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < figures.MIN_FONT_PT]
+
+
+def legend_texts(fig) -> list[str]:
+    return [t.get_text() for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+            for t in legend.get_texts()]
 
 
 def _is_figure(path: Path) -> bool:
@@ -38,13 +67,14 @@ def _run(neuron: str, rates: dict, dataset: str = "dvsgesture", **extra) -> dict
             **extra}
 
 
-def test_theory_figures_are_computed_and_written(tmp_path):
+def test_theory_figures_are_computed_and_written(tmp_path, drawn):
     lines = []
     paths = figures.relaxation_figure(tmp_path, dt=0.1, t_max=5.0, t_lin=2.0, echo=lines.append)
     paths += figures.kernel_figure(tmp_path, steps=101, echo=lines.append)
     assert [p.name for p in paths] == ["mittag_leffler_relaxation.png", "mittag_leffler_relaxation.pdf",
                                        "kernel_decay.png", "kernel_decay.pdf"]
     assert all(_is_figure(p) for p in paths)
+    assert all(small_text(fig) == [] for fig in drawn.values())
     # the printed diagnostics come from the computation: the fitted kernel slopes approach alpha - 1
     slopes = [float(line.split("= ")[1].split()[0]) for line in lines if "kernel alpha" in line]
     assert slopes == pytest.approx([-0.8, -0.6, -0.4, -0.2], abs=0.01)
@@ -52,11 +82,13 @@ def test_theory_figures_are_computed_and_written(tmp_path):
     assert np.allclose(relax, np.exp(-t), atol=0.01)  # alpha = 1: the exponential
 
 
-def test_robustness_figures_curves_and_radar(tmp_path):
+def test_robustness_figures_curves_and_radar(tmp_path, drawn):
     records = [_study("flif", 0.1), _study("flif", 0.2), _study("sj_lif", 0.5)]
     paths = figures.robustness_figures(records, tmp_path, "study")
     assert [p.name for p in paths] == ["study_curves.png", "study_curves.pdf", "study_radar.png", "study_radar.pdf"]
     assert all(_is_figure(p) for p in paths)
+    assert all(small_text(fig) == [] for fig in drawn.values())
+    assert legend_texts(drawn["study_curves"]) == ["f-LIF (f-SNN) (n=2)", "LIF (SpikingJelly) (n=1)"]
     # fewer than three corruptions: curves only, and a radar left from an earlier study is removed
     few = [_study("flif", 0.1, corruptions=("gaussian_noise", "frame_discard"))]
     messages = []
@@ -73,13 +105,64 @@ def test_labels_and_settings():
     assert figures.setting({}) == "unknown_unknown"
 
 
-def test_firing_rate_figure(tmp_path):
-    runs = [_run("flif", {"features.0.2": 0.1, "classifier.3": 0.05}), _run("flif", {"features.0.2": 0.2}),
-            _run("lif", {"features.0.2": 0.3, "classifier.3": 0.01}), _run("flif", {}, dataset="cora")]
+def test_firing_rate_figure(tmp_path, drawn):
+    # metrics.json stores the rates sorted by name (classifier before features); the figure shows network order
+    layers = {"classifier.2": 0.05, "features.0.2": 0.1, "features.1.2": 0.2}
+    runs = [_run("flif", layers), _run("flif", {**layers, "features.0.2": 0.3}),
+            _run("lif", {"classifier.2": 0.01, "features.0.2": 0.3, "features.1.2": 0.2}), _run("flif", {}, dataset="cora")]
+    for run in runs:
+        run["config"]["dataset"]["size"] = 32
+        run["config"]["backbone"].update(channels=8, num_blocks=2, hidden=16)
     paths = figures.firing_rate_figure(runs, tmp_path)
     assert [p.name for p in paths] == ["firing_rates.png", "firing_rates.pdf"] and all(map(_is_figure, paths))
+    ax = drawn["firing_rates"].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["features.0.2", "features.1.2", "classifier.2"]
+    assert legend_texts(drawn["firing_rates"]) == ["f-LIF (f-SNN) (n=2)", "LIF (fsnn, alpha=1) (n=1)"]
+    # error bars: the two f-LIF runs differ in features.0.2 (0.1 and 0.3), a standard deviation of 0.14
+    bars = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    assert len(bars) == 2 and any(np.isclose(np.ptp(seg[:, 1]), 2 * np.std([0.1, 0.3], ddof=1))
+                                  for seg in bars[0].lines[2][0].get_segments())
+    assert small_text(drawn["firing_rates"]) == []
     assert figures.firing_rate_figure([_run("flif", {})], tmp_path / "none") == []
     assert not (tmp_path / "none").exists()
+
+
+def test_firing_rate_panels_keep_one_colour_per_neuron(tmp_path, drawn):
+    """A panel without fsnn's LIF still draws SpikingJelly's LIF in the colour it has where fsnn's LIF is present."""
+    rates = {"features.0.2": 0.1}
+    runs = [_run(n, rates, recipe=recipe) for n in ("flif", "sj_lif") for recipe in ("matched", "authors")]
+    runs.append(_run("lif", rates))
+    figures.firing_rate_figure(runs, tmp_path)
+    colours = [{text.get_text(): handle.get_facecolor() for text, handle in zip(ax.get_legend().get_texts(),
+                                                                                  ax.get_legend().legend_handles)}
+               for ax in drawn["firing_rates"].axes]
+    assert len(colours) == 2 and len(colours[0]) != len(colours[1])
+    sj = [c for panel in colours for name, c in panel.items() if name.startswith("LIF (SpikingJelly)")]
+    assert len(sj) == 2 and sj[0] == sj[1]
+
+
+def test_network_order_falls_back_to_names():
+    assert figures.network_order({"config": {"backbone": {"name": "no_such_net"}}}, ["b", "a"]) == ["a", "b"]
+    sgcn = {"config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}}}
+    assert figures.network_order(sgcn, ["neuron", "encoder", "gone"]) == ["encoder", "neuron", "gone"]
+
+
+def test_families_of_colours():
+    styles = figures.family_styles(["flif_a02", "flif_a05", "lif", "sj_lif", "sj_plif", "snntorch_leaky"])
+    warm, cool = {c for c, _ in figures.WARM}, {c for c, _ in figures.COOL}
+    assert {styles[k]["color"] for k in ("flif_a02", "flif_a05")} <= warm
+    assert {styles[k]["color"] for k in ("lif", "sj_lif", "sj_plif", "snntorch_leaky")} <= cool
+    assert len({(s["color"], s["marker"]) for s in styles.values()}) == len(styles)  # every line its own
+
+
+def test_saved_files_carry_no_date_or_version(tmp_path):
+    fig = matplotlib.figure.Figure(figsize=(2, 2))
+    fig.subplots().plot([0, 1], [1, 0])
+    first = [p.read_bytes() for p in figures.save(fig, tmp_path / "a", "f")]
+    second = [p.read_bytes() for p in figures.save(fig, tmp_path / "b", "f")]
+    assert first == second
+    pdf, png = first[1], first[0]
+    assert b"CreationDate" not in pdf and b"Matplotlib v" not in pdf and b"Software" not in png
 
 
 def _node_run(experiment: str, neuron: str, acc: float, alpha=None, epochs=10, recipe="matched") -> dict:
@@ -89,17 +172,75 @@ def _node_run(experiment: str, neuron: str, acc: float, alpha=None, epochs=10, r
             "config": config}
 
 
-def test_alpha_curve_figure(tmp_path):
+def test_alpha_curve_figure(tmp_path, drawn):
     sweep = [_node_run("ablation_alpha_node", "flif", 0.85 + 0.01 * a, alpha=a) for a in (0.1, 0.5, 1.0) for _ in "ab"]
     table2 = [_node_run("table2_node_classification", n, 0.87) for n in ("lif", "sj_lif", "snntorch_leaky")]
     other = [_node_run("table2_node_classification", "lif", 0.80, epochs=100),  # trained differently: not drawn
              _node_run("ablation_alpha_node", "flif", 0.5, alpha=0.3, recipe="authors")]
-    paths = figures.alpha_curve_figure(sweep + table2 + other, tmp_path)
+    captions = {}
+    paths = figures.alpha_curve_figure(sweep + table2 + other, tmp_path, captions=captions)
     assert [p.name for p in paths] == ["alpha_cora_sgcn.png", "alpha_cora_sgcn.pdf"] and all(map(_is_figure, paths))
     assert figures._comparable(table2[0], sweep[0]) and not figures._comparable(other[0], sweep[0])
+    fig = drawn["alpha_cora_sgcn"]
+    labels = legend_texts(fig)
+    # every mark is named: the dots, the mean with its error bars, each baseline's line and bar; no paper value on
+    # 10-epoch runs (the paper trained 100)
+    assert labels[:2] == ["f-LIF, one run (one dot per seed)", "f-LIF, mean ± std over seeds (n=2 per alpha)"]
+    assert sum("Table 2 runs, n=1: mean (line), ± std" in label for label in labels) == 3
+    assert not any(label.startswith("paper") for label in labels)
+    assert "paper's values (100 epochs) not drawn" in captions["alpha_cora_sgcn"]
+    assert small_text(fig) == []
     # fewer than three alphas of the matched recipe: no curve
     assert figures.alpha_curve_figure(sweep[:4] + other, tmp_path / "none") == []
     assert not (tmp_path / "none").exists()
+
+
+def test_alpha_curve_draws_the_paper_only_beside_its_protocol(tmp_path, drawn):
+    runs = [_node_run("ablation_alpha_node", "flif", 0.80 + 0.01 * a, alpha=a, epochs=e) for a in (0.1, 0.5, 1.0)
+            for e in (4, 100)]
+    runs += [_node_run("table2_node_classification", "sj_lif", 0.84, epochs=e) for e in (4, 100)]
+    figures.alpha_curve_figure(runs, tmp_path)
+    fig = drawn["alpha_cora_sgcn"]
+    short, full = fig.axes
+    assert "4 epochs (paper: 100; its values not drawn)" == short.get_title()
+    assert "100 epochs (the paper's protocol)" == full.get_title()
+    papers = [label for label in legend_texts(fig) if label.startswith("paper")]
+    assert papers == ["paper: SGCN (SJ) 81.81", "paper: SGCN (snnTorch) 83.12",
+                      "paper: SGCN (f-SNN) 88.08 at its alpha 0.3"]
+    # the paper's lines and star sit on the 100-epoch axes only
+    assert not any(abs(y - 81.81) < 1e-9 for line in short.get_lines() for y in np.atleast_1d(line.get_ydata()))
+    assert any(abs(y - 81.81) < 1e-9 for line in full.get_lines() for y in np.atleast_1d(line.get_ydata()))
+
+
+def _horizon_run(variant: str, delay: int, seed: int, acc: float) -> dict:
+    return {"status": "complete", "task": "memory_horizon", "metric": "acc", "test_acc": acc, "seed": seed,
+            "train_epoch_s": 2.0 + delay / 16 + seed * 0.1, "choices": {"neuron_variant": variant},
+            "config": {"dataset": {"name": "delayed_cue", "delay": delay, "num_cues": 4}, "backbone": {"name": "seqmlp"},
+                       "neuron": {"name": "flif" if variant.startswith("flif") else "lif"}, "trainer": {"max_epochs": 20}}}
+
+
+def test_memory_horizon_figure(tmp_path, drawn):
+    variants = list(figures._variant_labels("memory_horizon"))
+    runs = [_horizon_run(v, d, s, 0.9 - 0.1 * i / len(variants) - d / 100) for i, v in enumerate(variants)
+            for d in (4, 8, 16, 32) for s in range(3)]
+    figures.memory_horizon_figure(runs, tmp_path)
+    fig = drawn["memory_horizon"]
+    ax_acc, ax_time = fig.axes
+    assert legend_texts(fig) == list(figures._variant_labels("memory_horizon").values())
+    # ten series: each its own colour and marker, f-LIF in the warm family, the others in the cool one
+    lines = [c.lines[0] for c in ax_acc.containers]
+    assert len({(line.get_color(), line.get_marker()) for line in lines}) == 10
+    warm = {c for c, _ in figures.WARM}
+    assert [line.get_color() in warm for line in lines] == [v.startswith("flif") for v in variants]
+    # chance labelled beside the axes (x = 1 in axes fraction), not over the data; plain tick labels
+    chance = next(t for t in ax_acc.texts if t.get_text().startswith("chance"))
+    assert chance.xy[0] == 1.0 and chance.xy[1] == 25.0
+    fig.draw_without_rendering()
+    assert [t.get_text() for t in ax_acc.get_xticklabels()] == ["4", "8", "16", "32"]
+    assert all("^" not in t.get_text() and "times" not in t.get_text() for t in ax_time.get_yticklabels())
+    assert small_text(fig) == []
+    # error bars where a mean is shown, in both panels
+    assert len(ax_acc.containers) == len(ax_time.containers) == 10
 
 
 def _write(root: Path, name: str, record: dict, study: dict | None = None):
@@ -112,9 +253,14 @@ def _write(root: Path, name: str, record: dict, study: dict | None = None):
 
 def test_figures_script(tmp_path):
     results, out = tmp_path / "results", tmp_path / "figures"
-    _write(results, "flif", _run("flif", {"features.0.2": 0.1}), _study("flif", 0.1))
-    _write(results, "sj", _run("sj_lif", {"features.0.2": 0.2}), _study("sj_lif", 0.4))
-    _write(results, "nc", _run("flif", {"neuron": 0.3}, dataset="cora"))
+    table1 = {"task": "table1_neuromorphic"}
+    _write(results, "flif", _run("flif", {"features.0.2": 0.1}, **table1), _study("flif", 0.1))
+    _write(results, "sj", _run("sj_lif", {"features.0.2": 0.2}, **table1), _study("sj_lif", 0.4))
+    _write(results, "nc", _run("flif", {"neuron": 0.3}, dataset="cora", task="table2_node_classification"))
+    _write(results, "mine", _run("lif", {"neuron": 0.9}, dataset="karate", task="train"))  # by hand: not drawn
+    # studies that vary more than the neuron (a recipe switch, alpha) would blur its bars: not drawn either
+    _write(results, "switch", _run("flif", {"neuron": 0.8}, dataset="citeseer", task="recipe_ablation_cora"))
+    _write(results, "alpha", _run("flif", {"neuron": 0.7}, dataset="pubmed", task="ablation_alpha"))
     (results / "task" / "broken").mkdir()
     (results / "task" / "broken" / "metrics.json").write_text("{")
     proc = run_app("scripts/figures.py", "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101",
@@ -122,9 +268,14 @@ def test_figures_script(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = {"mittag_leffler_relaxation", "kernel_decay", "firing_rates", "robustness_dvsgesture_dvsnet_curves",
              "robustness_dvsgesture_dvsnet_radar"}
-    assert {p.name for p in out.iterdir()} == {f"{n}.{ext}" for n in names for ext in ("png", "pdf")}
-    assert all(_is_figure(p) for p in out.iterdir())
+    assert {p.name for p in out.iterdir()} == {f"{n}.{ext}" for n in names for ext in ("png", "pdf")} | {"figures.json"}
+    assert all(_is_figure(p) for p in out.iterdir() if p.suffix != ".json")
     assert "corrupt, skipped" in proc.stdout and "broken" in proc.stdout
+    assert "not of a suite experiment, not drawn: 1 run(s) (train)" in proc.stdout
+    manifest = json.loads((out / "figures.json").read_text())
+    assert set(manifest["written"]) == names and set(manifest["captions"]) == names
+    assert all(name not in manifest["captions"]["firing_rates"] for name in ("karate", "citeseer", "pubmed"))
+    assert "cora" in manifest["captions"]["firing_rates"]
 
     # no runs: each figure from runs says why it is skipped
     empty, lines = tmp_path / "empty", []
@@ -134,3 +285,32 @@ def test_figures_script(tmp_path):
         "firing-rate figure skipped", "alpha curve skipped", "robustness figures skipped",
         "memory-horizon figure skipped"]
     assert not (tmp_path / "nothing").exists()
+
+
+def test_a_figure_goes_with_its_runs(tmp_path):
+    """make_figures draws the memory-horizon figure once its runs exist and deletes it once they are gone; files it
+    never wrote stay."""
+    results, out = tmp_path / "results", tmp_path / "figures"
+    for i, run in enumerate(_horizon_run(v, d, 0, 0.5) for v in ("flif_a05", "lif") for d in (4, 8)):
+        _write(results, f"horizon{i}", run)
+    out.mkdir()
+    (out / "demo_neuron.png").write_bytes(b"not drawn by make_figures")
+    small = {"dt": 0.5, "t_max": 5.0, "t_lin": 5.0, "kernel_steps": 101, "echo": lambda *a: None}
+    figures.make_figures(results, out, **small)
+    manifest = json.loads((out / "figures.json").read_text())
+    assert manifest["written"] == ["memory_horizon", "mittag_leffler_relaxation", "kernel_decay"]
+    assert "n=1 per point" in manifest["captions"]["memory_horizon"]
+    assert (out / "memory_horizon.png").is_file() and (out / "memory_horizon.pdf").is_file()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    figures.make_figures(results, out, **small)  # the same runs: the same bytes
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+    for path in (results / "task").glob("horizon*/metrics.json"):
+        path.unlink()
+    lines = []
+    figures.make_figures(results, out, **{**small, "echo": lines.append})
+    assert sorted(p.name for p in out.iterdir()) == ["demo_neuron.png", "figures.json", "kernel_decay.pdf",
+                                                      "kernel_decay.png", "mittag_leffler_relaxation.pdf",
+                                                      "mittag_leffler_relaxation.png"]
+    assert any("memory_horizon.png (its runs are gone)" in line for line in lines)

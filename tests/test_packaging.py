@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -74,29 +77,39 @@ def _torch_only_site(target: Path) -> Path:
     return target
 
 
-@pytest.mark.slow
-def test_core_installs_with_torch_alone(tmp_path):
-    # a wheel of this checkout, built from a copy so that the checkout gets no build folders
+def _build_wheel(tmp_path: Path) -> Path:
+    """A wheel of this checkout, built from a copy so that the checkout gets no build folders."""
     source = tmp_path / "src"
-    shutil.copytree(ROOT / "fsnn", source / "fsnn", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for folder in ("fsnn", "conf"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(wheels), str(source)], check=True, capture_output=True, timeout=300)
+    return next(wheels.glob("fsnn-*.whl"))
 
-    # a fresh environment whose only library is torch (linked, not downloaded: it is gigabytes)
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
-    python = env_dir / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    torch_only = _torch_only_site(tmp_path / "torch-only")
-    (Path(site) / "torch-only.pth").write_text(f"{torch_only}\n")
+
+def _fresh_venv(path: Path, wheel: Path, sees: Path) -> tuple[Path, Path, dict]:
+    """``(python, site-packages, env)`` of a new virtual environment at ``path`` (no pip of its own) holding ``wheel``
+    (installed by this environment's pip, without dependencies) and seeing the folder ``sees`` through a ``.pth``
+    file, after its own site-packages."""
+    venv.create(path, with_pip=False)
+    python = path / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    (site / "dependencies.pth").write_text(f"{sees}\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONNOUSERSITE": "1"}
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", *wheels.glob("*.whl")],
-                   check=True, capture_output=True, env=env, timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    "--no-index", str(wheel)], check=True, capture_output=True, env=env, timeout=300)
+    return python, site, env
 
+
+@pytest.mark.slow
+def test_core_installs_with_torch_alone(tmp_path):
+    # a fresh environment whose only library is torch (linked, not downloaded: it is gigabytes)
+    torch_only = _torch_only_site(tmp_path / "torch-only")
+    python, site, env = _fresh_venv(tmp_path / "venv", _build_wheel(tmp_path), sees=torch_only)
     done = subprocess.run([python, "-c", CORE_USE], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -108,7 +121,73 @@ def test_core_installs_with_torch_alone(tmp_path):
     message = report["sj_lif"]
     assert "sj_lif" in message and "not installed" in message and "pip install 'fsnn[baselines]'" in message
     assert "\n" not in message
+    # the suite's commands are installed with the core, and say what they need
+    command = subprocess.run([python.parent / "fsnn-train"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                             timeout=300)
+    assert command.returncode == 2 and command.stdout == "" and "Traceback" not in command.stderr
+    last = command.stderr.splitlines()[-1]  # after torch's own warning that numpy is missing
+    assert last.startswith("fsnn: error: fsnn-train needs the optional libraries of fsnn[app] (hydra is not installed)")
+    assert last.endswith("pip install 'fsnn[app]'") and command.stderr.count("fsnn:") == 1
 
+
+
+MY_EXPERIMENT = """# @package _global_
+# a new experiment in a folder of one's own: f-LIF at alpha 0.3 on the default setting
+defaults:
+  - override /neuron: flif
+task_name: my_experiment
+neuron:
+  alpha: 0.3
+"""
+
+
+@pytest.mark.slow
+def test_the_suite_runs_from_an_installed_wheel(tmp_path):
+    """``fsnn-train`` / ``fsnn-evaluate`` from a wheel installed into a fresh virtual environment outside the
+    checkout, with the configs the wheel carries and a user's own config folder on Hydra's search path.
+
+    To avoid reinstalling torch and the suite's other dependencies (gigabytes), the fresh environment sees this
+    environment's site-packages through a ``.pth`` file (its ``.pth`` files, this checkout's editable install among
+    them, are not read), and the wheel itself is installed with ``--no-deps``."""
+    wheel = _build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        packed = set(archive.namelist())
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "fsnn").rglob("*.py")}
+    configs = {"fsnn/" + p.relative_to(ROOT).as_posix() for p in (ROOT / "conf").rglob("*.yaml")}
+    assert sources | configs <= packed, sorted((sources | configs) - packed)[:5]
+
+    deps = Path(sysconfig.get_paths()["purelib"])
+    python, site, env = _fresh_venv(tmp_path / "venv", wheel, sees=deps)
+    bin_dir = python.parent
+    work = tmp_path / "elsewhere"  # neither the checkout nor its parent
+    (work / "my_configs" / "experiment").mkdir(parents=True)
+    (work / "my_configs" / "experiment" / "mine.yaml").write_text(MY_EXPERIMENT)
+    env |= {"WANDB_MODE": "disabled", "MPLBACKEND": "Agg"}
+    where = subprocess.run([python, "-c", "import fsnn.cli; print(fsnn.cli.__file__); print(fsnn.cli.CONFIG_DIR)"],
+                           capture_output=True, text=True, env=env, cwd=work, timeout=300)
+    module, config_dir = where.stdout.split()
+    assert Path(module).is_relative_to(site) and Path(config_dir) == site / "fsnn" / "conf"
+
+    common = ["paths.data_dir=data", "paths.results_dir=results"]
+    done = subprocess.run([bin_dir / "fsnn-train", "+smoke=vision", "logger=tensorboard", *common],
+                          capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = work / "results" / "train" / "+smoke-vision"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["status"] == "complete" and metrics["config"]["dataset"]["name"] == "digits_dvs"
+    assert list((run / "tensorboard").glob("version_0/events.out.tfevents.*"))
+    evaluated = subprocess.run([bin_dir / "fsnn-evaluate", f"run_dir={run}", "paths.data_dir=data",
+                                "limit_test_batches=1"],  # the smoke run tested one batch
+                               capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert json.loads((run / "eval.json").read_text())["test_acc"] == pytest.approx(metrics["test_acc"])
+
+    # the documented way to add an experiment without touching the package
+    mine = subprocess.run([bin_dir / "fsnn-train", "--config-dir", "my_configs", "experiment=mine", "+smoke=vision",
+                           *common], capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert mine.returncode == 0, mine.stderr[-3000:]
+    record = json.loads(next((work / "results" / "my_experiment").glob("*/metrics.json")).read_text())
+    assert record["status"] == "complete" and record["config"]["neuron"]["alpha"] == 0.3
 
 
 def test_importing_the_core_loads_no_optional_library():
@@ -148,3 +227,61 @@ def test_a_triton_that_cannot_import_leaves_the_core_working():
     assert shape == "(4, 2)"
     assert message.startswith("engine='triton' cannot run here")
     assert "Triton cannot be imported" in message
+
+
+@pytest.mark.parametrize("logger,extra", [("wandb", "wandb"), ("tensorboard", "tensorboard")])
+def test_a_logger_without_its_library_is_one_clear_error(compose_cfg, monkeypatch, tmp_path, logger, extra):
+    from fsnn.config import check_config
+    from fsnn.tasks import ConfigError
+
+    cfg = compose_cfg(f"logger={logger}", f"paths.results_dir={tmp_path}")
+    check_config(cfg)  # installed here
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("wandb", "tensorboard", "tensorboardX") else real(name, *a))
+    with pytest.raises(ConfigError) as error:
+        check_config(cfg)
+    message = str(error.value)
+    assert message.startswith("logger: ") and message.endswith(f"pip install 'fsnn[{extra}]'") and "\n" not in message
+
+
+def test_the_tensorboard_logger_writes_events(compose_cfg, tmp_path):
+    import hydra
+
+    cfg = compose_cfg("logger=tensorboard")
+    cfg.logger.save_dir = str(tmp_path)  # Hydra's run folder, outside a run
+    logger = hydra.utils.instantiate(cfg.logger)
+    logger.log_metrics({"val/acc": 0.5}, step=0)
+    logger.finalize("success")
+    assert list(tmp_path.glob("tensorboard/version_0/events.out.tfevents.*"))
+
+
+def test_only_spikformer_needs_timm(monkeypatch):
+    from fsnn.models import build_backbone
+    from fsnn.registry import MissingExtraError
+
+    for module in ["timm", *(m for m in sys.modules if m.startswith("timm."))]:
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    build_backbone("dvsnet", num_classes=10, in_channels=2, input_size=(32, 32), neuron="lif", channels=4, num_blocks=2)
+    build_backbone("resnet18", num_classes=10, in_channels=2, input_size=(32, 32), neuron="lif")
+    with pytest.raises(MissingExtraError) as error:
+        build_backbone("spikformer", num_classes=10, in_channels=2, input_size=(32, 32), neuron="lif")
+    message = str(error.value)
+    assert "timm is not installed" in message and message.endswith("pip install 'fsnn[vision]'")
+    assert "\n" not in message
+
+
+def test_license_and_citation_agree_with_the_package():
+    import tomllib
+
+    import yaml
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["version"] == project["version"] and citation["license"] == project["license"]
+    paper = citation["preferred-citation"]
+    bibtex = (ROOT / "README.md").read_text().split("```bibtex", 1)[1].split("```", 1)[0]
+    assert f"title     = {{{paper['title']}}}" in bibtex
+    authors = " and ".join(f"{a['family-names']}, {a['given-names']}" for a in paper["authors"])
+    assert " ".join(authors.split()) in " ".join(bibtex.replace("\n", " ").split())

@@ -589,10 +589,10 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
     run = ["dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.batch_size=8", "dataset.num_workers=0",
            "backbone=dvsnet", "backbone.channels=4", "backbone.num_blocks=3", "backbone.hidden=16", "neuron=flif",
            "trainer.max_epochs=1", "trainer.limit_train_batches=4", "logger=none", "trainer.enable_progress_bar=false",
-           f"paths.data_dir={data_root}"]
+           f"paths.data_dir={data_root}", "task_name=table1_neuromorphic"]  # a Table 1 run: the figures draw it
     proc = run_app("train.py", *run, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
+    run_dir = next((tmp_path / "results" / "table1_neuromorphic").glob("*/metrics.json")).parent
 
     bad = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
                   f"paths.data_dir={data_root}", cwd=tmp_path)

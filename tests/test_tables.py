@@ -153,9 +153,70 @@ def test_recipes_never_share_a_cell(results):
     cell = _cell(authors, "SGCN (f-SNN)", "Cora")
     assert cell["n"] == 2 and cell["mean"] == pytest.approx(81.0) and cell["paper_mean"] == 88.08
     assert tables.table_recipes(_spec("neuromorphic"), found.complete) == ["matched"]
+    # a table that reads every experiment's runs gets no copy for a recipe whose runs fill none of its rows
+    assert tables.table_recipes(_spec("robustness_noise"), found.complete) == ["matched"]
     tables.make_tables(root, echo=lambda *a: None)
+    assert not (root / "tables" / "robustness_noise_authors.md").exists()
     assert "81.00 ± 1.41 (n=2)" in (root / "tables" / "node_classification_authors.md").read_text()
     assert "(n=2)" not in (root / "tables" / "node_classification.md").read_text()
+
+
+def _epochs(record: dict, epochs: int) -> dict:
+    record["config"]["trainer"] = {"max_epochs": epochs}
+    return record
+
+
+def test_runs_at_other_epochs_than_the_papers_fill_their_own_copy(tmp_path):
+    root = tmp_path / "results"
+    for seed, acc in enumerate([0.80, 0.82]):  # a short protocol: 4 of the paper's 100 epochs
+        _write(root, _epochs(_record("table2_node_classification", f"short{seed}", "cora", "sgcn", "flif", seed, acc), 4))
+    spec = _spec("node_classification")
+    found = tables.scan_runs(root)
+    # one protocol only: one table, no split, its caption unchanged
+    assert tables.table_variants(spec, found.complete) == [("matched", None)]
+    assert _cell(tables.build_table(spec, found.complete), "SGCN (f-SNN)", "Cora")["epochs"] == [4]
+    tables.make_tables(root, echo=lambda *a: None)
+    assert "(n=2)" in (root / "tables" / "node_classification.md").read_text()
+
+    for seed, acc in enumerate([0.88, 0.89, 0.90]):  # the paper's 100 epochs arrive beside them
+        _write(root, _epochs(_record("table2_node_classification", f"full{seed}", "cora", "sgcn", "flif", seed, acc), 100))
+    found = tables.scan_runs(root)
+    assert tables.table_variants(spec, found.complete) == [("matched", "paper"), ("matched", 4)]
+    full = tables.build_table(spec, found.complete, epochs=tables.PAPER_EPOCHS)
+    short = tables.build_table(spec, found.complete, epochs=4)
+    assert full["id"] == "node_classification" and short["id"] == "node_classification_4ep"
+    assert "Runs trained for 4 epochs (paper: 100)." in short["caption"]
+    assert _cell(full, "SGCN (f-SNN)", "Cora")["n"] == 3 and _cell(short, "SGCN (f-SNN)", "Cora")["n"] == 2
+    assert _cell(tables.build_table(spec, found.complete), "SGCN (f-SNN)", "Cora")["n"] == 5  # epochs=None: all
+    tables.make_tables(root, echo=lambda *a: None)
+    assert "88.00" not in (root / "tables" / "node_classification_4ep.md").read_text()
+    assert "89.00 ± 1.00 (n=3)" in (root / "tables" / "node_classification.md").read_text()
+
+    # the short runs are deleted: their copy of the table goes with them, nothing else is touched
+    for seed in range(2):
+        (root / "table2_node_classification" / f"short{seed}" / "metrics.json").unlink()
+    (root / "tables" / "mine.md").write_text("a file make_tables did not write")
+    tables.make_tables(root, echo=lambda *a: None)
+    assert not (root / "tables" / "node_classification_4ep.md").exists()
+    assert not (root / "tables" / "node_classification_4ep.tex").exists()
+    assert (root / "tables" / "mine.md").exists() and (root / "tables" / "node_classification.md").exists()
+
+
+def test_row_protocols_keep_table_1_in_one_copy(tmp_path):
+    """Table 1 trains N-MNIST 100 epochs, its CNN settings 200 and its Transformer settings 500: runs that follow
+    the paper on every row are one protocol."""
+    root = tmp_path / "results"
+    _write(root, _epochs(_record("table1_neuromorphic", "nmnist", "nmnist", "dvsnet", "flif", 0, 0.99), 100))
+    _write(root, _epochs(_record("table1_neuromorphic", "gesture", "dvsgesture", "dvsnet", "flif", 0, 0.95), 200))
+    _write(root, _epochs(_record("table1_neuromorphic", "former", "dvsgesture", "spikformer", "flif", 0, 0.96), 500))
+    spec = _spec("neuromorphic")
+    found = tables.scan_runs(root)
+    assert [tables.protocol_key(spec, r) for r in found.complete] == [None, None, None]
+    assert tables.table_variants(spec, found.complete) == [("matched", None)]
+    _write(root, _epochs(_record("table1_neuromorphic", "former_short", "dvsgesture", "spikformer", "flif", 1, 0.5), 200))
+    found = tables.scan_runs(root)
+    assert tables.table_variants(spec, found.complete) == [("matched", "paper"), ("matched", 200)]
+    assert tables.paper_protocol(spec, spec["rows"][0]) == {**spec["protocol"], "epochs": 100}
 
 
 def test_make_tables_writes_markdown_and_latex(results):
@@ -163,7 +224,9 @@ def test_make_tables_writes_markdown_and_latex(results):
     lines = []
     found, built = tables.make_tables(root, echo=lines.append)
     out = root / "tables"
-    ids = [s["id"] for s in tables.load_spec()]
+    ids = [s["id"] for s in tables.load_spec() if tables.has_paper_values(s)]
+    # the suite's own studies (no paper values) are written only once they have runs
+    assert not (out / "memory_horizon.md").exists() and not (out / "seq_digits.tex").exists()
     for table_id in ids:
         md = (out / f"{table_id}.md").read_text()
         tex = (out / f"{table_id}.tex").read_text()

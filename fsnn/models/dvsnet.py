@@ -12,8 +12,8 @@ default initialisation, as SpikingJelly's model does.
 from __future__ import annotations
 
 import torch
-from timm.layers import to_2tuple
 from torch import nn
+from torch.nn.modules.utils import _pair
 
 from fsnn.checks import Count, Probability, check_int
 from fsnn.models.registry import register_backbone
@@ -49,7 +49,7 @@ class DVSNet(nn.Module):
         num_blocks = check_int("num_blocks", num_blocks)
         hidden = check_int("hidden", hidden)
         voting = check_int("voting", voting)
-        h, w = (check_int("input_size", s) for s in to_2tuple(input_size))
+        h, w = (check_int("input_size", s) for s in _pair(input_size))
         self.input_size = (h, w)
         self.neuron = neuron
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from timm.layers import DropPath
 
 from fsnn import build_neuron
 from fsnn.checks import check_int, check_ratio
+from fsnn.registry import require
 
 __all__ = [
     "SeqAdaptiveAvgPool2d",
@@ -122,7 +122,8 @@ class SeqDropPath(nn.Module):
 
     def __init__(self, p: float = 0.0):
         super().__init__()
-        self.drop = DropPath(check_ratio("drop_path p", p, below_one=True))
+        timm_layers = require("timm.layers", "SeqDropPath (timm's DropPath, in the Spikformer backbones)", "vision")
+        self.drop = timm_layers.DropPath(check_ratio("drop_path p", p, below_one=True))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.drop.drop_prob == 0.0:

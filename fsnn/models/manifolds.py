@@ -49,6 +49,8 @@ class Geometry(nn.Module):
 
 
 class Euclidean(Geometry):
+    """Flat space: every map is the identity and the distance is Euclidean."""
+
     def origin(self, n, like):
         return like.new_zeros(n, self.dim)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from timm.layers import to_2tuple
 from torch import nn
+from torch.nn.modules.utils import _pair
 
 from fsnn.checks import Count, Flag, check_int, one_of
 from fsnn.models.registry import register_backbone
@@ -22,6 +22,8 @@ __all__ = ["BasicBlock", "SpikingResNet", "resnet18"]
 
 
 class BasicBlock(nn.Module):
+    """ResNet's basic block on sequences: conv-BN-neuron, conv-BN, the (downsampled) input added, then the neuron."""
+
     expansion = 1
 
     def __init__(self, inplanes: int, planes: int, stride: int = 1, neuron: str = "flif",
@@ -70,7 +72,7 @@ class SpikingResNet(nn.Module):
             check_int(name, value)
         if stem not in ("cifar", "imagenet"):
             raise ValueError(f"stem must be one of ['cifar', 'imagenet'], got {stem!r}")
-        self.num_classes, self.in_channels, self.input_size = int(num_classes), int(in_channels), to_2tuple(input_size)
+        self.num_classes, self.in_channels, self.input_size = int(num_classes), int(in_channels), _pair(input_size)
         self.neuron = neuron
         width = int(width)
 

@@ -119,6 +119,7 @@ def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:
 
 # ------------------------------------------------------------------------------------------------------- SGCN
 def check_noise_std(std) -> float:
+    """``std`` of the spike-noise robustness test, a finite number >= 0."""
     return check_number("spike_noise_std", std, at_least=0.0, allowed="a finite number >= 0")
 
 

@@ -6,7 +6,7 @@
 * Block: ``x + SSA(x)``, ``x + MLP(x)``. SSA: q, k, v each Conv1d(k=1, no bias)-BN-neuron; ``(q k^T) v * scale`` per
   head (no softmax); attention neuron with threshold ``attn_threshold`` (0.5); projection Conv1d-BN-neuron.
   MLP: Conv1d-BN-neuron twice (hidden ``mlp_ratio * D``).
-* Head: mean over tokens -> Linear -> ``[T, B, num_classes]`` logits. Linear layers use timm's ``trunc_normal_(0.02)``
+* Head: mean over tokens -> Linear -> ``[T, B, num_classes]`` logits. Linear layers use ``trunc_normal_(0.02)``
   as the reference model; convolutions keep PyTorch's default initialisation.
 
 Factories: ``spikformer`` (neuromorphic: 2x128x128, D 256, 16 heads, depth 2: the paper's "Transformer-based"
@@ -17,8 +17,8 @@ backbone) and ``spikformer_imagenet`` (Spikformer-8-512, 29.69M parameters for 1
 from __future__ import annotations
 
 import torch
-from timm.layers import to_2tuple, trunc_normal_
 from torch import nn
+from torch.nn.modules.utils import _pair
 
 from fsnn.checks import Count, NonNegativeInt, Positive, Probability, check_int
 from fsnn.models.registry import register_backbone
@@ -66,7 +66,7 @@ class SPS(nn.Module):
         self.rpe_neuron = spiking(neuron, neuron_kwargs)
 
     def token_grid(self, input_size) -> tuple[int, int]:
-        h, w = to_2tuple(input_size)
+        h, w = _pair(input_size)
         for pool in self.pools:
             if pool:
                 h, w = output_size(h, 3, 2, 1), output_size(w, 3, 2, 1)
@@ -136,6 +136,8 @@ class MLP(nn.Module):
 
 
 class SpikformerBlock(nn.Module):
+    """``x + SSA(x)``, then ``x + MLP(x)``, each branch through stochastic depth (``drop_path``)."""
+
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, scale: float = 0.125,
                  attn_threshold: float = 0.5, drop_path: float = 0.0, neuron: str = "flif",
                  neuron_kwargs: dict | None = None):
@@ -181,7 +183,7 @@ class Spikformer(nn.Module):
         if not 0.0 <= drop_path_rate < 1.0:
             raise ValueError(f"drop_path_rate must be in [0, 1), got {drop_path_rate!r}")
         self.num_classes, self.in_channels = int(num_classes), int(in_channels)
-        self.input_size, self.embed_dim, self.neuron = to_2tuple(input_size), int(embed_dim), neuron
+        self.input_size, self.embed_dim, self.neuron = _pair(input_size), int(embed_dim), neuron
 
         self.patch_embed = SPS(in_channels, embed_dim, patch_stages, pool_stages, neuron, neuron_kwargs)
         self.token_grid = self.patch_embed.token_grid(self.input_size)
@@ -198,7 +200,7 @@ class Spikformer(nn.Module):
     @staticmethod
     def _init_weights(m: nn.Module) -> None:
         if isinstance(m, nn.Linear):
-            trunc_normal_(m.weight, std=0.02)
+            nn.init.trunc_normal_(m.weight, std=0.02)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
 

@@ -1,0 +1,57 @@
+"""The suite's two commands, ``fsnn-train`` and ``fsnn-evaluate``; ``python train.py`` and ``python evaluate.py`` in a
+clone run the same functions.
+
+Their configs are :data:`CONFIG_DIR`: the clone's top-level ``conf/`` when this package sits in a clone (an editable
+install or ``python train.py``), else the copy of it that the wheel carries as ``fsnn/conf``. A folder of one's own
+configs joins Hydra's search path without touching either, e.g. an experiment ``my_configs/experiment/mine.yaml``::
+
+    fsnn-train --config-dir my_configs experiment=mine
+    fsnn-train 'hydra.searchpath=[file://my_configs]' experiment=mine
+
+Both need ``fsnn[app]`` (Hydra, Lightning); without it they stop with one line naming it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fsnn.registry import MissingExtraError
+
+_CLONE_CONF = Path(__file__).resolve().parents[1] / "conf"
+#: where the commands read their configs (see the module's docstring)
+CONFIG_DIR = str(_CLONE_CONF if (_CLONE_CONF / "config.yaml").is_file() else Path(__file__).resolve().parent / "conf")
+
+
+def _run(config_name: str, command: str) -> None:
+    """Check the command line for typos (:mod:`fsnn.commandline`), compose ``config_name`` from it (Hydra) and run
+    ``command`` (:func:`fsnn.app.train` or :func:`fsnn.studies.evaluate`) on it, guarded."""
+    try:
+        import hydra
+
+        from fsnn import app, studies
+        from fsnn.commandline import check_command_line
+    except ImportError as error:
+        missing = MissingExtraError(f"fsnn-{command}", (error.name or "hydra").split(".")[0], "app")
+        print(f"fsnn: error: {missing}", file=sys.stderr)
+        raise SystemExit(2) from None
+    app.register_resolvers()
+    task = app.train if command == "train" else studies.evaluate
+    check_command_line(Path(CONFIG_DIR), config_name)  # a typo: one line and exit 2, before Hydra makes anything
+
+    @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name=config_name)
+    def main(cfg):
+        return app.run_guarded(task, cfg)
+
+    main()
+
+
+def train() -> None:
+    """``fsnn-train [key=value ...]``: train one run, or a sweep with ``-m`` (:func:`fsnn.app.train`)."""
+    _run("config", "train")
+
+
+def evaluate() -> None:
+    """``fsnn-evaluate run_dir=<run> [study=energy|robustness]``: re-test a finished run, or run a post-training
+    study on it (:func:`fsnn.studies.evaluate`)."""
+    _run("eval", "evaluate")
