@@ -37,6 +37,7 @@ GROUPS = {
     "launcher": "how a multirun runs its jobs: basic, joblib (local processes), slurm (submitit)",
     "experiment": "the paper's tables and the studies beyond them, each a sweep; `<name>_smoke` runs in seconds",
     "smoke": "`+smoke=vision|graph|sequence` shrinks any run or sweep to seconds",
+    "study": "a post-training study of a trained run (none, energy, robustness), from `fsnn-train` or `fsnn-evaluate`",
     "robustness": "`fsnn-evaluate` only: the corruption study (`events` for vision runs, `graph` for node classification)",
 }
 

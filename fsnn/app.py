@@ -252,8 +252,8 @@ def train(cfg: DictConfig) -> float:
 
 def _report_finished(run_dir: Path, record: dict) -> float:
     metric = record.get("metric", "acc")
-    print(f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. Its result: "
-          f"{run_dir / 'metrics.json'} (force=true trains it again)")
+    print(f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. "
+          f"Its result: {run_dir / 'metrics.json'} (force=true trains it again)")
     return record.get(f"val_{metric}_best")
 
 

@@ -217,8 +217,8 @@ class DRSGNN(SpikingGCN):
     """
 
     def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
-                 T: Count = 100, pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap", pe_dim: NonNegativeInt = 32,
-                 threshold_mode: one_of(*THRESHOLD_MODES) = "auto", **kwargs):
+                 T: Count = 100, pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap",
+                 pe_dim: NonNegativeInt = 32, threshold_mode: one_of(*THRESHOLD_MODES) = "auto", **kwargs):
         pe = PE_ALIASES.get(pe, pe)
         if pe not in PE_KINDS:
             raise ValueError(f"pe must be one of {list(PE_KINDS)} (or {sorted(k for k in PE_ALIASES if k)}), "
