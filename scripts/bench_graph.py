@@ -341,7 +341,7 @@ def cora(args) -> int:
     for r in rows:
         ratio = f"{r['epoch_x_sj_lif']:.2f}" if r["epoch_x_sj_lif"] else "-"
         speedup = f"{r['speedup_vs_before']:.1f}x faster" if r["speedup_vs_before"] else ""
-        print(f"| {r['version']} ({r['commit']}) | {r['backbone']} | {r['neuron']} | {r['train_epoch_s']:.2f} | "
+        print(f"| {r['version']} ({r['commit'][:7]}) | {r['backbone']} | {r['neuron']} | {r['train_epoch_s']:.2f} | "
               f"{r['rest_epoch_s']:.2f} | {ratio} | {r['test_pass_s']:.2f} | {r['process_s']:.1f} | {speedup} |")
     payload = {
         "benchmark": "graph_cora",
