@@ -42,7 +42,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RNGStates, RunCheckpointIO, load_checkpoint, non_result,
                              result_config, strip_non_result)
-from fsnn.config import ConfigError, check_config, swept_groups
+from fsnn.commandline import swept_groups
+from fsnn.config import ConfigError, check_config
 from fsnn.data import DatasetMissingError
 from fsnn.files import (METRIC_UNIT, RunLockedError, device_description, package_versions, percent, run_lock,
                         tree_changes, write_json_atomic, write_text_atomic)

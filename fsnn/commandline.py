@@ -21,7 +21,7 @@ from hydra import compose, initialize_config_dir
 from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from fsnn.config import ConfigError
 from fsnn.registry import did_you_mean
@@ -30,6 +30,15 @@ from fsnn.registry import did_you_mean
 _HYDRA_MODES = ("help", "hydra_help", "version", "cfg", "info", "shell_completion", "experimental_rerun",
                 "config_path", "config_name", "config_dir")
 
+
+
+def swept_groups(cfg: DictConfig) -> set[str]:
+    """The groups a multirun sweeps (its sweeper's ``params`` and the command line's sweeps): a job may select
+    another option of them than the base config holds."""
+    overrides = OverridesParser.create().parse_overrides(list(OmegaConf.select(cfg, "hydra.overrides.task") or []))
+    keys = {*(OmegaConf.select(cfg, "hydra.sweeper.params") or {}),
+            *(o.key_or_group for o in overrides if o.is_sweep_override())}
+    return {key.lstrip("+~").split(".")[0] for key in keys}
 
 def _overrides(argv: list[str]) -> list | None:
     """The parsed overrides of a command line that runs the app, else ``None``."""

@@ -1,6 +1,7 @@
-"""Every config value checked before any work. The run's own groups (trainer, paths, seeds, optimizer, scheduler and
-the only classes a config may instantiate, :data:`TARGETS`) have their schemas here, with this machine's facts (a GPU
-for ``trainer.accelerator=gpu``, a writable ``paths.results_dir``); a component's group (``dataset``, ``neuron``,
+"""Every config value checked before any work. The run's own keys (paths, seeds, the only classes a config may
+instantiate, :data:`TARGETS`) have their schemas here, with this machine's facts (a writable ``paths.results_dir``);
+the training loop's groups (trainer, optimizer, scheduler, and a GPU for ``trainer.accelerator=gpu``) are declared
+beside the modules that use them (:mod:`fsnn.training`); a component's group (``dataset``, ``neuron``,
 ``backbone``, ``study``) is checked by the schema its registry reads from the component's own signature
 (:meth:`fsnn.registry.Registry.schema`), so an option is declared once, by the component, and a check added to its
 option type (:mod:`fsnn.checks`) holds for every config.
@@ -16,14 +17,13 @@ import importlib.util
 import math
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-import torch
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fsnn.checks import Check, Count, Flag, NonNegative, NonNegativeInt, Positive, integer, one_of, option_check
+from fsnn.checks import Check, Flag, integer, option_check
 from fsnn.registry import UnknownNameError, accepted, did_you_mean, registry
 
 
@@ -48,14 +48,8 @@ ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "
 #: the optional libraries a logger needs (any one of them) and the extra that installs them
 LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
                     "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
-ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
-PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16",
-              64, 32, 16)
 MAX_SEED = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything keeps to
 Seed = integer(f"an integer in [0, {MAX_SEED}]", lambda v: 0 <= v <= MAX_SEED)
-Batches = Annotated[int | float | None, Check(
-    "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the batches)",
-    lambda v: v is None or (v >= 0 if isinstance(v, int) else 0 <= v <= 1))]
 
 
 def _expect(expected: str, default: Any = None) -> Any:
@@ -68,56 +62,6 @@ class Schema(BaseModel):
 
     # strict: "3" is not 3 and true is not 1; a missing key keeps its default, an explicit null is checked
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
-
-
-class OptimizerSchema(Schema):
-    """``optimizer.*``: one of :data:`TARGETS`' optimizers (:func:`check_targets`), built later on the model's
-    parameters."""
-
-    partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
-    lr: Positive = None
-    weight_decay: NonNegative = None
-    momentum: NonNegative = None
-
-
-class SchedulerSchema(Schema):
-    """``scheduler.*``: one of :data:`TARGETS`' schedulers, or none."""
-
-    # null or {} (conf/scheduler/none.yaml): a constant learning rate
-    partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
-    T_max: Count = None
-    eta_min: NonNegative = None
-
-
-def _strategy(value: str) -> str:
-    from lightning.pytorch.strategies import StrategyRegistry
-
-    if value not in ("auto", *StrategyRegistry.available_strategies()):
-        raise ValueError("auto, ddp, ddp_spawn, fsdp, deepspeed or another Lightning strategy")
-    return value
-
-
-class TrainerSchema(Schema):
-    """Arguments of ``lightning.Trainer``: these are checked by value, any other by name (:func:`_check_keys`)."""
-
-    max_epochs: Count = None
-    min_epochs: NonNegativeInt | None = None
-    max_steps: integer("-1 (no limit) or an integer >= 0", lambda v: v >= -1) = None
-    accelerator: one_of(*ACCELERATORS) = None
-    devices: Count | Literal["auto"] | list[NonNegativeInt] = _expect("an integer >= 1, a list of device indices "
-                                                                      "or auto")
-    num_nodes: Count = None
-    strategy: Annotated[str, AfterValidator(_strategy)] = _expect("a Lightning strategy")
-    precision: Literal[PRECISIONS] = _expect("one of " + ", ".join(PRECISIONS[:10]))
-    gradient_clip_val: NonNegative | None = None
-    deterministic: bool | Literal["warn"] | None = _expect("true, false, warn or null")
-    log_every_n_steps: Count = None
-    check_val_every_n_epoch: Count | None = None
-    accumulate_grad_batches: Count = None
-    enable_progress_bar: Flag = None
-    limit_train_batches: Batches = None
-    limit_val_batches: Batches = None
-    limit_test_batches: Batches = None
 
 
 class PathsSchema(Schema):
@@ -136,9 +80,13 @@ class RunSchema(Schema):
     force: Flag = None
 
 
-#: schema of each run-level group, by the group's key in the composed config
-GROUPS: dict[str, type[Schema]] = {"trainer": TrainerSchema, "optimizer": OptimizerSchema,
-                                   "scheduler": SchedulerSchema, "logger": Schema, "paths": PathsSchema}
+def _group_schema(group: str) -> type[Schema]:
+    """The schema of a run-level group: the training loop's own (trainer, optimizer, scheduler) are declared beside
+    the Lightning modules that use them (:mod:`fsnn.training`)."""
+    from fsnn import training
+
+    return {"trainer": training.TrainerSchema, "optimizer": training.OptimizerSchema,
+            "scheduler": training.SchedulerSchema, "paths": PathsSchema}.get(group, Schema)
 
 
 def _show(value) -> str:
@@ -236,7 +184,7 @@ def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -
         if group in COMPONENTS:
             _check_component(group, values[group])
         else:
-            _validate(GROUPS[group], values[group], f"{group}.")
+            _validate(_group_schema(group), values[group], f"{group}.")
             _check_arguments(group, values[group])
 
 
@@ -282,21 +230,6 @@ def _writable_folder(key: str, path: str) -> None:
         raise ConfigError(f"{key}: expected a writable folder, got {_show(path)} ({error.strerror or error})") from None
 
 
-def _check_hardware(values: dict, prefix: str) -> None:
-    """A GPU accelerator needs that many GPUs here."""
-    accelerator, devices = values.get("accelerator"), values.get("devices")
-    if accelerator in ("gpu", "cuda"):
-        count = torch.cuda.device_count()
-        if count == 0:
-            raise ConfigError(f"{prefix}accelerator: expected auto or cpu (no GPU is visible: "
-                              f"torch.cuda.is_available() is False), got {_show(accelerator)}")
-        wanted = len(devices) if isinstance(devices, list) else devices if isinstance(devices, int) else 1
-        if wanted > count:
-            raise ConfigError(f"{prefix}devices: expected at most {count} (the GPUs visible), got {_show(devices)}")
-    if accelerator == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"{prefix}accelerator: expected auto or cpu (no Apple GPU is available), got 'mps'")
-
-
 def _check_paths(paths: dict, results: bool) -> None:
     """``paths.data_dir`` is not a file; ``paths.results_dir`` is a writable folder (created if needed)."""
     _validate(PathsSchema, paths, "paths.")
@@ -325,21 +258,12 @@ def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: 
     values = _values(cfg, skip=("robustness",))  # the plan of the robustness study, which checks it
     _validate_groups(values, schema, swept)
     trainer = values.get("trainer")
-    _check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
+    from fsnn.training import check_hardware
+
+    check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
     _check_paths(values.get("paths") or {}, results)
     _check_logger_library(values.get("logger"))
     return values
-
-
-def swept_groups(cfg: DictConfig) -> set[str]:
-    """The groups a multirun sweeps (its sweeper's ``params`` and the command line's sweeps): a job may select
-    another option of them than the base config holds."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    overrides = OverridesParser.create().parse_overrides(list(OmegaConf.select(cfg, "hydra.overrides.task") or []))
-    keys = {*(OmegaConf.select(cfg, "hydra.sweeper.params") or {}),
-            *(o.key_or_group for o in overrides if o.is_sweep_override())}
-    return {key.lstrip("+~").split(".")[0] for key in keys}
 
 
 def check_run_config(run_cfg: DictConfig, source: Path) -> None:

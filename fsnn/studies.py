@@ -28,13 +28,13 @@ from tqdm import tqdm
 
 from fsnn.checkpoint import CheckpointError, load_checkpoint, result_config
 from fsnn.checks import Count, Flag, Positive, one_of
-from fsnn.config import ACCELERATORS, Batches, ConfigError, Schema, Seed, check_config, check_run_config
+from fsnn.config import ConfigError, Schema, Seed, check_config, check_run_config
 from fsnn.energy import energy_report, format_table
 from fsnn.files import METRIC_UNIT, device_description, package_versions, percent, write_json_atomic
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
-from fsnn.training import PercentProgressBar, quiet_lightning
+from fsnn.training import ACCELERATORS, Batches, PercentProgressBar, quiet_lightning
 
 log = logging.getLogger("fsnn")
 STUDIES = Registry("study", supplied=("run",))

@@ -19,18 +19,20 @@ import resource
 import time
 import warnings
 from contextlib import contextmanager
-from typing import Callable
+from typing import Annotated, Callable, Literal
 
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import TQDMProgressBar
+from pydantic import AfterValidator, Field
 from torch import nn
 from torch.nn import functional as F
 from torchmetrics import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 from torchmetrics.functional.classification import binary_auroc, binary_average_precision
 
-from fsnn.checks import Count, NonNegative, checked
+from fsnn.checks import Check, Count, Flag, NonNegative, NonNegativeInt, Positive, checked, integer, one_of
+from fsnn.config import ConfigError, Schema
 from fsnn.data.modules import sample_train_negatives
 from fsnn.energy import synaptic_energy
 from fsnn.neurons import is_neuron
@@ -418,3 +420,80 @@ def firing_rates(model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor
     finally:
         meter.stop()
         rates.update(meter.rates())
+
+
+# -- the training loop's options: checked by fsnn.config with every run's config, declared here beside the modules
+# that build the optimizer and scheduler and the Trainer that runs them
+
+ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
+PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16",
+              64, 32, 16)
+Batches = Annotated[int | float | None, Check(
+    "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the batches)",
+    lambda v: v is None or (v >= 0 if isinstance(v, int) else 0 <= v <= 1))]
+
+
+class OptimizerSchema(Schema):
+    """``optimizer.*``: one of :data:`fsnn.config.TARGETS`' optimizers (:func:`fsnn.config.check_targets`), built later on the model's
+    parameters."""
+
+    partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
+    lr: Positive = None
+    weight_decay: NonNegative = None
+    momentum: NonNegative = None
+
+
+class SchedulerSchema(Schema):
+    """``scheduler.*``: one of :data:`fsnn.config.TARGETS`' schedulers, or none."""
+
+    # null or {} (conf/scheduler/none.yaml): a constant learning rate
+    partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
+    T_max: Count = None
+    eta_min: NonNegative = None
+
+
+def _strategy(value: str) -> str:
+    from lightning.pytorch.strategies import StrategyRegistry
+
+    if value not in ("auto", *StrategyRegistry.available_strategies()):
+        raise ValueError("auto, ddp, ddp_spawn, fsdp, deepspeed or another Lightning strategy")
+    return value
+
+
+class TrainerSchema(Schema):
+    """Arguments of ``lightning.Trainer``: these are checked by value, any other by name
+    (:func:`fsnn.config.check_config`)."""
+
+    max_epochs: Count = None
+    min_epochs: NonNegativeInt | None = None
+    max_steps: integer("-1 (no limit) or an integer >= 0", lambda v: v >= -1) = None
+    accelerator: one_of(*ACCELERATORS) = None
+    devices: Count | Literal["auto"] | list[NonNegativeInt] = Field(
+        None, description="an integer >= 1, a list of device indices or auto")
+    num_nodes: Count = None
+    strategy: Annotated[str, AfterValidator(_strategy)] = Field(None, description="a Lightning strategy")
+    precision: Literal[PRECISIONS] = Field(None, description="one of " + ", ".join(PRECISIONS[:10]))
+    gradient_clip_val: NonNegative | None = None
+    deterministic: bool | Literal["warn"] | None = Field(None, description="true, false, warn or null")
+    log_every_n_steps: Count = None
+    check_val_every_n_epoch: Count | None = None
+    accumulate_grad_batches: Count = None
+    enable_progress_bar: Flag = None
+    limit_train_batches: Batches = None
+    limit_val_batches: Batches = None
+    limit_test_batches: Batches = None
+
+
+def check_hardware(values: dict, prefix: str) -> None:
+    """A GPU accelerator needs that many GPUs here."""
+    accelerator, devices = values.get("accelerator"), values.get("devices")
+    if accelerator in ("gpu", "cuda"):
+        count = torch.cuda.device_count()
+        if count == 0:
+            raise ConfigError(f"{prefix}accelerator: expected auto or cpu (no GPU is visible: "
+                              f"torch.cuda.is_available() is False), got {accelerator!r}")
+        wanted = len(devices) if isinstance(devices, list) else devices if isinstance(devices, int) else 1
+        if wanted > count:
+            raise ConfigError(f"{prefix}devices: expected at most {count} (the GPUs visible), got {devices!r}")
+    if accelerator == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"{prefix}accelerator: expected auto or cpu (no Apple GPU is available), got 'mps'")

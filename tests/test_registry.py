@@ -11,7 +11,8 @@ from torch import nn
 
 from conftest import CONF, run_app
 from fsnn.checks import Count, Positive, checked, one_of
-from fsnn.config import ConfigError, check_config, swept_groups
+from fsnn.commandline import swept_groups
+from fsnn.config import ConfigError, check_config
 from fsnn.models import BACKBONES, register_backbone
 from fsnn.registry import Registry, UnknownNameError, registry
 
