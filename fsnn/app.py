@@ -297,6 +297,11 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         for stale in checkpoints.glob(".*.tmp-*"):  # a write cut short by a kill (the lock keeps writers out)
             stale.unlink()
         record["device"] = device_description(trainer.strategy.root_device)
+        # what Lightning runs, which is not always what was asked: 16-mixed on a CPU runs as bf16-mixed
+        record["precision"] = trainer.precision
+        if str(cfg.trainer.get("precision")) not in (trainer.precision, trainer.precision.split("-")[0]):
+            log.info("trainer.precision=%s runs as %s on %s (recorded in metrics.json)",
+                     cfg.trainer.get("precision"), trainer.precision, record["device"])
         record["resumed_from"] = None if resume is None else str(resume)
         _write_record(run_dir, record)
     trainer.fit(module, datamodule=data, ckpt_path=resume)

@@ -102,6 +102,16 @@ def check_spike_input(x) -> None:
         raise ValueError("x must be finite, got NaN or inf values")
 
 
+class OptionError(ValueError):
+    """A value of ``option`` refused for a reason beyond its type (a combination of options, this machine): the
+    same words on a Python call (``"<option> must be <expected>, got <value>"``) and in a config check
+    (``"<group>.<option>: expected <expected>, got <value>"``)."""
+
+    def __init__(self, option: str, expected: str, value):
+        self.option, self.expected, self.value = option, expected, value
+        super().__init__(f"{option} must be {expected}, got {value!r}")
+
+
 # -- option types -----------------------------------------------------------------------------------------------------
 class Check:
     """What an option accepts, as ``Annotated`` metadata: ``coerce`` turns a Python argument into the option's type

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fsnn.checks import Check, Flag, integer, option_check
+from fsnn.checks import Check, Flag, OptionError, integer, option_check
 from fsnn.registry import UnknownNameError, accepted, did_you_mean, registry
 
 
@@ -102,6 +102,9 @@ def _validate(schema: type[BaseModel], values: dict, prefix: str, owner: str = "
         schema.model_validate(values)
     except ValidationError as error:
         first = error.errors()[0]
+        refused = first.get("ctx", {}).get("error")
+        if isinstance(refused, OptionError):  # a combination of options (a component's check_options)
+            raise ConfigError(f"{prefix}{refused.option}: expected {refused.expected}, got {_show(refused.value)}") from None
         key = first["loc"][0]
         if first["type"] == "extra_forbidden":
             raise ConfigError(f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "

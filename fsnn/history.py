@@ -80,6 +80,42 @@ def history_kernel(
 
 
 @lru_cache(maxsize=256)
+def stable_tau(method: str, alpha: float, dt: float = 1.0, memory: int | None = None) -> float:
+    r"""The leaky neuron's discrete dynamics are stable only for ``tau`` above this bound (``> 0``).
+
+    Without input or spikes the f-LIF membrane follows ``V_k = -c sum_{j<=k} kappa_{k-j} V_{j-1}`` with
+    ``c = K_0 / tau`` and ``kappa_m = K_m / K_0`` (:mod:`fsnn.dynamics`; the spikeDE convention has the same
+    characteristic equation), i.e. ``1 + c z kappa(z) = 0`` with ``kappa(z) = sum_m kappa_m z^m``. A root inside
+    the unit circle grows like ``|z|^-k``: the potentials, then the gradients, overflow to inf and NaN. Roots first
+    cross the circle where ``z kappa(z)`` is real and negative, so the bound is
+    ``tau* = K_0 max{-z kappa(z) : |z| = 1, z kappa(z) < 0}``. The full-memory kernels are completely monotone,
+    which puts that point at ``z = -1``: ``tau* = K_0 sum_m (-1)^m kappa_m`` (Abel-summed; ``dt / 2`` at
+    ``alpha = 1``, explicit Euler's bound, and ``(dt / 2)^alpha`` for ``gl``). A ``memory`` window cuts the
+    kernel at lag ``memory``, and the point is searched on the whole circle.
+    """
+    if memory is None:
+        # Euler's transform of the alternating series: binomial means of its partial sums converge geometrically
+        # for a completely monotone kernel; 128 terms are far beyond float64's precision
+        k = history_kernel(method, alpha, 128, dt)
+        signs = torch.ones(128, dtype=torch.float64)
+        signs[1::2] = -1
+        sums = torch.cumsum(signs * k, 0)
+        weights = torch.exp(torch.lgamma(torch.tensor(128.0, dtype=torch.float64))
+                            - torch.lgamma(torch.arange(1, 129, dtype=torch.float64))
+                            - torch.lgamma(torch.arange(128, 0, -1, dtype=torch.float64)) - 127 * math.log(2))
+        return float((weights * sums).sum())
+    k = history_kernel(method, alpha, memory + 1, dt)
+    points = max(1 << 14, 16 * (memory + 1))
+    w = torch.fft.fft(torch.cat([k.new_zeros(1), k]), n=points).conj()  # z K(z) at z = e^{i theta}
+    w = torch.cat([w, w[:1]])
+    cross = (w.imag[:-1] * w.imag[1:] <= 0) & (w.real[:-1] < 0)
+    i = torch.nonzero(cross).flatten()
+    share = w.imag[i] / (w.imag[i] - w.imag[i + 1]).where(w.imag[i] != w.imag[i + 1], torch.ones_like(w.imag[i]))
+    reals = w.real[i] + share * (w.real[i + 1] - w.real[i])
+    return float(-reals.min()) if len(reals) else 0.0
+
+
+@lru_cache(maxsize=256)
 def _fixed_kernel(method: str, alpha: float, steps: int, dt: float) -> torch.Tensor:
     return history_kernel(method, alpha, steps, dt)
 

@@ -61,6 +61,15 @@ def unavailable_reason(device: torch.device) -> str | None:
     return f"the kernels need a CUDA tensor (or TRITON_INTERPRET=1 on the CPU), got device {device.type!r}"
 
 
+def unavailable_here() -> str | None:
+    """Why the kernels cannot run on this machine at all (``None`` if a CUDA GPU or the interpreter runs them)."""
+    if _TRITON_MISSING:
+        return _TRITON_MISSING
+    if torch.cuda.is_available() or interpreting():
+        return None
+    return "the Triton kernels need a CUDA GPU or TRITON_INTERPRET=1, and no GPU is visible"
+
+
 def ring_size(length: int, soe: bool) -> tuple[int, int]:
     """``(R, far_reach)`` for an exact kernel ``K_0..K_{length-1}`` (``soe``: the bank's exact head)."""
     lags = length - 1

@@ -23,11 +23,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsnn.checks import Count, Flag, Positive, Real, checked, check_spike_input, number, one_of
+from fsnn.checks import Count, Flag, OptionError, Positive, Real, checked, check_spike_input, number, one_of
 from fsnn.dynamics import spikede_sequence
 from fsnn import kernels
 from fsnn.engines import EngineConfig, FractionalNeuronFunction
-from fsnn.history import METHODS, SOE_METHODS, kernel_for, soe_bank
+from fsnn.history import METHODS, SOE_METHODS, kernel_for, soe_bank, stable_tau
 from fsnn.registry import Registry, option_fields
 from fsnn.surrogate import SURROGATES, check_surrogate
 
@@ -88,6 +88,7 @@ class FractionalNeuron(SpikingNeuron):
         if engine == "triton" and convention != "fsnn":
             raise ValueError("engine='triton' runs the fsnn convention; convention='spikede' has its own loop "
                              "(use engine='auto')")
+        self.check_tau(alpha, tau, dt, method, memory, convention)
         self.v_reset = v_reset
         self.reset, self.method, self.memory = reset, method, memory
         self.engine, self.surrogate, self.convention = engine, surrogate, convention
@@ -106,6 +107,27 @@ class FractionalNeuron(SpikingNeuron):
         self.tau_value = tau
         self.theta_raw = nn.Parameter(torch.tensor(inverse_softplus(threshold))) if learn_threshold else None
         self.threshold_value = threshold
+
+    @classmethod
+    def check_tau(cls, alpha: float, tau: float, dt: float, method: str, memory: int | None,
+                  convention: str = "fsnn") -> None:
+        """A leaky neuron's ``tau`` above the bound of :func:`fsnn.history.stable_tau`: below it the membrane
+        oscillates with a growing amplitude until potentials and gradients are inf and NaN. (A learning ``alpha``
+        or ``tau`` is checked where it starts.)"""
+        if memory is not None and convention == "spikede":
+            memory -= 1  # the toolbox's window holds lags 0 .. memory - 1 (_spikede), fsnn's 0 .. memory
+        if cls.leak and tau <= (bound := stable_tau(method, alpha, dt, memory)):
+            raise OptionError("tau", f"a number > {bound:.6g} (at or below it the discrete f-LIF with "
+                              f"alpha={alpha:g}, dt={dt:g}, method={method} grows without bound, to inf and NaN; "
+                              "the bound scales as dt^alpha)", tau)
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """The checks of a config (:meth:`fsnn.registry.Registry.schema`) beyond each option's type: ``tau``'s
+        stability bound, as the constructor checks it, and ``engine='triton'`` only where its kernels can run."""
+        cls.check_tau(*(options[k] for k in ("alpha", "tau", "dt", "method", "memory", "convention")))
+        if options["engine"] == "triton" and (reason := kernels.unavailable_here()) is not None:
+            raise OptionError("engine", f"auto, direct or soe ({reason})", "triton")
 
     # -- parameters --------------------------------------------------------------------------
     @property
@@ -209,6 +231,9 @@ class FractionalNeuron(SpikingNeuron):
     # -- forward -----------------------------------------------------------------------------
     def forward(self, x: torch.Tensor, return_state: bool = False):
         check_spike_input(x)
+        if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
+            raise ValueError("x must hold values (a cpu or cuda tensor): the meta device is not supported by "
+                             f"{type(self).__name__}, got device 'meta'")
         shape, in_dtype = x.shape, x.dtype
         T = shape[0]
         flat = x.reshape(T, -1)
@@ -313,6 +338,7 @@ def _first_order(cls: type[FractionalNeuron], name: str):
         inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
         for option, (annotation, default) in option_fields(cls).items() if option not in ("alpha", "learn_alpha")])
     build.__doc__ = f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``."
+    build.check_options = lambda options: cls.check_options({**options, "alpha": 1.0})
     return build
 
 

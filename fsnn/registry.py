@@ -11,7 +11,8 @@ post-training studies are each a :class:`Registry`, looked up, listed, built and
   and the closest argument it takes;
 - ``schema(name)``: the entry's options as a strict pydantic model, read from the annotated signature of the entry
   (or of the ``options`` sources given at registration; :mod:`fsnn.checks` has the option types). The config layer
-  validates a config group with it, so an option is declared once: by the component that takes it.
+  validates a config group with it, so an option is declared once: by the component that takes it. A source with a
+  ``check_options(options)`` also refuses combinations there (an :class:`fsnn.checks.OptionError` naming the option).
 
 :func:`registry` finds a registry by what it holds, importing the module that fills it, so that code which only
 checks names and options (the config layer) imports no component.
@@ -242,7 +243,7 @@ def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
     """A strict pydantic model of the options of ``sources`` (merged, the first declaration of a name wins), less
     ``exclude``: unknown keys are refused, ``"3"`` is not 3, ``true`` is not 1, NaN is no number; each field's
     description is what its option type expects (what an error line prints)."""
-    from pydantic import ConfigDict, Field, create_model
+    from pydantic import ConfigDict, Field, create_model, model_validator
 
     fields = {}
     for source in sources:
@@ -253,4 +254,13 @@ def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
             expected = None if check is None else f"null or {check.expected}" if optional else check.expected
             fields[name] = (annotation, Field(default, description=expected))
     config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
-    return create_model(title, __config__=config, **fields)
+    # a combination of options, or this machine, can rule out a value its type allows: a source's check_options
+    checks = [source.check_options for source in sources if hasattr(source, "check_options")]
+
+    def check_combination(model):
+        for check in checks:
+            check(dict(model))
+        return model
+
+    validators = {"check_options": model_validator(mode="after")(check_combination)} if checks else {}
+    return create_model(title, __config__=config, __validators__=validators, **fields)

@@ -59,16 +59,26 @@ class Collection:
     failed: list[dict] = field(default_factory=list)
     running: list[dict] = field(default_factory=list)
     corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    non_finite: list[tuple[str, str]] = field(default_factory=list)  # (path, the keys): complete, but NaN or inf
 
     def summary(self) -> str:
         return (f"{len(self.complete)} complete, {len(self.failed)} failed, "
-                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt")
+                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt, "
+                f"{len(self.non_finite)} with non-finite metrics")
+
+
+def non_finite_metrics(record: dict) -> list[str]:
+    """The metrics of a run record (``val_*``, ``test_*`` and ``test_metrics.*``) that are NaN or infinite."""
+    found = {**{k: v for k, v in record.items() if k.startswith(("val_", "test_"))},
+             **{f"test_metrics.{k}": v for k, v in (record.get("test_metrics") or {}).items()}}
+    return [key for key, value in found.items() if isinstance(value, float) and not math.isfinite(value)]
 
 
 def scan_runs(results_dir: str | Path) -> Collection:
     """Read every ``results_dir/**/metrics.json`` (with its sibling ``robustness.json`` / ``energy.json`` under
     ``robustness`` / ``energy``); a corrupt file is recorded (and warned about), never fatal: a run with a corrupt
-    sibling still counts."""
+    sibling still counts. A complete run whose metrics are NaN or infinite is warned about and set aside
+    (``non_finite``), never counted among the complete ones."""
     found = Collection()
 
     def read(path: Path) -> dict | None:
@@ -90,7 +100,10 @@ def scan_runs(results_dir: str | Path) -> Collection:
             if sibling.exists() and (study := read(sibling)) is not None:
                 record[name] = study
         status = record.get("status")
-        if status == "complete":
+        if status == "complete" and (bad := non_finite_metrics(record)):
+            found.non_finite.append((str(path), ", ".join(bad)))
+            warnings.warn(f"skipping {path}: its metrics are not finite ({', '.join(bad)})", stacklevel=2)
+        elif status == "complete":
             found.complete.append(record)
         elif status == "failed":
             found.failed.append(record)
@@ -432,6 +445,8 @@ def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = 
     echo(f"runs in {results_dir}: {found.summary()}")
     for path, reason in found.corrupt:
         echo(f"  corrupt, skipped: {path} ({reason})")
+    for path, keys in found.non_finite:
+        echo(f"  non-finite metrics, skipped: {path} ({keys})")
     for run in found.failed:
         echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
     (complete, ad_hoc), (failed, _) = suite_runs(found.complete), suite_runs(found.failed)

@@ -12,7 +12,7 @@ from spikingjelly.activation_based import surrogate as sj_surrogate
 
 from fsnn import FractionalIF, FractionalLIF, build_neuron, collect_alphas, history_kernel
 from fsnn.engines import EngineConfig, FractionalNeuronFunction
-from fsnn.history import soe_bank
+from fsnn.history import soe_bank, stable_tau
 from fsnn.surrogate import SURROGATES
 
 from reference import fsnn_neuron, spikede_neuron
@@ -332,6 +332,40 @@ def test_build_neuron_registry():
 def test_bad_arguments_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
         FractionalLIF(**kwargs)
+
+
+@pytest.mark.parametrize("method,alpha,dt,memory,bound", [
+    ("pred", 1.0, 1.0, None, 0.5), ("gl", 0.5, 1.0, None, 0.5**0.5), ("gl", 0.3, 0.1, None, 0.05**0.3),
+    ("pred", 0.5, 1.0, None, None), ("l1", 0.3, 1.0, None, None), ("pred", 0.7, 1.0, 3, None),
+])
+def test_tau_is_refused_where_the_dynamics_blow_up_and_works_just_above(method, alpha, dt, memory, bound):
+    # explicit Euler is stable for dt / tau < 2; gl's bound is (dt / 2)^alpha in closed form (history.stable_tau)
+    found = stable_tau(method, alpha, dt, memory)
+    if bound is not None:
+        assert found == pytest.approx(bound, rel=1e-9)
+    options = {"alpha": alpha, "dt": dt, "method": method, "memory": memory}
+    for tau in (1e-9, found * 0.99, found):
+        with pytest.raises(ValueError, match=rf"tau must be a number > {found:.6g} \(.*alpha={alpha:g}"):
+            FractionalLIF(tau=tau, **options)
+    x = torch.randn(600, 2, 3, dtype=torch.float64, requires_grad=True)
+    for convention in ("fsnn", "spikede"):
+        # the toolbox's window is one lag shorter (lags 0 .. memory - 1)
+        at = found if memory is None or convention == "fsnn" else stable_tau(method, alpha, dt, memory - 1)
+        neuron = FractionalLIF(tau=at * 1.02, convention=convention, **options)
+        spikes, v = neuron(x[:200] if convention == "spikede" else x, return_state=True)  # its loop is slow
+        (spikes.sum() + v.sum()).backward()
+        assert torch.isfinite(v).all() and torch.isfinite(x.grad).all() and v.abs().max() < 1e6
+        x.grad = None
+    if memory is None:  # below the bound the membrane grows until it overflows: the bound is where it starts
+        neuron = FractionalLIF(tau=found * 1.02, **options)
+        neuron.tau_value = found * 0.8
+        assert not torch.isfinite(neuron(x.detach().float(), return_state=True)[1]).all()
+    assert FractionalIF(tau=1e-9, alpha=alpha, dt=dt)(x.detach()).isfinite().all()  # no leak: no bound
+
+
+def test_meta_tensors_are_refused_by_name():
+    with pytest.raises(ValueError, match="meta device is not supported by FractionalLIF"):
+        FractionalLIF()(torch.ones(4, 2, 3, device="meta"))
 
 
 @pytest.mark.parametrize("x,match", [

@@ -78,6 +78,23 @@ def test_collect_skips_and_reports_corrupt(results):
     assert all(r["status"] == "complete" for r in runs) and len(runs) == 13
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_runs_with_non_finite_metrics_are_warned_about_and_skipped(results, bad):
+    root, _ = results
+    nan_run = _write(root, _record("table1_neuromorphic", "flif_s3", "dvsgesture", "dvsnet", "flif", 3, bad))
+    with pytest.warns(UserWarning) as caught:
+        found = tables.scan_runs(root)
+    assert any(str(nan_run) in str(w.message) and "not finite" in str(w.message) for w in caught)
+    assert found.non_finite == [(str(nan_run), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc")]
+    assert len(found.complete) == 13 and str(nan_run) not in [r["_path"] for r in found.complete]
+    lines = []
+    tables.make_tables(root, root / "tables", echo=lines.append)
+    assert f"  non-finite metrics, skipped: {nan_run} (test_acc, " in "\n".join(lines)
+    assert "1 with non-finite metrics" in lines[0]
+    table = tables.build_table(_spec("neuromorphic"), found.complete, found.failed)
+    assert _cell(table, "DVS128 Gesture / CNN (T=16)", "f-LIF (f-SNN)")["n"] == 3  # the three finite seeds
+
+
 def test_cells_mean_std_n(results):
     root, _ = results
     with pytest.warns(UserWarning):
