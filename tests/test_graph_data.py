@@ -469,6 +469,23 @@ def test_damaged_graph_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, 
         path, weights_only=True)["tensor"]) and not caplog.text
 
 
+@pytest.mark.parametrize("name,folder", [("cora", "Cora"), ("photo", "Photo")])
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_damaged_pyg_processed_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, name, folder, damage):
+    # a truncated Cora/processed/data.pt used to be reported as unreadable raw files, never naming the cache
+    shutil.copytree(graph_root / folder / "raw", tmp_path / folder / "raw")
+    data = load_graph(name, data_dir=tmp_path, download=False)
+    path = tmp_path / folder / "processed" / "data.pt"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if damage == "truncated" else b"")
+    with caplog.at_level("WARNING", logger="fsnn.data.graphs"):
+        again = load_graph(name, data_dir=tmp_path, download=False)
+    assert str(path) in caplog.text and "cannot be read" in caplog.text and "rebuilding it" in caplog.text
+    assert torch.equal(again.x, data.x) and torch.equal(again.edge_index, data.edge_index)
+    caplog.clear()
+    load_graph(name, data_dir=tmp_path, download=False)  # rebuilt for good
+    assert not caplog.text
+
+
 # -- scale ---------------------------------------------------------------------------------------------
 
 

@@ -30,17 +30,21 @@ coalesced and without self loops, ``y`` long ``[N]``, and boolean ``train_mask``
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import shutil
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from fsnn.data.cache import file_lock
 from fsnn.data.common import DatasetInfo, abspath, dataset_missing, resolve_download, stratified_split
 
 __all__ = ["PAPER_RATIOS", "build_graph", "make_synthetic_graph", "read_graph", "stratified_masks"]
 
+log = logging.getLogger(__name__)
 PAPER_RATIOS = (0.7, 0.2, 0.1)
 #: graphs whose library defines a train/val/test split (``split="public"``)
 PUBLIC_SPLITS = frozenset({"cora", "citeseer", "pubmed", "ogbn_arxiv"})
@@ -181,7 +185,7 @@ def _load_pyg_files(info: DatasetInfo, root: Path, download: bool):
     cls = {"planetoid": Planetoid, "amazon": Amazon, "coauthor": Coauthor}[info.library]
     existed = folder.exists()
     try:
-        dataset = cls(str(root), info.directory)
+        dataset = _pyg_dataset(cls, root, info.directory, missing)
     except Exception as err:
         if missing:
             if not existed:
@@ -191,6 +195,26 @@ def _load_pyg_files(info: DatasetInfo, root: Path, download: bool):
         raise dataset_missing(info.name, folder, "the raw files are present but could not be read (partial download "
                               "or wrong format?)", layout, get_it, err) from err
     return dataset[0]
+
+
+def _pyg_dataset(cls, root: Path, name: str, missing: list[str]):
+    """``cls(root, name)``, a PyG dataset; its processed cache (``<root>/<name>/processed/``) is rebuilt from the raw
+    files, with a warning naming it, when it cannot be read (truncated, damaged), as fsnn's own caches are."""
+    processed = root / name / "processed"
+    try:
+        return cls(str(root), name)
+    except Exception as error:
+        if missing or not processed.is_dir():
+            raise
+        files = ", ".join(str(p) for p in sorted(processed.iterdir()))
+        reason = str(error).split(". ")[0].splitlines()[0] if str(error) else ""
+        log.warning("PyG's processed cache %s cannot be read (%s: %s); rebuilding it from the raw files", files,
+                    type(error).__name__, reason)
+    with file_lock(root / name / ".processed.lock"):  # parallel runs rebuild it once
+        with contextlib.suppress(Exception):
+            return cls(str(root), name)  # rebuilt by another process meanwhile
+        shutil.rmtree(processed, ignore_errors=True)
+        return cls(str(root), name)
 
 
 class _OgbRefused(RuntimeError):
