@@ -152,7 +152,7 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
     m = _metrics(tmp_path)
     assert m["status"] == "complete"
     for key in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "firing_rates", "alphas",
-                "versions", "config", "overrides", "seed", "wall_time_s", "device"):
+                "versions", "config", "overrides", "seed", "wall_time_s", "device", "precision"):
         assert key in m, key
     assert 0.0 <= m["test_acc"] <= 1.0
     assert m["config"]["neuron"]["name"] == "flif" and m["alphas"]
@@ -173,6 +173,17 @@ def test_a_default_run_prints_its_progress_and_percentages_and_no_noise(tmp_path
     m = _metrics(tmp_path)
     assert re.search(rf"test acc at best val {100 * m['test_acc']:.2f} %", out) and m["metric_unit"] == "fraction"
     assert re.search(r"model: DVSNet, [\d,]+ parameters", out)
+
+
+def test_metrics_json_records_the_precision_lightning_ran(tmp_path, data_root):
+    # Lightning runs 16-mixed on a CPU as bf16-mixed: the record says what ran, the config what was asked
+    proc = run_app("train.py", "+smoke=vision", "logger=none", "trainer.precision=16-mixed",
+                   f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = _metrics(tmp_path)
+    ran = "16-mixed" if torch.cuda.is_available() else "bf16-mixed"
+    assert (m["precision"], m["config"]["trainer"]["precision"]) == (ran, "16-mixed")
+    assert ("trainer.precision=16-mixed runs as bf16-mixed" in proc.stdout + proc.stderr) == (ran == "bf16-mixed")
 
 
 @pytest.mark.slow

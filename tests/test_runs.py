@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -39,6 +40,7 @@ TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_
 BAD_VALUES = [
     *[(f"neuron.alpha={v}", "neuron.alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf", "null", "true")],
     ("neuron.tau=0", "neuron.tau"), ("neuron.tau=-1", "neuron.tau"), ("neuron.tau=inf", "neuron.tau"),
+    ("neuron.tau=1e-09", "neuron.tau"), ("neuron.tau=0.5", "neuron.tau"),  # below f-LIF's stability bound
     ("neuron.memory=0", "neuron.memory"), ("neuron.memory=1.5", "neuron.memory"),
     ("neuron.method=xyz", "neuron.method"), ("neuron.threshold=-1", "neuron.threshold"),
     ("neuron.threshold=0", "neuron.threshold"), ("neuron.dt=0", "neuron.dt"),
@@ -107,6 +109,37 @@ def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
     if not torch.cuda.is_available():
         assert _config_error(compose_cfg("trainer.accelerator=gpu", f"paths.results_dir={tmp_path}")).startswith(
             "trainer.accelerator: expected auto or cpu (no GPU is visible")
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["neuron.tau=1e-09"], r"neuron.tau: expected a number > 0.857805 \(at or below it the discrete f-LIF with "
+                           r"alpha=0.5, dt=1, method=pred grows without bound, to inf and NaN; the bound scales as "
+                           r"dt\^alpha\), got 1e-09"),
+    (["neuron.dt=100"], r"neuron.tau: expected a number > 8.578.*dt=100.*, got 2.0"),  # the dt / tau ratio
+    (["neuron=lif", "neuron.tau=0.5"], r"neuron.tau: expected a number > 0.5 .*alpha=1,.*, got 0.5"),
+    (["neuron.memory=3", "neuron.tau=0.7"], r"neuron.tau: expected a number > 0.717282 .*, got 0.7"),
+    (["neuron.engine=triton"], r"neuron.engine: expected auto, direct or soe \(the Triton kernels need a CUDA GPU or "
+                               r"TRITON_INTERPRET=1, and no GPU is visible\), got 'triton'"),
+])
+def test_values_that_cannot_work_are_refused_with_the_config(compose_cfg, tmp_path, monkeypatch, overrides, message):
+    from fsnn import kernels
+
+    monkeypatch.setattr(kernels, "interpreting", lambda: False)  # the tests run the kernels through the interpreter
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    found = _config_error(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
+    assert re.fullmatch(message, found), found
+    check_config(compose_cfg("neuron.tau=0.86", f"paths.results_dir={tmp_path}"))  # just above the bound
+    check_config(compose_cfg("neuron=fif", "neuron.tau=1e-09", f"paths.results_dir={tmp_path}"))  # no leak, no bound
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the Triton kernels run on this machine's GPU")
+def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_made(tmp_path):
+    proc = run_app("train.py", "neuron.engine=triton", cwd=tmp_path, env={"TRITON_INTERPRET": "0"}, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        "fsnn: error: neuron.engine: expected auto, direct or soe (the Triton kernels need a CUDA GPU or "
+        "TRITON_INTERPRET=1, and no GPU is visible), got 'triton'"]
+    assert not (tmp_path / "results").exists()
 
 
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
