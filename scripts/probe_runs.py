@@ -66,6 +66,17 @@ BAD_VALUES = [
     ("trainer.max_epochs=abc", "max_epochs"), ("trainer.max_epochs=-1", "max_epochs"),
     ("trainer.max_epochs=0", "max_epochs"), ("trainer.devices=0", "devices"), ("trainer.precision=foo", "precision"),
     ("trainer.limit_train_batches=-1", "limit_train_batches"), ("trainer.gradient_clip_val=-1", "gradient_clip_val"),
+    # accepted types whose dynamics are not finite: below f-LIF's stability bound, directly or through dt / tau
+    ("neuron.tau=1e-09", "tau"), ("neuron.tau=0.5", "tau"), ("neuron.dt=100", "tau"),
+    ("trainer.accelerator=meta", "accelerator"),
+]
+# a Python user of the neurons: (case, code that must raise a ValueError naming the word, the word)
+MODULE_VALUES = [
+    ("FractionalLIF(tau=1e-9), forward and backward",
+     "x = torch.randn(64, 2, 3, requires_grad=True); FractionalLIF(tau=1e-9)(x).sum().backward(); "
+     "assert torch.isfinite(x.grad).all(), 'NaN input gradients'", "tau"),
+    ("FractionalLIF on meta tensors", "FractionalLIF()(torch.ones(4, 2, 3, device='meta'))", "meta"),
+    ("FractionalLIF(engine='triton') on CPU tensors", "FractionalLIF(engine='triton')(torch.ones(4, 2, 3))", "triton"),
 ]
 
 
@@ -172,6 +183,12 @@ class Probe:
             cwd = self.folder("accelerator-gpu")
             rc, out = self.train(cwd, *TINY, "trainer.accelerator=gpu")
             self.record("bad value", "trainer.accelerator=gpu (no GPU)", self.classify_error(rc, out, "accelerator"))
+            cwd = self.folder("engine-triton")
+            rc, out = self.train(cwd, *TINY, "neuron.engine=triton", env={"TRITON_INTERPRET": "0"})
+            made = (cwd / "results").exists()
+            self.record("bad value", "neuron.engine=triton (no GPU)",
+                        "unclear" if made and rc == 2 else self.classify_error(rc, out, "engine"),
+                        note="a run folder was made" if made else "")
 
     def multirun(self) -> None:
         cwd = self.folder("multirun")
@@ -294,6 +311,56 @@ class Probe:
                 self.record("security", f"{label}, evaluate.py study={study}", outcome,
                             note="payload ran" if marker.exists() else "")
 
+    def values(self) -> None:
+        # the neurons called from Python: one ValueError naming the argument, not a deep error or NaN
+        for case, code, word in MODULE_VALUES:
+            cwd = self.folder(case)
+            script = ("import torch, sys\nfrom fsnn import FractionalLIF\ntry:\n    " + code + "\n"
+                      "except ValueError as error:\n    print(f'fsnn: error: {error}'); sys.exit(2)\n"
+                      "except AssertionError as error:\n    print(f'accepted: {error}')\n")  # silent
+            proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
+                                  timeout=300, env=self.env(TRITON_INTERPRET="0"))
+            outcome = ("silent" if proc.returncode == 0 else "traceback" if "Traceback" in proc.stderr
+                       else self.classify_error(proc.returncode, proc.stdout, word))
+            self.record("values", case, outcome, note=(proc.stdout + proc.stderr).strip().splitlines()[-1][:80]
+                        if proc.stdout + proc.stderr else "")
+        # the precision Lightning ran is what metrics.json records (16-mixed runs as bf16-mixed on a CPU)
+        cwd = self.folder("precision")
+        rc, out = self.train(cwd, *TINY, "trainer.precision=16-mixed")
+        run = self.run_dir_matching(cwd, "precision")
+        m = self.metrics(run) or {}
+        ran = "16-mixed" if torch.cuda.is_available() else "bf16-mixed"
+        self.record("values", "trainer.precision=16-mixed: metrics.json says what ran",
+                    "traceback" if "Traceback" in out else "clear" if m.get("precision") == ran else "silent",
+                    note=f"recorded {m.get('precision')!r}, ran {ran}")
+        # a complete run whose test accuracy is NaN: make_tables warns, names it and does not count it
+        if m.get("status") == "complete":
+            m["test_acc"] = float("nan")
+            (run / "metrics.json").write_text(json.dumps(m))
+            rc, out = self.run("scripts/make_tables.py", "--results", str(cwd / "results"), "--out",
+                               str(cwd / "tables"), cwd=cwd)
+            counted = "1 complete" in out
+            outcome = ("traceback" if "Traceback" in out else "clear" if str(run / "metrics.json") in out
+                       and not counted else "silent")
+            self.record("values", "make_tables with a NaN test_acc", outcome,
+                        note="counted among the complete runs" if counted else "")
+        # a truncated PyG processed cache (Cora/processed/data.pt): named, and rebuilt from the raw files
+        cwd = self.folder("pyg-processed")
+        data = cwd / "data"
+        shutil.copytree(self.data / "Cora" / "raw", data / "Cora" / "raw")
+        graph = [*GRAPH, f"paths.data_dir={data}"]
+        rc, out = self.run("train.py", *graph, cwd=cwd)
+        cache = data / "Cora" / "processed" / "data.pt"
+        if rc != 0 or not cache.exists():
+            raise RuntimeError(f"graph reference run failed or wrote no processed cache:\n{out[-3000:]}")
+        cache.write_bytes(cache.read_bytes()[: cache.stat().st_size // 2])
+        rc, out = self.run("train.py", *graph, "seed=1", cwd=cwd)
+        named = str(cache) in out
+        outcome = ("traceback" if "Traceback" in out else "clear" if named and rc == 0
+                   else "unclear" if rc else "silent")
+        self.record("values", "truncated Cora/processed/data.pt", outcome,
+                    note="" if named else "the processed cache is not named")
+
     def runs(self) -> None:
         # rerunning a finished run
         ref = self.complete_run("idempotent-ref")
@@ -370,7 +437,7 @@ class Payload:
 
 
 CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
-              "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs}
+              "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values}
 
 
 def summary(rows: list[dict]) -> str:
