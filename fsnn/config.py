@@ -104,7 +104,8 @@ def _validate(schema: type[BaseModel], values: dict, prefix: str, owner: str = "
         first = error.errors()[0]
         refused = first.get("ctx", {}).get("error")
         if isinstance(refused, OptionError):  # a combination of options (a component's check_options)
-            raise ConfigError(f"{prefix}{refused.option}: expected {refused.expected}, got {_show(refused.value)}") from None
+            raise ConfigError(f"{prefix}{refused.option}: expected {refused.expected}, "
+                              f"got {_show(refused.value)}") from None
         key = first["loc"][0]
         if first["type"] == "extra_forbidden":
             raise ConfigError(f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "
