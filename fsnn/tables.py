@@ -62,9 +62,9 @@ class Collection:
     non_finite: list[tuple[str, str]] = field(default_factory=list)  # (path, the keys): complete, but NaN or inf
 
     def summary(self) -> str:
+        nan = f", {len(self.non_finite)} with non-finite metrics" if self.non_finite else ""
         return (f"{len(self.complete)} complete, {len(self.failed)} failed, "
-                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt, "
-                f"{len(self.non_finite)} with non-finite metrics")
+                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt{nan}")
 
 
 def non_finite_metrics(record: dict) -> list[str]:
