@@ -432,7 +432,7 @@ class Probe:
         ref = self.complete_run("lock-ref")
         for label, args in (("evaluate.py", ["study=none"]), ("evaluate.py study=energy", ["study=energy"]),
                             ("evaluate.py allow_unfinished=true", ["study=energy", "allow_unfinished=true"])):
-            cwd, run = self.copy_run(ref, label)
+            cwd, run = self.copy_run(ref, f"lock-{args[-1].split('=')[0]}")  # no "=" in a run_dir=... value
             holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
                                       env=self.env())
             try:
@@ -489,7 +489,7 @@ class Probe:
 
     @staticmethod
     def first_error(out: str) -> str:
-        return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")[:200]
+        return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")
 
 
 class Payload:
