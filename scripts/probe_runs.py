@@ -77,34 +77,6 @@ with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)
 """
-# train.py of a checkout (argv: when, root, overrides...) with, in its process: ``before-test`` (SIGKILL when the
-# test phase starts) or ``disk-full:<file name>`` (the disk is full when that file is written again)
-PATCHED = """
-import errno, io, os, runpy, signal, sys
-from pathlib import Path
-when, root = sys.argv[1], Path(sys.argv[2])
-if when == "before-test":
-    import lightning
-    lightning.Trainer.test = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
-else:
-    import fsnn.files as files
-    name = when.split(":", 1)[1]
-
-    class Full(io.FileIO):
-        def write(self, data):
-            if self.tell() + len(data) > 4096:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            return super().write(data)
-
-    def full_open(path, mode="r", *args, **kwargs):
-        if f".{name}.tmp-" in str(path) and Path(path).with_name(name).exists():
-            return io.BufferedWriter(Full(path, "wb"))
-        return open(path, mode, *args, **kwargs)
-
-    files.open = full_open
-sys.argv = [str(root / "train.py"), *sys.argv[3:]]
-runpy.run_path(str(root / "train.py"), run_name="__main__")
-"""
 
 
 class Probe:
@@ -466,8 +438,9 @@ class Probe:
                         note=f"partial files left: {partial}" if partial else "")
 
     def patched(self, cwd: Path, when: str, *args: str) -> tuple[int | None, str]:
-        """``train.py`` of ``--root`` with :data:`PATCHED`'s ``when`` in its process."""
-        command = [sys.executable, "-c", PATCHED, when, str(self.root), *args, f"paths.data_dir={self.data}"]
+        """``train.py`` of ``--root`` interrupted by the tests' ``interrupt.py`` at ``when`` (e.g. ``before-test``,
+        ``disk-full:last.ckpt``), which patches fsnn's and Lightning's functions that every checkout has."""
+        command = [sys.executable, str(HERE / "tests" / "interrupt.py"), when, *args, f"paths.data_dir={self.data}"]
         proc = subprocess.run(command, cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=600)
         return proc.returncode, proc.stdout + proc.stderr
 

@@ -1,16 +1,18 @@
-"""Run this checkout's ``train.py`` in this process and interrupt it at a chosen point, as a crash, an out-of-memory
-kill, a scheduler or a full disk would: ``python tests/interrupt.py <when> <train.py overrides...>``.
+"""Run the ``train.py`` of the fsnn checkout that ``import fsnn`` finds (this one, or the one ``PYTHONPATH`` names) in
+this process and interrupt it at a chosen point, as a crash, an out-of-memory kill, a scheduler or a full disk
+would: ``python tests/interrupt.py <when> <train.py overrides...>``.
 
 ``when``: SIGKILL at ``mid-epoch`` (the second epoch's second training batch), ``between-epochs`` (just after the
 first epoch's ``last.ckpt`` is written), ``while-writing`` (halfway through writing the second epoch's
 ``last.ckpt``) or ``before-test`` (training done, before the test phase); ``sigterm`` / ``sigint`` (the signal,
-just after the first epoch's ``last.ckpt`` is written); ``disk-full`` (the disk fills up halfway through writing the
-second epoch's ``last.ckpt``: the write fails with ENOSPC).
+just after the first epoch's ``last.ckpt`` is written); ``disk-full:<file name>`` (the disk fills up while that file,
+e.g. ``last.ckpt`` or ``metrics.json``, is written the second time: the write fails with ENOSPC).
 """
 
 from __future__ import annotations
 
 import errno
+import importlib.util
 import io
 import os
 import runpy
@@ -18,7 +20,16 @@ import signal
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(importlib.util.find_spec("fsnn").origin).parents[1]
+
+
+class FillingUp(io.FileIO):
+    """A file on a disk that is full after its first kilobytes: a write past them fails with ENOSPC."""
+
+    def write(self, data):
+        if self.tell() + len(data) > 4096:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
 
 
 def die() -> None:
@@ -52,19 +63,13 @@ def main(when: str) -> None:
         import lightning
 
         lightning.Trainer.test = lambda *args, **kwargs: die()
-    elif when == "disk-full":
+    elif when.startswith("disk-full:"):
         import fsnn.files as files
 
-        class FillingUp(io.FileIO):
-            """A file on a disk that fills up after its first kilobytes."""
+        name = when.split(":", 1)[1]
 
-            def write(self, data):
-                if self.tell() + len(data) > 4096:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                return super().write(data)
-
-        def open_filling(path, mode="r", *args, **kwargs):
-            if ".last.ckpt.tmp-" in str(path) and Path(path).with_name("last.ckpt").exists():
+        def open_filling(path, mode="r", *args, **kwargs):  # fsnn's atomic writer fills .<name>.tmp-..., then renames
+            if f".{name}.tmp-" in str(path) and Path(path).with_name(name).exists():
                 return io.BufferedWriter(FillingUp(path, "wb"))
             return open(path, mode, *args, **kwargs)
 

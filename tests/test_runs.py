@@ -4,7 +4,6 @@ DDP with each sample counted once."""
 
 from __future__ import annotations
 
-import errno
 import io
 import json
 import logging
@@ -31,6 +30,7 @@ from fsnn.files import RunLockedError, run_lock, write_json_atomic
 from fsnn.config import ConfigError
 from fsnn.data.modules import ShardSampler, SplitDataModule
 from fsnn.studies import open_run
+from interrupt import FillingUp
 from zipdata import flip_tensor_byte
 
 # a tiny version of the default experiment: 2 epochs of 3 batches
@@ -557,15 +557,6 @@ def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
     assert {s: signal.getsignal(s) for s in before} == before
 
 
-class _FillingUp(io.FileIO):
-    """A file on a disk that is full after its first kilobytes."""
-
-    def write(self, data):
-        if self.tell() + len(data) > 4096:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return super().write(data)
-
-
 @pytest.mark.parametrize("what", ["checkpoint", "metrics.json", "torch's RuntimeError"])
 def test_a_full_disk_is_one_error_naming_the_file_and_its_free_space(tmp_path, monkeypatch, what):
     import fsnn.files
@@ -577,7 +568,7 @@ def test_a_full_disk_is_one_error_naming_the_file_and_its_free_space(tmp_path, m
              "torch's RuntimeError": lambda: fsnn.files.write_atomic(path, _torch_style_failure)}
     write[what]()
     before = path.read_bytes()
-    monkeypatch.setattr(fsnn.files, "open", lambda p, mode="r": io.BufferedWriter(_FillingUp(p, "wb")),
+    monkeypatch.setattr(fsnn.files, "open", lambda p, mode="r": io.BufferedWriter(FillingUp(p, "wb")),
                         raising=False)
     with pytest.raises(OSError) as error:
         write[what]()
@@ -672,7 +663,7 @@ def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_re
 
 @pytest.mark.slow
 def test_a_full_disk_while_training_is_one_line_and_leaves_the_checkpoints_whole(tmp_path, data_root):
-    proc = _interrupt(tmp_path, "disk-full", data_root=data_root)
+    proc = _interrupt(tmp_path, "disk-full:last.ckpt", data_root=data_root)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("fsnn: error:")]
     assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     run = _run_dir(tmp_path)
