@@ -1,7 +1,9 @@
 """Every config value checked before any work. The run's own keys (paths, seeds, the only classes a config may
-instantiate, :data:`TARGETS`) have their schemas here, with this machine's facts (a writable ``paths.results_dir``);
-the training loop's groups (trainer, optimizer, scheduler, and a GPU for ``trainer.accelerator=gpu``) are declared
-beside the modules that use them (:mod:`fsnn.training`); a component's group (``dataset``, ``neuron``,
+instantiate, :data:`TARGETS`) have their schemas here, and this machine's side of the paths (a writable
+``paths.results_dir``) is checked beside the file helpers (:func:`fsnn.files.check_folders`); the training loop's
+groups (trainer, optimizer, scheduler, logger: their values, the arguments their classes take, a GPU for
+``trainer.accelerator=gpu``, a logger's library) are declared beside the modules that use them
+(:mod:`fsnn.training`); a component's group (``dataset``, ``neuron``,
 ``backbone``, ``study``) is checked by the schema its registry reads from the component's own signature
 (:meth:`fsnn.registry.Registry.schema`), so an option is declared once, by the component, and a check added to its
 option type (:mod:`fsnn.checks`) holds for every config.
@@ -13,9 +15,7 @@ takes is refused by name with the closest valid ones.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fsnn.checks import Check, Flag, integer, option_check
-from fsnn.registry import UnknownNameError, accepted, did_you_mean, registry
+from fsnn.registry import UnknownNameError, did_you_mean, registry
 
 
 class ConfigError(ValueError):
@@ -45,9 +45,6 @@ COMPONENTS = ("dataset", "neuron", "backbone", "study")
 #: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
 #: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
 ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "logger", "paths", "study")
-#: the optional libraries a logger needs (any one of them) and the extra that installs them
-LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
-                    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
 MAX_SEED = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything keeps to
 Seed = integer(f"an integer in [0, {MAX_SEED}]", lambda v: 0 <= v <= MAX_SEED)
 
@@ -78,15 +75,6 @@ class RunSchema(Schema):
     task_name: str = _expect("a name")
     run_name: str | None = _expect("null or a name")
     force: Flag = None
-
-
-def _group_schema(group: str) -> type[Schema]:
-    """The schema of a run-level group: the training loop's own (trainer, optimizer, scheduler) are declared beside
-    the Lightning modules that use them (:mod:`fsnn.training`)."""
-    from fsnn import training
-
-    return {"trainer": training.TrainerSchema, "optimizer": training.OptimizerSchema,
-            "scheduler": training.SchedulerSchema, "paths": PathsSchema}.get(group, Schema)
 
 
 def _show(value) -> str:
@@ -123,21 +111,6 @@ def _described(field) -> str | None:
     return None if check is None else f"null or {check.expected}" if optional else check.expected
 
 
-def _check_arguments(group: str, values: dict) -> None:
-    """The keys of a run-level group are arguments of what it builds: ``lightning.Trainer`` (less those fsnn sets
-    itself) or the group's ``_target_`` class; one it does not take is refused by name."""
-    import lightning as L
-    from hydra.utils import get_class
-
-    owner = "lightning.Trainer" if group == "trainer" else values.get("_target_")
-    allowed = accepted(L.Trainer if group == "trainer" else get_class(owner)) if owner else None
-    allowed = allowed and allowed - {"default_root_dir", "logger", "callbacks", "plugins", "use_distributed_sampler"}
-    for key in values:
-        if allowed is not None and not key.startswith("_") and key not in allowed:
-            raise ConfigError(f"{group}.{key}: expected an argument of {owner}, got {key!r}"
-                              f"{did_you_mean(key, allowed)}")
-
-
 def _check_component(group: str, values: dict) -> None:
     """``values["name"]`` is registered in the group's registry and the other keys pass its schema."""
     name = values.get("name")
@@ -171,6 +144,11 @@ def _values(cfg: DictConfig, skip: tuple[str, ...] = ()) -> dict:
 
 
 def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
+    # the training loop's groups are declared beside the Lightning modules that use them
+    from fsnn import training  # which imports this module
+
+    run_groups = {"trainer": training.TrainerSchema, "optimizer": training.OptimizerSchema,
+                  "scheduler": training.SchedulerSchema, "paths": PathsSchema}
     check_targets(values)
     _validate(schema, values, "")
     task = values.get("task")
@@ -184,8 +162,8 @@ def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -
         if group in COMPONENTS:
             _check_component(group, values[group])
         else:
-            _validate(_group_schema(group), values[group], f"{group}.")
-            _check_arguments(group, values[group])
+            _validate(run_groups.get(group, Schema), values[group], f"{group}.")
+            training.check_arguments(group, values[group])
 
 
 def _targets(node, path: str = "") -> list[tuple[str, str]]:
@@ -216,39 +194,6 @@ def check_targets(values: dict) -> None:
             raise ConfigError(f"{key}: expected {expected}, got {_show(target)}")
 
 
-def _writable_folder(key: str, path: str) -> None:
-    """``path`` is, or can be created as, a folder this process can write into (tried, not guessed: root passes
-    every permission check)."""
-    folder = Path(path).expanduser()
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{key}: expected a folder, got {_show(path)} (a file)")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise ConfigError(f"{key}: expected a writable folder, got {_show(path)} ({error.strerror or error})") from None
-
-
-def _check_paths(paths: dict, results: bool) -> None:
-    """``paths.data_dir`` is not a file; ``paths.results_dir`` is a writable folder (created if needed)."""
-    _validate(PathsSchema, paths, "paths.")
-    data_dir = Path(paths["data_dir"]).expanduser()
-    if data_dir.exists() and not data_dir.is_dir():
-        raise ConfigError(f"paths.data_dir: expected a folder, got {_show(paths['data_dir'])} (a file)")
-    if results:
-        _writable_folder("paths.results_dir", paths["results_dir"])
-
-
-def _check_logger_library(logger: dict | None) -> None:
-    """The logger's optional library is installed (checked without importing it)."""
-    target = (logger or {}).get("_target_")
-    modules, extra = LOGGER_LIBRARIES.get(target, ((), None))
-    if modules and not any(importlib.util.find_spec(m) for m in modules):
-        raise ConfigError(f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
-                          f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'")
-
-
 def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: bool = True, swept=()) -> dict:
     """Check a composed app config (the ``hydra`` node aside): its top-level keys with ``schema`` (``train.py``'s by
     default), every group but those in ``swept`` (a multirun's base config: each job selects its own), the hardware
@@ -258,11 +203,13 @@ def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: 
     values = _values(cfg, skip=("robustness",))  # the plan of the robustness study, which checks it
     _validate_groups(values, schema, swept)
     trainer = values.get("trainer")
-    from fsnn.training import check_hardware
+    from fsnn.files import check_folders
+    from fsnn.training import check_hardware, check_logger_library
 
     check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
-    _check_paths(values.get("paths") or {}, results)
-    _check_logger_library(values.get("logger"))
+    _validate(PathsSchema, values.get("paths") or {}, "paths.")  # also where a sweep varies them
+    check_folders(values["paths"], results)
+    check_logger_library(values.get("logger"))
     return values
 
 

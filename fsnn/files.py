@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -24,6 +25,8 @@ from typing import Any, BinaryIO, Callable
 import numpy as np
 import torch
 from filelock import FileLock, Timeout
+
+from fsnn.config import ConfigError
 
 #: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in
 #: each as ``metric_unit``; what a person reads (console, tables, report) is in percent (:func:`percent`)
@@ -302,3 +305,27 @@ def device_description(device: torch.device | str) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def _writable_folder(key: str, path: str) -> None:
+    """``path`` is, or can be created as, a folder this process can write into (tried, not guessed: root passes
+    every permission check)."""
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{key}: expected a folder, got {path!r} (a file)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ConfigError(f"{key}: expected a writable folder, got {path!r} ({error.strerror or error})") from None
+
+
+def check_folders(paths: dict, results: bool) -> None:
+    """This machine's side of ``paths.*``: ``data_dir`` is not a file; ``results_dir`` (when ``results``) is a
+    writable folder, created if needed."""
+    data_dir = Path(paths["data_dir"]).expanduser()
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigError(f"paths.data_dir: expected a folder, got {paths['data_dir']!r} (a file)")
+    if results:
+        _writable_folder("paths.results_dir", paths["results_dir"])

@@ -14,6 +14,7 @@ rates (their totals are summed over the ranks too).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import resource
 import time
@@ -36,6 +37,7 @@ from fsnn.config import ConfigError, Schema
 from fsnn.data.modules import sample_train_negatives
 from fsnn.energy import synaptic_energy
 from fsnn.neurons import is_neuron
+from fsnn.registry import accepted, did_you_mean
 
 
 class _DropLitLoggerTip(logging.Filter):
@@ -497,3 +499,31 @@ def check_hardware(values: dict, prefix: str) -> None:
             raise ConfigError(f"{prefix}devices: expected at most {count} (the GPUs visible), got {devices!r}")
     if accelerator == "mps" and not torch.backends.mps.is_available():
         raise ConfigError(f"{prefix}accelerator: expected auto or cpu (no Apple GPU is available), got 'mps'")
+
+
+def check_arguments(group: str, values: dict) -> None:
+    """The keys of a run-level group are arguments of what it builds: ``lightning.Trainer`` (less those fsnn sets
+    itself) or the group's ``_target_`` class; one it does not take is refused by name."""
+    from hydra.utils import get_class
+
+    owner = "lightning.Trainer" if group == "trainer" else values.get("_target_")
+    allowed = accepted(L.Trainer if group == "trainer" else get_class(owner)) if owner else None
+    allowed = allowed and allowed - {"default_root_dir", "logger", "callbacks", "plugins", "use_distributed_sampler"}
+    for key in values:
+        if allowed is not None and not key.startswith("_") and key not in allowed:
+            raise ConfigError(f"{group}.{key}: expected an argument of {owner}, got {key!r}"
+                              f"{did_you_mean(key, allowed)}")
+
+
+#: the optional libraries a logger needs (any one of them) and the extra that installs them
+LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
+                    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
+
+
+def check_logger_library(logger: dict | None) -> None:
+    """The logger's optional library is installed (checked without importing it)."""
+    target = (logger or {}).get("_target_")
+    modules, extra = LOGGER_LIBRARIES.get(target, ((), None))
+    if modules and not any(importlib.util.find_spec(m) for m in modules):
+        raise ConfigError(f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
+                          f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'")

@@ -93,8 +93,8 @@ class Probe:
 
     def folder(self, name: str) -> Path:
         self.count += 1
-        # only characters a Hydra override value takes unquoted (the path goes into run_dir=...)
-        path = self.work / f"{self.count:03d}-{re.sub(r'[^A-Za-z0-9._=+-]', '_', name)[:60]}"
+        # only characters a Hydra override value takes unquoted (the path goes into run_dir=... and paths.*=...)
+        path = self.work / f"{self.count:03d}-{re.sub(r'[^A-Za-z0-9._+-]', '_', name)[:60]}"
         path.mkdir(parents=True)
         return path
 
