@@ -404,7 +404,7 @@ class Probe:
         ref = self.complete_run("lock-ref")
         for label, args in (("evaluate.py", ["study=none"]), ("evaluate.py study=energy", ["study=energy"]),
                             ("evaluate.py allow_unfinished=true", ["study=energy", "allow_unfinished=true"])):
-            cwd, run = self.copy_run(ref, f"lock-{args[-1].split('=')[0]}")  # no "=" in a run_dir=... value
+            cwd, run = self.copy_run(ref, label)
             holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
                                       env=self.env())
             try:
