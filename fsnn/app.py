@@ -108,7 +108,7 @@ class CheckConfig(Callback):
             else:
                 check_config(config)
                 _check_fit(config)
-        except (ConfigError, RunLockedError) as error:
+        except USER_ERRORS as error:  # a config, a run folder in training, a folder where metrics.json belongs
             print(f"fsnn: error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
 

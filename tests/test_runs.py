@@ -586,12 +586,17 @@ def _torch_style_failure(handle):
         raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos") from None
 
 
-def test_a_folder_in_place_of_metrics_json_is_one_line(tmp_path):
-    (tmp_path / "results" / "train" / "mine" / "metrics.json").mkdir(parents=True)
-    proc = run_app("train.py", *TINY, "run_name=mine", cwd=tmp_path, timeout=300)
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_a_folder_in_place_of_metrics_json_is_one_line(tmp_path, compose_cfg, script):
+    run = tmp_path / "results" / "train" / "mine"
+    if script == "evaluate.py":
+        run = _fake_run_folder(tmp_path, compose_cfg)
+    (run / "metrics.json").mkdir(parents=True)
+    args = [*TINY, "run_name=mine"] if script == "train.py" else [f"run_dir={run}"]
+    proc = run_app(script, *args, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
-    assert proc.stderr.startswith(f"fsnn: error: {tmp_path / 'results/train/mine/metrics.json'}: expected the run's "
-                                  "record, a file, got a folder")
+    assert proc.stderr.startswith(f"fsnn: error: {run / 'metrics.json'}: expected the run's record, a file, got a "
+                                  "folder")
 
 
 def _fake_run_folder(root: Path, compose_cfg) -> Path:
