@@ -338,8 +338,9 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
              f"{sum(p.numel() for p in module.model.parameters()):,}")
     # best first: when both are saved at an epoch's end, last.ckpt never points at a best.ckpt not yet written
     best_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
-                              save_top_k=1, enable_version_counter=False)
-    last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False)
+                                      save_top_k=1, enable_version_counter=False)
+    last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1,
+                                      enable_version_counter=False)
     speed = SpeedMonitor()
     trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed], config)
     if record is not None:

@@ -149,8 +149,10 @@ class RelativeModelCheckpoint(ModelCheckpoint):
             path = Path(path)
             return str(Path(self.dirpath) / (path.name if path.is_absolute() else path))
 
-        state = {**state_dict, "dirpath": self.dirpath, **{key: here(state_dict.get(key) or "") for key in self._PATHS}}
-        state["best_k_models"] = {here(path): score for path, score in (state_dict.get("best_k_models") or {}).items()}
+        state = {**state_dict, "dirpath": self.dirpath}  # Lightning restores everything only for its own dirpath
+        state.update({key: here(state_dict.get(key) or "") for key in self._PATHS})
+        state["best_k_models"] = {here(path): score
+                                  for path, score in (state_dict.get("best_k_models") or {}).items()}
         super().load_state_dict(state)
 
 

@@ -53,7 +53,8 @@ def write_atomic(path: str | Path, write: Callable[[BinaryIO], object], *, sync:
         os.replace(tmp, path)
     except BaseException as error:
         tmp.unlink(missing_ok=True)
-        cause = _os_error(error)
+        # a failed write, not an interruption (KeyboardInterrupt, SystemExit), becomes one message naming the file
+        cause = _os_error(error) if isinstance(error, Exception) else None
         if cause is None:
             raise
         raise RunFileError(_write_problem(path, cause)) from error

@@ -426,7 +426,8 @@ class Probe:
         (run / "metrics.json").unlink()
         (run / "metrics.json").mkdir()
         rc, out = self.train(cwd, *TINY)
-        self.record("lifecycle", "metrics.json is a folder, then train.py", self.classify_error(rc, out, "metrics.json"))
+        self.record("lifecycle", "metrics.json is a folder, then train.py",
+                    self.classify_error(rc, out, "metrics.json"))
         # the disk fills up while a checkpoint or the final metrics.json is written
         for name in ("last.ckpt", "metrics.json"):
             cwd = self.folder(f"disk-full-{name}")

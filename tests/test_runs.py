@@ -627,7 +627,8 @@ def test_evaluate_refuses_a_run_folder_in_training_naming_its_holder(tmp_path, c
 def _interrupt(cwd: Path, when: str, *args: str, data_root: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *TINY, *args,
-                           f"paths.data_dir={data_root}"], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+                           f"paths.data_dir={data_root}"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
 
 
 @pytest.mark.slow
