@@ -9,10 +9,16 @@ atomically with an integrity record, :mod:`fsnn.checkpoint`), Lightning logs and
 command of
 
 - a finished run (``metrics.json`` complete, same result config) prints where its result is and changes nothing
-  (``force=true`` trains it again, keeping the previous ``metrics.json`` and checkpoints beside the new ones);
+  (``force=true`` trains it again, first moving the previous generation, ``metrics.json``, checkpoints, config and
+  studies, into ``previous.<n>/``: every earlier generation is kept);
 - an interrupted run resumes from ``last.ckpt`` and ends bit-identical to an uninterrupted run (on a CPU);
 - a run another process is training is refused, naming that process (a lock in the folder, released by the
   kernel when its holder dies).
+
+A run folder names its own files relative to itself (the checkpoints' state, ``metrics.json``), so a copied or
+moved folder resumes, tests and is evaluated from its own files. SIGTERM (a scheduler's preemption or time limit)
+and SIGINT (Ctrl-C) stop a run at once: ``metrics.json`` says ``interrupted``, the last epoch's ``last.ckpt`` is
+what a rerun resumes from, and the process exits with 128 + the signal's number (143, 130).
 
 Every value is checked before any work (:mod:`fsnn.config`); a failure never overwrites a complete ``metrics.json``.
 Under DDP only global rank 0 writes. Model selection uses the validation split only; the test split is evaluated
@@ -21,11 +27,12 @@ at the best-validation checkpoint (and, for reference, with the last weights).
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
-import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,17 +43,16 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import CompactHydraException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.environments import SLURMEnvironment
 from omegaconf import DictConfig, OmegaConf
 
-from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RNGStates, RunCheckpointIO, load_checkpoint, non_result,
-                             result_config, strip_non_result)
+from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RelativeModelCheckpoint, RNGStates, RunCheckpointIO,
+                             load_checkpoint, non_result, result_config, strip_non_result)
 from fsnn.commandline import swept_groups
 from fsnn.config import ConfigError, check_config
 from fsnn.data import DatasetMissingError
-from fsnn.files import (METRIC_UNIT, RunLockedError, device_description, package_versions, percent, run_lock,
-                        tree_changes, write_json_atomic, write_text_atomic)
+from fsnn.files import (METRIC_UNIT, RunFileError, RunLockedError, device_description, package_versions, percent,
+                        read_run_record, run_lock, set_aside, tree_changes, write_json_atomic, write_text_atomic)
 from fsnn.neurons import collect_alphas
 from fsnn.registry import MissingExtraError
 from fsnn.studies import check_eval_config, check_study, evaluate_run
@@ -58,9 +64,12 @@ log = logging.getLogger("fsnn")
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
 USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointError, RunLockedError,
-               MissingExtraError)
-#: what ``force=true`` keeps of the previous run, and under which name
-PREVIOUS = {"metrics.json": "metrics.previous.json", "checkpoints": "checkpoints.previous"}
+               MissingExtraError, RunFileError)
+#: what one generation of a run is (glob patterns in its folder): ``force=true`` moves it into ``previous.<n>/``
+GENERATION_FILES = (".hydra", "metrics.json", "checkpoints", "eval.json", "energy.json", "robustness.json",
+                    "robustness_*.*")
+#: the signals that interrupt a run: it records ``interrupted`` and exits with 128 + the signal's number
+INTERRUPTING = (signal.SIGTERM, signal.SIGINT)
 
 
 def run_dir_name(run_name: str | None, overrides) -> str:
@@ -99,7 +108,7 @@ class CheckConfig(Callback):
             else:
                 check_config(config)
                 _check_fit(config)
-        except ConfigError as error:
+        except USER_ERRORS as error:  # a config, a run folder in training, a folder where metrics.json belongs
             print(f"fsnn: error: {error}", file=sys.stderr)
             raise SystemExit(2) from None
 
@@ -128,17 +137,9 @@ def launch_rank_zero() -> bool:
     return all(int(os.environ.get(var) or 0) == 0 for var in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
 
 
-def _read_metrics(run_dir: Path) -> dict | None:
-    try:
-        record = json.loads((run_dir / "metrics.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def _write_record(run_dir: Path, record: dict) -> None:
     """Write ``metrics.json``, unless that would replace a complete record by an unfinished or failed one."""
-    existing = _read_metrics(run_dir)
+    existing = read_run_record(run_dir)
     if existing and existing.get("status") == "complete" and record.get("status") != "complete":
         return
     write_json_atomic(run_dir / "metrics.json", record)
@@ -147,15 +148,15 @@ def _write_record(run_dir: Path, record: dict) -> None:
 def _finished(run_dir: Path, cfg: DictConfig, config: dict) -> dict | None:
     """The record of a finished run of this config in ``run_dir`` whose checkpoints are intact, or ``None`` (nothing
     finished there, or ``force=true``). A finished run of another config is a :class:`ConfigError`."""
-    record = _read_metrics(run_dir)
+    record = read_run_record(run_dir)
     if record is None or record.get("status") != "complete" or cfg.get("force"):
         return None
     changes = tree_changes(strip_non_result(record.get("config") or {}), config)
     if changes:
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
         raise ConfigError(f"{run_dir} holds a finished run of another config ({shown}); force=true trains this "
-                          "config in its place (keeping the finished one as metrics.previous.json and "
-                          "checkpoints.previous/), or run_name=<name> trains it in a folder of its own")
+                          "config in its place (keeping the finished one in previous.<n>/), or run_name=<name> "
+                          "trains it in a folder of its own")
     for path in sorted((run_dir / "checkpoints").glob("*.ckpt")):
         try:
             load_checkpoint(path, config)
@@ -167,15 +168,12 @@ def _finished(run_dir: Path, cfg: DictConfig, config: dict) -> dict | None:
 
 
 def _set_aside(run_dir: Path) -> None:
-    """``force=true``: keep the previous result as ``metrics.previous.json`` and ``checkpoints.previous/`` (replacing
-    an older one), so that the new run starts from scratch and a failure of it loses nothing."""
-    for name, previous in PREVIOUS.items():
-        source, target = run_dir / name, run_dir / previous
-        if source.exists():
-            if target.is_dir():
-                shutil.rmtree(target)
-            os.replace(source, target)
-            log.info("force=true: the previous %s is kept as %s", name, target)
+    """``force=true``: move the previous generation of the run (:data:`GENERATION_FILES`) into ``previous.<n>/``,
+    after every earlier one, so that the new run starts from scratch and nothing finished is ever lost."""
+    kept = set_aside(run_dir, GENERATION_FILES)
+    if kept is not None:
+        log.info("force=true: the previous generation of this run (%s) is kept in %s",
+                 ", ".join(sorted(p.name for p in kept.iterdir())), kept)
 
 
 def _save_config(run_dir: Path, cfg: DictConfig) -> None:
@@ -216,12 +214,60 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
             "config": config, "seed": cfg.get("seed"), "recipe": cfg.get("recipe"), "versions": package_versions()}
 
 
+class RunInterrupted(BaseException):
+    """A signal of :data:`INTERRUPTING` arrived: the run stops where it is (a ``BaseException``, as
+    ``KeyboardInterrupt``, so that nothing on the way catches it as an error)."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+
+@contextlib.contextmanager
+def _interruptible():
+    """SIGTERM and SIGINT raise :class:`RunInterrupted` in the block (once: a second signal while the run stops is
+    ignored). Lightning's own SIGTERM handler, set while it fits, calls this one after its own (which stops DDP's
+    other processes). In a thread other than the main one, signals cannot be handled: the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in INTERRUPTING}
+    stopping = []
+
+    def interrupt(signum, frame):
+        if not stopping:  # once: what is written while the run stops (metrics.json) must not be cut short
+            stopping.append(signum)
+            raise RunInterrupted(signum)
+
+    for signum in INTERRUPTING:
+        signal.signal(signum, interrupt)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def train(cfg: DictConfig) -> float:
     """Fit, select on validation, test; write ``metrics.json``. Returns the best validation metric (the objective of
-    a sweeper). A finished run of the same config is not trained again (see the module's docstring)."""
+    a sweeper). A finished run of the same config is not trained again (see the module's docstring).
+
+    SIGTERM or SIGINT stops the run: ``metrics.json`` says ``interrupted`` and the process exits with status 128 +
+    the signal's number; rerunning the command resumes from the last epoch's ``last.ckpt``."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     zero = launch_rank_zero()
     record = _new_record(cfg, run_dir) if zero else None
+    try:
+        with _interruptible():
+            return _train(cfg, run_dir, zero, record)
+    except RunInterrupted as interrupted:
+        if zero:
+            print(f"fsnn: {run_dir} {interrupted}; rerunning the command resumes it from its last finished epoch "
+                  "(checkpoints/last.ckpt)", file=sys.stderr)
+        raise SystemExit(128 + interrupted.signum) from None
+
+
+def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> float:
     try:
         check_config(cfg)
         _check_fit(cfg)
@@ -242,8 +288,11 @@ def train(cfg: DictConfig) -> float:
             best = _report_finished(run_dir, done)
     except BaseException as error:
         if zero and not isinstance(error, RunLockedError):  # the other process's run is not ours to record
-            record.update({"status": "failed", "error": f"{type(error).__name__}: {error}"})
-            _write_record(run_dir, record)
+            stopped = isinstance(error, (RunInterrupted, KeyboardInterrupt, SystemExit))  # SystemExit: a scheduler's
+            record.update({"status": "interrupted" if stopped else "failed",
+                           "error": f"{type(error).__name__}: {error}"})
+            with contextlib.suppress(RunFileError):  # a full disk, or a folder where metrics.json belongs: reported
+                _write_record(run_dir, record)
         raise
     if _study(cfg):  # on the trained (or earlier finished) run, as evaluate.py would
         evaluate_run(run_dir, _study(cfg), data_dir=cfg.paths.data_dir, accelerator=cfg.trainer.accelerator,
@@ -288,9 +337,10 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     log.info("model: %s, %s parameters", type(module.model).__name__,
              f"{sum(p.numel() for p in module.model.parameters()):,}")
     # best first: when both are saved at an epoch's end, last.ckpt never points at a best.ckpt not yet written
-    best_cb = ModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
-                              save_top_k=1, enable_version_counter=False)
-    last_cb = ModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False)
+    best_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
+                                      save_top_k=1, enable_version_counter=False)
+    last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1,
+                                      enable_version_counter=False)
     speed = SpeedMonitor()
     trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed], config)
     if record is not None:
@@ -302,7 +352,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         if str(cfg.trainer.get("precision")) not in (trainer.precision, trainer.precision.split("-")[0]):
             log.info("trainer.precision=%s runs as %s on %s (recorded in metrics.json)",
                      cfg.trainer.get("precision"), trainer.precision, record["device"])
-        record["resumed_from"] = None if resume is None else str(resume)
+        record["resumed_from"] = None if resume is None else os.path.relpath(resume, run_dir)
         _write_record(run_dir, record)
     trainer.fit(module, datamodule=data, ckpt_path=resume)
 

@@ -7,6 +7,9 @@ enough that a run resumed from one ends bit-identical to a run that was never in
   without the keys that change no result, what a finished run is compared on too).
   Reading it back (:func:`load_checkpoint`) uses ``torch.load(weights_only=True)``, so a crafted pickle cannot run,
   and refuses a file that is unreadable, altered or another run's with one :class:`CheckpointError` naming it.
+- :class:`RelativeModelCheckpoint` (Lightning's ``ModelCheckpoint``) stores the paths it keeps in a checkpoint
+  (``best_model_path``...) relative to the checkpoints' folder, so that a copied or moved run folder resumes and tests
+  from its own files only.
 - :class:`RNGStates` (a Lightning callback) puts the random states of torch (CPU and CUDA), numpy and Python into
   every checkpoint and restores them on resume; the training order needs none, it is a function of the seed and the
   epoch (:class:`fsnn.training.SplitDataModule`).
@@ -14,6 +17,7 @@ enough that a run resumed from one ends bit-identical to a run that was never in
 
 from __future__ import annotations
 
+import os
 import random
 import warnings
 from pathlib import Path
@@ -23,6 +27,7 @@ import lightning as L
 import numpy as np
 import torch
 from lightning.fabric.plugins import TorchCheckpointIO
+from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from fsnn.files import content_digest, tree_changes, write_atomic
@@ -115,6 +120,40 @@ class RunCheckpointIO(TorchCheckpointIO):
 
     def load_checkpoint(self, path, map_location: Any | None = None, weights_only: bool | None = None) -> dict:
         return load_checkpoint(path, self.config, map_location="cpu" if map_location is None else map_location)
+
+
+class RelativeModelCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint`` whose state in a checkpoint names its files relative to its folder
+    (``best.ckpt``, not ``/where/it/ran/checkpoints/best.ckpt``): restored, they are the files of the folder the run
+    now lives in. A path stored absolute (by fsnn before this) is read as the file of the same name in this folder.
+    Its state key is ``ModelCheckpoint``'s, so checkpoints written by either class restore into the other."""
+
+    _PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
+
+    def _generate_state_key(self, **kwargs) -> str:
+        return f"ModelCheckpoint{kwargs!r}"
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        folder = str(self.dirpath)
+        state.update({key: os.path.relpath(state[key], folder) if state[key] else "" for key in self._PATHS})
+        state["best_k_models"] = {os.path.relpath(path, folder): score
+                                  for path, score in state["best_k_models"].items()}
+        state["dirpath"] = "."  # what the paths above are relative to: the folder of this checkpoint
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        def here(path: str) -> str:
+            if not path:
+                return path
+            path = Path(path)
+            return str(Path(self.dirpath) / (path.name if path.is_absolute() else path))
+
+        state = {**state_dict, "dirpath": self.dirpath}  # Lightning restores everything only for its own dirpath
+        state.update({key: here(state_dict.get(key) or "") for key in self._PATHS})
+        state["best_k_models"] = {here(path): score
+                                  for path, score in (state_dict.get("best_k_models") or {}).items()}
+        super().load_state_dict(state)
 
 
 def _rng_states() -> dict:

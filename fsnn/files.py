@@ -4,10 +4,13 @@ provenance every ``metrics.json`` carries (package versions, the fsnn commit, th
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import platform
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -48,10 +51,59 @@ def write_atomic(path: str | Path, write: Callable[[BinaryIO], object], *, sync:
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         tmp.unlink(missing_ok=True)
-        raise
+        # a failed write, not an interruption (KeyboardInterrupt, SystemExit), becomes one message naming the file
+        cause = _os_error(error) if isinstance(error, Exception) else None
+        if cause is None:
+            raise
+        raise RunFileError(_write_problem(path, cause)) from error
     return path
+
+
+class RunFileError(OSError):
+    """A file fsnn reads or writes that cannot be: a full disk, a folder where a file belongs, no permission. The
+    message names the path, what is wrong and, for a full disk, the space left; a failed write leaves the previous
+    file whole (:func:`write_atomic`)."""
+
+
+def _os_error(error: BaseException) -> OSError | None:
+    """The ``OSError`` behind ``error`` (itself, or what it was raised from or while handling: torch reports a
+    failed write of its zip writer as a ``RuntimeError`` raised while handling the ``OSError``), else ``None``."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OSError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _write_problem(path: Path, error: OSError) -> str:
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        try:
+            free = f"{shutil.disk_usage(path.parent).free / 2**20:,.1f} MiB free"
+        except OSError:
+            free = "free space unknown"
+        return (f"cannot write {path}: {error.strerror or 'no space left'} ({free} on its file system); free some "
+                "space and rerun: the files written before are whole")
+    if path.is_dir() or error.errno == errno.EISDIR:
+        return f"cannot write {path}: a folder is in its place, where fsnn writes a file; move it away and rerun"
+    return f"cannot write {path}: {error.strerror or error}"
+
+
+def read_run_record(run_dir: Path) -> dict | None:
+    """The run's ``metrics.json`` as a dict, or ``None`` when there is none or it is unreadable (a run never
+    finished writes it again). :class:`RunFileError` when something other than a file is in its place."""
+    path = Path(run_dir) / "metrics.json"
+    if path.exists() and not path.is_file():
+        kind = "folder" if path.is_dir() else "special file"
+        raise RunFileError(f"{path}: expected the run's record, a file, got a {kind}; move it away and rerun")
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -142,17 +194,66 @@ def run_lock(run_dir: Path):
     try:
         lock.acquire()
     except Timeout:
-        try:
-            other = json.loads(path.read_text())
-        except (OSError, ValueError):
-            other = {}
-        who = (f"pid {other.get('pid', '?')} on {other.get('host', '?')} since {other.get('since', '?')} "
-               f"({other.get('command', '?')})")
-        raise RunLockedError(f"run folder {run_dir} is in use by {who}; wait for it to finish or stop it") from None
+        raise RunLockedError(f"run folder {run_dir} is in use by {describe_holder(_holder(path))}; wait for it to "
+                             "finish or stop it") from None
     try:
         yield
     finally:
         lock.release()
+
+
+def _holder(path: Path) -> dict:
+    try:
+        holder = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
+def describe_holder(holder: dict) -> str:
+    """The process that holds a run folder's lock, as a person reads it."""
+    return (f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {holder.get('since', '?')} "
+            f"({holder.get('command', '?')})")
+
+
+def lock_holder(run_dir: Path) -> dict | None:
+    """What :func:`run_lock` wrote about the live process that holds ``run_dir``'s lock (``pid``, ``host``,
+    ``since``, ``command``), or ``None`` when no process holds it. Creates nothing."""
+    path = Path(run_dir) / ".lock"
+    if not path.is_file():
+        return None
+    lock = FileLock(str(path), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return _holder(path)
+    lock.release()
+    return None
+
+
+#: the folder ``force=true`` moves an earlier generation of a run into: ``previous.1`` (the oldest), ``previous.2``...
+GENERATION = re.compile(r"previous\.(\d+)")
+
+
+def is_earlier_generation(path: Path) -> bool:
+    """Whether ``path`` (a file such as ``metrics.json``) belongs to an earlier generation of a run set aside by
+    ``force=true`` (:func:`set_aside`), not to a run of its own."""
+    return any(GENERATION.fullmatch(part) for part in Path(path).parent.parts[-1:])
+
+
+def set_aside(run_dir: Path, patterns: tuple[str, ...]) -> Path | None:
+    """Move what matches ``patterns`` (glob patterns of files or folders) in ``run_dir`` into its next generation
+    folder ``previous.<n>`` (one more than the highest there), so that nothing of an earlier generation is ever
+    replaced. Returns that folder, or ``None`` when there was nothing to move."""
+    present = sorted({p.name for pattern in patterns for p in run_dir.glob(pattern)})
+    if not present:
+        return None
+    taken = [int(m.group(1)) for p in run_dir.iterdir() if (m := GENERATION.fullmatch(p.name))]
+    target = run_dir / f"previous.{max(taken, default=0) + 1}"
+    target.mkdir()
+    for name in present:
+        os.replace(run_dir / name, target / name)
+    return target
 
 
 def _jsonable(value):

@@ -30,7 +30,8 @@ from fsnn.checkpoint import CheckpointError, load_checkpoint, result_config
 from fsnn.checks import Count, Flag, Positive, one_of
 from fsnn.config import ConfigError, Schema, Seed, check_config, check_run_config
 from fsnn.energy import energy_report, format_table
-from fsnn.files import METRIC_UNIT, device_description, package_versions, percent, write_json_atomic
+from fsnn.files import (METRIC_UNIT, RunLockedError, describe_holder, device_description, lock_holder,
+                        package_versions, percent, read_run_record, write_json_atomic)
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
@@ -43,8 +44,9 @@ STUDIES = Registry("study", supplied=("run",))
 @dataclass
 class StudyRun:
     """A trained run rebuilt from its folder, as a study gets it: its config, task kind, built task with the
-    checkpoint's weights, a one-device Trainer for test passes, the seed of every pass and the clean test metric
-    (``None`` when the study did not ask for the re-test)."""
+    checkpoint's weights, a one-device Trainer for test passes, the seed of every pass, the run's status (its
+    ``metrics.json``'s; ``running`` while it trains) and the clean test metric (``None`` when the study did not ask
+    for the re-test)."""
 
     run_dir: Path
     config: DictConfig
@@ -54,7 +56,14 @@ class StudyRun:
     checkpoint: Path
     seed: int
     limit_test_batches: int | float | None = None
+    status: str = "complete"
     clean: float | None = None
+
+    def about(self) -> dict:
+        """What every study's output says of the run it measured: the folder's name, the checkpoint (relative to
+        the folder, which can move) and whether the run was unfinished then."""
+        return {"run": self.run_dir.name, "checkpoint": self.checkpoint.relative_to(self.run_dir).as_posix(),
+                "run_status": self.status, "run_unfinished": self.status != "complete"}
 
     def test_pass(self, datamodule=None) -> dict[str, float]:
         """One test pass, seeded, so that every pass of a study draws the same Poisson spikes and spike noise."""
@@ -118,7 +127,7 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
                 "score": robustness_score(clean, values) if clean > 0 else None, "options": options,
             }
     record = {
-        "robustness": plan.get("name"), "run_dir": str(run.run_dir), "checkpoint": run.checkpoint.stem,
+        "robustness": plan.get("name"), **run.about(),
         "metric": metric, "metric_unit": METRIC_UNIT, "clean": clean, "seed": run.seed,
         "limit_test_batches": run.limit_test_batches,
         "corruptions": corruptions, "config": run.recorded_config(),
@@ -145,8 +154,8 @@ def energy(run: StudyRun, batch_size: Count | None = None, kappa: Positive | Non
         x = x[:, :batch_size]
     report = energy_report(run.task.module.model, x, kappa=kappa, first_layer_mac=first_layer_mac)
     cfg = run.config
-    record = {"run_dir": str(run.run_dir), "checkpoint": str(run.checkpoint), "backbone": cfg.backbone.name,
-              "dataset": cfg.dataset.name, "neuron": cfg.neuron.name, **report.to_dict()}
+    record = {**run.about(), "backbone": cfg.backbone.name, "dataset": cfg.dataset.name, "neuron": cfg.neuron.name,
+              **report.to_dict()}
     print(format_table(report))
     write_json_atomic(run.run_dir / "energy.json", record)
     log.info("energy: %s", run.run_dir / "energy.json")
@@ -176,6 +185,7 @@ class EvalSchema(Schema):
 
     run_dir: str = None
     checkpoint: one_of("best", "last") = None
+    allow_unfinished: Flag = False
     accelerator: one_of(*ACCELERATORS) = None
     seed: Seed | None = None
     limit_test_batches: Batches = None
@@ -187,6 +197,21 @@ def check_eval_config(cfg: DictConfig) -> None:
     if not (Path(values["run_dir"]) / ".hydra" / "config.yaml").is_file():
         raise ConfigError(f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), "
                           f"got {values['run_dir']!r}")
+    run_status(Path(values["run_dir"]), values["allow_unfinished"])
+
+
+def run_status(run_dir: Path, allow_unfinished: bool = False) -> str:
+    """The status of the run in ``run_dir`` (its ``metrics.json``'s, ``running`` while a process holds its lock,
+    ``unknown`` without a record). :class:`RunLockedError` naming the holder when a process is training it, unless
+    ``allow_unfinished``: a study of a run in training would measure a checkpoint that is not its result."""
+    holder = lock_holder(run_dir)
+    if holder is None:
+        return (read_run_record(run_dir) or {}).get("status", "unknown")
+    if not allow_unfinished:
+        raise RunLockedError(f"run folder {run_dir} is in use by {describe_holder(holder)}: its run is still training; "
+                             "evaluate it when it has finished, or allow_unfinished=true evaluates its checkpoint now "
+                             "(recorded as unfinished in the output)")
+    return "running"
 
 
 def open_run(run_dir: Path | str, data_dir: str | None = None) -> tuple[DictConfig, dict]:
@@ -221,14 +246,16 @@ def _checkpoint(run_dir: Path, checkpoint: str, config: dict) -> tuple[Path, dic
 
 def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: str | None = None,
                  checkpoint: str = "best", accelerator: str = "auto", seed: int | None = None,
-                 limit_test_batches=None) -> dict:
+                 limit_test_batches=None, allow_unfinished: bool = False) -> dict:
     """Re-test a trained run from its saved config and ``checkpoint``, and/or run the post-training ``study``
     (``{"name": ..., **options}``) on it: the one seam of ``evaluate.py`` and of ``train.py study=...``.
 
     Everything is checked before any data is loaded (the run's config, the study against its task, the checkpoint).
     The re-test (without a study, or for a study that compares with it) writes ``eval.json`` (test metrics and firing
-    rates); every test pass is seeded with ``seed`` (the run's seed when ``None``)."""
+    rates); every test pass is seeded with ``seed`` (the run's seed when ``None``). A run that a process is still
+    training is refused (:func:`run_status`), unless ``allow_unfinished``; every output records the run's status."""
     run_dir = Path(run_dir)
+    status = run_status(run_dir, allow_unfinished)
     run_cfg, config = open_run(run_dir, data_dir)
     kind = task_kind(run_cfg)
     asked = check_study(kind, study)
@@ -242,8 +269,8 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir, accelerator=accelerator,
                         devices=1, limit_test_batches=limit_test_batches, enable_progress_bar=asked is None,
                         callbacks=[PercentProgressBar()] if asked is None else [], enable_model_summary=False)
-    run = StudyRun(run_dir, run_cfg, kind, task, trainer, ckpt, seed, limit_test_batches)
-    result: dict = {"run_dir": str(run_dir), "checkpoint": str(ckpt), "metric_unit": METRIC_UNIT}
+    run = StudyRun(run_dir, run_cfg, kind, task, trainer, ckpt, seed, limit_test_batches, status)
+    result: dict = {**run.about(), "metric_unit": METRIC_UNIT}
     if asked is None or STUDIES.meta(asked[0])["retest"]:
         test = run.test_pass()
         metric = task.metric
@@ -260,9 +287,10 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
 
 def evaluate(cfg: DictConfig) -> dict:
     """``evaluate.py``: :func:`evaluate_run` with a composed ``conf/eval.yaml`` (``run_dir``, ``checkpoint``,
-    ``study``, ``accelerator``, ``seed``, ``limit_test_batches``)."""
+    ``study``, ``accelerator``, ``seed``, ``limit_test_batches``, ``allow_unfinished``)."""
     check_eval_config(cfg)
     study = OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
     return evaluate_run(cfg.run_dir, study, data_dir=cfg.paths.data_dir, checkpoint=cfg.checkpoint,
                         accelerator=cfg.accelerator, seed=cfg.get("seed"),
-                        limit_test_batches=cfg.get("limit_test_batches"))
+                        limit_test_batches=cfg.get("limit_test_batches"),
+                        allow_unfinished=cfg.get("allow_unfinished", False))

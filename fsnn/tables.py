@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from fsnn.files import write_text_atomic
+from fsnn.files import is_earlier_generation, write_text_atomic
 
 RESULTS = Path("results")  # relative: the results folder of the current directory
 CONF = Path(__file__).resolve().parents[1] / "conf"  # the suite's Hydra configs, beside the package in a checkout
@@ -75,10 +75,11 @@ def non_finite_metrics(record: dict) -> list[str]:
 
 
 def scan_runs(results_dir: str | Path) -> Collection:
-    """Read every ``results_dir/**/metrics.json`` (with its sibling ``robustness.json`` / ``energy.json`` under
-    ``robustness`` / ``energy``); a corrupt file is recorded (and warned about), never fatal: a run with a corrupt
-    sibling still counts. A complete run whose metrics are NaN or infinite is warned about and set aside
-    (``non_finite``), never counted among the complete ones."""
+    """Read every ``results_dir/**/metrics.json`` but an earlier generation's (``<run>/previous.<n>/``, kept by
+    ``force=true``), with its sibling ``robustness.json`` / ``energy.json`` under ``robustness`` / ``energy``; a
+    corrupt file is recorded (and warned about), never fatal: a run with a corrupt sibling still counts. A complete
+    run whose metrics are NaN or infinite is warned about and set aside (``non_finite``), never counted among the
+    complete ones."""
     found = Collection()
 
     def read(path: Path) -> dict | None:
@@ -90,7 +91,7 @@ def scan_runs(results_dir: str | Path) -> Collection:
             warnings.warn(f"skipping unreadable {path}: {reason}", stacklevel=3)
             return None
 
-    for path in sorted(Path(results_dir).rglob("metrics.json")):
+    for path in sorted(p for p in Path(results_dir).rglob("metrics.json") if not is_earlier_generation(p)):
         record = read(path)
         if record is None:
             continue

@@ -79,6 +79,16 @@ MODULE_VALUES = [
     ("FractionalLIF(engine='triton') on CPU tensors", "FractionalLIF(engine='triton')(torch.ones(4, 2, 3))", "triton"),
 ]
 
+# a process holding a run folder's lock, as a run in training does
+HOLD = """
+import sys, time
+from pathlib import Path
+from fsnn.files import run_lock
+with run_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
 
 class Probe:
     def __init__(self, root: Path, work: Path, data: Path, values: list[tuple[str, str]] = BAD_VALUES,
@@ -425,6 +435,103 @@ class Probe:
         self.record("runs", "files under umask 002 are 0664", "silent" if private else "clear",
                     note=f"not 0664: {private}" if private else "")
 
+    def lifecycle(self) -> None:
+        """A run's life beyond one process: a moved folder, ``force=true`` twice, SIGTERM and SIGINT, tools on a
+        folder in training, a folder or a full disk where a run writes a file."""
+        # interrupted before its test phase, moved, the original place gone: completes from its own files?
+        old = self.folder("travel-old")
+        self.patched(old, "before-test", *TINY)
+        new = self.folder("travel-new")
+        os.replace(old / "results", new / "results")
+        rc, out = self.train(new, *TINY)
+        m = self.metrics(self.run_dir(new))
+        done = rc == 0 and m is not None and m.get("status") == "complete"
+        self.record("lifecycle", "interrupted before its test, moved, rerun", "clear" if done else self.behaviour(
+            rc, out), note="" if done else self.first_error(out))
+        # force=true twice: is the first finished result still somewhere in the folder?
+        cwd = self.folder("force-twice")
+        self.train(cwd, *TINY)
+        run = self.run_dir(cwd)
+        first = (run / "metrics.json").read_bytes()
+        rcs = [self.train(cwd, *TINY, "force=true")[0] for _ in range(2)]
+        kept = [p.relative_to(run).as_posix() for p in run.rglob("*.json") if p.read_bytes() == first]
+        self.record("lifecycle", "force=true twice keeps the first result", "clear" if kept and rcs == [0, 0]
+                    else "silent", lost=not kept, note=f"kept as {kept}" if kept else "the first result is gone")
+        # a signal after the first epoch: interrupted (not failed), exit 128 + n, and the rerun resumes
+        for name in ("SIGTERM", "SIGINT"):
+            cwd = self.folder(name)
+            rc, out = self.signalled(cwd, getattr(signal, name), *TINY, "trainer.max_epochs=3")
+            m = self.metrics(self.run_dir(cwd)) or {}
+            again, _ = self.train(cwd, *TINY, "trainer.max_epochs=3")
+            resumed = (self.metrics(self.run_dir(cwd)) or {}).get("status") == "complete"
+            told = rc == 128 + getattr(signal, name) and m.get("status") == "interrupted"
+            self.record("lifecycle", f"{name} after the first epoch, then rerun", "clear" if told and resumed else
+                        self.behaviour(rc, out), note=f"exit {rc}, status {m.get('status')}, rerun exit {again}")
+        # tools on a folder whose run holds the lock
+        ref = self.complete_run("lock-ref")
+        for label, args in (("evaluate.py", ["study=none"]), ("evaluate.py study=energy", ["study=energy"]),
+                            ("evaluate.py allow_unfinished=true", ["study=energy", "allow_unfinished=true"])):
+            cwd, run = self.copy_run(ref, label)
+            holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
+                                      env=self.env())
+            try:
+                holder.stdout.readline()
+                rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", *args, cwd=cwd)
+            finally:
+                holder.kill()
+                holder.wait()
+            written = [name for name in ("eval.json", "energy.json") if (run / name).exists()]
+            if "allow_unfinished=true" in args:  # evaluated, and its output says the run was unfinished?
+                unfinished = rc == 0 and written and json.loads((run / written[0]).read_text()).get("run_unfinished")
+                outcome = "clear" if unfinished else self.behaviour(rc, out)
+            else:
+                outcome = "silent" if rc == 0 or written else self.classify_error(rc, out, f"pid {holder.pid}")
+            self.record("lifecycle", f"{label} on a folder in training", outcome,
+                        note=f"wrote {written}" if written else "")
+        # a folder where metrics.json belongs
+        cwd, run = self.copy_run(ref, "metrics-folder")
+        (run / "metrics.json").unlink()
+        (run / "metrics.json").mkdir()
+        rc, out = self.train(cwd, *TINY)
+        self.record("lifecycle", "metrics.json is a folder, then train.py",
+                    self.classify_error(rc, out, "metrics.json"))
+        # the disk fills up while a checkpoint or the final metrics.json is written
+        for name in ("last.ckpt", "metrics.json"):
+            cwd = self.folder(f"disk-full-{name}")
+            rc, out = self.patched(cwd, f"disk-full:{name}", *TINY)
+            partial = [p.name for p in (cwd / "results").rglob(".*.tmp-*")]
+            outcome = self.classify_error(rc, out, name)
+            outcome = "unclear" if outcome == "clear" and "free" not in self.first_error(out) else outcome
+            self.record("lifecycle", f"disk full while writing {name}", "silent" if partial else outcome,
+                        note=f"partial files left: {partial}" if partial else "")
+
+    def patched(self, cwd: Path, when: str, *args: str) -> tuple[int | None, str]:
+        """``train.py`` of ``--root`` interrupted by the tests' ``interrupt.py`` at ``when`` (e.g. ``before-test``,
+        ``disk-full:last.ckpt``), which patches fsnn's and Lightning's functions that every checkout has."""
+        command = [sys.executable, str(HERE / "tests" / "interrupt.py"), when, *args, f"paths.data_dir={self.data}"]
+        proc = subprocess.run(command, cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def signalled(self, cwd: Path, signum: int, *args: str) -> tuple[int | None, str]:
+        """``train.py`` sent ``signum`` once its first ``last.ckpt`` is written."""
+        proc = subprocess.Popen([sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
+                                cwd=cwd, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not list((cwd / "results").rglob("last.ckpt")):
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        out = proc.communicate(timeout=600)[0]
+        return proc.returncode, out
+
+    @staticmethod
+    def behaviour(rc: int | None, out: str) -> str:
+        """The outcome of a command that should have done the safe thing and did not."""
+        return "traceback" if "Traceback (most recent call last)" in out else "silent" if rc == 0 else "unclear"
+
+    @staticmethod
+    def first_error(out: str) -> str:
+        return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")
+
 
 class Payload:
     """A pickle that creates a file when it is loaded."""
@@ -437,7 +544,8 @@ class Payload:
 
 
 CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
-              "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values}
+              "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values,
+              "lifecycle": Probe.lifecycle}
 
 
 def summary(rows: list[dict]) -> str:

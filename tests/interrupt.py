@@ -1,12 +1,18 @@
-"""Run this checkout's ``train.py`` in this process and kill it with SIGKILL at a chosen point, as a crash, an
-out-of-memory kill or a cluster's time limit would: ``python tests/interrupt.py <when> <train.py overrides...>``.
+"""Run the ``train.py`` of the fsnn checkout that ``import fsnn`` finds (this one, or the one ``PYTHONPATH`` names) in
+this process and interrupt it at a chosen point, as a crash, an out-of-memory kill, a scheduler or a full disk
+would: ``python tests/interrupt.py <when> <train.py overrides...>``.
 
-``when``: ``mid-epoch`` (the second epoch's second training batch), ``between-epochs`` (just after the first epoch's
-``last.ckpt`` is written) or ``while-writing`` (halfway through writing the second epoch's ``last.ckpt``).
+``when``: SIGKILL at ``mid-epoch`` (the second epoch's second training batch), ``between-epochs`` (just after the
+first epoch's ``last.ckpt`` is written), ``while-writing`` (halfway through writing the second epoch's
+``last.ckpt``) or ``before-test`` (training done, before the test phase); ``sigterm`` / ``sigint`` (the signal,
+just after the first epoch's ``last.ckpt`` is written); ``disk-full:<file name>`` (the disk fills up while that file,
+e.g. ``last.ckpt`` or ``metrics.json``, is written the second time: the write fails with ENOSPC).
 """
 
 from __future__ import annotations
 
+import errno
+import importlib.util
 import io
 import os
 import runpy
@@ -14,7 +20,16 @@ import signal
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(importlib.util.find_spec("fsnn").origin).parents[1]
+
+
+class FillingUp(io.FileIO):
+    """A file on a disk that is full after its first kilobytes: a write past them fails with ENOSPC."""
+
+    def write(self, data):
+        if self.tell() + len(data) > 4096:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(data)
 
 
 def die() -> None:
@@ -34,15 +49,31 @@ def main(when: str) -> None:
             return step(self, batch, batch_idx)
 
         ClassifierModule.training_step = training_step
-    elif when == "between-epochs":
+    elif when in ("between-epochs", "sigterm", "sigint"):
         save = checkpoint.save_checkpoint
+        stop = die if when == "between-epochs" else lambda: os.kill(os.getpid(), getattr(signal, when.upper()))
 
         def save_checkpoint(state, path, config):
             save(state, path, config)
             if Path(path).name == "last.ckpt" and state["epoch"] == 0:
-                die()
+                stop()
 
         checkpoint.save_checkpoint = save_checkpoint
+    elif when == "before-test":
+        import lightning
+
+        lightning.Trainer.test = lambda *args, **kwargs: die()
+    elif when.startswith("disk-full:"):
+        import fsnn.files as files
+
+        name = when.split(":", 1)[1]
+
+        def open_filling(path, mode="r", *args, **kwargs):  # fsnn's atomic writer fills .<name>.tmp-..., then renames
+            if f".{name}.tmp-" in str(path) and Path(path).with_name(name).exists():
+                return io.BufferedWriter(FillingUp(path, "wb"))
+            return open(path, mode, *args, **kwargs)
+
+        files.open = open_filling
     elif when == "while-writing":
         write = checkpoint.write_atomic
 

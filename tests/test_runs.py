@@ -4,6 +4,7 @@ DDP with each sample counted once."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from fsnn.files import RunLockedError, run_lock, write_json_atomic
 from fsnn.config import ConfigError
 from fsnn.data.modules import ShardSampler, SplitDataModule
 from fsnn.studies import open_run
+from interrupt import FillingUp
 from zipdata import flip_tensor_byte
 
 # a tiny version of the default experiment: 2 epochs of 3 batches
@@ -407,13 +409,17 @@ def test_finished_run_is_not_redone(tmp_path, data_root):
     ev = run_app("evaluate.py", f"run_dir={run}", f"paths.data_dir={data_root}", cwd=tmp_path)
     assert ev.returncode == 2 and "best.ckpt: cannot be read" in ev.stderr and "checkpoint=last" in ev.stderr
     assert "Traceback" not in damaged.stderr + ev.stderr
-    # force=true trains again, keeping the previous result beside the new one
-    forced = _train(tmp_path, "run_name=mine", "force=true", data_root=data_root)
-    assert forced.returncode == 0, forced.stderr[-3000:]
-    assert (run / "metrics.previous.json").read_bytes() == before[Path("metrics.json")][1]
-    assert (run / "checkpoints.previous" / "last.ckpt").read_bytes() == before[Path("checkpoints/last.ckpt")][1]
-    new = json.loads((run / "metrics.json").read_text())
-    assert new["status"] == "complete" and new["test_acc"] == m["test_acc"]  # deterministic
+    # force=true trains again, keeping every previous generation beside the new one, numbered
+    (run / "checkpoints" / "best.ckpt").write_bytes(best)
+    for generation in (1, 2):
+        forced = _train(tmp_path, "run_name=mine", "force=true", data_root=data_root)
+        assert forced.returncode == 0, forced.stderr[-3000:]
+        assert f"is kept in {run / f'previous.{generation}'}" in forced.stderr + forced.stdout
+        new = json.loads((run / "metrics.json").read_text())
+        assert new["status"] == "complete" and new["test_acc"] == m["test_acc"]  # deterministic
+    assert (run / "previous.1" / "metrics.json").read_bytes() == before[Path("metrics.json")][1]
+    assert (run / "previous.1" / "checkpoints" / "last.ckpt").read_bytes() == before[Path("checkpoints/last.ckpt")][1]
+    assert json.loads((run / "previous.2" / "metrics.json").read_text())["status"] == "complete"
 
 
 @pytest.mark.slow
@@ -518,3 +524,211 @@ def test_ddp_two_cpu_ranks_write_one_metrics_json_of_the_whole_test_split(tmp_pa
     # every test sample counted once: the 2-rank accuracy is the single-process accuracy of the same checkpoint
     assert m["test_acc"] == pytest.approx(single["test_acc"], abs=1e-6)
     assert m["test_metrics"]["test/loss"] == pytest.approx(single["test_metrics"]["test/loss"], rel=1e-5)
+
+
+# -- the run lifecycle: folders that travel, generations, signals, the lock for tools, unwritable files -------------
+
+
+def test_checkpoint_state_names_its_files_relative_to_its_folder(tmp_path):
+    from fsnn.checkpoint import RelativeModelCheckpoint
+
+    old, new = tmp_path / "old" / "checkpoints", tmp_path / "new" / "checkpoints"
+    writer = RelativeModelCheckpoint(dirpath=old, filename="best", monitor="val/acc", mode="max")
+    writer.best_model_path = writer.kth_best_model_path = str(old / "best.ckpt")
+    writer.best_k_models = {str(old / "best.ckpt"): torch.tensor(0.5)}
+    writer.best_model_score = torch.tensor(0.5)
+    state = writer.state_dict()
+    assert str(tmp_path) not in repr(state) and state["best_model_path"] == "best.ckpt"
+    # the state key is ModelCheckpoint's: checkpoints written before restore into it, and the other way round
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    assert writer.state_key == ModelCheckpoint(dirpath=old, filename="best", monitor="val/acc", mode="max").state_key
+    for stored in (state, {**state, "best_model_path": "/elsewhere/checkpoints/best.ckpt",  # written before: absolute
+                           "dirpath": "/elsewhere/checkpoints",
+                           "best_k_models": {"/elsewhere/checkpoints/best.ckpt": torch.tensor(0.5)}}):
+        reader = RelativeModelCheckpoint(dirpath=new, filename="best", monitor="val/acc", mode="max")
+        reader.load_state_dict(stored)
+        assert Path(reader.best_model_path) == Path(reader.dirpath) / "best.ckpt"
+        assert list(reader.best_k_models) == [reader.best_model_path] and float(reader.best_model_score) == 0.5
+
+
+def test_force_keeps_every_earlier_generation(tmp_path):
+    from fsnn.app import _set_aside
+
+    run = tmp_path / "run"
+    for generation in (1, 2, 3):
+        write_json_atomic(run / "metrics.json", {"status": "complete", "generation": generation})
+        _checkpoint(run / "checkpoints" / "best.ckpt", {**CONFIG, "seed": generation})
+        write_json_atomic(run / "energy.json", {"generation": generation})
+        _set_aside(run)
+    for generation in (1, 2, 3):
+        kept = run / f"previous.{generation}"
+        assert json.loads((kept / "metrics.json").read_text())["generation"] == generation
+        assert json.loads((kept / "energy.json").read_text())["generation"] == generation
+        load_checkpoint(kept / "checkpoints" / "best.ckpt", {**CONFIG, "seed": generation})
+    assert sorted(p.name for p in run.iterdir()) == ["previous.1", "previous.2", "previous.3"]
+    from fsnn.tables import scan_runs  # an earlier generation is not a run of its own in the tables
+
+    write_json_atomic(run / "metrics.json", {"status": "complete", "generation": 4})
+    assert [r["generation"] for r in scan_runs(tmp_path).complete] == [4]
+
+
+def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
+    from fsnn.app import RunInterrupted, _interruptible
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with pytest.raises(RunInterrupted) as stopped:
+            with _interruptible():
+                try:
+                    os.kill(os.getpid(), signum)
+                    time.sleep(5)
+                    pytest.fail("the signal did not interrupt")
+                finally:
+                    os.kill(os.getpid(), signal.SIGTERM)  # a second signal while stopping: ignored
+                    time.sleep(0.05)
+        assert stopped.value.signum == signum and 128 + stopped.value.signum in (143, 130)
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+@pytest.mark.parametrize("what", ["checkpoint", "metrics.json", "torch's RuntimeError"])
+def test_a_full_disk_is_one_error_naming_the_file_and_its_free_space(tmp_path, monkeypatch, what):
+    import fsnn.files
+    from fsnn.app import USER_ERRORS
+
+    path = tmp_path / ("last.ckpt" if what == "checkpoint" else "metrics.json")
+    write = {"checkpoint": lambda: _checkpoint(path),
+             "metrics.json": lambda: write_json_atomic(path, {"status": "running", "pad": "x" * 8000}),
+             "torch's RuntimeError": lambda: fsnn.files.write_atomic(path, _torch_style_failure)}
+    write[what]()
+    before = path.read_bytes()
+    monkeypatch.setattr(fsnn.files, "open", lambda p, mode="r": io.BufferedWriter(FillingUp(p, "wb")),
+                        raising=False)
+    with pytest.raises(OSError) as error:
+        write[what]()
+    assert isinstance(error.value, USER_ERRORS)  # train.py and evaluate.py: this one line, exit status 2
+    message = str(error.value)
+    assert message.startswith(f"cannot write {path}: ") and "MiB free" in message and "\n" not in message
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no partial
+
+
+def _torch_style_failure(handle):
+    """torch's zip writer reports a failed write as a RuntimeError raised while handling the OSError."""
+    try:
+        handle.write(b"x" * 20000)  # more than the buffer: the disk is written now
+    except OSError:
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos") from None
+
+
+@pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
+def test_a_folder_in_place_of_metrics_json_is_one_line(tmp_path, compose_cfg, script):
+    run = tmp_path / "results" / "train" / "mine"
+    if script == "evaluate.py":
+        run = _fake_run_folder(tmp_path, compose_cfg)
+    (run / "metrics.json").mkdir(parents=True)
+    args = [*TINY, "run_name=mine"] if script == "train.py" else [f"run_dir={run}"]
+    proc = run_app(script, *args, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+    assert proc.stderr.startswith(f"fsnn: error: {run / 'metrics.json'}: expected the run's record, a file, got a "
+                                  "folder")
+
+
+def _fake_run_folder(root: Path, compose_cfg) -> Path:
+    cfg = OmegaConf.create({k: v for k, v in compose_cfg("logger=none").items() if k != "hydra"})
+    run = root / "run"
+    (run / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    return run
+
+
+@pytest.mark.parametrize("study", ["none", "energy"])
+def test_evaluate_refuses_a_run_folder_in_training_naming_its_holder(tmp_path, compose_cfg, study):
+    run = _fake_run_folder(tmp_path, compose_cfg)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = run_app("evaluate.py", f"run_dir={run}", f"study={study}", cwd=tmp_path, timeout=300)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+    assert proc.stderr.startswith(f"fsnn: error: run folder {run} is in use by pid {holder.pid} on ")
+    assert "allow_unfinished=true" in proc.stderr
+    assert sorted(p.name for p in run.iterdir()) == [".hydra", ".lock"]  # nothing written, not even eval/
+
+
+def _interrupt(cwd: Path, when: str, *args: str, data_root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *TINY, *args,
+                           f"paths.data_dir={data_root}"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.mark.slow
+def test_a_moved_run_folder_completes_from_its_own_checkpoints(tmp_path, data_root):
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    assert _interrupt(old, "before-test", data_root=data_root).returncode == -signal.SIGKILL
+    new.mkdir()
+    os.replace(old / "results", new / "results")  # moved, and the original place gone
+    old.rmdir()
+    proc = _train(new, data_root=data_root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = _run_dir(new)
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["status"] == "complete" and m["best_checkpoint"] == "checkpoints/best.ckpt"
+    assert m["resumed_from"] == "checkpoints/last.ckpt"
+    for name in ("last.ckpt", "best.ckpt"):  # nothing in the folder names the place it ran in
+        assert str(tmp_path) not in repr(load_checkpoint(run / "checkpoints" / name)["callbacks"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_rerun_resumes(tmp_path, data_root,
+                                                                                              name):
+    proc = _interrupt(tmp_path, name.lower(), data_root=data_root)
+    signum = getattr(signal, name)
+    assert proc.returncode == 128 + signum, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and f"interrupted by {name}" in proc.stderr
+    run = _run_dir(tmp_path)
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["status"] == "interrupted" and name in m["error"]
+    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["epoch"] == 0  # what resume needs
+    again = _train(tmp_path, data_root=data_root)
+    assert again.returncode == 0, again.stderr[-3000:]
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["status"] == "complete" and m["resumed_from"] == "checkpoints/last.ckpt" and m["epochs"] == 2
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_training_is_one_line_and_leaves_the_checkpoints_whole(tmp_path, data_root):
+    proc = _interrupt(tmp_path, "disk-full:last.ckpt", data_root=data_root)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("fsnn: error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    run = _run_dir(tmp_path)
+    assert errors[0].startswith(f"fsnn: error: cannot write {run / 'checkpoints' / 'last.ckpt'}: ")
+    assert "MiB free" in errors[0]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["best.ckpt", "last.ckpt"]  # no partial file
+    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["epoch"] == 0
+    assert json.loads((run / "metrics.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_evaluate_allow_unfinished_records_that_the_run_was_in_training(tmp_path, data_root):
+    assert _train(tmp_path, "trainer.max_epochs=1", data_root=data_root).returncode == 0
+    run = _run_dir(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = run_app("evaluate.py", f"run_dir={run}", "study=energy", "allow_unfinished=true",
+                       f"paths.data_dir={data_root}", cwd=tmp_path)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    energy = json.loads((run / "energy.json").read_text())
+    assert energy["run_unfinished"] is True and energy["run_status"] == "running"
+    assert energy["checkpoint"] == "checkpoints/best.ckpt" and energy["run"] == run.name
+    proc = run_app("evaluate.py", f"run_dir={run}", f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads((run / "eval.json").read_text())["run_unfinished"] is False
