@@ -238,7 +238,7 @@ GENERATION = re.compile(r"previous\.(\d+)")
 def is_earlier_generation(path: Path) -> bool:
     """Whether ``path`` (a file such as ``metrics.json``) belongs to an earlier generation of a run set aside by
     ``force=true`` (:func:`set_aside`), not to a run of its own."""
-    return any(GENERATION.fullmatch(part) for part in Path(path).parent.parts[-1:])
+    return GENERATION.fullmatch(Path(path).parent.name) is not None
 
 
 def set_aside(run_dir: Path, patterns: tuple[str, ...]) -> Path | None:
