@@ -53,11 +53,11 @@ from fsnn.config import ConfigError, check_config
 from fsnn.data import DatasetMissingError
 from fsnn.files import (METRIC_UNIT, RunFileError, RunLockedError, device_description, package_versions, percent,
                         read_run_record, run_lock, set_aside, tree_changes, write_json_atomic, write_text_atomic)
-from fsnn.neurons import collect_alphas
+from fsnn.neurons import collect_alphas, describe_neurons
 from fsnn.registry import MissingExtraError
 from fsnn.studies import check_eval_config, check_study, evaluate_run
 from fsnn.tasks import build_task, task_kind
-from fsnn.training import NonFiniteLossError, PercentProgressBar, SpeedMonitor, quiet_lightning
+from fsnn.training import LearnedNeurons, NonFiniteLossError, PercentProgressBar, SpeedMonitor, quiet_lightning
 
 log = logging.getLogger("fsnn")
 
@@ -341,8 +341,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
                                       save_top_k=1, enable_version_counter=False)
     last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1,
                                       enable_version_counter=False)
-    speed = SpeedMonitor()
-    trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed], config)
+    speed, learned = SpeedMonitor(), LearnedNeurons()
+    trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed, learned], config)
     if record is not None:
         for stale in checkpoints.glob(".*.tmp-*"):  # a write cut short by a kill (the lock keeps writers out)
             stale.unlink()
@@ -355,6 +355,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         record["resumed_from"] = None if resume is None else os.path.relpath(resume, run_dir)
         _write_record(run_dir, record)
     trainer.fit(module, datamodule=data, ckpt_path=resume)
+    by_epoch = list(learned.epochs)  # before testing the best checkpoint restores the callbacks' state of its epoch
 
     last_val = trainer.validate(module, datamodule=data, verbose=False)[0][f"val/{metric}"]
     speed.reset_test()  # test throughput from this pass alone (no firing-rate hooks)
@@ -380,6 +381,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
             "split_sizes": data.split_sizes(),
             "firing_rates": module.test_rates,
             "alphas": collect_alphas(module.model),
+            "neurons": describe_neurons(module.model),  # at the best checkpoint: tau, alpha, the engine it ran
+            "neurons_by_epoch": by_epoch,
             "num_parameters": sum(p.numel() for p in module.model.parameters()),
             "world_size": trainer.world_size,
             **speeds,

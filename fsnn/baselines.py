@@ -105,6 +105,11 @@ class _SJNode(_MultiStep):
         self.v_reset = v_reset if reset == "hard" else None
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
 
+    last_engine = "spikingjelly-dispatch"  # 2.0.0 picks its kernel itself (Triton on CUDA, a loop on the CPU)
+
+    def time_constant(self) -> torch.Tensor | None:
+        return torch.tensor(float(self.tau)) if self.leak else None  # IFNode has none
+
     def _run(self, x, return_state):
         node = self.node
         node.reset()
@@ -175,6 +180,12 @@ class SJPLIF(_SJNode):
     def tau(self) -> float:
         return float(1.0 / self.node.w.detach().sigmoid())
 
+    def time_constant(self) -> torch.Tensor:
+        return 1.0 / self.node.w.sigmoid()
+
+    def time_constant_parameters(self) -> list[nn.Parameter]:
+        return [self.node.w]
+
 
 class SJIF(_SJNode):
     r"""SpikingJelly 2.0.0 ``IFNode`` (``step_mode='m'``), fresh state each call: :class:`SJLIF` with
@@ -225,6 +236,11 @@ class SnnTorchLeaky(_MultiStep):
             beta=1.0 - 1.0 / self.tau, threshold=self.threshold,
             spike_grad=_snntorch_surrogate(self.surrogate, self.surrogate_scale),
             reset_mechanism="subtract" if reset == "soft" else "zero", reset_delay=reset_delay)
+
+    last_engine = "snntorch-loop"
+
+    def time_constant(self) -> torch.Tensor:
+        return torch.tensor(float(self.tau))
 
     @contextmanager
     def single_step(self):

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fsnn.checks import Check, Flag, OptionError, integer, option_check
+from fsnn.checks import Check, Flag, OptionError, Positive, integer, option_check
 from fsnn.registry import UnknownNameError, did_you_mean, registry
 
 
@@ -75,6 +75,7 @@ class RunSchema(Schema):
     task_name: str = _expect("a name")
     run_name: str | None = _expect("null or a name")
     force: Flag = None
+    tau_lr_scale: Positive = None
 
 
 def _show(value) -> str:

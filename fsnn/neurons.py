@@ -49,6 +49,17 @@ class SpikingNeuron(nn.Module):
     energy count find neurons by this type. ``leak``: the membrane decays towards rest (LIF) or only integrates (IF)."""
 
     leak: bool = True
+    #: the engine of the last forward (fsnn's neurons pick one per call; an adapter names its library's loop)
+    last_engine: str | None = None
+
+    def time_constant(self) -> torch.Tensor | None:
+        """The membrane time constant ``tau`` (any shape: one per layer or per channel), ``None`` without one."""
+        return None
+
+    def time_constant_parameters(self) -> list[nn.Parameter]:
+        """The parameters that ``tau`` is learned through (empty when it is fixed): they may get their own learning
+        rate (``tau_lr_scale``)."""
+        return []
 
 
 class FractionalNeuron(SpikingNeuron):
@@ -93,7 +104,6 @@ class FractionalNeuron(SpikingNeuron):
         self.reset, self.method, self.memory = reset, method, memory
         self.engine, self.surrogate, self.convention = engine, surrogate, convention
         self.detach_reset = detach_reset
-        self.last_engine: str | None = None
         self._alpha_host = None if learn_alpha else alpha  # fixed alpha as a float: no device sync per call
         self._prepared: dict = {}  # per (steps, block, device, dtype): kernel tensors for the fixed parameters
 
@@ -139,6 +149,12 @@ class FractionalNeuron(SpikingNeuron):
     @property
     def tau(self) -> torch.Tensor:
         return F.softplus(self.tau_raw) if self.tau_raw is not None else torch.tensor(self.tau_value)
+
+    def time_constant(self) -> torch.Tensor:
+        return self.tau
+
+    def time_constant_parameters(self) -> list[nn.Parameter]:
+        return [] if self.tau_raw is None else [self.tau_raw]
 
     @property
     def threshold(self) -> torch.Tensor:
@@ -292,6 +308,37 @@ class FractionalIF(FractionalNeuron):
 def collect_alphas(model: nn.Module) -> dict[str, float]:
     """``{module name: alpha}`` of every fractional neuron in ``model`` (for logging)."""
     return {name: float(m.alpha.detach()) for name, m in model.named_modules() if isinstance(m, FractionalNeuron)}
+
+
+def describe_neurons(model: nn.Module) -> dict[str, dict]:
+    """What ``metrics.json`` records of every neuron of ``model`` (``{module name: entry}``): its class, the engine
+    of its last forward, its time constant as ``tau_mean`` / ``tau_std`` over the layer's elements (one value per
+    layer has std 0) with ``tau_learned``, and for fractional neurons ``alpha`` with ``alpha_learned``."""
+    out = {}
+    for name, m in model.named_modules():
+        if not isinstance(m, SpikingNeuron):
+            continue
+        entry = {"type": type(m).__name__, "engine": m.last_engine}
+        tau = m.time_constant()
+        if tau is not None:
+            tau = torch.as_tensor(tau).detach().double().flatten()
+            entry |= {"tau_mean": float(tau.mean()), "tau_std": float(tau.std(unbiased=False)),
+                      "tau_learned": bool(m.time_constant_parameters())}
+        if isinstance(m, FractionalNeuron):
+            entry |= {"alpha": float(m.alpha.detach()), "alpha_learned": hasattr(m, "alpha_raw")}
+        out[name] = entry
+    return out
+
+
+def learned_values(neurons: dict[str, dict]) -> dict[str, dict]:
+    """The learned part of :func:`describe_neurons` (``tau_mean``, ``tau_std``, ``alpha``): what changes in training."""
+    keep = {"tau_learned": ("tau_mean", "tau_std"), "alpha_learned": ("alpha",)}
+    out = {}
+    for name, entry in neurons.items():
+        values = {k: entry[k] for flag, keys in keep.items() if entry.get(flag) for k in keys}
+        if values:
+            out[name] = values
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -283,4 +283,6 @@ def build_task(cfg: DictConfig) -> Task:
     kind = task_kind(cfg)
     scheduler = hydra.utils.instantiate(cfg.scheduler) if cfg.get("scheduler") else None
     optimizer = hydra.utils.instantiate(cfg.optimizer)
-    return kind.build(cfg, optimizer, scheduler)
+    task = kind.build(cfg, optimizer, scheduler)
+    task.module.tau_lr_scale = float(cfg.get("tau_lr_scale", 1.0))
+    return task

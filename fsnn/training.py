@@ -36,7 +36,7 @@ from fsnn.checks import Check, Count, Flag, NonNegative, NonNegativeInt, Positiv
 from fsnn.config import ConfigError, Schema
 from fsnn.data.modules import sample_train_negatives
 from fsnn.energy import synaptic_energy
-from fsnn.neurons import is_neuron
+from fsnn.neurons import SpikingNeuron, describe_neurons, is_neuron, learned_values
 from fsnn.registry import accepted, did_you_mean
 
 
@@ -102,8 +102,26 @@ class SpikingModule(L.LightningModule):
             )
         return loss
 
+    #: the learning rate of the neurons' time-constant parameters relative to the optimizer's (``tau_lr_scale``)
+    tau_lr_scale: float = 1.0
+
+    def parameter_groups(self) -> list[dict]:
+        """The optimizer's parameter groups: every parameter at the optimizer's ``lr``, except the ones the neurons
+        learn ``tau`` through (:meth:`fsnn.neurons.SpikingNeuron.time_constant_parameters`) at ``lr *
+        tau_lr_scale``, so a schedule scales both alike."""
+        taus = {id(p) for m in self.model.modules() if isinstance(m, SpikingNeuron)
+                for p in m.time_constant_parameters()}
+        if self.tau_lr_scale == 1.0 or not taus:
+            return [{"params": list(self.parameters())}]
+        rest = [p for p in self.parameters() if id(p) not in taus]
+        lr = getattr(self.optimizer_factory, "keywords", {}).get("lr")
+        if lr is None:
+            raise ConfigError("tau_lr_scale needs optimizer.lr set (the time constants' rate is a multiple of it)")
+        return [{"params": rest}, {"params": [p for p in self.parameters() if id(p) in taus],
+                                   "lr": lr * self.tau_lr_scale}]
+
     def configure_optimizers(self):
-        optimizer = self.optimizer_factory(self.parameters())
+        optimizer = self.optimizer_factory(self.parameter_groups())
         if self.scheduler_factory is None:
             return optimizer
         scheduler = self.scheduler_factory(optimizer)
@@ -367,6 +385,33 @@ class SpeedMonitor(L.Callback):
             out |= {"peak_memory_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                     "peak_memory_kind": "process peak RSS"}
         return out
+
+
+class LearnedNeurons(L.Callback):
+    """The neurons' learned time constants and orders (:func:`fsnn.neurons.learned_values`) before training and
+    after every training epoch, for ``metrics.json``'s ``neurons_by_epoch`` (empty when nothing of a neuron learns).
+    Kept in checkpoints, so a resumed run keeps the epochs it had."""
+
+    def __init__(self):
+        self.epochs: list[dict] = []
+
+    def _record(self, epoch: int, pl_module) -> None:
+        values = learned_values(describe_neurons(pl_module.model))
+        if values:
+            self.epochs.append({"epoch": epoch, "neurons": values})
+
+    def on_fit_start(self, trainer, pl_module):
+        if not self.epochs:
+            self._record(0, pl_module)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self._record(trainer.current_epoch + 1, pl_module)
+
+    def state_dict(self) -> dict:
+        return {"epochs": self.epochs}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.epochs = list(state_dict["epochs"])
 
 
 class SpikeRateMeter:

@@ -170,3 +170,26 @@ def test_auto_uses_the_kernels_on_cuda_and_autocast():
         s = m(y)
     assert s.dtype == torch.bfloat16 and m.last_engine == "triton-soe"
     assert kernels.unavailable_reason(CUDA) is None
+
+
+@pytest.mark.parametrize("overrides, precision", [
+    (["+smoke=vision"], "32-true"),  # the default dataset (digits_dvs) and backbone
+    (["dataset=cora", "backbone=sgcn", "+smoke=graph"], "bf16-mixed"),
+    (["dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=128", "+smoke=sequence"], "32-true"),  # T = 140
+], ids=["vision", "graph-bf16", "sequence"])
+def test_train_app_end_to_end_on_the_gpu(tmp_path, data_root, overrides, precision):
+    import json
+    import math
+
+    from conftest import run_app
+
+    proc = run_app("train.py", *overrides, "neuron=flif", "trainer.accelerator=gpu", "trainer.devices=1",
+                   f"trainer.precision={precision}", f"paths.data_dir={data_root}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads(next((tmp_path / "results").rglob("metrics.json")).read_text())
+    assert m["status"] == "complete" and m["precision"] == precision and not m["device"].startswith("cpu")
+    for key in ("test_acc", "val_acc_best", "train_samples_per_s", "test_samples_per_s", "peak_memory_gib"):
+        assert isinstance(m[key], float) and math.isfinite(m[key]), key
+    assert m["peak_memory_kind"] == "cuda max_memory_allocated" and m["firing_rates"]
+    engines = {entry["engine"] for entry in m["neurons"].values()}
+    assert engines and all(e.startswith("triton-") for e in engines), engines  # the fused kernels ran

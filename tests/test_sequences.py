@@ -285,3 +285,54 @@ def test_sweeps_cover_every_variant(compose_cfg):
     digits = compose_cfg("experiment=seq_digits").hydra.sweeper.params
     assert sorted(digits["+neuron_variant"].split(",")) == sorted(set(VARIANTS) - {"lif_tau_delay"})
     assert len(digits["seed"].split(",")) >= 3 and digits["dataset.permute"] == "false,true"
+
+
+def test_delayed_cue_variants_take_one_thing_away():
+    L, R, C = 8, 4, 16
+    base = delayed_cue(100, delay=12, data_seed=2)
+    quiet = delayed_cue(100, delay=12, delay_noise=False, data_seed=2)
+    no_go = delayed_cue(100, delay=12, go_channel=False, data_seed=2)
+    for variant in (quiet, no_go):  # the same cues and labels
+        assert np.array_equal(variant[1], base[1]) and np.array_equal(variant[2], base[2])
+    assert base[0][:, L:-R, :C].any() and not quiet[0][:, L:-R].any()  # silent between cue and recall
+    assert np.array_equal(quiet[0][:, :L], base[0][:, :L]) and np.array_equal(quiet[0][:, -R:], base[0][:, -R:])
+    assert np.array_equal(no_go[0], base[0][:, :, :C])  # the go channel, and only it, is gone
+
+
+def test_tau_lr_scale_gives_the_time_constants_their_own_learning_rate(compose_cfg, tmp_path):
+    def groups(*overrides):
+        cfg = compose_cfg("dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", f"paths.data_dir={tmp_path}",
+                          *overrides)
+        module = build_task(cfg).module
+        optimizer = module.configure_optimizers()["optimizer"]
+        return module, [(len(g["params"]), g["lr"]) for g in optimizer.param_groups]
+
+    module, plain = groups("+neuron_variant=sj_plif")
+    assert plain == [(len(list(module.parameters())), 5e-3)]
+    for variant in ("sj_plif", "lif_learn_tau"):
+        module, scaled = groups(f"+neuron_variant={variant}", "tau_lr_scale=10")
+        assert scaled == [(len(list(module.parameters())) - 2, 5e-3), (2, pytest.approx(5e-2))]  # one tau per layer
+    with pytest.raises(ConfigError, match="tau_lr_scale"):
+        from fsnn.config import check_config
+        check_config(compose_cfg("tau_lr_scale=0"))
+
+
+def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
+    from conftest import run_app
+    import json
+
+    proc = run_app("train.py", "dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", "+smoke=sequence",
+                   "+neuron_variant=lif_learn_tau", "trainer.max_epochs=2", "tau_lr_scale=50",
+                   f"paths.data_dir={tmp_path}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads(next((tmp_path / "results").rglob("metrics.json")).read_text())
+    assert set(m["neurons"]) == {"layers.0.neuron", "layers.1.neuron"}
+    for entry in m["neurons"].values():
+        assert entry["type"] == "FractionalLIF" and entry["engine"] == "direct" and entry["tau_learned"]
+        assert entry["alpha"] == 1.0 and not entry["alpha_learned"] and entry["tau_std"] == 0.0
+    epochs = m["neurons_by_epoch"]
+    assert [e["epoch"] for e in epochs] == [0, 1, 2]
+    assert all(v["tau_mean"] == pytest.approx(2.0) for v in epochs[0]["neurons"].values())  # where it started
+    assert {k: {"tau_mean": v["tau_mean"], "tau_std": v["tau_std"]} for k, v in m["neurons"].items()} in [
+        e["neurons"] for e in epochs[1:]]  # "neurons" describes the best checkpoint, one of the epochs
+    assert any(v["tau_mean"] != pytest.approx(2.0, abs=1e-4) for v in epochs[-1]["neurons"].values())  # it learned

@@ -14,6 +14,8 @@ recall_steps`` steps::
     steps [cue_steps, T - recall)   background only: Poisson spikes at noise_rate on every channel
     steps [T - recall, T)           background, and the go channel spikes at every step (the recall window)
 
+(``delay_noise=False``: no background in the delay; ``go_channel=False``: no go channel, the readout time is fixed.)
+
 The label is the cue's index ``y``, balanced over the ``K`` classes, so chance is ``1/K``. Nothing after the cue
 depends on ``y``: a network that answers in the recall window must carry the cue across ``delay`` noisy steps.
 
@@ -53,12 +55,16 @@ _CHUNK = 256
 def delayed_cue(num_samples: Count = 1000, delay: NonNegativeInt = 128, *,
                 num_cues: integer("an integer >= 2", lambda v: v >= 2) = 4, channels: Count = 16, cue_steps: Count = 8,
                 cue_rate: number("a number in (0, 1]", lambda v: 0 < v <= 1) = 0.5, noise_rate: Probability = 0.05,
-                recall_steps: Count = 4, data_seed: NonNegativeInt = 0):
+                recall_steps: Count = 4, delay_noise: Flag = True, go_channel: Flag = True,
+                data_seed: NonNegativeInt = 0):
     """``(x, y, templates)`` of the delayed-cue task (module docstring): ``x`` uint8 spikes ``[N, T, channels + 1]``
     (the last channel is "go"), ``y`` int64 ``[N]`` balanced over ``num_cues`` classes, ``templates`` uint8
     ``[num_cues, cue_steps, channels]``. The templates and labels depend only on ``data_seed`` and the shapes, so every
     ``delay`` uses the same cues; deterministic for given arguments. Its arguments are the options of
-    ``dataset=delayed_cue``."""
+    ``dataset=delayed_cue``. Two variants take a cue away from the default task: ``delay_noise=False`` silences the
+    background between the cue and the recall window, ``go_channel=False`` drops the "go" channel (``x`` is ``[N, T,
+    channels]`` and the network must answer at a fixed time); both leave the cues, labels and remaining noise as
+    they are."""
     if num_samples < num_cues:
         raise ValueError(f"num_samples must be >= num_cues ({num_cues}) so that every cue occurs, got {num_samples}")
     K, C, L, R = num_cues, channels, cue_steps, recall_steps
@@ -73,9 +79,11 @@ def delayed_cue(num_samples: Count = 1000, delay: NonNegativeInt = 128, *,
         stop = min(num_samples, start + _CHUNK)
         x[start:stop, :, :C] = rng.random((stop - start, T, C), dtype=np.float32) < noise_rate
     x[:, :L, :C] |= templates[y].astype(np.uint8)
+    if not delay_noise:
+        x[:, L:T - R, :C] = 0
     x[:, :, C] = 0
     x[:, T - R:, C] = 1
-    return x, y.astype(np.int64), templates.astype(np.uint8)
+    return (x if go_channel else x[:, :, :C]), y.astype(np.int64), templates.astype(np.uint8)
 
 
 @checked
