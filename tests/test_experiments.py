@@ -21,8 +21,8 @@ SMOKES = {
     "ablation_channels_smoke": (3 * 4, "channels", 3 * 4),
     "ablation_neuron_type_smoke": (2 * 3, "neuron_type", 2 * 3),
     "ablation_memory_smoke": (9, "memory", 9 * 4),  # memory, test speed, train speed, accuracy per M
-    "memory_horizon_smoke": (6 * 10, "memory_horizon", 10 * (6 + 2)),  # 6 delays, s/epoch at 2 of them
-    "seq_digits_smoke": (2 * 9, "seq_digits", 9 * (2 + 1)),  # in order, permuted, s/epoch
+    "memory_horizon_smoke": (6 * 12, "memory_horizon", 12 * (6 + 2)),  # 6 delays, s/epoch at 2 of them
+    "seq_digits_smoke": (2 * 11, "seq_digits", 11 * (2 + 1)),  # in order, permuted, s/epoch
 }
 
 

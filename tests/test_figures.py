@@ -227,9 +227,9 @@ def test_memory_horizon_figure(tmp_path, drawn):
     fig = drawn["memory_horizon"]
     ax_acc, ax_time = fig.axes
     assert legend_texts(fig) == list(figures._variant_labels("memory_horizon").values())
-    # ten series: each its own colour and marker, f-LIF in the warm family, the others in the cool one
+    # one series per variant: each its own colour and marker, f-LIF in the warm family, the others in the cool one
     lines = [c.lines[0] for c in ax_acc.containers]
-    assert len({(line.get_color(), line.get_marker()) for line in lines}) == 10
+    assert len({(line.get_color(), line.get_marker()) for line in lines}) == len(variants) == 12
     warm = {c for c, _ in figures.WARM}
     assert [line.get_color() in warm for line in lines] == [v.startswith("flif") for v in variants]
     # chance labelled beside the axes (x = 1 in axes fraction), not over the data; plain tick labels
@@ -240,7 +240,7 @@ def test_memory_horizon_figure(tmp_path, drawn):
     assert all("^" not in t.get_text() and "times" not in t.get_text() for t in ax_time.get_yticklabels())
     assert small_text(fig) == []
     # error bars where a mean is shown, in both panels
-    assert len(ax_acc.containers) == len(ax_time.containers) == 10
+    assert len(ax_acc.containers) == len(ax_time.containers) == len(variants)
 
 
 def _write(root: Path, name: str, record: dict, study: dict | None = None):

@@ -265,14 +265,18 @@ def test_neuron_variants_differ_only_in_the_neuron():
         configs = {v: compose("config", ["experiment=memory_horizon", "dataset.delay=32", f"+neuron_variant={v}"])
                    for v in VARIANTS}
     GlobalHydra.instance().clear()
-    assert len(VARIANTS) == 10
-    shared = [k for k in configs["lif"] if k not in ("neuron", "logger")]  # the csv logger's folder needs a run
+    assert len(VARIANTS) == 12
+    # the csv logger's folder needs a run; tau_lr_scale is the learned-tau neurons' own (their tuned variants)
+    shared = [k for k in configs["lif"] if k not in ("neuron", "logger", "tau_lr_scale")]
     rest = {v: OmegaConf.to_container(OmegaConf.masked_copy(c, shared), resolve=True) for v, c in configs.items()}
     assert all(r == rest["flif_a05"] for r in rest.values())
     neurons = {v: OmegaConf.to_container(c.neuron, resolve=True) for v, c in configs.items()}
     assert neurons["lif_tau_delay"]["tau"] == 32 and neurons["lif"]["tau"] == neurons["sj_lif"]["tau"] == 2.0
     assert neurons["flif_a02"]["alpha"] == 0.2 and neurons["flif_learn_alpha"]["learn_alpha"]
     assert neurons["lif_learn_tau"]["learn_tau"] and neurons["sj_plif"]["name"] == "sj_plif"
+    assert {v: c.tau_lr_scale for v, c in configs.items() if c.tau_lr_scale != 1} == {
+        "lif_learn_tau_tuned": 100, "sj_plif_tuned": 100}
+    assert neurons["lif_learn_tau_tuned"] == neurons["lif_learn_tau"] and neurons["sj_plif_tuned"] == neurons["sj_plif"]
     for variant, options in neurons.items():
         name = options.pop("name")
         assert build_neuron(name, **options)(torch.rand(3, 2, 4) * 3).shape == (3, 2, 4), variant
