@@ -67,7 +67,8 @@ STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fo
          "figure.titlesize": 11, "axes.spines.top": False, "axes.spines.right": False}
 # two hue families, each colour with its own marker so that the lines stay apart in grey print as well
 WARM = (("#b2182b", "o"), ("#e6550d", "s"), ("#f4a300", "^"), ("#8c510a", "D"), ("#de77ae", "v"))
-COOL = (("#08519c", "X"), ("#1ab2c4", "P"), ("#238b45", "h"), ("#6a51a3", "d"), ("#525252", "<"), ("#6baed6", ">"))
+COOL = (("#08519c", "X"), ("#1ab2c4", "P"), ("#238b45", "h"), ("#6a51a3", "d"), ("#525252", "<"), ("#6baed6", ">"),
+        ("#74c476", "p"), ("#9e9ac8", "*"))
 METADATA = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
 MANIFEST = "figures.json"
 

@@ -93,31 +93,33 @@ def stable_tau(method: str, alpha: float, dt: float = 1.0, memory: int | None = 
     ``alpha = 1``, explicit Euler's bound, and ``(dt / 2)^alpha`` for ``gl``). A ``memory`` window cuts the
     kernel at lag ``memory``, and the point is searched on the whole circle.
     """
-    if memory is None:
-        # Euler's transform of the alternating series: binomial means of its partial sums converge geometrically
-        # for a completely monotone kernel; 128 terms are far beyond float64's precision
-        k = history_kernel(method, alpha, 128, dt)
-        signs = torch.ones(128, dtype=torch.float64)
-        signs[1::2] = -1
-        sums = torch.cumsum(signs * k, 0)
-        weights = torch.exp(torch.lgamma(torch.tensor(128.0, dtype=torch.float64))
-                            - torch.lgamma(torch.arange(1, 129, dtype=torch.float64))
-                            - torch.lgamma(torch.arange(128, 0, -1, dtype=torch.float64)) - 127 * math.log(2))
-        return float((weights * sums).sum())
-    k = history_kernel(method, alpha, memory + 1, dt)
-    points = max(1 << 14, 16 * (memory + 1))
-    w = torch.fft.fft(torch.cat([k.new_zeros(1), k]), n=points).conj()  # z K(z) at z = e^{i theta}
-    w = torch.cat([w, w[:1]])
-    cross = (w.imag[:-1] * w.imag[1:] <= 0) & (w.real[:-1] < 0)
-    i = torch.nonzero(cross).flatten()
-    share = w.imag[i] / (w.imag[i] - w.imag[i + 1]).where(w.imag[i] != w.imag[i + 1], torch.ones_like(w.imag[i]))
-    reals = w.real[i] + share * (w.real[i + 1] - w.real[i])
-    return float(-reals.min()) if len(reals) else 0.0
+    with torch.device("cpu"):  # a number, whatever default device is in force (a model built on "meta")
+        if memory is None:
+            # Euler's transform of the alternating series: binomial means of its partial sums converge geometrically
+            # for a completely monotone kernel; 128 terms are far beyond float64's precision
+            k = history_kernel(method, alpha, 128, dt)
+            signs = torch.ones(128, dtype=torch.float64)
+            signs[1::2] = -1
+            sums = torch.cumsum(signs * k, 0)
+            weights = torch.exp(torch.lgamma(torch.tensor(128.0, dtype=torch.float64))
+                                - torch.lgamma(torch.arange(1, 129, dtype=torch.float64))
+                                - torch.lgamma(torch.arange(128, 0, -1, dtype=torch.float64)) - 127 * math.log(2))
+            return float((weights * sums).sum())
+        k = history_kernel(method, alpha, memory + 1, dt)
+        points = max(1 << 14, 16 * (memory + 1))
+        w = torch.fft.fft(torch.cat([k.new_zeros(1), k]), n=points).conj()  # z K(z) at z = e^{i theta}
+        w = torch.cat([w, w[:1]])
+        cross = (w.imag[:-1] * w.imag[1:] <= 0) & (w.real[:-1] < 0)
+        i = torch.nonzero(cross).flatten()
+        share = w.imag[i] / (w.imag[i] - w.imag[i + 1]).where(w.imag[i] != w.imag[i + 1], torch.ones_like(w.imag[i]))
+        reals = w.real[i] + share * (w.real[i + 1] - w.real[i])
+        return float(-reals.min()) if len(reals) else 0.0
 
 
 @lru_cache(maxsize=256)
 def _fixed_kernel(method: str, alpha: float, steps: int, dt: float) -> torch.Tensor:
-    return history_kernel(method, alpha, steps, dt)
+    with torch.device("cpu"):  # cached: never a tensor of the default device of the first caller
+        return history_kernel(method, alpha, steps, dt)
 
 
 def kernel_for(method: str, alpha: torch.Tensor, steps: int, dt: float, like: torch.Tensor):

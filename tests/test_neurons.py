@@ -375,3 +375,12 @@ def test_meta_tensors_are_refused_by_name():
 def test_bad_input_is_a_clear_error(x, match):
     with pytest.raises(ValueError, match=match):
         FractionalLIF()(x)
+
+
+def test_a_neuron_builds_on_the_meta_device_with_nothing_cached_yet():
+    # a network rebuilt on "meta" (fsnn.figures.network_order) must not trip the stability bound or poison its caches
+    stable_tau.cache_clear()
+    with torch.device("meta"):
+        FractionalLIF(alpha=0.43, tau=2.0)
+        assert stable_tau("l1", 0.43, 1.0, None) > 0
+    assert FractionalLIF(alpha=0.43, tau=2.0)(torch.ones(4, 1, 2)).shape == (4, 1, 2)  # nothing cached on "meta"
