@@ -129,6 +129,11 @@ def test_poisson_linear_equals_the_layer_on_dense_spikes():
     g_slow = torch.autograd.grad(slow.square().sum(), [layer.weight, layer.bias])
     for a, b in zip(g_fast, g_slow):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-3)
+    # under mixed precision (trainer.precision=bf16-mixed) it gives what the layer gives: bf16, the same values
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fast, slow = spikes.linear(layer.weight, layer.bias), layer(spikes.dense())
+    assert fast.dtype == slow.dtype == torch.bfloat16
+    torch.testing.assert_close(fast.float(), slow.float(), rtol=0.02, atol=0.05)
 
 
 def test_frozen_encoding_repeats_one_pattern():

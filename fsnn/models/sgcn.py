@@ -77,8 +77,9 @@ class PoissonSpikes:
         rows, cols = self.index
         certain = F.linear(self.always.to(weight.dtype), weight, bias)
         fired = self.draws[:, :, None] * weight.t()[cols][None]  # [steps, uncertain, C]
-        sampled = certain.new_zeros(self.draws.shape[0], *certain.shape).index_add_(1, rows, fired)
-        return (certain + sampled).expand(self.T, *certain.shape)
+        sampled = fired.new_zeros(self.draws.shape[0], *certain.shape).index_add_(1, rows, fired)
+        # under autocast F.linear gives bf16/fp16 while the sum above stays fp32: return what F.linear would
+        return (certain + sampled.to(certain.dtype)).expand(self.T, *certain.shape)
 
 
 def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = None,
