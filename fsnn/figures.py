@@ -508,8 +508,9 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
         style = {**styles[variant], "ls": "-" if is_fractional(variant) else "--", "ms": 5, "capsize": 2}
         ax_acc.errorbar(delays, [m for m, _ in stats], yerr=[s for _, s in stats], label=labels.get(variant, variant),
                         **style)
+        # seconds on one kind of hardware only: the CPU's, where a sweep's long delays ran on a GPU
         times = [(d, _mean_std([r["train_epoch_s"] for r in groups[variant][d]])) for d in delays
-                 if all(r.get("train_epoch_s") for r in groups[variant][d])]
+                 if all(r.get("train_epoch_s") and _on_cpu(r) for r in groups[variant][d])]
         if times:
             ax_time.errorbar([d for d, _ in times], [m for _, (m, _) in times], yerr=[s for _, (_, s) in times],
                              **style)
@@ -521,7 +522,7 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     ax_acc.set(xlabel="delay between cue and recall (steps)", ylabel="test accuracy (%)", ylim=(0, 102),
                title=f"delayed cue: accuracy (mean ± std, n={n_text} seeds)")
     ax_time.set(yscale="log", xlabel="delay (steps)", ylabel="train steps, s / epoch",
-                title="training time per epoch")
+                title="training time per epoch (CPU runs)")
     for ax in (ax_acc, ax_time):
         ax.set_xscale("log", base=2)
         _plain_log_axis(ax.xaxis, all_delays)
@@ -532,7 +533,55 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
                  title="warm, solid: fractional order (f-LIF); cool, dashed: first order (LIF)")
     _note(captions, name, "Delayed cue (not in the paper): test accuracy against the delay between cue and recall, "
           f"mean ± std over seeds (n={n_text} per point), chance dotted; right: seconds of training steps per epoch "
-          "on the runs' own hardware.")
+          "of the delays that ran on a CPU.")
+    return save(fig, out, name)
+
+
+def _on_cpu(run: dict) -> bool:
+    return str(run.get("device", "cpu")).startswith("cpu")
+
+
+@styled
+def learned_tau_figure(runs: list[dict], out: str | Path, name: str = "memory_horizon_tau",
+                       captions: dict | None = None) -> list[Path]:
+    """Delayed cue: the learned time constant against the training epoch (``metrics.json``'s ``neurons_by_epoch``),
+    one panel per neuron variant that learns tau, one colour per delay, the last hidden layer solid and the first
+    dashed, mean over seeds (log axis). ``runs``: complete ``memory_horizon`` records; nothing is written without a
+    run that learned tau."""
+    labels = _variant_labels("memory_horizon")
+    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        variant = (run.get("choices") or {}).get("neuron_variant")
+        learned = [e for e in run.get("neurons_by_epoch") or [] if any("tau_mean" in v for v in e["neurons"].values())]
+        if experiment_of(run) == "memory_horizon" and variant is not None and learned:
+            groups[variant][int(run["config"]["dataset"]["delay"])].append(learned)
+    if not groups:
+        return []
+    order = [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
+    delays = sorted({d for v in groups.values() for d in v})
+    colours = dict(zip(delays, matplotlib.colormaps["viridis"](np.linspace(0.0, 0.9, len(delays)))))
+    fig = Figure(figsize=(3.2 * len(order), 3.6))
+    axes = np.atleast_1d(fig.subplots(1, len(order), sharey=True))
+    for ax, variant in zip(axes, order):
+        for delay in delays:
+            histories = groups[variant].get(delay, [])
+            if not histories:
+                continue
+            layers = sorted(histories[0][0]["neurons"])
+            for layer, ls in zip(layers, ("--", "-")):
+                epochs = sorted({e["epoch"] for h in histories for e in h})
+                means = [np.nanmean([e["neurons"][layer]["tau_mean"] for h in histories for e in h
+                                     if e["epoch"] == epoch and layer in e["neurons"]]) for epoch in epochs]
+                ax.plot(epochs, means, ls=ls, color=colours[delay],
+                        label=f"delay {delay}" if ls == "-" else None)
+        ax.set(title=labels.get(variant, variant), xlabel="epoch", yscale="log")
+        ax.grid(alpha=0.3, which="both", lw=0.5)
+    axes[0].set_ylabel("learned tau (mean over seeds)")
+    _plain_log_axis(axes[0].yaxis)
+    handles, names = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, names, ncol=len(delays), title="solid: last hidden layer; dashed: first")
+    _note(captions, name, "Delayed cue (not in the paper): the time constant that the learned-tau neurons learn, "
+          "epoch by epoch, per delay (mean over seeds; solid: last hidden layer, dashed: first).")
     return save(fig, out, name)
 
 
@@ -694,6 +743,7 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
     for key, group in sorted(groups.items()):
         paths += robustness_figures(group, out, f"robustness_{key}", echo, captions)
     horizon = memory_horizon_figure(runs, out, captions=captions)
+    horizon += learned_tau_figure(runs, out, captions=captions)
     if not horizon:
         echo(f"no memory_horizon runs under {results_dir} (python train.py experiment=memory_horizon): "
              "memory-horizon figure skipped")

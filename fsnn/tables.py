@@ -180,12 +180,14 @@ def matches(run: dict, match: dict) -> bool:
 
 def _value(run: dict, source: str | list) -> float | None:
     """A run's number: ``test`` is ``test_<metric>`` (at the best-validation checkpoint), else a path (a dotted
-    path into the config or a list path from the top of the record, see :func:`_lookup`)."""
+    path into the config or a list path from the top of the record, see :func:`_lookup`). NaN and inf (a learned
+    parameter that diverged) count as no number: the cell's n says how many runs had one."""
     if source == "test":
         value = run.get(f"test_{run.get('metric', 'acc')}")
     else:
         value = _lookup(run, source)[1]
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _paper(value: Any) -> tuple[float | None, float | None]:
@@ -246,19 +248,33 @@ def table_recipes(spec: dict, runs) -> list[str]:
     return [DEFAULT_RECIPE, *sorted(others)]
 
 
+def welch_p(a: list[float], b: list[float]) -> float | None:
+    """Two-sided p-value of Welch's t-test (unequal variances) that ``a`` and ``b`` have the same mean; ``None``
+    with fewer than 2 values on a side, ``1.0`` when both are constant and equal."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    from scipy.stats import ttest_ind
+
+    if statistics.pvariance(a) == statistics.pvariance(b) == 0.0:
+        return 1.0 if a[0] == b[0] else 0.0
+    return float(ttest_ind(a, b, equal_var=False).pvalue)
+
+
 def _compare_to_reference(rows: list[dict], reference: str) -> None:
-    """``diff`` of every cell against the same column of the row keyed ``reference`` (instead of a paper value), and
-    ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations."""
+    """``diff`` of every judged cell against the same column of the row keyed ``reference`` (instead of a paper
+    value), ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations, and
+    ``p``: Welch's t-test of the two cells' seeds (:func:`welch_p`)."""
     ref = next((row for row in rows if row.get("key") == reference), None)
     if ref is None:
         raise ValueError(f"reference_row {reference!r} is not the key of a row")
     for row in rows:
         for cell, base in zip(row["cells"], ref["cells"]):
-            if row is ref or cell["mean"] is None or base["mean"] is None:
+            if row is ref or cell["mean"] is None or base["mean"] is None or not cell["judge"]:
                 continue
             cell["diff"] = cell["mean"] - base["mean"]
             spread = max(cell["std"] or 0.0, base["std"] or 0.0)
             cell["moved"] = cell["n"] > 1 and base["n"] > 1 and abs(cell["diff"]) > spread
+            cell["p"] = welch_p(cell["values"], base["values"])
 
 
 def epochs_of(run: dict) -> int | None:
@@ -332,11 +348,12 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
             cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,
                     "diff": None, "failed": 0, "mixed": False, "runs": [], "measured": source is not None,
                     "match": match, "percent": bool(percent), "judge": col.get("judge", True),
-                    "paper_epochs": paper_protocol(spec, row).get("epochs"), "epochs": [], "seeds": []}
+                    "paper_epochs": paper_protocol(spec, row).get("epochs"), "epochs": [], "seeds": [], "values": []}
             if source is not None:
                 values = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
                 numbers = [v * scale for _, v in values]
                 cell["n"] = len(numbers)
+                cell["values"] = numbers
                 cell["runs"] = [r["_path"] for r, _ in values if "_path" in r]
                 cell["epochs"] = sorted({e for r, _ in values if (e := epochs_of(r)) is not None})
                 cell["seeds"] = sorted({r["seed"] for r, _ in values if isinstance(r.get("seed"), int)})
@@ -388,6 +405,8 @@ def cell_text(cell: dict, pm: str = "±") -> str:
     text = f"{ours} / {paper}" if paper else ours
     if cell["diff"] is not None:
         text += f" / Δ {cell['diff']:+.2f}" + (" (moved)" if cell.get("moved") else "")
+        if cell.get("p") is not None:
+            text += f" p={cell['p']:.2g}"
     return text
 
 
@@ -398,7 +417,7 @@ def to_markdown(table: dict) -> str:
 
     if table.get("reference_row"):
         legend = (f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
-                  "the larger of the two rows' seed-to-seed standard deviations.")
+                  "the larger of the two rows' seed-to-seed standard deviations; p: Welch's t-test over the seeds.")
     else:
         legend = "Cells: ours mean ± std (n) / paper / Δ = ours - paper."
     lines = [f"### {table['id']} ({table['label']}): {esc(table['caption'])}", "",

@@ -173,6 +173,8 @@ def test_a_default_run_prints_its_progress_and_percentages_and_no_noise(tmp_path
     m = _metrics(tmp_path)
     assert re.search(rf"test acc at best val {100 * m['test_acc']:.2f} %", out) and m["metric_unit"] == "fraction"
     assert re.search(r"model: DVSNet, [\d,]+ parameters", out)
+    # the csv logger writes into the run folder, which the record names relative to itself: it names no place
+    assert m["config"]["logger"]["save_dir"] == "." and str(tmp_path) not in json.dumps(m)
 
 
 def test_metrics_json_records_the_precision_lightning_ran(tmp_path, data_root):

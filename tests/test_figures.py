@@ -314,3 +314,27 @@ def test_a_figure_goes_with_its_runs(tmp_path):
                                                       "kernel_decay.png", "mittag_leffler_relaxation.pdf",
                                                       "mittag_leffler_relaxation.png"]
     assert any("memory_horizon.png (its runs are gone)" in line for line in lines)
+
+
+def test_learned_tau_figure_draws_tau_per_epoch_per_delay(tmp_path, drawn):
+    def run(variant, delay, seed, grow):
+        record = _horizon_run(variant, delay, seed, 0.5)
+        record["neurons_by_epoch"] = [
+            {"epoch": e, "neurons": {"layers.0.neuron": {"tau_mean": 2.0, "tau_std": 0.0},
+                                     "layers.1.neuron": {"tau_mean": 2.0 + grow * e + seed, "tau_std": 0.0}}}
+            for e in range(4)]
+        return record
+
+    runs = [run(v, d, s, d / 4) for v in ("lif_learn_tau", "sj_plif") for d in (4, 8) for s in range(2)]
+    runs.append(_horizon_run("lif", 4, 0, 0.3))  # nothing learned: no panel
+    assert [p.name for p in figures.learned_tau_figure(runs, tmp_path)] == [
+        "memory_horizon_tau.png", "memory_horizon_tau.pdf"]
+    fig = drawn["memory_horizon_tau"]
+    assert [ax.get_title() for ax in fig.axes] == [figures._variant_labels("memory_horizon")[v]
+                                                   for v in ("lif_learn_tau", "sj_plif")]
+    solid = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "-"]
+    assert [line.get_label() for line in solid] == ["delay 4", "delay 8"]
+    # the mean over seeds, epoch by epoch: 2 + grow * epoch + mean seed (0.5)
+    assert list(solid[1].get_ydata()) == pytest.approx([2.5 + 2 * e for e in range(4)])
+    assert legend_texts(fig) == ["delay 4", "delay 8"] and small_text(fig) == []
+    assert figures.learned_tau_figure([_horizon_run("lif", 4, 0, 0.3)], tmp_path / "none") == []

@@ -437,5 +437,9 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
     authors = _cell(table, spec["rows"][-2]["label"], table["columns"][0])
     assert authors["diff"] == pytest.approx(6.0) and authors["moved"]
     assert "Δ +6.00 (moved)" in tables.cell_text(authors)
+    # Welch's t-test over the seeds: equal spreads 6 points apart (t = 6 / sqrt(2/3), 4 dof) against 0.5 points
+    assert authors["p"] == pytest.approx(0.0018, abs=2e-4) and surrogate["p"] == pytest.approx(0.57, abs=0.01)
+    assert tables.cell_text(authors).endswith("p=0.0018") and none["cells"][0].get("p") is None
+    assert tables.welch_p([1.0, 1.0], [1.0, 1.0]) == 1.0 and tables.welch_p([1.0], [2.0, 3.0]) is None
     assert _cell(table, spec["rows"][3]["label"], table["columns"][1])["n"] == 0  # no sj_lif surrogate runs
     assert "row `none`" in tables.to_markdown(table)
