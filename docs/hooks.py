@@ -25,6 +25,7 @@ GROUPS = {
     "backbone": "the network; every spiking nonlinearity is the `neuron` group's",
     "neuron": "the spiking neuron; all share `neuron/shared/common.yaml`, so baselines get f-LIF's hyperparameters",
     "neuron_variant": "named neuron settings of the memory-horizon experiments (an alpha, a learned tau, ...)",
+    "cue_variant": "`experiment=memory_horizon_variants`: the delayed cue without delay noise, or without go channel",
     "optimizer": "`torch.optim` optimizer",
     "scheduler": "learning-rate schedule",
     "trainer": "any `lightning.Trainer` argument",
