@@ -732,3 +732,17 @@ def test_evaluate_allow_unfinished_records_that_the_run_was_in_training(tmp_path
     assert energy["checkpoint"] == "checkpoints/best.ckpt" and energy["run"] == run.name
     proc = run_app("evaluate.py", f"run_dir={run}", f"paths.data_dir={data_root}", cwd=tmp_path)
     assert proc.returncode == 0 and json.loads((run / "eval.json").read_text())["run_unfinished"] is False
+
+
+@pytest.mark.slow
+def test_a_resumed_run_keeps_the_learned_values_of_its_earlier_epochs(tmp_path, data_root):
+    # killed after epoch 1's last.ckpt, resumed: neurons_by_epoch holds every epoch, the ones before the kill included
+    learned = ["dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", "+neuron_variant=lif_learn_tau",
+               "tau_lr_scale=50", "trainer.max_epochs=3"]
+    assert _interrupt(tmp_path, "between-epochs", *learned, data_root=data_root).returncode == -signal.SIGKILL
+    proc = _train(tmp_path, *learned, data_root=data_root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((_run_dir(tmp_path) / "metrics.json").read_text())
+    assert m["resumed_from"] == "checkpoints/last.ckpt"
+    epochs = m["neurons_by_epoch"]
+    assert [e["epoch"] for e in epochs] == [0, 1, 2, 3] and epochs[0]["neurons"]["layers.1.neuron"]["tau_mean"] == 2.0
