@@ -39,7 +39,7 @@ import math
 import warnings
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import matplotlib
 import numpy as np
@@ -484,18 +484,11 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     those of the ``memory_horizon`` experiment (or its smoke) with a ``neuron_variant`` are used. Nothing is written
     (``[]``) without such runs."""
     labels = _variant_labels("memory_horizon")
-    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    chance = set()
-    for run in runs:
-        variant = (run.get("choices") or {}).get("neuron_variant")
-        if experiment_of(run) != "memory_horizon" or variant is None:
-            continue
-        dataset = run["config"]["dataset"]
-        groups[variant][int(dataset["delay"])].append(run)
-        chance.add(100.0 / int(dataset["num_cues"]))
+    groups, order = _horizon_groups(runs)
     if not groups:
         return []
-    order = [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
+    chance = {100.0 / int(r["config"]["dataset"]["num_cues"]) for by_delay in groups.values()
+              for group in by_delay.values() for r in group}
     styles = family_styles(order)
     fig = Figure(figsize=(10, 4.4))
     ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
@@ -537,6 +530,18 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     return save(fig, out, name)
 
 
+def _horizon_groups(runs: list[dict], part: Callable[[dict], Any] = lambda run: run):
+    """``({neuron_variant: {delay: [part(run), ...]}}, variants in the table's row order)`` of the complete
+    ``memory_horizon`` runs among ``runs`` whose ``part`` is not empty."""
+    labels = _variant_labels("memory_horizon")
+    groups: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        variant = (run.get("choices") or {}).get("neuron_variant")
+        if experiment_of(run) == "memory_horizon" and variant is not None and (value := part(run)):
+            groups[variant][int(run["config"]["dataset"]["delay"])].append(value)
+    return groups, [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
+
+
 def _on_cpu(run: dict) -> bool:
     return str(run.get("device", "cpu")).startswith("cpu")
 
@@ -549,15 +554,13 @@ def learned_tau_figure(runs: list[dict], out: str | Path, name: str = "memory_ho
     dashed, mean over seeds (log axis). ``runs``: complete ``memory_horizon`` records; nothing is written without a
     run that learned tau."""
     labels = _variant_labels("memory_horizon")
-    groups: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for run in runs:
-        variant = (run.get("choices") or {}).get("neuron_variant")
-        learned = [e for e in run.get("neurons_by_epoch") or [] if any("tau_mean" in v for v in e["neurons"].values())]
-        if experiment_of(run) == "memory_horizon" and variant is not None and learned:
-            groups[variant][int(run["config"]["dataset"]["delay"])].append(learned)
+
+    def tau_history(run: dict) -> list[dict]:
+        return [e for e in run.get("neurons_by_epoch") or [] if any("tau_mean" in v for v in e["neurons"].values())]
+
+    groups, order = _horizon_groups(runs, tau_history)
     if not groups:
         return []
-    order = [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
     delays = sorted({d for v in groups.values() for d in v})
     colours = dict(zip(delays, matplotlib.colormaps["viridis"](np.linspace(0.0, 0.9, len(delays)))))
     fig = Figure(figsize=(3.2 * len(order), 3.6))
