@@ -52,7 +52,8 @@ from fsnn.commandline import swept_groups
 from fsnn.config import ConfigError, check_config
 from fsnn.data import DatasetMissingError
 from fsnn.files import (METRIC_UNIT, RunFileError, RunLockedError, device_description, package_versions, percent,
-                        read_run_record, run_lock, set_aside, tree_changes, write_json_atomic, write_text_atomic)
+                        read_run_record, relative_to_run, run_lock, set_aside, tree_changes, write_json_atomic,
+                        write_text_atomic)
 from fsnn.neurons import collect_alphas, describe_neurons
 from fsnn.registry import MissingExtraError
 from fsnn.studies import check_eval_config, check_study, evaluate_run
@@ -211,22 +212,8 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
         config = OmegaConf.to_container(cfg, resolve=False)
     return {"status": "running", "task": cfg.get("task_name"), "run": run_dir.name,
             "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
-            "config": _inside_as_relative(config, run_dir.resolve()), "seed": cfg.get("seed"),
+            "config": relative_to_run(config, run_dir), "seed": cfg.get("seed"),
             "recipe": cfg.get("recipe"), "versions": package_versions()}
-
-
-def _inside_as_relative(node, run_dir: Path):
-    """``node`` (a config tree) with every absolute path inside ``run_dir`` relative to it (the csv logger's
-    ``save_dir`` is the run folder itself), so that a record names no place the run happened to be in."""
-    if isinstance(node, dict):
-        return {k: _inside_as_relative(v, run_dir) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_inside_as_relative(v, run_dir) for v in node]
-    if isinstance(node, str) and os.path.isabs(node):
-        path = Path(node).resolve()
-        if path == run_dir or run_dir in path.parents:
-            return os.path.relpath(path, run_dir)
-    return node
 
 
 class RunInterrupted(BaseException):

@@ -111,6 +111,45 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return write_atomic(path, lambda handle: handle.write(text.encode()))
 
 
+def relative_to_run(node: Any, run_dir: str | Path) -> Any:
+    """``node`` (a config tree) with every absolute path of the run folder relative to it: a path inside
+    ``run_dir`` (the csv logger's ``save_dir`` is the run folder itself), or one naming ``<task>/<run>`` of it at
+    another place (a record written before the folder moved). A record then names no place the run happened to be
+    in; other paths (a ``paths.data_dir`` given on the command line) stay as they are."""
+    tail = Path(run_dir).resolve().parts[-2:]
+
+    def relative(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: relative(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [relative(v) for v in node]
+        if isinstance(node, str) and os.path.isabs(node):
+            parts = Path(node).parts
+            at = [i for i in range(len(parts) - 1) if parts[i:i + 2] == tail]
+            if at:
+                return str(Path(*parts[at[-1] + 2:])) if len(parts) > at[-1] + 2 else "."
+        return node
+
+    return relative(node)
+
+
+def make_records_relative(results_dir: str | Path) -> list[Path]:
+    """Rewrite every ``metrics.json`` under ``results_dir`` whose config names its run folder by an absolute path
+    (records of fsnn before the logger's folder was recorded relative), with :func:`relative_to_run`; the record
+    keeps a note of it under ``rewritten``. Nothing else of a record changes; returns the files rewritten."""
+    done = []
+    for path in sorted(Path(results_dir).rglob("metrics.json")):
+        record = json.loads(path.read_text())
+        config = relative_to_run(record.get("config"), path.parent)
+        if config != record.get("config"):
+            record["config"] = config
+            record.setdefault("rewritten", []).append(
+                "absolute paths of the run folder in config made relative to it (fsnn.files.make_records_relative)")
+            write_json_atomic(path, record)
+            done.append(path)
+    return done
+
+
 def write_json_atomic(path: str | Path, payload: Any) -> Path:
     """``payload`` as indented JSON, written atomically (:func:`write_text_atomic`)."""
     return write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=_jsonable))

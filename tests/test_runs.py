@@ -746,3 +746,34 @@ def test_a_resumed_run_keeps_the_learned_values_of_its_earlier_epochs(tmp_path, 
     assert m["resumed_from"] == "checkpoints/last.ckpt"
     epochs = m["neurons_by_epoch"]
     assert [e["epoch"] for e in epochs] == [0, 1, 2, 3] and epochs[0]["neurons"]["layers.1.neuron"]["tau_mean"] == 2.0
+
+
+def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path):
+    from fsnn.files import make_records_relative, relative_to_run
+
+    run = tmp_path / "results" / "memory_horizon" / "+seed-0"
+    run.mkdir(parents=True)
+    record = {"status": "complete", "test_acc": 0.5, "config": {
+        "logger": {"save_dir": "/elsewhere/results/memory_horizon/+seed-0"},  # written where it once ran
+        "paths": {"data_dir": "/data/sets"}, "files": ["/elsewhere/results/memory_horizon/+seed-0/logs/v0"]}}
+    (run / "metrics.json").write_text(json.dumps(record))
+    assert make_records_relative(tmp_path / "results") == [run / "metrics.json"]
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["config"] == {"logger": {"save_dir": "."}, "paths": {"data_dir": "/data/sets"}, "files": ["logs/v0"]}
+    assert m["test_acc"] == 0.5 and len(m["rewritten"]) == 1
+    assert make_records_relative(tmp_path / "results") == []  # once is enough
+    assert relative_to_run({"a": str(run / "x")}, run) == {"a": "x"}  # inside the folder where it is now
+
+
+def test_every_committed_record_names_no_absolute_place():
+    for path in (ROOT / "results").rglob("metrics.json"):
+        text = json.loads(path.read_text())
+        stack = [text.get("config")]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                stack += node.values()
+            elif isinstance(node, list):
+                stack += node
+            else:
+                assert not (isinstance(node, str) and node.startswith("/")), (path, node)
