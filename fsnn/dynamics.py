@@ -60,6 +60,7 @@ class ChargeFireReset:
         self.leak, self.hard = leak, reset == "hard"
         self.threshold, self.v_reset, self.c_leak = threshold, v_reset, c_leak
         self._v_reset_t: torch.Tensor | None = None
+        self._spike: torch.Tensor | None = None  # the soft reset's 0/1 spike row, reused at every step
 
     def __call__(self, h_pre, y_far, near, v_prev, h_out, v_out, gamma_out):
         if near is None:
@@ -68,13 +69,14 @@ class ChargeFireReset:
             torch.add(h_pre, near, out=h_out)
         if self.leak:
             h_out.sub_(v_prev, alpha=self.c_leak)
-        fired = h_out >= self.threshold
         if self.hard:
             if self._v_reset_t is None:
                 self._v_reset_t = h_out.new_tensor(self.v_reset)
-            torch.where(fired, self._v_reset_t, h_out, out=v_out)
+            torch.where(h_out >= self.threshold, self._v_reset_t, h_out, out=v_out)
         else:
-            torch.sub(h_out, fired.to(h_out.dtype), alpha=self.threshold, out=v_out)
+            if self._spike is None:
+                self._spike = torch.empty_like(h_out)
+            torch.sub(h_out, torch.ge(h_out, self.threshold, out=self._spike), alpha=self.threshold, out=v_out)
         torch.sub(v_out, y_far, out=gamma_out)
         if near is not None:
             gamma_out.sub_(near)

@@ -163,6 +163,9 @@ class FractionalNeuronFunction(torch.autograd.Function):
         v_prev = x.new_full((N,), cfg.v_init)
         state: list = [None]
         B = cfg.block
+        # the step loop is Python-bound for small N: rows as views made once, not indexed at every step
+        H_rows, G_rows, V_rows = H.unbind(0), G.unbind(0), V.unbind(0)
+        near_rows = [hist.near[i, :i] for i in range(min(B, T))]
         for s in range(0, T, B):
             e = min(s + B, T)
             far = hist.forward_far(s, e, G, state)
@@ -170,11 +173,11 @@ class FractionalNeuronFunction(torch.autograd.Function):
             h_pre = torch.add(y_far, x[s:e], alpha=drive)
             if offset:
                 h_pre += offset
-            for i in range(e - s):
+            for i, (h_i, y_i) in enumerate(zip(h_pre.unbind(0), y_far.unbind(0))):
                 k = s + i
-                near = hist.near[i, :i] @ G[s:k] if i else None
-                v_out = V[k] if cfg.return_state else V[k % 2]
-                v_prev = step(h_pre[i], y_far[i], near, v_prev, H[k], v_out, G[k])
+                near = near_rows[i] @ G[s:k] if i else None
+                v_out = V_rows[k] if cfg.return_state else V_rows[k % 2]
+                v_prev = step(h_i, y_i, near, v_prev, H_rows[k], v_out, G_rows[k])
         spikes = (H >= theta_f).to(x.dtype)
         ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
         ctx.hist = hist
@@ -202,17 +205,19 @@ class FractionalNeuronFunction(torch.autograd.Function):
         state: list = [None]
         B = cfg.block
         zero = H.new_zeros(N)
+        U_rows, Hbar_rows = U.unbind(0), Hbar.unbind(0)  # views made once (see forward)
+        near_t = hist.near.t()
         for s in reversed(range(0, T, B)):
             e = min(s + B, T)
             far = hist.backward_far(s, e, Hbar, state)
-            near_t = hist.near.t()
+            far_rows = far.unbind(0) if far is not None else None
             for i in reversed(range(e - s)):
                 k = s + i
-                gbar = far[i] if far is not None else zero
+                gbar = far_rows[i] if far is not None else zero
                 if i < e - s - 1:
                     gbar = torch.addmv(gbar, Hbar[k + 1 : e].t(), near_t[i, i + 1 : e - s])
-                u_next = U[k + 1] if (cfg.leak and k + 1 < T) else None
-                dynamics.adjoint_step(gbar, u_next, c_leak, U[k], Hbar[k])
+                u_next = U_rows[k + 1] if (cfg.leak and k + 1 < T) else None
+                dynamics.adjoint_step(gbar, u_next, c_leak, U_rows[k], Hbar_rows[k])
 
         grads = _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0)
         grad_x = U.mul_(k0 / tau_f)

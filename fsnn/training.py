@@ -243,13 +243,20 @@ class GraphNodeClassifier(ClassifierModule):
             raise ValueError(f"{type(self.model).__name__} has no spike-noise probe")
         super().on_test_epoch_start()
 
+    #: the most ``rows x T x classes`` entries of one test forward: the re-samplings of a batch run as few forwards as
+    #: fit (Cora's 20 x 2048 rows x 100 x 7 is one), so memory does not grow with ``eval_batch_size x test_repeats``
+    test_chunk_elements = 1 << 25
+
     def test_step(self, batch, batch_idx):
         x, y = batch
         repeats = len(self.test_metrics)
         if self.full_graph:
             outputs = [self(x) for _ in range(repeats)]
-        else:  # rows are independent: all re-samplings as one batch (one pass of the neuron's time loop)
-            outputs = self(x.repeat(repeats, 1)).view(repeats, len(x), -1).unbind(0)
+        else:  # rows are independent: the re-samplings as few batches as fit (few passes of the neuron's time loop)
+            per_repeat = len(x) * getattr(self.model, "T", 1) * self.num_classes
+            together = max(1, min(repeats, self.test_chunk_elements // max(per_repeat, 1)))
+            outputs = [logits for r in range(0, repeats, together)
+                       for logits in self(x.repeat(min(together, repeats - r), 1)).view(-1, len(x), self.num_classes)]
         for metric, logits in zip(self.test_metrics, outputs):
             metric.update(logits, y)
             self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
@@ -422,11 +429,12 @@ class SpikeRateMeter:
     def __init__(self, model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
         self.model, self.reduce = model, reduce
         self.totals: dict[str, list[float]] = {}
+        self.deferred: list[tuple[str, object]] = []  # spikes that count themselves once drawn (PoissonSpikes)
         self.handles: list = []
 
     def start(self) -> "SpikeRateMeter":
         self.stop()
-        self.totals = {}
+        self.totals, self.deferred = {}, []
         for name, module in self.model.named_modules():
             if is_neuron(module) or getattr(module, "emits_spikes", False):
                 self.totals[name] = [0.0, 0]  # every rank reduces the same modules, fired or not
@@ -437,8 +445,10 @@ class SpikeRateMeter:
         def hook(_module, _inputs, output):
             spikes = output[0] if isinstance(output, tuple) else output
             entry = self.totals[name]
-            # an encoder may return structured spikes (fsnn.models.sgcn.PoissonSpikes) that count themselves
-            entry[0] += float(spikes.detach().sum()) if isinstance(spikes, torch.Tensor) else spikes.count()
+            if isinstance(spikes, torch.Tensor):
+                entry[0] += float(spikes.detach().sum())
+            else:  # an encoder's structured spikes (fsnn.models.poisson.PoissonSpikes) are drawn after the hook
+                self.deferred.append((name, spikes))
             entry[1] += spikes.numel()
 
         return hook
@@ -449,6 +459,9 @@ class SpikeRateMeter:
         self.handles = []
 
     def rates(self) -> dict[str, float]:
+        for name, spikes in self.deferred:
+            self.totals[name][0] += spikes.count()
+        self.deferred = []
         names = list(self.totals)
         totals = torch.tensor([self.totals[n] for n in names], dtype=torch.float64).reshape(-1, 2)
         if self.reduce is not None:

@@ -1,19 +1,26 @@
 #!/usr/bin/env python
 """Graph pipeline benchmarks on the CPU, two of them.
 
-``cora``: Table 2 on the real Cora, one whole run per (code version, backbone, neuron). Each run is ``train.py
-experiment=table2_node_classification dataset=cora`` (the matched recipe: T = 100, batch 32, Adam, ``--epochs`` epochs,
-test phase of 20 Poisson re-samplings at the last and the best checkpoint) in a fresh process pinned to one CPU core
-with one torch thread, for the code ``--before`` (a git revision, extracted into a temporary folder with ``git
-archive``) and the working tree ("after"), so that both are measured in one run on the same machine. Reported per run,
-from its ``metrics.json`` and the process's wall time: train seconds per epoch (the train steps), the rest of an epoch
+``runs``: Table 2 on real graphs, one whole run per (code version, dataset, backbone, neuron). Each run is ``train.py
+experiment=table2_node_classification dataset=<name>`` (the matched recipe: T = 100, batch 32, Adam, ``--epochs``
+epochs, test phase of 20 Poisson re-samplings at the last and the best checkpoint) in a fresh process pinned to one CPU
+core with one torch thread, for the code ``--before`` (a git revision, extracted into a temporary folder with ``git
+archive``) and the working tree ("after"), so that both are measured in one run on the same machine. ``--before-epochs``
+runs the old code for fewer epochs and adds the missing ones at its measured epoch time (a 100-epoch run of the old code
+on Computers takes an hour); the table says which whole runs are extrapolated. Reported per run, from its
+``metrics.json``, the process's wall time and its resident memory (sampled every 50 ms; a run past
+``--memory-limit-gib`` is stopped and reported so): train seconds per epoch (the train steps), the rest of an epoch
 (validation, checkpoints and the loop: ``(wall_time_s - epochs x train - test phase) / epochs``), one test pass (20
-re-samplings of the test nodes), the whole run's wall time (process start to exit, imports included), and each
-neuron's epoch against ``sj_lif``'s. Results: a table on stdout and JSON at ``--out`` (default
-``results/bench/graph_cora.json``, written atomically)::
+re-samplings of the test nodes), the whole run (process start to exit, imports included), the peak memory and, for
+SGCN f-LIF on Photo and Computers, the targets (at most 6 and 12 minutes, under 3 GiB). Results: a table on stdout and
+JSON at ``--out`` (default ``results/bench/graph_runs.json``, written atomically)::
 
-    .venv/bin/python scripts/bench_graph.py cora --before a1c427f
-    .venv/bin/python scripts/bench_graph.py cora --before a1c427f --backbones sgcn --neurons flif sj_lif --epochs 5
+    .venv/bin/python scripts/bench_graph.py runs --datasets photo computers --data-dir <copy of graphs> \
+        --before 6163c7f --before-epochs 5 --cpus 0 1
+    .venv/bin/python scripts/bench_graph.py runs --before a1c427f --backbones sgcn --neurons flif sj_lif --epochs 5
+
+(``results/bench/graph_cora.json`` was written by this command's earlier form, ``cora --before a1c427f``, for Cora
+alone.)
 
 ``arxiv``: CPU time and peak memory of the preprocessing of an ogbn-arxiv-sized graph, then one training epoch of
 SGCN per neuron. The graph is :func:`fsnn.data.graphs.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes,
@@ -240,23 +247,30 @@ def arxiv(args) -> int:
     return 0 if ok_time and ok_mem else 1
 
 
-# ------------------------------------------------------------------------------------------------------ Cora, whole runs
-CORA_OUT = Path("results") / "bench" / "graph_cora.json"
+# --------------------------------------------------------------------------------------------- real graphs, whole runs
+RUNS_OUT = Path("results") / "bench" / "graph_runs.json"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+TARGETS_MIN = {"photo": 6.0, "computers": 12.0}  # whole 100-epoch SGCN f-LIF runs on one core, test phase included
 
 
-def cora_parser(p: argparse.ArgumentParser) -> None:
+def runs_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--datasets", nargs="+", default=["cora"], help="real graphs (paths.data_dir/<Name>/raw)")
     p.add_argument("--before", default=None, help="git revision of the code to compare with (default: none)")
-    p.add_argument("--backbones", nargs="+", default=["sgcn", "drsgnn"])
-    p.add_argument("--neurons", nargs="+", default=["flif", "lif", "sj_lif", "snntorch_leaky"])
+    p.add_argument("--before-epochs", type=int, default=None,
+                   help="epochs of the --before runs (default: --epochs); fewer are extrapolated to --epochs, "
+                        "saying so in the table")
+    p.add_argument("--backbones", nargs="+", default=["sgcn"])
+    p.add_argument("--neurons", nargs="+", default=["flif"])
     p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-dir", type=Path, default=Path("tests") / "data" / "planetoid",
-                   help="paths.data_dir holding Cora/raw (default: the real Cora shipped with the tests)")
+                   help="paths.data_dir holding <Name>/raw (default: the real Cora shipped with the tests)")
     p.add_argument("--cpus", type=int, nargs="+", default=[0],
                    help="CPU cores to pin runs to, one run per core at a time (default: core 0)")
-    p.add_argument("--out", type=Path, default=CORA_OUT)
-    p.set_defaults(run=cora)
+    p.add_argument("--memory-limit-gib", type=float, default=16.0,
+                   help="a run whose resident memory passes this is stopped and reported as such")
+    p.add_argument("--out", type=Path, default=RUNS_OUT)
+    p.set_defaults(run=runs)
 
 
 def _extract(revision: str, into: Path) -> Path:
@@ -274,86 +288,139 @@ def _extract(revision: str, into: Path) -> Path:
     return tree
 
 
-def _cora_run(tree: Path, backbone: str, neuron: str, args, results: Path, cpu: int) -> dict:
-    """One Table 2 run of the code in ``tree``, pinned to ``cpu``: its timings from the process and ``metrics.json``."""
-    import json
+def _watched(cmd: list[str], cwd: Path, env: dict, cpu: int, limit_gib: float) -> tuple[int, float, float, str]:
+    """Run ``cmd`` pinned to ``cpu``: ``(exit code, seconds, peak RSS GiB sampled every 50 ms, last output)``; a
+    process whose RSS passes ``limit_gib`` is killed (exit code -9)."""
     import subprocess
 
+    start = time.perf_counter()
+    with open(os.devnull, "w") as devnull:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=devnull, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+        tail: list[str] = []
+        reader = threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True)
+        reader.start()
+        watched, peak = psutil.Process(proc.pid), 0
+        while proc.poll() is None:
+            try:
+                peak = max(peak, watched.memory_info().rss)
+            except psutil.NoSuchProcess:
+                break
+            if peak > limit_gib * GIB:
+                proc.kill()
+            time.sleep(0.05)
+        code = proc.wait()
+        reader.join()
+    return code, time.perf_counter() - start, peak / GIB, "".join(tail[-40:])
+
+
+def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: str, epochs: int, args,
+               results: Path, cpu: int) -> dict:
+    """One Table 2 run of the code in ``tree`` on ``dataset``, pinned to ``cpu``: its timings and memory from the
+    process and ``metrics.json``; with fewer than ``args.epochs`` epochs the whole run is extrapolated."""
+    import json
+
     cmd = [sys.executable, str(tree / "train.py"), "experiment=table2_node_classification", "hydra.mode=RUN",
-           "dataset=cora", f"backbone={backbone}", f"neuron={neuron}", f"seed={args.seed}",
-           f"trainer.max_epochs={args.epochs}", f"paths.data_dir={args.data_dir.resolve()}",
+           f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}", f"seed={args.seed}",
+           f"trainer.max_epochs={epochs}", f"paths.data_dir={args.data_dir.resolve()}",
            f"paths.results_dir={results}", "logger=none", "trainer.enable_progress_bar=false"]
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(tree)}
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True,
-                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-    process_s = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+    code, process_s, sampled_peak, tail = _watched(cmd, tree, env, cpu, args.memory_limit_gib)
+    row = {"version": version, "dataset": dataset, "backbone": backbone, "neuron": neuron, "epochs": epochs,
+           "cpu": cpu, "process_s": process_s, "peak_rss_gib": sampled_peak, "commit": tree.name}
+    if code != 0:
+        killed = code == -9 and sampled_peak > args.memory_limit_gib
+        phase = "test" if "Restoring states from the checkpoint" in tail else "training"
+        row["failed"] = (f"stopped at {sampled_peak:.1f} GiB resident in the {phase} phase (limit "
+                         f"{args.memory_limit_gib:g} GiB)" if killed else f"exit code {code}: {tail[-500:]}")
+        return row
     record = json.loads(next(results.glob("table2_node_classification/*/metrics.json")).read_text())
-    epochs = record["epochs"]
-    test_nodes = record["split_sizes"]["test"] if "split_sizes" in record else None
-    test_pass = test_nodes / record["test_samples_per_s"] if test_nodes and record.get("test_samples_per_s") else 0.0
+    test_nodes = record["split_sizes"]["test"]
+    test_pass = test_nodes / record["test_samples_per_s"]
     train = record["train_epoch_s"]
     rest = (record["wall_time_s"] - epochs * train - 2 * test_pass) / epochs  # two test phases: last and best
-    return {"backbone": backbone, "neuron": neuron, "epochs": epochs, "train_epoch_s": train,
-            "rest_epoch_s": rest, "epoch_s": train + rest, "test_pass_s": test_pass,
-            "run_s": record["wall_time_s"], "process_s": process_s, "test_acc": record["test_acc"],
-            "cpu": cpu, "commit": record["versions"].get("fsnn_commit") or tree.name.removeprefix("fsnn-")}
+    startup = process_s - record["wall_time_s"]
+    whole = process_s + (args.epochs - epochs) * (train + rest)
+    return {**row, "train_epoch_s": train, "rest_epoch_s": rest, "epoch_s": train + rest, "test_pass_s": test_pass,
+            "startup_s": startup, "run_s": record["wall_time_s"], "whole_run_s": whole,
+            "whole_run_extrapolated": epochs < args.epochs, "test_acc": record["test_acc"],
+            "peak_memory_gib": record.get("peak_memory_gib"),
+            "commit": record["versions"].get("fsnn_commit") or tree.name.removeprefix("fsnn-")}
 
 
-def cora(args) -> int:
+def runs(args) -> int:
     import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
-    with tempfile.TemporaryDirectory(prefix="bench-cora-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         tmp = Path(tmp)
         trees = {"after": Path(__file__).resolve().parents[1]}
         if args.before:
             trees = {"before": _extract(args.before, tmp), **trees}
-        jobs = [(version, b, n) for b in args.backbones for n in args.neurons for version in trees]
+        epochs = {"before": args.before_epochs or args.epochs, "after": args.epochs}
+        jobs = [(version, d, b, n) for d in args.datasets for b in args.backbones for n in args.neurons
+                for version in trees]
+        jobs.sort(key=lambda job: -epochs[job[0]] * (3 if job[1] == "computers" else 1))  # longest first
         free = list(args.cpus)
 
         def run(job):
-            version, backbone, neuron = job
+            version, dataset, backbone, neuron = job
             cpu = free.pop()
             try:
-                row = _cora_run(trees[version], backbone, neuron, args, tmp / "results" / "-".join(job), cpu)
+                row = _whole_run(trees[version], version, dataset, backbone, neuron, epochs[version], args,
+                                 tmp / "results" / "-".join(job), cpu)
             finally:
                 free.append(cpu)
-            print(f"  {version:<6} {backbone:<6} {neuron:<15} epoch {row['epoch_s']:6.2f} s  "
-                  f"whole run {row['process_s']:7.1f} s  test acc {100 * row['test_acc']:.2f}", flush=True)
-            return {"version": version, **row}
+            print(f"  {version:<6} {dataset:<10} {backbone:<6} {neuron:<15} "
+                  + (row["failed"] if "failed" in row else
+                     f"epoch {row['epoch_s']:6.2f} s  whole run {row['whole_run_s']:7.1f} s  "
+                     f"peak {row['peak_rss_gib']:.2f} GiB  test acc {100 * row['test_acc']:.2f}"), flush=True)
+            return row
 
-        print(f"Cora, {args.epochs} epochs, one core per run ({len(jobs)} runs on cores {args.cpus})", flush=True)
+        before_epochs = epochs["before"] if args.before else "-"
+        print(f"{', '.join(args.datasets)}: {args.epochs}-epoch runs (before: {before_epochs}), one core per run "
+              f"({len(jobs)} runs on cores {args.cpus})", flush=True)
         with ThreadPoolExecutor(len(args.cpus)) as pool:
             rows = list(pool.map(run, jobs))
 
-    reference = {(r["version"], r["backbone"]): r["epoch_s"] for r in rows if r["neuron"] == "sj_lif"}
-    before = {(r["backbone"], r["neuron"]): r for r in rows if r["version"] == "before"}
+    before = {(r["dataset"], r["backbone"], r["neuron"]): r for r in rows if r["version"] == "before"}
     for r in rows:
-        ref = reference.get((r["version"], r["backbone"]))
-        r["epoch_x_sj_lif"] = r["epoch_s"] / ref if ref else None
-        old = before.get((r["backbone"], r["neuron"])) if r["version"] == "after" else None
-        r["speedup_vs_before"] = old["process_s"] / r["process_s"] if old else None
-    print(f"\n| code | backbone | neuron | train s/epoch | rest s/epoch | epoch x sj_lif | test pass s | "
-          f"whole {args.epochs}-epoch run s | x before |\n|---|---|---|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        ratio = f"{r['epoch_x_sj_lif']:.2f}" if r["epoch_x_sj_lif"] else "-"
+        old = before.get((r["dataset"], r["backbone"], r["neuron"])) if r["version"] == "after" else None
+        r["speedup_vs_before"] = (old["whole_run_s"] / r["whole_run_s"]
+                                  if old and "failed" not in old and "failed" not in r else None)
+        target = TARGETS_MIN.get(r["dataset"]) if r["backbone"] == "sgcn" and r["neuron"] == "flif" else None
+        r["target_min"] = target
+        if target and "failed" not in r:
+            r["target_met"] = r["whole_run_s"] <= 60 * target and r["peak_rss_gib"] < 3.0
+    print(f"\n| code | dataset | backbone | neuron | epochs run | train s/epoch | rest s/epoch | test pass s | "
+          f"whole {args.epochs}-epoch run | peak RSS GiB | x before | target |\n"
+          "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in sorted(rows, key=lambda r: (r["dataset"], r["backbone"], r["neuron"], r["version"] != "before")):
+        head = f"| {r['version']} ({r['commit'][:7].removeprefix('fsnn-')}) | {r['dataset']} | {r['backbone']} | " \
+               f"{r['neuron']} | {r['epochs']} |"
+        if "failed" in r:
+            print(f"{head} - | - | - | {r['failed']} | {r['peak_rss_gib']:.1f} | | |")
+            continue
+        whole = f"{r['whole_run_s'] / 60:.1f} min" + (" (extrapolated)" if r["whole_run_extrapolated"] else "")
         speedup = f"{r['speedup_vs_before']:.1f}x faster" if r["speedup_vs_before"] else ""
-        print(f"| {r['version']} ({r['commit'][:7]}) | {r['backbone']} | {r['neuron']} | {r['train_epoch_s']:.2f} | "
-              f"{r['rest_epoch_s']:.2f} | {ratio} | {r['test_pass_s']:.2f} | {r['process_s']:.1f} | {speedup} |")
+        target = ("" if not r["target_min"] else
+                  f"<= {r['target_min']:g} min, < 3 GiB: {'met' if r['target_met'] else 'MISSED'}")
+        print(f"{head} {r['train_epoch_s']:.2f} | {r['rest_epoch_s']:.2f} | {r['test_pass_s']:.1f} | {whole} | "
+              f"{r['peak_rss_gib']:.2f} | {speedup} | {target} |")
     payload = {
-        "benchmark": "graph_cora",
+        "benchmark": "graph_runs",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "setting": {"experiment": "table2_node_classification", "dataset": "cora (real, Planetoid raw files)",
-                    "epochs": args.epochs, "seed": args.seed, "torch_threads_per_run": 1,
-                    "cores": args.cpus, "before": args.before},
+        "setting": {"experiment": "table2_node_classification", "datasets": args.datasets,
+                    "epochs": args.epochs, "before_epochs": epochs["before"] if args.before else None,
+                    "seed": args.seed, "torch_threads_per_run": 1, "cores": args.cpus, "before": args.before,
+                    "memory_limit_gib": args.memory_limit_gib},
         "columns": {"train_epoch_s": "train steps (forward, backward, Adam) per epoch",
                     "rest_epoch_s": "(wall_time_s - epochs x train_epoch_s - 2 test passes) / epochs: validation, "
                                     "checkpoints and the loop",
                     "test_pass_s": "one test pass, 20 Poisson re-samplings of the test nodes",
-                    "process_s": "the whole run: process start (imports) to exit"},
+                    "whole_run_s": "process start (imports) to exit; runs of fewer epochs add the missing epochs "
+                                   "at their measured epoch time",
+                    "peak_rss_gib": "the process's resident memory, sampled every 50 ms, over the whole run"},
         "runs": rows,
         "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
                     "load_average_at_end": os.getloadavg(), "memory_gib": psutil.virtual_memory().total / GIB},
@@ -366,8 +433,8 @@ def cora(args) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(required=True, metavar="{cora,arxiv}")
-    cora_parser(commands.add_parser("cora", help="Table 2 on the real Cora: whole runs per neuron, before/after"))
+    commands = parser.add_subparsers(required=True, metavar="{runs,arxiv}")
+    runs_parser(commands.add_parser("runs", help="Table 2 on real graphs: whole runs per neuron, before/after"))
     arxiv_parser(commands.add_parser("arxiv", help="preprocessing and one SGCN epoch on an ogbn-arxiv-sized graph"))
     args = parser.parse_args(argv)
     return args.run(args)

@@ -24,7 +24,8 @@ from torch_geometric.utils import erdos_renyi_graph
 from fsnn.energy import SynapticLayer, synaptic_energy
 from fsnn.models import DRSGNN, MSG, backbone_names, backbone_supports, build_backbone
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
-from fsnn.models.sgcn import poisson_encode
+from fsnn.models import poisson
+from fsnn.models.poisson import poisson_encode
 from fsnn.data.modules import LinkDataModule, NodeDataModule, link_split, sample_train_negatives
 from fsnn.tasks import spike_noise
 from fsnn.training import GraphLinkPredictor, GraphNodeClassifier, NonFiniteLossError
@@ -115,14 +116,30 @@ def test_poisson_rate_matches_probability_and_resamples_each_step():
     assert poisson_encode(torch.rand(3, 5), 7).dense().shape == (7, 3, 5)
 
 
-def test_poisson_linear_equals_the_layer_on_dense_spikes():
+def _mixed_probabilities(rows=16, features=50, certain=0.6, seed=0):
+    """Features of which a share ``certain`` is 0 or >= 1 (never / always fire), the rest in (0, 1)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(rows, features, generator=gen)
+    fixed = torch.rand(rows, features, generator=gen) < certain
+    x[fixed] = torch.where(torch.rand(rows, features, generator=gen) < 0.5, -0.3, 1.5)[fixed]
+    return x
+
+
+def _encode(x, steps=30, seed=3, frozen=False):
+    return poisson_encode(x, steps, generator=torch.Generator().manual_seed(seed), frozen=frozen)
+
+
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+def test_poisson_linear_equals_the_layer_on_dense_spikes(path, monkeypatch):
+    """Both paths of PoissonSpikes.linear give the layer's currents and gradients on the same spikes (a seeded
+    encoding draws the same spikes whichever way it is consumed)."""
+    monkeypatch.setattr(poisson, "DENSE_FROM", 0.0 if path == "dense" else math.inf)
     torch.manual_seed(0)
-    x = torch.randn(16, 50)
+    x = _mixed_probabilities()
     x[:, :10] = 1.5  # always fire
     layer = nn.Linear(50, 7)
-    spikes = poisson_encode(x, 30, generator=torch.Generator().manual_seed(3))
-    fast = spikes.linear(layer.weight, layer.bias)
-    slow = layer(spikes.dense())
+    fast = _encode(x).linear(layer.weight, layer.bias)
+    slow = layer(_encode(x).dense())
     assert fast.shape == slow.shape == (30, 16, 7)
     assert torch.allclose(fast, slow, atol=1e-5)
     g_fast = torch.autograd.grad(fast.square().sum(), [layer.weight, layer.bias])
@@ -131,9 +148,63 @@ def test_poisson_linear_equals_the_layer_on_dense_spikes():
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-3)
     # under mixed precision (trainer.precision=bf16-mixed) it gives what the layer gives: bf16, the same values
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        fast, slow = spikes.linear(layer.weight, layer.bias), layer(spikes.dense())
+        fast, slow = _encode(x).linear(layer.weight, layer.bias), layer(_encode(x).dense())
     assert fast.dtype == slow.dtype == torch.bfloat16
     torch.testing.assert_close(fast.float(), slow.float(), rtol=0.02, atol=0.05)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_poisson_draws_one_stream_in_chunks_of_bounded_size(frozen, monkeypatch):
+    """Every chunk size draws the same spikes (step by step, rows in order), and no draw is larger than the chunk
+    budget whatever the batch: evaluation memory is bounded by the chunk, not by the batch."""
+    x = _mixed_probabilities(rows=40, features=30, certain=0.3)
+    whole = _encode(x, steps=12, frozen=frozen).dense()
+    layer = nn.Linear(30, 5)
+    reference = layer(whole)
+    sizes = []
+    real_rand = torch.rand
+
+    def recording_rand(size, *args, **kwargs):
+        sizes.append(math.prod(size))
+        return real_rand(size, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "rand", recording_rand)
+    for chunk in (1 << 22, 900, 200, 7):
+        monkeypatch.setattr(poisson, "CHUNK_ELEMENTS", chunk)
+        sizes.clear()
+        spikes = _encode(x, steps=12, frozen=frozen)
+        assert torch.equal(spikes.dense(), whole), chunk
+        assert spikes.count() == float(whole.sum())
+        assert max(sizes) <= max(chunk, 30)  # a chunk is at least one row of one step
+        for dense_from in (0.0, math.inf):
+            monkeypatch.setattr(poisson, "DENSE_FROM", dense_from)
+            torch.testing.assert_close(_encode(x, steps=12, frozen=frozen).linear(layer.weight, layer.bias),
+                                       reference, rtol=1e-5, atol=1e-5)
+    assert len(sizes) > 12  # the smallest chunks did split the steps into blocks of rows
+
+
+def test_poisson_spikes_are_drawn_once():
+    spikes = _encode(_mixed_probabilities())
+    with pytest.raises(RuntimeError, match="known once the spikes are drawn"):
+        spikes.count()
+    spikes.linear(torch.ones(3, 50))
+    assert spikes.count() > 0
+    with pytest.raises(RuntimeError, match="already used"):
+        spikes.dense()
+
+
+def test_poisson_spike_noise_probe_adds_gaussian_currents():
+    """linear(noise_std=s) is W (spikes + noise) + b: the mean currents are the clean ones and the spread of one
+    output is s * ||W_c|| (the noise is drawn per entry and step)."""
+    x = _mixed_probabilities(rows=64, features=40)
+    weight = torch.randn(3, 40)
+    clean = _encode(x, steps=200).linear(weight)
+    torch.manual_seed(1)
+    noisy = _encode(x, steps=200).linear(weight, noise_std=0.5)
+    residual = noisy - clean
+    assert abs(float(residual.mean())) < 0.05
+    expected = 0.5 * weight.norm(dim=1)
+    torch.testing.assert_close(residual.std((0, 1)), expected, rtol=0.05, atol=0.0)
 
 
 def test_frozen_encoding_repeats_one_pattern():
@@ -483,6 +554,24 @@ def test_node_classifier_fit_beats_chance_on_karate(karate):
     with torch.no_grad():
         train_acc = (model(karate.features).argmax(1) == karate.y).float().mean().item()
     assert train_acc > max(0.25, majority), train_acc  # chance: 1/4; majority class: 13/34
+
+
+def test_node_classifier_tests_its_resamplings_in_bounded_forwards(karate, monkeypatch):
+    """The test's re-samplings run as one forward while they fit test_chunk_elements, else in as few forwards of
+    at most that many rows x T x classes as needed; every re-sampling is scored either way."""
+    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="lif",
+                           neuron_kwargs={}, T=T)
+    everything = torch.arange(34)
+    dm = NodeDataModule(karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0,
+                        eval_batch_size=34)
+    rows = []
+    model.register_forward_hook(lambda _m, inputs, _out: rows.append(len(inputs[0])))
+    for budget, forwards in ((1 << 25, [34 * 5]), (34 * T * 4 * 2, [68, 68, 34]), (1, [34] * 5)):
+        module = GraphNodeClassifier(model, 4, _adam(0.05), test_repeats=5)
+        monkeypatch.setattr(module, "test_chunk_elements", budget)
+        rows.clear()
+        _trainer().test(module, dm, verbose=False)
+        assert rows == forwards and len(module.test_accuracies) == 5
 
 
 def test_node_classifier_full_graph_msg_and_noise_probe(karate):

@@ -16,7 +16,7 @@ import torch
 from conftest import ROOT, run_app
 from fsnn.data import load_graph
 from fsnn.data.graph_features import node_features
-from fsnn.models.sgcn import poisson_encode
+from fsnn.models.poisson import poisson_encode
 
 PLANETOID = ROOT / "tests" / "data" / "planetoid"
 RAW = PLANETOID / "Cora" / "raw"

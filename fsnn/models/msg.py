@@ -21,7 +21,7 @@ from fsnn.checks import (Count, NonNegative, NonNegativeInt, Positive, Probabili
 from fsnn.energy import SynapticLayer
 from fsnn.models.manifolds import GEOMETRIES
 from fsnn.models.registry import register_backbone
-from fsnn.models.sgcn import add_spike_noise, check_noise_std
+from fsnn.models.poisson import add_spike_noise, check_noise_std
 
 
 class _MSGLayer(nn.Module):

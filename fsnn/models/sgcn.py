@@ -19,111 +19,19 @@ Energy: every graph model lists its synapses with ``synaptic_layers()`` (:class:
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from fsnn import build_neuron
-from fsnn.checks import (Count, Flag, NonNegative, NonNegativeInt, Probability, check_int, check_number, check_ratio,
-                         one_of)
+from fsnn.checks import Count, Flag, NonNegative, NonNegativeInt, Probability, check_int, check_ratio, one_of
 from fsnn.energy import SynapticLayer
+from fsnn.models.poisson import PoissonEncoder, check_noise_std
 from fsnn.models.registry import register_backbone
 from fsnn.neurons import inverse_softplus, neuron_params
 
 
-# ------------------------------------------------------------------------------------------------------- encoding
-class PoissonSpikes:
-    """Bernoulli ("Poisson") spike trains ``[T, *p.shape]`` that fire with probability ``p = clamp(x, 0, 1)`` at
-    each step, stored as what is random in them.
-
-    Entries with ``p = 1`` fire at every step and entries with ``p = 0`` never do; only the uncertain entries
-    (``0 < p < 1``, row-major order) carry draws, ``draws[t, k] = 1[u_{t,k} < p_k]`` with ``u ~ U[0, 1)``. On
-    z-scored sparse features almost every entry is certain (Cora: 99 %), so a layer applied to the spikes can take the
-    certain part once for all steps (:meth:`linear`) instead of multiplying ``T`` dense spike matrices.
-
-    ``frozen=True`` draws one pattern and repeats it at every step (a legacy of fspikeDE's SpikingJelly graph baseline,
-    whose encoder saw its own binary output from the second step on); the default draws anew at every step.
-    """
-
-    def __init__(self, p: torch.Tensor, T: int, generator: torch.Generator | None = None, frozen: bool = False):
-        self.T, self.p_shape = T, tuple(p.shape)
-        self.always = p >= 1.0
-        self.index = ((p > 0.0) & (p < 1.0)).nonzero(as_tuple=True)
-        q = p[self.index]
-        u = torch.rand((1 if frozen else T, q.numel()), generator=generator, device=p.device, dtype=p.dtype)
-        self.draws = (u < q).to(p.dtype)
-
-    def numel(self) -> int:
-        return math.prod((self.T, *self.p_shape))
-
-    def count(self) -> float:
-        """The number of spikes, without building them."""
-        per_draw = self.T // self.draws.shape[0]
-        return float(self.always.sum()) * self.T + float(self.draws.sum()) * per_draw
-
-    def dense(self) -> torch.Tensor:
-        """The spikes as a ``[T, *p.shape]`` 0/1 tensor."""
-        spikes = self.always.to(self.draws.dtype).expand(self.T, *self.p_shape).clone()
-        spikes[(slice(None), *self.index)] = self.draws.expand(self.T, -1)
-        return spikes
-
-    def linear(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """``F.linear(self.dense(), weight, bias)`` for ``[T, B, F]`` spikes, without the dense spikes:
-        ``W 1[p = 1] + b`` once, plus the weight columns of the uncertain entries that fired at each step."""
-        if len(self.p_shape) != 2:
-            raise ValueError(f"linear needs spikes of [B, F] features, got features of shape {self.p_shape}")
-        rows, cols = self.index
-        certain = F.linear(self.always.to(weight.dtype), weight, bias)
-        fired = self.draws[:, :, None] * weight.t()[cols][None]  # [steps, uncertain, C]
-        sampled = fired.new_zeros(self.draws.shape[0], *certain.shape).index_add_(1, rows, fired)
-        # under autocast F.linear gives bf16/fp16 while the sum above stays fp32: return what F.linear would
-        return (certain + sampled.to(certain.dtype)).expand(self.T, *certain.shape)
-
-
-def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = None,
-                   frozen: bool = False) -> PoissonSpikes:
-    """:class:`PoissonSpikes` of ``x``: probability ``clamp(x, 0, 1)`` at each of ``T`` steps (SpikingJelly's
-    ``PoissonEncoder``, ``rand <= x``, which on z-scored features is exactly this clamp: negative features never fire,
-    features >= 1 always fire). ``generator`` makes the draw reproducible without touching the global RNG;
-    ``.dense()`` gives the ``[T, *x.shape]`` spike tensor."""
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise ValueError(f"x must be a floating-point tensor, got {type(x).__name__}")
-    return PoissonSpikes(x.detach().clamp(0.0, 1.0), check_int("T", T), generator, frozen)
-
-
-class PoissonEncoder(nn.Module):
-    """Module form of :func:`poisson_encode` (so that firing-rate probes can see the input spikes)."""
-
-    emits_spikes = True  # counted by fsnn.training.SpikeRateMeter
-
-    def __init__(self, T: int, frozen: bool = False):
-        super().__init__()
-        self.T = check_int("T", T)
-        self.frozen = bool(frozen)
-        self.generator: torch.Generator | None = None
-
-    def extra_repr(self) -> str:
-        return f"T={self.T}" + (", frozen=True" if self.frozen else "")
-
-    def forward(self, x: torch.Tensor) -> PoissonSpikes:
-        return poisson_encode(x, self.T, self.generator, self.frozen)
-
-
-def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:
-    """Robustness probe: Gaussian noise of standard deviation ``std`` added to a spike tensor (values stay real)."""
-    if std <= 0.0:
-        return spikes
-    return spikes + std * torch.randn_like(spikes)
-
-
 # ------------------------------------------------------------------------------------------------------- SGCN
-def check_noise_std(std) -> float:
-    """``std`` of the spike-noise robustness test, a finite number >= 0."""
-    return check_number("spike_noise_std", std, at_least=0.0, allowed="a finite number >= 0")
-
-
 @register_backbone("sgcn", supports={"graph"})
 class SpikingGCN(nn.Module):
     """SGCN: Poisson spikes ``[T, B, F]`` -> ``Linear(F, C)`` -> dropout -> neuron -> mean firing rate ``[B, C]``.
@@ -133,8 +41,9 @@ class SpikingGCN(nn.Module):
     ``spike_noise_std`` (robustness probe, off by default) adds Gaussian noise to the input spikes; it can be changed
     at any time (``model.spike_noise_std = 0.1``).
 
-    The first layer is applied to the spikes as :meth:`PoissonSpikes.linear` (the certain inputs' current once, the
-    sampled ones per step): the same currents as ``fc`` on the dense spikes, without building them.
+    The first layer is applied to the spikes as :meth:`fsnn.models.poisson.PoissonSpikes.linear` (the certain
+    inputs' current once, the sampled ones per step, in chunks of bounded size): the same currents as ``fc`` on the
+    dense spikes, without building them, so memory does not grow with the evaluation batch.
 
     Legacy switches of fspikeDE's graph code (off by default; for the recipe ablation, not for new work):
     ``legacy_frozen_encoding`` feeds one spike pattern at all ``T`` steps (its SpikingJelly baseline);
@@ -172,10 +81,7 @@ class SpikingGCN(nn.Module):
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"features must have shape [B, {self.in_features}], got {tuple(x.shape)}")
         spikes = self.encoder(self.prepare_input(x))
-        if self.spike_noise_std > 0.0:
-            currents = self.fc(add_spike_noise(spikes.dense(), self.spike_noise_std))
-        else:
-            currents = spikes.linear(self.fc.weight, self.fc.bias)
+        currents = spikes.linear(self.fc.weight, self.fc.bias, noise_std=self.spike_noise_std)
         if self.training and self.dropout > 0.0:
             keep = 1.0 - self.dropout
             currents = currents * torch.empty_like(currents[0]).bernoulli_(keep).div_(keep)
