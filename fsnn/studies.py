@@ -83,12 +83,13 @@ def prepare_robustness(kind: TaskKind, options: dict) -> dict:
     """``options`` with ``plan`` checked against the task: ``{corruption: (levels, options)}`` of its family."""
     plan = options.get("plan") or {}
     corruptions = plan.get("corruptions")
-    if not corruptions:
+    if not any(entry is not None for entry in (corruptions or {}).values()):
         raise ConfigError(f"robustness: expected a plan of corruptions (robustness={kind.robustness_plan} fits this "
                           f"run), got {plan.get('name', 'none')!r} with none")
     checked = {}
     for name, entry in corruptions.items():
-        entry = entry or {}
+        if entry is None:  # a plan built on another drops its corruptions by setting them to null
+            continue
         extra = sorted(set(entry) - {"levels", "options"})
         if extra:
             raise ConfigError(f"robustness.corruptions.{name}: unknown keys {extra}; expected levels and options")

@@ -174,14 +174,14 @@ def test_authors_recipe_runs_and_is_recorded(tmp_path, data_root):
 ABLATION = "experiment=recipe_ablation_cora", "dataset=cora", "backbone=sgcn"
 
 
-def _ablation_cases(compose_cfg) -> list[str]:
-    return [case.strip() for case in _sweep(compose_cfg, "recipe_ablation_cora")["+recipe_switch"].split(",")]
+def _ablation_cases(compose_cfg, experiment: str = "recipe_ablation_cora") -> list[str]:
+    return [case.strip() for case in _sweep(compose_cfg, experiment)["+recipe_switch"].split(",")]
 
 
 def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     """Every case of the sweep changes the matched recipe in exactly the place its name says, for its own neuron."""
     cases = _ablation_cases(compose_cfg)
-    assert len(cases) == len(set(cases)) == 24
+    assert len(cases) == len(set(cases)) == 32
     reference = {}
     for neuron in ("flif", "sj_lif"):
         cfg = compose_cfg(*ABLATION, f"+recipe_switch={neuron}/none")
@@ -213,10 +213,31 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     assert changed("sj_lif/legacy_double_softmax") == {"backbone.legacy_double_softmax"}
     assert {"scheduler._target_", "trainer.gradient_clip_val", "backbone.bias", "lr_monitor"} <= changed(
         "flif/schedule_clip_bias")
-    # the last two rows are recipe=authors, alone and with the legacy switches
+    assert changed("flif/legacy_readout") == {"backbone.legacy_cumulated_readout"}
+    assert changed("sj_lif/legacy") == {"dataset.hops", "dataset.zscore", "backbone.legacy_frozen_encoding",
+                                        "backbone.legacy_double_softmax"}
+    # recipe=authors, alone, with the legacy switches and with the read-out
     authors = compose_cfg(*ABLATION, "+recipe_switch=sj_lif/authors_legacy")
     assert (authors.recipe, authors.neuron.reset, authors.dataset.hops, authors.backbone.legacy_frozen_encoding,
             authors.backbone.legacy_double_softmax, authors.dataset.batch_size) == ("authors", "hard", 2, True, True, 512)
+    readout = compose_cfg(*ABLATION, "+recipe_switch=flif/authors_readout")
+    assert (readout.recipe, readout.neuron.convention, readout.backbone.legacy_cumulated_readout) == (
+        "authors", "spikede", True)
+    # the paper's comparison as the authors ran it: each neuron through its own code path, on the same features
+    assert changed("flif/published") == {
+        "dataset.hops", "dataset.zscore", "backbone.legacy_cumulated_readout", "backbone.legacy_double_softmax",
+        "neuron.convention", "neuron.learn_tau", "neuron.tau", "neuron.surrogate_scale"}
+    assert changed("sj_lif/published") == {
+        "dataset.hops", "dataset.zscore", "backbone.legacy_frozen_encoding", "backbone.legacy_double_softmax",
+        "backbone.dropout", "neuron.decay_input", "neuron.reset", "neuron.surrogate_scale"}
+
+
+def test_citeseer_recipe_ablation_is_the_cora_one_on_citeseer(compose_cfg):
+    cases = _ablation_cases(compose_cfg, "recipe_ablation_citeseer")
+    assert len(cases) == len(set(cases)) == 12 and set(cases) <= set(_ablation_cases(compose_cfg))
+    cfg = compose_cfg("experiment=recipe_ablation_citeseer", "dataset=citeseer", "backbone=sgcn",
+                      "+recipe_switch=flif/none")
+    assert (cfg.task_name, cfg.neuron.alpha, cfg.trainer.max_epochs) == ("recipe_ablation_citeseer", 0.3, 100)
 
 
 def test_recipe_ablation_cases_build_their_model(compose_cfg):

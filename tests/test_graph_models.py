@@ -24,6 +24,7 @@ from torch_geometric.utils import erdos_renyi_graph
 from fsnn.energy import SynapticLayer, synaptic_energy
 from fsnn.models import DRSGNN, MSG, backbone_names, backbone_supports, build_backbone
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
+from fsnn.models.sgcn import cumulated_spike_readout
 from fsnn.models import poisson
 from fsnn.models.poisson import poisson_encode
 from fsnn.data.modules import LinkDataModule, NodeDataModule, link_split, sample_train_negatives
@@ -221,6 +222,38 @@ def test_legacy_double_softmax_outputs_probabilities(karate):
                            neuron_kwargs={}, T=T, legacy_double_softmax=True).eval()
     out = model(karate.features)
     assert torch.allclose(out.sum(1), torch.ones(len(out))) and (out > 0).all()
+
+
+def test_cumulated_spike_readout_by_hand():
+    """c_T = sum_k K_{T-1-k} s_k with K_m = ((m+1)^b - m^b) / Gamma(b+1): three steps, b = 0.5, spikes 1, 0, 1."""
+    spikes = torch.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]])  # [T = 3, 2 outputs]
+    gamma = math.gamma(1.5)
+    k0, k2 = 1 / gamma, (math.sqrt(3) - math.sqrt(2)) / gamma
+    out = cumulated_spike_readout(spikes, 0.5)
+    torch.testing.assert_close(out, torch.tensor([k0 + k2, k0]), rtol=1e-6, atol=0.0)
+    assert torch.equal(cumulated_spike_readout(spikes, 1.0), spikes.sum(0))  # order 1: the spike count (dt = 1)
+    # differentiable in the order (a learned alpha): a later spike gains relative to an earlier one as it shrinks
+    order = torch.tensor(0.5, requires_grad=True)
+    cumulated_spike_readout(spikes[:, :1], order).sum().backward()
+    assert order.grad is not None and torch.isfinite(order.grad)
+
+
+@pytest.mark.parametrize("neuron, kwargs", [("flif", {"alpha": 0.3, "learn_alpha": True}), ("sj_lif", {})])
+def test_legacy_cumulated_readout_integrates_the_output_spikes(karate, neuron, kwargs):
+    """The switch reads the output spikes out with the neuron's alpha (1 for a first-order neuron) instead of their
+    mean; the rest of the model is unchanged."""
+    torch.manual_seed(0)
+    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron=neuron,
+                           neuron_kwargs=kwargs, T=T, legacy_cumulated_readout=True)
+    assert "legacy_cumulated_readout=True" in repr(model)
+    spikes = []
+    model.neuron.register_forward_hook(lambda _m, _i, out: spikes.append(out))
+    out = model(karate.features)
+    order = model.neuron.alpha if neuron == "flif" else 1.0
+    torch.testing.assert_close(out, cumulated_spike_readout(spikes[0], order))
+    if neuron == "flif":  # the read-out's order is the learned alpha: it gets a gradient through the read-out too
+        out.sum().backward()
+        assert model.neuron.alpha_raw.grad is not None
 
 
 def test_spike_noise_probe_changes_output_not_measured_rates(karate):

@@ -548,6 +548,26 @@ def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run
     assert seen[-1][-1] == GRAPH_LEVELS["spike_noise"][-1] and passes[0][-1] == 0.0
 
 
+@pytest.mark.parametrize("plan, kept", [("graph_features", "feature_masking"), ("graph_edges", "edge_dropping")])
+def test_paper_graph_plans_keep_their_one_corruption(compose_cfg, plan, kept):
+    """The paper's two graph studies are the graph plan with the other corruptions set to null, which the study
+    skips; a plan whose corruptions are all null is refused like an empty one."""
+    from fsnn.config import ConfigError
+    from fsnn.studies import prepare_robustness
+    from fsnn.tasks import TASKS
+
+    cfg = compose_cfg("dataset=cora", "backbone=sgcn", f"robustness={plan}")
+    assert cfg.study.name == "robustness"
+    options = OmegaConf.to_container(cfg.study, resolve=True)
+    prepared = prepare_robustness(TASKS["node"], options)["plan"]
+    graph = compose_cfg("dataset=cora", "backbone=sgcn", "robustness=graph").robustness
+    assert list(prepared["corruptions"]) == [kept]
+    assert prepared["corruptions"][kept][0] == list(graph.corruptions[kept].levels)
+    options["plan"]["corruptions"][kept] = None
+    with pytest.raises(ConfigError, match="expected a plan of corruptions"):
+        prepare_robustness(TASKS["node"], options)
+
+
 def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compose_cfg):
     from fsnn.config import ConfigError
     from fsnn.studies import evaluate

@@ -28,10 +28,27 @@ from fsnn.checks import Count, Flag, NonNegative, NonNegativeInt, Probability, c
 from fsnn.energy import SynapticLayer
 from fsnn.models.poisson import PoissonEncoder, check_noise_std
 from fsnn.models.registry import register_backbone
-from fsnn.neurons import inverse_softplus, neuron_params
+from fsnn.history import history_kernel
+from fsnn.neurons import FractionalNeuron, inverse_softplus, neuron_params
 
 
 # ------------------------------------------------------------------------------------------------------- SGCN
+def cumulated_spike_readout(spikes: torch.Tensor, order: torch.Tensor | float, dt: float = 1.0) -> torch.Tensor:
+    r"""fspikeDE's "cumulated spike" read-out of output spikes ``s_k`` (``[T, ...] -> [...]``): the state ``c`` of
+    ``D^beta c(t) = s(t)``, ``c(0) = 0`` (Caputo, order ``beta``), integrated with the rest of the state by its legacy
+    adjoint solver's fractional Adams-Bashforth predictor (``fdeint_adjoint``, ``predictor-f``) and read at the end::
+
+        c_T = dt^beta / Gamma(beta + 1) * sum_{k=0}^{T-1} [(T - k)^beta - (T - 1 - k)^beta] s_k
+            = sum_k K_{T-1-k} s_k        (K: fsnn.history.history_kernel("pred", beta, T, dt))
+
+    A spike counts the more the later it comes (``K_0 = dt^beta / Gamma(beta + 1)``, ``K_m ~ m^(beta - 1)``); at
+    ``beta = 1`` this is ``dt`` times the spike count. That solver used one order for all state components, the
+    neuron's alpha (``beta = alpha``, differentiable when alpha is learned; 1 for a first-order neuron), and
+    ``dt = 1`` in the SGCN scripts whose logs are the paper's f-SNN graph numbers."""
+    kernel = history_kernel("pred", order, spikes.shape[0], dt)
+    return torch.tensordot(kernel.flip(0).to(spikes.dtype), spikes, dims=1)
+
+
 @register_backbone("sgcn", supports={"graph"})
 class SpikingGCN(nn.Module):
     """SGCN: Poisson spikes ``[T, B, F]`` -> ``Linear(F, C)`` -> dropout -> neuron -> mean firing rate ``[B, C]``.
@@ -47,14 +64,18 @@ class SpikingGCN(nn.Module):
 
     Legacy switches of fspikeDE's graph code (off by default; for the recipe ablation, not for new work):
     ``legacy_frozen_encoding`` feeds one spike pattern at all ``T`` steps (its SpikingJelly baseline);
-    ``legacy_double_softmax`` outputs ``softmax(rates)``, on which training's cross-entropy applies a second softmax.
+    ``legacy_double_softmax`` outputs ``softmax(rates)``, on which training's cross-entropy applies a second softmax;
+    ``legacy_cumulated_readout`` reads the output spikes out as the fractional integral of
+    :func:`cumulated_spike_readout` (its f-SNN models, whose logs are the paper's f-SNN graph numbers) instead of the
+    mean firing rate.
     """
 
     full_graph = False
 
     def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
                  T: Count = 100, dropout: Probability = 0.0, bias: Flag = True, spike_noise_std: NonNegative = 0.0,
-                 legacy_frozen_encoding: Flag = False, legacy_double_softmax: Flag = False):
+                 legacy_frozen_encoding: Flag = False, legacy_double_softmax: Flag = False,
+                 legacy_cumulated_readout: Flag = False):
         super().__init__()
         self.in_features = check_int("in_features", in_features)
         self.num_classes = check_int("num_classes", num_classes)
@@ -65,9 +86,11 @@ class SpikingGCN(nn.Module):
         self.neuron = build_neuron(neuron, **dict(neuron_kwargs or {}))
         self.spike_noise_std = check_noise_std(spike_noise_std)
         self.legacy_double_softmax = bool(legacy_double_softmax)
+        self.legacy_cumulated_readout = bool(legacy_cumulated_readout)
 
     def extra_repr(self) -> str:
-        legacy = ", legacy_double_softmax=True" if self.legacy_double_softmax else ""
+        legacy = "".join(f", {name}=True" for name in ("legacy_double_softmax", "legacy_cumulated_readout")
+                         if getattr(self, name))
         return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}{legacy}"
 
     # hooks for DRSGNN
@@ -85,8 +108,13 @@ class SpikingGCN(nn.Module):
         if self.training and self.dropout > 0.0:
             keep = 1.0 - self.dropout
             currents = currents * torch.empty_like(currents[0]).bernoulli_(keep).div_(keep)
-        rates = self.neuron(self.scale_currents(currents)).mean(0)
-        return rates.softmax(-1) if self.legacy_double_softmax else rates
+        spikes = self.neuron(self.scale_currents(currents))
+        if self.legacy_cumulated_readout:
+            order = self.neuron.alpha if isinstance(self.neuron, FractionalNeuron) else 1.0
+            out = cumulated_spike_readout(spikes, order)
+        else:
+            out = spikes.mean(0)
+        return out.softmax(-1) if self.legacy_double_softmax else out
 
     def synaptic_layers(self) -> list[SynapticLayer]:
         return [SynapticLayer("fc", self.in_features * self.num_classes, source="encoder", target="neuron")]
