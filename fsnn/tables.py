@@ -262,6 +262,33 @@ def welch_p(a: list[float], b: list[float]) -> float | None:
         return float(ttest_ind(a, b, equal_var=False).pvalue)
 
 
+def _stand_in_for_same_computations(spec: dict, rows: list[dict], recipe: str) -> None:
+    """Cells that are the same computation as another row's (a row's ``same_as: {row: <key>, columns: [...]}``, e.g.
+    fsnn's alpha = 1 LIF and SpikingJelly's on SGCN; in the matched recipe unless ``recipes`` lists others) show that
+    row's runs, and ``same_as`` says whether the seeds run in both are identical, value for value (``identical``:
+    ``None`` where no seed was run in both)."""
+    keys = [c["key"] for c in spec["columns"]]
+    by_key = {row.get("key"): row for row in rows}
+    for row_spec, row in zip(spec["rows"], rows):
+        same = row_spec.get("same_as")
+        if not same or recipe not in same.get("recipes", [DEFAULT_RECIPE]):
+            continue
+        if same["row"] not in by_key:
+            raise ValueError(f"{spec['id']}: same_as row {same['row']!r} is not the key of a row")
+        other = by_key[same["row"]]
+        for column in same["columns"]:
+            i = keys.index(column)
+            own, theirs = row["cells"][i], other["cells"][i]
+            if not theirs["n"]:
+                continue
+            seeds = sorted(set(own.get("by_seed", {})) & set(theirs.get("by_seed", {})))
+            identical = all(own["by_seed"][s] == theirs["by_seed"][s] for s in seeds) if seeds else None
+            row["cells"][i] = {**theirs, "paper_mean": own["paper_mean"], "paper_std": own["paper_std"],
+                               "diff": None if own["paper_mean"] is None or theirs["mean"] is None
+                               else theirs["mean"] - own["paper_mean"],
+                               "same_as": {"label": other["label"], "seeds": seeds, "identical": identical}}
+
+
 def _compare_to_reference(rows: list[dict], reference: str) -> None:
     """``diff`` of every judged cell against the same column of the row keyed ``reference`` (instead of a paper
     value), ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations, and
@@ -359,6 +386,7 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
                 cell["runs"] = [r["_path"] for r, _ in values if "_path" in r]
                 cell["epochs"] = sorted({e for r, _ in values if (e := epochs_of(r)) is not None})
                 cell["seeds"] = sorted({r["seed"] for r, _ in values if isinstance(r.get("seed"), int)})
+                cell["by_seed"] = {r["seed"]: v * scale for r, v in values if isinstance(r.get("seed"), int)}
                 cell["failed"] = sum(matches(r, match) for r in failed)
                 cell["mixed"] = len({_fingerprint(r) for r, _ in values}) > 1
                 if numbers:
@@ -368,6 +396,7 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
                         cell["diff"] = cell["mean"] - paper_mean
             cells.append(cell)
         rows.append({"key": row.get("key"), "label": row["label"], "cells": cells})
+    _stand_in_for_same_computations(spec, rows, recipe)
     if spec.get("reference_row"):
         _compare_to_reference(rows, spec["reference_row"])
     suffix = "" if recipe == DEFAULT_RECIPE else f"_{recipe}"
@@ -402,6 +431,11 @@ def cell_text(cell: dict, pm: str = "±") -> str:
     ours = _num(cell["mean"], cell["std"], pm)
     if cell["n"]:
         ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''})"
+    if same := cell.get("same_as"):
+        seeds = ("seed " if len(same["seeds"]) == 1 else "seeds ") + ", ".join(str(s) for s in same["seeds"])
+        checked = ("identity not checked" if same["identical"] is None else
+                   f"identical on {seeds}" if same["identical"] else f"DIFFERENT on {seeds}")
+        ours += f" [the runs of {same['label']}: the same computation, {checked}]"
     if cell["failed"]:
         ours += f" [{cell['failed']} failed]"
     text = f"{ours} / {paper}" if paper else ours
