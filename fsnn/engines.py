@@ -165,7 +165,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
         B = cfg.block
         # the step loop is Python-bound for small N: rows as views made once, not indexed at every step
         H_rows, G_rows, V_rows = H.unbind(0), G.unbind(0), V.unbind(0)
-        near_rows = [hist.near[i, :i] for i in range(min(B, T))]
+        near_rows = [hist.near[i:i + 1, :i] for i in range(min(B, T))]  # [1, i]: vector @ matrix is this mm
         for s in range(0, T, B):
             e = min(s + B, T)
             far = hist.forward_far(s, e, G, state)
@@ -175,7 +175,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
                 h_pre += offset
             for i, (h_i, y_i) in enumerate(zip(h_pre.unbind(0), y_far.unbind(0))):
                 k = s + i
-                near = near_rows[i] @ G[s:k] if i else None
+                near = torch.mm(near_rows[i], G[s:k]).view(N) if i else None
                 v_out = V_rows[k] if cfg.return_state else V_rows[k % 2]
                 v_prev = step(h_i, y_i, near, v_prev, H_rows[k], v_out, G_rows[k])
         spikes = (H >= theta_f).to(x.dtype)

@@ -18,6 +18,8 @@ From runs (:func:`run_figures`; only runs of the suite's experiments, see :func:
   the experiments that compare neurons (:func:`neuron_comparisons`).
 * :func:`robustness_figures` (paper Fig. ``fig:robust``): accuracy-vs-level curves per corruption and a radar chart
   of the robustness scores, from the ``robustness.json`` files written by ``evaluate.py robustness=...``.
+* :func:`graph_robustness_figure` (paper Figs. ``fig:robustness_feature_masking``, ``fig:robustness_edge_dropout``):
+  the two graph studies across their datasets and both backbones, the paper's claim in the caption.
 * :func:`memory_horizon_figure` (not in the paper): delayed-cue test accuracy against the delay, one line per neuron
   variant, chance marked, and the seconds per training epoch against the delay, from the ``memory_horizon`` runs.
 * :func:`alpha_curve_figure`: test accuracy against f-LIF's alpha from an alpha sweep (``ablation_alpha_node``),
@@ -459,6 +461,80 @@ def robustness_figures(records: list[dict], out: str | Path, prefix: str = "robu
     return paths + radar
 
 
+# The paper's two graph robustness studies (appendix "Extended Robustness Experiments", Graph Learning Tasks): one
+# corruption, the datasets it was run on and what the paper says of it (figures fig:robustness_feature_masking and
+# fig:robustness_edge_dropout, drawn without their levels); conf/robustness/graph_features.yaml and graph_edges.yaml.
+GRAPH_STUDIES = {
+    "feature_masking": {
+        "datasets": ("cora", "citeseer"),
+        "claim": "f-SNN performs significantly better than the SpikingJelly and snnTorch baselines at every tested "
+                 "masking rate (Cora and Citeseer)"},
+    "edge_dropping": {
+        "datasets": ("photo", "computers"),
+        "claim": "f-SNN performs better than the SpikingJelly and snnTorch baselines at every edge-dropping rate "
+                 "(Photo and Computers)"},
+}
+GRAPH_BACKBONES = ("sgcn", "drsgnn")
+
+
+def _level_stats(group: list[dict], corruption: str) -> tuple[list[float], list[tuple[float, float]]]:
+    """Levels (0: clean) and the mean ± std (in %) over the records of one neuron at each level."""
+    points: dict[float, list[float]] = defaultdict(list)
+    for r in group:
+        entry = r["corruptions"][corruption]
+        points[0.0].append(r["clean"])
+        for level, value in zip(entry["levels"], entry[r["metric"]]):
+            points[float(level)].append(value)
+    levels = sorted(points)
+    return levels, [_mean_std([100 * v for v in points[lv]]) for lv in levels]
+
+
+@styled
+def graph_robustness_figure(records: list[dict], corruption: str, out: str | Path,
+                            captions: dict | None = None) -> list[Path]:
+    """One of the paper's graph robustness studies (:data:`GRAPH_STUDIES`): test accuracy against the corruption
+    level, one panel per dataset and backbone, one line per neuron (mean ± std over its seeds; level 0 is the clean
+    test of the same pass). A neuron with a single run (a same-computation check, see Table 2) is left out. The
+    caption states the paper's claim and what the runs give at the strongest level."""
+    study = GRAPH_STUDIES[corruption]
+    name = f"graph_{corruption}"
+    panels = [(d, b) for d in study["datasets"] for b in GRAPH_BACKBONES]
+    chosen = [r for r in records if corruption in r.get("corruptions", {})]
+    by_panel = {p: {neuron: group for neuron, group in _by_neuron(r for r in chosen if setting(r) == "_".join(p)).items()
+                    if len(group) > 1} for p in panels}
+    panels = [p for p in panels if by_panel[p]]
+    if not panels:
+        return []
+    fig = Figure(figsize=(3.4 * len(panels), 3.4))
+    axes = fig.subplots(1, len(panels), squeeze=False).ravel()
+    styles = family_styles(neuron_name(r) for r in chosen)
+    handles: dict[str, Any] = {}
+    strongest = []
+    for ax, (dataset, backbone) in zip(axes, panels):
+        for neuron, group in by_panel[(dataset, backbone)].items():
+            levels, stats = _level_stats(group, corruption)
+            label = f"{NEURON_LABELS.get(neuron, neuron)}"
+            line = ax.errorbar(levels, [m for m, _ in stats], yerr=[s for _, s in stats], capsize=2, ms=5,
+                               label=label, **styles[neuron])
+            handles.setdefault(label, line)
+            strongest.append((dataset, backbone, neuron, levels[-1], *stats[-1], len(group)))
+        ax.set(xlabel=f"{CORRUPTION_LABELS[corruption].lower()} ratio (0 = clean)", ylabel="test accuracy (%)",
+               title=f"{dataset.capitalize() if dataset != 'citeseer' else 'CiteSeer'} / {backbone.upper()}")
+        ax.grid(alpha=0.3, lw=0.5)
+    legend_below(fig, list(handles.values()), list(handles), ncol=min(4, len(handles)), axes_height=3.4)
+    at_strongest: dict[tuple, list[str]] = defaultdict(list)
+    for dataset, backbone, neuron, level, mean, std, n in strongest:
+        at_strongest[(dataset, backbone, level)].append(f"{NEURON_LABELS.get(neuron, neuron)} {mean:.1f} ± {std:.1f} "
+                                                        f"(n={n})")
+    summary = "; ".join(f"{dataset}/{backbone} at {level:g}: {', '.join(items)}"
+                        for (dataset, backbone, level), items in at_strongest.items())
+    _note(captions, name, f"{CORRUPTION_LABELS[corruption]} at test time (the trained model tested on the corrupted "
+          f"graph, its input rebuilt with the run's own preprocessing), test accuracy against the ratio, mean ± std "
+          f"over seeds (Table 2's matched runs). The paper claims: {study['claim']}. Measured at the strongest level: "
+          f"{summary}.")
+    return save(fig, out, name)
+
+
 def _variant_labels(table_id: str) -> dict[str, str]:
     """``{neuron_variant: row label}`` of a table of ``paper_tables.yaml``, so figure and table name rows alike."""
     spec = next(t for t in load_spec() if t["id"] == table_id)
@@ -745,6 +821,10 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
         groups[setting(record)].append(record)
     for key, group in sorted(groups.items()):
         paths += robustness_figures(group, out, f"robustness_{key}", echo, captions)
+    matched = [run["robustness"] for run in runs if "robustness" in run and recipe_of(run) == "matched"
+               and experiment_of(run) == "table2_node_classification"]
+    for corruption in GRAPH_STUDIES:
+        paths += graph_robustness_figure(matched, corruption, out, captions)
     horizon = memory_horizon_figure(runs, out, captions=captions)
     horizon += learned_tau_figure(runs, out, captions=captions)
     if not horizon:

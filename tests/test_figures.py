@@ -98,6 +98,40 @@ def test_robustness_figures_curves_and_radar(tmp_path, drawn):
     assert figures.robustness_figures([], tmp_path) == []
 
 
+def _graph_study(neuron: str, drop: float, dataset: str, backbone: str = "sgcn",
+                 corruption: str = "feature_masking") -> dict:
+    record = _study(neuron, drop, corruptions=(), dataset=dataset)
+    levels = [0.1, 0.2, 0.3, 0.4, 0.5]
+    accs = [record["clean"] - drop * level for level in levels]
+    record["corruptions"][corruption] = {"levels": levels, "acc": accs, "score": robustness_score(0.9, accs)}
+    record["config"]["backbone"]["name"] = backbone
+    return record
+
+
+def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
+    """One panel per dataset and backbone that has runs, one line per neuron with two or more seeds (a single
+    same-computation run is left out), error bars over the seeds, the paper's claim and the strongest level in the
+    caption."""
+    records = [_graph_study("flif", 0.1, "cora"), _graph_study("flif", 0.3, "cora"),
+               _graph_study("sj_lif", 0.5, "cora"), _graph_study("sj_lif", 0.5, "cora"),
+               _graph_study("lif", 0.5, "cora"),  # one run: an identity check, not a curve
+               _graph_study("flif", 0.1, "citeseer", "drsgnn"), _graph_study("flif", 0.1, "citeseer", "drsgnn"),
+               _graph_study("flif", 0.1, "photo", corruption="edge_dropping")]  # another study
+    captions = {}
+    paths = figures.graph_robustness_figure(records, "feature_masking", tmp_path, captions)
+    assert [p.name for p in paths] == ["graph_feature_masking.png", "graph_feature_masking.pdf"]
+    fig = drawn["graph_feature_masking"]
+    assert [ax.get_title() for ax in fig.axes] == ["Cora / SGCN", "CiteSeer / DRSGNN"]
+    assert legend_texts(fig) == ["f-LIF (f-SNN)", "LIF (SpikingJelly)"] and small_text(fig) == []
+    bars = [c for c in fig.axes[0].containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    spread = 100 * np.std([0.9 - 0.1 * 0.5, 0.9 - 0.3 * 0.5], ddof=1)  # f-LIF's two seeds at level 0.5
+    assert np.isclose(np.ptp(bars[0].lines[2][0].get_segments()[-1][:, 1]), 2 * spread)
+    caption = captions["graph_feature_masking"]
+    assert "The paper claims: f-SNN performs significantly better" in caption
+    assert "cora/sgcn at 0.5: f-LIF (f-SNN) 80.0 ± 7.1 (n=2), LIF (SpikingJelly) 65.0 ± 0.0 (n=2)" in caption
+    assert figures.graph_robustness_figure(records, "edge_dropping", tmp_path / "none") == []  # one run: no curve
+
+
 def test_labels_and_settings():
     record = _study("flif", 0.1)
     assert figures.neuron_label(record) == "f-LIF (f-SNN)" and figures.setting(record) == "dvsgesture_dvsnet"
