@@ -434,7 +434,8 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
     assert none["cells"][0]["n"] == 3 and none["cells"][0]["diff"] is None
     surrogate = _cell(table, spec["rows"][3]["label"], table["columns"][0])
     assert surrogate["diff"] == pytest.approx(0.5) and not surrogate["moved"]
-    authors = _cell(table, spec["rows"][-2]["label"], table["columns"][0])
+    authors_row = next(row for row in spec["rows"] if row["match"] == {"recipe_switch": "authors"})
+    authors = _cell(table, authors_row["label"], table["columns"][0])
     assert authors["diff"] == pytest.approx(6.0) and authors["moved"]
     assert "Δ +6.00 (moved)" in tables.cell_text(authors)
     # Welch's t-test over the seeds: equal spreads 6 points apart (t = 6 / sqrt(2/3), 4 dof) against 0.5 points
