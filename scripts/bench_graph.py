@@ -259,6 +259,9 @@ def runs_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--before-epochs", type=int, default=None,
                    help="epochs of the --before runs (default: --epochs); fewer are extrapolated to --epochs, "
                         "saying so in the table")
+    p.add_argument("--before-overrides", nargs="+", default=None,
+                   help="one more --before run per setting with these overrides (e.g. dataset.eval_batch_size=256, "
+                        "for old code that does not fit in memory at the default)")
     p.add_argument("--backbones", nargs="+", default=["sgcn"])
     p.add_argument("--neurons", nargs="+", default=["flif"])
     p.add_argument("--epochs", type=int, default=100)
@@ -289,33 +292,32 @@ def _extract(revision: str, into: Path) -> Path:
 
 
 def _watched(cmd: list[str], cwd: Path, env: dict, cpu: int, limit_gib: float) -> tuple[int, float, float, str]:
-    """Run ``cmd`` pinned to ``cpu``: ``(exit code, seconds, peak RSS GiB sampled every 50 ms, last output)``; a
+    """Run ``cmd`` pinned to ``cpu``: ``(exit code, seconds, peak RSS GiB sampled every 50 ms, its output)``; a
     process whose RSS passes ``limit_gib`` is killed (exit code -9)."""
     import subprocess
 
     start = time.perf_counter()
-    with open(os.devnull, "w") as devnull:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=devnull, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-        tail: list[str] = []
-        reader = threading.Thread(target=lambda: tail.extend(proc.stderr), daemon=True)
-        reader.start()
-        watched, peak = psutil.Process(proc.pid), 0
-        while proc.poll() is None:
-            try:
-                peak = max(peak, watched.memory_info().rss)
-            except psutil.NoSuchProcess:
-                break
-            if peak > limit_gib * GIB:
-                proc.kill()
-            time.sleep(0.05)
-        code = proc.wait()
-        reader.join()
-    return code, time.perf_counter() - start, peak / GIB, "".join(tail[-40:])
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
+    reader.start()
+    watched, peak = psutil.Process(proc.pid), 0
+    while proc.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        if peak > limit_gib * GIB:
+            proc.kill()
+        time.sleep(0.05)
+    code = proc.wait()
+    reader.join()
+    return code, time.perf_counter() - start, peak / GIB, "".join(output)
 
 
 def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: str, epochs: int, args,
-               results: Path, cpu: int) -> dict:
+               results: Path, cpu: int, overrides: tuple[str, ...] = ()) -> dict:
     """One Table 2 run of the code in ``tree`` on ``dataset``, pinned to ``cpu``: its timings and memory from the
     process and ``metrics.json``; with fewer than ``args.epochs`` epochs the whole run is extrapolated."""
     import json
@@ -323,16 +325,17 @@ def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: st
     cmd = [sys.executable, str(tree / "train.py"), "experiment=table2_node_classification", "hydra.mode=RUN",
            f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}", f"seed={args.seed}",
            f"trainer.max_epochs={epochs}", f"paths.data_dir={args.data_dir.resolve()}",
-           f"paths.results_dir={results}", "logger=none", "trainer.enable_progress_bar=false"]
+           f"paths.results_dir={results}", "logger=none", "trainer.enable_progress_bar=false", *overrides]
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(tree)}
-    code, process_s, sampled_peak, tail = _watched(cmd, tree, env, cpu, args.memory_limit_gib)
-    row = {"version": version, "dataset": dataset, "backbone": backbone, "neuron": neuron, "epochs": epochs,
-           "cpu": cpu, "process_s": process_s, "peak_rss_gib": sampled_peak, "commit": tree.name}
+    code, process_s, sampled_peak, output = _watched(cmd, tree, env, cpu, args.memory_limit_gib)
+    row = {"version": version, "overrides": list(overrides), "dataset": dataset, "backbone": backbone,
+           "neuron": neuron, "epochs": epochs, "cpu": cpu, "process_s": process_s, "peak_rss_gib": sampled_peak,
+           "commit": tree.name}
     if code != 0:
-        killed = code == -9 and sampled_peak > args.memory_limit_gib
-        phase = "test" if "Restoring states from the checkpoint" in tail else "training"
+        killed = code == -9 and sampled_peak >= args.memory_limit_gib
+        phase = "test" if "Restoring states from the checkpoint" in output else "training"
         row["failed"] = (f"stopped at {sampled_peak:.1f} GiB resident in the {phase} phase (limit "
-                         f"{args.memory_limit_gib:g} GiB)" if killed else f"exit code {code}: {tail[-500:]}")
+                         f"{args.memory_limit_gib:g} GiB)" if killed else f"exit code {code}: {output[-500:]}")
         return row
     record = json.loads(next(results.glob("table2_node_classification/*/metrics.json")).read_text())
     test_nodes = record["split_sizes"]["test"]
@@ -358,20 +361,24 @@ def runs(args) -> int:
         if args.before:
             trees = {"before": _extract(args.before, tmp), **trees}
         epochs = {"before": args.before_epochs or args.epochs, "after": args.epochs}
-        jobs = [(version, d, b, n) for d in args.datasets for b in args.backbones for n in args.neurons
-                for version in trees]
-        jobs.sort(key=lambda job: -epochs[job[0]] * (3 if job[1] == "computers" else 1))  # longest first
+        variants = [("after", ())] + ([("before", ())] if args.before else [])
+        if args.before and args.before_overrides:
+            variants.append(("before", tuple(args.before_overrides)))
+        jobs = [(version, overrides, d, b, n) for d in args.datasets for b in args.backbones for n in args.neurons
+                for version, overrides in variants]
+        jobs.sort(key=lambda job: -epochs[job[0]] * (3 if job[2] == "computers" else 1))  # longest first
         free = list(args.cpus)
 
         def run(job):
-            version, dataset, backbone, neuron = job
+            version, overrides, dataset, backbone, neuron = job
             cpu = free.pop()
             try:
                 row = _whole_run(trees[version], version, dataset, backbone, neuron, epochs[version], args,
-                                 tmp / "results" / "-".join(job), cpu)
+                                 tmp / "results" / f"{version}-{len(overrides)}-{dataset}-{backbone}-{neuron}", cpu,
+                                 overrides)
             finally:
                 free.append(cpu)
-            print(f"  {version:<6} {dataset:<10} {backbone:<6} {neuron:<15} "
+            print(f"  {version:<6} {' '.join(overrides):<28} {dataset:<10} {backbone:<6} {neuron:<15} "
                   + (row["failed"] if "failed" in row else
                      f"epoch {row['epoch_s']:6.2f} s  whole run {row['whole_run_s']:7.1f} s  "
                      f"peak {row['peak_rss_gib']:.2f} GiB  test acc {100 * row['test_acc']:.2f}"), flush=True)
@@ -383,11 +390,11 @@ def runs(args) -> int:
         with ThreadPoolExecutor(len(args.cpus)) as pool:
             rows = list(pool.map(run, jobs))
 
-    before = {(r["dataset"], r["backbone"], r["neuron"]): r for r in rows if r["version"] == "before"}
+    before = {(r["dataset"], r["backbone"], r["neuron"]): r for r in rows
+              if r["version"] == "before" and "failed" not in r}  # the one that ran to its end
     for r in rows:
         old = before.get((r["dataset"], r["backbone"], r["neuron"])) if r["version"] == "after" else None
-        r["speedup_vs_before"] = (old["whole_run_s"] / r["whole_run_s"]
-                                  if old and "failed" not in old and "failed" not in r else None)
+        r["speedup_vs_before"] = old["whole_run_s"] / r["whole_run_s"] if old and "failed" not in r else None
         target = TARGETS_MIN.get(r["dataset"]) if r["backbone"] == "sgcn" and r["neuron"] == "flif" else None
         r["target_min"] = target
         if target and "failed" not in r:
@@ -396,8 +403,9 @@ def runs(args) -> int:
           f"whole {args.epochs}-epoch run | peak RSS GiB | x before | target |\n"
           "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in sorted(rows, key=lambda r: (r["dataset"], r["backbone"], r["neuron"], r["version"] != "before")):
-        head = f"| {r['version']} ({r['commit'][:7].removeprefix('fsnn-')}) | {r['dataset']} | {r['backbone']} | " \
-               f"{r['neuron']} | {r['epochs']} |"
+        code = f"{r['version']} ({r['commit'].removeprefix('fsnn-')[:7]}{', ' if r['overrides'] else ''}" \
+               f"{' '.join(r['overrides'])})"
+        head = f"| {code} | {r['dataset']} | {r['backbone']} | {r['neuron']} | {r['epochs']} |"
         if "failed" in r:
             print(f"{head} - | - | - | {r['failed']} | {r['peak_rss_gib']:.1f} | | |")
             continue
