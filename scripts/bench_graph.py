@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import math
 import os
 import platform
@@ -320,8 +321,6 @@ def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: st
                results: Path, cpu: int, overrides: tuple[str, ...] = ()) -> dict:
     """One Table 2 run of the code in ``tree`` on ``dataset``, pinned to ``cpu``: its timings and memory from the
     process and ``metrics.json``; with fewer than ``args.epochs`` epochs the whole run is extrapolated."""
-    import json
-
     cmd = [sys.executable, str(tree / "train.py"), "experiment=table2_node_classification", "hydra.mode=RUN",
            f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}", f"seed={args.seed}",
            f"trainer.max_epochs={epochs}", f"paths.data_dir={args.data_dir.resolve()}",
@@ -333,7 +332,7 @@ def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: st
            "commit": tree.name}
     if code != 0:
         killed = code == -9 and sampled_peak >= args.memory_limit_gib
-        phase = "test" if "Restoring states from the checkpoint" in output else "training"
+        phase = "test" if "`Trainer.fit` stopped" in output else "training"  # fit ends before the test passes
         row["failed"] = (f"stopped at {sampled_peak:.1f} GiB resident in the {phase} phase (limit "
                          f"{args.memory_limit_gib:g} GiB)" if killed else f"exit code {code}: {output[-500:]}")
         return row
@@ -349,6 +348,62 @@ def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: st
             "whole_run_extrapolated": epochs < args.epochs, "test_acc": record["test_acc"],
             "peak_memory_gib": record.get("peak_memory_gib"),
             "commit": record["versions"].get("fsnn_commit") or tree.name.removeprefix("fsnn-")}
+
+
+def summarize(rows: list[dict]) -> None:
+    """Each "after" row's speed-up over the "before" run of its setting (the one at the default config where it ran to
+    its end, else the one with ``--before-overrides``) and, for SGCN f-LIF on Photo and Computers, its target."""
+    before: dict[tuple, dict] = {}
+    for r in rows:
+        if r["version"] == "before" and "failed" not in r:
+            key = (r["dataset"], r["backbone"], r["neuron"])
+            if key not in before or not r["overrides"]:
+                before[key] = r
+    for r in rows:
+        old = before.get((r["dataset"], r["backbone"], r["neuron"])) if r["version"] == "after" else None
+        r["before_compared"] = old["overrides"] if old else None
+        r["speedup_vs_before"] = old["whole_run_s"] / r["whole_run_s"] if old and "failed" not in r else None
+        sgcn_flif = r["version"] == "after" and r["backbone"] == "sgcn" and r["neuron"] == "flif"
+        r["target_min"] = TARGETS_MIN.get(r["dataset"]) if sgcn_flif else None
+        if r["target_min"] and "failed" not in r:
+            r["target_met"] = r["whole_run_s"] <= 60 * r["target_min"] and r["peak_rss_gib"] < 3.0
+
+
+def runs_table(rows: list[dict], epochs: int) -> str:
+    """The rows of :func:`runs` (after :func:`summarize`) as a Markdown table."""
+    lines = [f"| code | dataset | backbone | neuron | epochs run | train s/epoch | rest s/epoch | test pass s | "
+             f"whole {epochs}-epoch run | peak RSS GiB | x before | target |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in sorted(rows, key=lambda r: (r["dataset"], r["backbone"], r["neuron"], r["version"] != "before")):
+        code = f"{r['version']} ({r['commit'].removeprefix('fsnn-')[:7]}{', ' if r['overrides'] else ''}" \
+               f"{' '.join(r['overrides'])})"
+        head = f"| {code} | {r['dataset']} | {r['backbone']} | {r['neuron']} | {r['epochs']} |"
+        if "failed" in r:
+            lines.append(f"{head} - | - | - | {r['failed']} | {r['peak_rss_gib']:.1f} | | |")
+            continue
+        whole = f"{r['whole_run_s'] / 60:.1f} min" + (" (extrapolated)" if r["whole_run_extrapolated"] else "")
+        speedup = ""
+        if r.get("speedup_vs_before"):
+            versus = f" (vs {' '.join(r['before_compared'])})" if r["before_compared"] else ""
+            speedup = f"{r['speedup_vs_before']:.1f}x faster{versus}"
+        target = ("" if not r.get("target_min") else
+                  f"<= {r['target_min']:g} min, < 3 GiB: {'met' if r['target_met'] else 'MISSED'}")
+        lines.append(f"{head} {r['train_epoch_s']:.2f} | {r['rest_epoch_s']:.2f} | {r['test_pass_s']:.1f} | {whole} | "
+                     f"{r['peak_rss_gib']:.2f} | {speedup} | {target} |")
+    return "\n".join(lines)
+
+
+def table_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("json", type=Path, nargs="?", default=RUNS_OUT, help="a saved `runs` benchmark")
+    p.set_defaults(run=table)
+
+
+def table(args) -> int:
+    """Print the table of a saved ``runs`` benchmark again (speed-ups and targets recomputed from its rows)."""
+    payload = json.loads(args.json.read_text())
+    summarize(payload["runs"])
+    print(runs_table(payload["runs"], payload["setting"]["epochs"]))
+    return 0
 
 
 def runs(args) -> int:
@@ -390,31 +445,8 @@ def runs(args) -> int:
         with ThreadPoolExecutor(len(args.cpus)) as pool:
             rows = list(pool.map(run, jobs))
 
-    before = {(r["dataset"], r["backbone"], r["neuron"]): r for r in rows
-              if r["version"] == "before" and "failed" not in r}  # the one that ran to its end
-    for r in rows:
-        old = before.get((r["dataset"], r["backbone"], r["neuron"])) if r["version"] == "after" else None
-        r["speedup_vs_before"] = old["whole_run_s"] / r["whole_run_s"] if old and "failed" not in r else None
-        target = TARGETS_MIN.get(r["dataset"]) if r["backbone"] == "sgcn" and r["neuron"] == "flif" else None
-        r["target_min"] = target
-        if target and "failed" not in r:
-            r["target_met"] = r["whole_run_s"] <= 60 * target and r["peak_rss_gib"] < 3.0
-    print(f"\n| code | dataset | backbone | neuron | epochs run | train s/epoch | rest s/epoch | test pass s | "
-          f"whole {args.epochs}-epoch run | peak RSS GiB | x before | target |\n"
-          "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for r in sorted(rows, key=lambda r: (r["dataset"], r["backbone"], r["neuron"], r["version"] != "before")):
-        code = f"{r['version']} ({r['commit'].removeprefix('fsnn-')[:7]}{', ' if r['overrides'] else ''}" \
-               f"{' '.join(r['overrides'])})"
-        head = f"| {code} | {r['dataset']} | {r['backbone']} | {r['neuron']} | {r['epochs']} |"
-        if "failed" in r:
-            print(f"{head} - | - | - | {r['failed']} | {r['peak_rss_gib']:.1f} | | |")
-            continue
-        whole = f"{r['whole_run_s'] / 60:.1f} min" + (" (extrapolated)" if r["whole_run_extrapolated"] else "")
-        speedup = f"{r['speedup_vs_before']:.1f}x faster" if r["speedup_vs_before"] else ""
-        target = ("" if not r["target_min"] else
-                  f"<= {r['target_min']:g} min, < 3 GiB: {'met' if r['target_met'] else 'MISSED'}")
-        print(f"{head} {r['train_epoch_s']:.2f} | {r['rest_epoch_s']:.2f} | {r['test_pass_s']:.1f} | {whole} | "
-              f"{r['peak_rss_gib']:.2f} | {speedup} | {target} |")
+    summarize(rows)
+    print(runs_table(rows, args.epochs))
     payload = {
         "benchmark": "graph_runs",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -441,8 +473,9 @@ def runs(args) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(required=True, metavar="{runs,arxiv}")
+    commands = parser.add_subparsers(required=True, metavar="{runs,table,arxiv}")
     runs_parser(commands.add_parser("runs", help="Table 2 on real graphs: whole runs per neuron, before/after"))
+    table_parser(commands.add_parser("table", help="the table of a saved `runs` benchmark"))
     arxiv_parser(commands.add_parser("arxiv", help="preprocessing and one SGCN epoch on an ogbn-arxiv-sized graph"))
     args = parser.parse_args(argv)
     return args.run(args)
