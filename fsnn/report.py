@@ -286,9 +286,60 @@ def _cell(cell: dict, mixed_epochs: bool = False, reference: str | None = None) 
         delta = f"{cell['diff']:+.2f}" + (f" ({versus['z']:+.1f}σ{'' if versus['by'] == 'paper' else ' ours'})"
                                           if versus["sigma"] else "")
     epochs = "/".join(map(str, cell["epochs"]))
+    same = None
+    if cell.get("same_as"):
+        checked = cell["same_as"]
+        seeds = ", ".join(map(str, checked["seeds"]))
+        same = (f"the runs of {checked['label']}, the same computation"
+                + ("" if checked["identical"] is None else
+                   f" ({'identical' if checked['identical'] else 'DIFFERENT'} on seed{'s' * (len(checked['seeds']) > 1)}"
+                   f" {seeds})"))
     return {"ours": ours, "n": cell["n"], "paper": paper, "delta": delta, "direction": versus["direction"],
             "failed": cell["failed"], "mixed": cell["mixed"], "moved": bool(cell.get("moved")),
-            "epochs": epochs if mixed_epochs and cell["epochs"] else None}
+            "epochs": epochs if mixed_epochs and cell["epochs"] else None, "same": same}
+
+
+def graph_run_minutes(name: str, bench_dir: str | Path = RESULTS / "bench") -> dict | None:
+    """Minutes of one 100-epoch Table 2 run (SGCN f-LIF, one CPU core) on the graph ``name``, scaled by its number of
+    nodes from the largest graph whose whole run ``scripts/bench_graph.py runs`` measured (the "after" rows of
+    ``graph_runs.json``): ``{"minutes", "basis", "basis_minutes"}``; ``None`` without either number."""
+    from fsnn.data.registry import dataset_info
+
+    try:
+        record = read_record(Path(bench_dir) / "graph_runs.json")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    nodes = dataset_info(name).num_nodes
+    measured = [(dataset_info(r["dataset"]).num_nodes, r) for r in record.get("runs", [])
+                if r.get("version") == "after" and "failed" not in r and r.get("backbone") == "sgcn"]
+    measured = [(n, r) for n, r in measured if n]
+    if not nodes or not measured:
+        return None
+    basis_nodes, basis = max(measured, key=lambda item: item[0])
+    return {"minutes": basis["whole_run_s"] / 60 * nodes / basis_nodes, "basis": basis["dataset"],
+            "basis_minutes": basis["whole_run_s"] / 60}
+
+
+def not_run_columns(spec: dict, hidden: list[str], bench_dir: str | Path) -> list[dict]:
+    """For a table whose columns are graphs (Table 2), each column nobody ran here: its dataset and where to get it,
+    the command that fills it, its runs in the experiment's sweep and their CPU time (:func:`graph_run_minutes`)."""
+    from fsnn.data.registry import dataset_info
+
+    experiment = (spec.get("experiments") or [None])[0]
+    if experiment is None or not (CONF / "experiment" / f"{experiment}.yaml").is_file():
+        return []
+    grid = sweep(experiment)
+    per_dataset = math.prod(len(values) for key, values in grid.items() if key != "dataset")
+    out = []
+    for column in spec["columns"]:
+        name = (column.get("match") or {}).get("dataset")
+        if column["label"] not in hidden or name is None or dataset_info(name).kind != "graph":
+            continue
+        cost = graph_run_minutes(name, bench_dir)
+        out.append({"label": column["label"], "source": dataset_source(name), "runs": per_dataset,
+                    "command": f"python train.py experiment={experiment} dataset={name}", "cost": cost,
+                    "cpu_hours": cost["minutes"] * per_dataset / 60 if cost else None})
+    return out
 
 
 def shown_table(table: dict) -> dict:
@@ -669,10 +720,12 @@ def build(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
         if not built:
             idle.append(spec)
         for table in built:
+            content = shown_table(table)
             shown.append({"id": table["id"], "variant": table["id"] != spec["id"],
                           "title": spec.get("title") or spec["id"], "label": table["label"],
                           "caption": table["caption"], "section": table["section"], "notes": table["notes"],
-                          "verdict": verdict(spec, table), **shown_table(table)})
+                          "verdict": verdict(spec, table), **content,
+                          "not_run_columns": not_run_columns(spec, content["hidden_columns"], bench_dir)})
     others = ad_hoc + ad_hoc_failed + ad_hoc_running
     costs = step_costs(bench_dir)
     todo = not_run(idle, costs)

@@ -131,3 +131,62 @@ def test_table2_recipe_learns_real_cora_and_lif_is_sj_lif(cora_dir, tmp_path, ba
     for key in ("val_acc_best", "test_acc", "test_acc_last"):
         assert lif[key] == pytest.approx(sj[key], abs=1e-4), key
     assert lif["test_metrics"]["test/acc_std"] == pytest.approx(sj["test_metrics"]["test/acc_std"], abs=1e-4)
+
+
+# -- the larger real graphs: ../shared/data/graphs beside the checkout (CI has it; a user's clone does not) ------------
+SHARED_GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
+SHARED_SUMS = dict((name, digest) for digest, name in re.findall(
+    r"^([0-9a-f]{64})  graphs/(\S+)$", (SHARED_GRAPHS.parent / "README.md").read_text(), re.M)
+) if (SHARED_GRAPHS.parent / "README.md").is_file() else {}
+needs_shared = pytest.mark.skipif(not SHARED_GRAPHS.is_dir(), reason=f"the larger real graphs are not here "
+                                  f"({SHARED_GRAPHS}: the project's shared/ folder beside the checkout holds them)")
+LARGER = {"citeseer": "CiteSeer", "photo": "Photo", "computers": "Computers", "cs": "CS", "physics": "Physics"}
+
+
+@pytest.fixture(scope="module")
+def shared_graphs(tmp_path_factory) -> Path:
+    """A ``paths.data_dir`` with a copy of the larger graphs' raw files (PyG writes ``processed/`` beside them, and
+    shared/ may be read-only)."""
+    root = tmp_path_factory.mktemp("graphs")
+    for folder in LARGER.values():
+        shutil.copytree(SHARED_GRAPHS / folder / "raw", root / folder / "raw")
+    return root
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(LARGER))
+def test_larger_real_graphs_load_with_their_published_sizes(shared_graphs, name):
+    """Each graph's raw files are the published ones (the README's sha256) and load, through fsnn's loader, with the
+    node, feature and class counts that fsnn's registry states (which the cost estimates use)."""
+    from fsnn.data.registry import dataset_info
+
+    raw = sorted((shared_graphs / LARGER[name] / "raw").iterdir())
+    assert raw and all(hashlib.sha256(p.read_bytes()).hexdigest() == SHARED_SUMS[f"{LARGER[name]}/raw/{p.name}"]
+                       for p in raw)
+    graph = load_graph(name, shared_graphs, split="ratio", seed=0, download=False)
+    info = dataset_info(name)
+    assert (graph.num_nodes, graph.num_features, int(graph.y.max()) + 1) == (
+        info.num_nodes, info.in_channels, info.num_classes)
+    assert int(graph.train_mask.sum() + graph.val_mask.sum() + graph.test_mask.sum()) == graph.num_nodes
+
+
+@needs_shared
+def test_dense_poisson_path_on_real_photo_features(shared_graphs):
+    """Photo's z-scored features are mostly uncertain (0 < p < 1 for about a quarter of the entries, times 8 classes:
+    the dense path): its currents are the layer's on the same spikes, and each feature fires at its probability."""
+    from torch import nn
+
+    from fsnn.models import poisson
+
+    graph = load_graph("photo", shared_graphs, split="ratio", seed=0, download=False)
+    x = node_features(graph, hops=1)[:48]
+    q = x.clamp(0, 1)
+    uncertain = float(((q > 0) & (q < 1)).float().mean())
+    assert uncertain * 8 >= poisson.DENSE_FROM  # Photo takes the dense path
+    layer = nn.Linear(x.shape[1], 8)
+    steps = 300
+    dense = poisson_encode(x, steps, generator=torch.Generator().manual_seed(0)).dense()
+    currents = poisson_encode(x, steps, generator=torch.Generator().manual_seed(0)).linear(layer.weight, layer.bias)
+    torch.testing.assert_close(currents, layer(dense), rtol=1e-5, atol=1e-4)
+    rate, sigma = dense.mean(0), torch.sqrt(q * (1 - q) / steps)
+    assert torch.all((rate - q).abs() <= 5 * sigma + 1e-12)

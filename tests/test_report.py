@@ -207,6 +207,49 @@ def test_estimate_from_the_measured_step(tmp_path):
     assert table1["unestimated"]["sj_lif: no measured step"] == 15
 
 
+def test_graph_columns_not_run_with_their_cost(tmp_path):
+    """Table 2's columns nobody ran are listed with their command, their runs in the sweep and a CPU time scaled by
+    the number of nodes from the largest graph measured whole (here a made-up 20-minute run on Computers)."""
+    from fsnn.data.registry import dataset_info
+
+    bench = {"benchmark": "graph_runs", "runs": [
+        {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0},
+        {"version": "after", "dataset": "photo", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 600.0},
+        {"version": "before", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 9999.0}]}
+    (tmp_path / "graph_runs.json").write_text(json.dumps(bench))
+    cost = report.graph_run_minutes("pubmed", tmp_path)
+    assert cost["basis"] == "computers"
+    assert cost["minutes"] == pytest.approx(20.0 * dataset_info("pubmed").num_nodes / dataset_info("computers").num_nodes)
+    assert report.graph_run_minutes("pubmed", tmp_path / "nothing") is None
+    spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
+    entries = report.not_run_columns(spec, ["Pubmed", "ogbn-arxiv"], tmp_path)
+    assert [e["label"] for e in entries] == ["Pubmed", "ogbn-arxiv"]
+    arxiv = entries[1]
+    assert arxiv["command"] == "python train.py experiment=table2_node_classification dataset=ogbn_arxiv"
+    assert arxiv["runs"] == 2 * 4 * 20  # backbones x neurons x seeds of the sweep
+    assert arxiv["cpu_hours"] == pytest.approx(arxiv["cost"]["minutes"] * 160 / 60)
+
+
+def test_same_computation_cells_show_the_runs_they_share(tmp_path):
+    """On Photo, f-LIF at tab:alpha_gnn's alpha = 1 is fsnn's LIF and, on SGCN, SpikingJelly's: the cell shows
+    SpikingJelly's runs and says whether the seed run in both agrees."""
+    root = tmp_path / "results"
+    for s, acc in enumerate([0.91, 0.92, 0.93]):
+        _write(root, _record(T2, f"sj{s}", "photo", "sgcn", "sj_lif", s, acc))
+    _write(root, _record(T2, "flif0", "photo", "sgcn", "flif", 0, 0.91))
+    _write(root, _record(T2, "lif0", "photo", "sgcn", "lif", 0, 0.95))  # not the same: flagged
+    spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
+    table = tables.build_table(spec, tables.collect_runs(root))
+    shown = report.shown_table(table)
+    photo = shown["columns"].index("Photo")
+    cells = {row["label"]: row["cells"][photo] for row in shown["rows"]}
+    assert cells["SGCN (f-SNN)"]["n"] == 3 and cells["SGCN (f-SNN)"]["ours"] == cells["SGCN (SJ)"]["ours"]
+    assert cells["SGCN (f-SNN)"]["same"] == "the runs of SGCN (SJ), the same computation (identical on seed 0)"
+    assert "DIFFERENT on seed 0" in cells["SGCN (fsnn LIF alpha=1)"]["same"]
+    assert "[the runs of SGCN (SJ): the same computation, identical on seed 0]" in tables.cell_text(
+        next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3])
+
+
 def test_the_loader_says_where_to_get_a_dataset():
     source = report.dataset_source("dvsgesture")
     assert source["library"] == "tonic" and source["url"].startswith("https://")

@@ -157,7 +157,8 @@ class DatasetInfo:
     ``"graph"`` (one graph whose nodes are classified or whose links are predicted); ``in_channels``: channels of a
     frame, or features of a node; ``size``: ``(H, W)`` of the frames fed to the model by default (``None`` for
     graphs); ``default_T``: time steps used in the paper; ``library``: what reads it; ``directory``: its folder under
-    ``data_dir`` (``""``: nothing on disk). ``builder`` loads it, through :func:`fsnn.data.build_dataset` for frames
+    ``data_dir`` (``""``: nothing on disk); ``num_nodes``: a graph's published node count. ``builder`` loads it,
+    through :func:`fsnn.data.build_dataset` for frames
     (``builder(info, data_dir, T, size, seed, val_fraction, **options) -> (train, val, test)``) and
     :func:`fsnn.data.load_graph` for graphs (``builder(info, data_dir, download, **options) -> Data``).
     """
@@ -171,3 +172,4 @@ class DatasetInfo:
     library: str = ""
     directory: str = ""
     builder: Callable | None = field(default=None, repr=False, compare=False)
+    num_nodes: int | None = None  # a graph's published number of nodes (for cost estimates before it is loaded)
