@@ -35,7 +35,7 @@ from fsnn.files import (METRIC_UNIT, RunLockedError, describe_holder, device_des
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
-from fsnn.training import ACCELERATORS, Batches, PercentProgressBar, quiet_lightning
+from fsnn.training import ACCELERATORS, Batches, PercentProgressBar, quiet_lightning, reuse_freed_memory
 
 log = logging.getLogger("fsnn")
 STUDIES = Registry("study", supplied=("run",))
@@ -290,6 +290,7 @@ def evaluate(cfg: DictConfig) -> dict:
     """``evaluate.py``: :func:`evaluate_run` with a composed ``conf/eval.yaml`` (``run_dir``, ``checkpoint``,
     ``study``, ``accelerator``, ``seed``, ``limit_test_batches``, ``allow_unfinished``)."""
     check_eval_config(cfg)
+    reuse_freed_memory()
     study = OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
     return evaluate_run(cfg.run_dir, study, data_dir=cfg.paths.data_dir, checkpoint=cfg.checkpoint,
                         accelerator=cfg.accelerator, seed=cfg.get("seed"),

@@ -544,6 +544,30 @@ class TrainerSchema(Schema):
     limit_test_batches: Batches = None
 
 
+#: allocations up to this size come from glibc's heap and stay there when freed (see :func:`reuse_freed_memory`)
+KEEP_FREED_BELOW = 1 << 30
+
+
+def reuse_freed_memory() -> bool:
+    """Ask glibc (Linux) to serve allocations below :data:`KEEP_FREED_BELOW` from its heap and to keep freed memory
+    there (``mallopt`` ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD``); ``False`` where the C library is not glibc.
+
+    By default glibc maps every block over 32 MiB fresh from the kernel and unmaps it when it is freed, so a tensor
+    of that size costs page faults at every use: a full-graph model's spike trains (``[T, nodes x dim]``, 44 MiB on
+    Physics) were five times slower to allocate and fill, and whole link-prediction epochs 40 % slower. Values do not
+    change; the process's resident memory stays at its peak instead of shrinking between steps. Called by the
+    training and evaluation commands (every job of a sweep), never on import."""
+    import ctypes
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    libc = ctypes.CDLL("libc.so.6")
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    return bool(libc.mallopt(m_mmap_threshold, KEEP_FREED_BELOW)) and bool(
+        libc.mallopt(m_trim_threshold, KEEP_FREED_BELOW))
+
+
 def check_hardware(values: dict, prefix: str) -> None:
     """A GPU accelerator needs that many GPUs here."""
     accelerator, devices = values.get("accelerator"), values.get("devices")

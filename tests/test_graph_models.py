@@ -515,6 +515,44 @@ def test_synaptic_energy_by_hand():
     assert math.isclose(energy["total"], energy["first"] + energy["second"], rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("steps", [None, 4])
+def test_msg_aggregation_is_gcnconvs(steps):
+    """MSG's sparse propagation (gcn_adjacency @ h, all steps at once) is GCNConv's message passing, and its sparse
+    feature product is the encoder's linear map; the adjacency and the sparse features are built once per tensor."""
+    from torch_geometric.nn import GCNConv
+
+    from fsnn.models import msg
+
+    torch.manual_seed(0)
+    n, dim = 60, 8
+    edge_index = erdos_renyi_graph(n, 0.1)
+    conv = GCNConv(dim, dim, bias=False)
+    h = torch.randn(n, dim) if steps is None else torch.randn(steps, n, dim)
+    torch.testing.assert_close(msg.aggregate(msg.gcn_adjacency(edge_index, n), conv.lin(h)), conv(h, edge_index))
+    x = (torch.rand(n, 200) < 0.02).float()  # bag of words, 2 % non-zero: the sparse product
+    model = build_backbone("msg", in_features=200, neuron="fif", T=3, dim=dim)
+    encoder = model.encoder
+    builds = []
+    real = msg.gcn_adjacency
+    try:
+        msg.gcn_adjacency = lambda *args: builds.append(1) or real(*args)
+        z = model.encode(x, edge_index)
+        again = model.encode(x, edge_index)
+    finally:
+        msg.gcn_adjacency = real
+    assert builds == [1] and torch.equal(z, again)  # one adjacency for both forwards
+    torch.testing.assert_close(model._project(x), encoder.lin(x))
+    assert model._features.items[0][2].layout == torch.sparse_csr
+    dense = torch.randn(n, 200)  # real-valued features stay dense
+    torch.testing.assert_close(model._project(dense), encoder.lin(dense))
+    assert model._features.items[-1][2] is None
+    dense.mul_(2.0)  # changed in place: built again from the new values
+    torch.testing.assert_close(model._project(dense), encoder.lin(dense))
+    loss = model.decode(model.encode(x, edge_index), edge_index[:, :10]).sum()
+    loss.backward()
+    assert encoder.lin.weight.grad is not None and model.layers[0].conv.lin.weight.grad is not None
+
+
 def test_msg_energy_layers(karate):
     model = build_backbone("msg", in_features=karate.num_features, num_classes=4, T=5, dim=8, n_layers=2)
     with firing_rates(model) as rates:
@@ -564,6 +602,38 @@ def test_random_link_split_is_disjoint_shuffled_and_seeded():
     assert not torch.equal(other[1].pos_edge_label_index, val.pos_edge_label_index)
     upper = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
     assert _pairs(val.pos_edge_label_index) != _pairs(upper[:, :val.pos_edge_label_index.shape[1]])
+
+
+def test_train_negatives_are_distinct_and_uniform_over_the_allowed_pairs():
+    """pair_keys numbers the ordered non-loop pairs one to one; the sampled negatives of a call are distinct, exactly
+    as many as asked, never forbidden, and over many calls every allowed pair comes up about equally often."""
+    from types import SimpleNamespace
+
+    from fsnn.data.modules import _key_pairs, pair_keys
+
+    n = 9
+    every = torch.tensor([(i, j) for i in range(n) for j in range(n) if i != j]).t()
+    keys = pair_keys(every, n)
+    assert torch.equal(keys, torch.arange(n * (n - 1))) and torch.equal(_key_pairs(keys, n), every)
+    assert pair_keys(torch.tensor([[3], [3]]), n).numel() == 0  # self loops have no key
+    forbidden = pair_keys(erdos_renyi_graph(n, 0.4), n).unique()
+    data = SimpleNamespace(num_nodes=n, forbidden_pairs=forbidden, pos_edge_label_index=torch.zeros(2, 10))
+    allowed = n * (n - 1) - forbidden.numel()
+    torch.manual_seed(0)
+    counts = torch.zeros(n * (n - 1))
+    draws = 3000
+    for _ in range(draws):
+        neg = sample_train_negatives(data)
+        got = pair_keys(neg, n)
+        assert neg.shape == (2, 10) and got.unique().numel() == 10 and not torch.isin(got, forbidden).any()
+        counts += torch.bincount(got, minlength=n * (n - 1))
+    expected = draws * 10 / allowed
+    hits = counts[~torch.isin(torch.arange(n * (n - 1)), forbidden)]
+    assert (counts[forbidden] == 0).all()
+    assert ((hits - expected).abs() < 5 * expected ** 0.5).all(), (hits.min(), hits.max(), expected)
+    data.pos_edge_label_index = torch.zeros(2, allowed + 5)  # more than there are: distinct allowed pairs, fewer
+    got = pair_keys(sample_train_negatives(data), n).tolist()
+    assert len(set(got)) == len(got) and set(got) <= set(range(n * (n - 1))) - set(forbidden.tolist())
 
 
 # ------------------------------------------------------------------------------------------------ Lightning fits
@@ -657,3 +727,33 @@ def test_build_graph_model_validates():
     assert build_backbone("drsgnn", in_features=40, num_classes=2, pe="random_walk").pe == "rw"
     assert build_backbone("drsgnn", in_features=40, num_classes=2, pe=None).pe_dim == 0
     assert isinstance(build_backbone("msg", in_features=4, num_classes=2), MSG)
+
+
+def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
+    """On glibc the commands raise malloc's thresholds, so a freed 44 MiB block is reused without new page faults,
+    where glibc's default maps it afresh (one fault per page); elsewhere the call says it did nothing."""
+    import platform
+    import subprocess
+    import sys
+
+    from fsnn.training import reuse_freed_memory
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        assert reuse_freed_memory() is False
+        return
+    # in fresh interpreters (the setting is process-wide): page faults of filling a second 44 MiB tensor
+    code = ("import resource, sys, torch; from fsnn.training import reuse_freed_memory\n"
+            "ok = reuse_freed_memory() if sys.argv[1] == '1' else False\n"
+            "a = torch.ones(11_000_000); del a\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt; b = torch.ones(11_000_000)\n"
+            "print(ok, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)")
+
+    def faults(flag: str) -> tuple[str, int]:
+        ok, count = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True,
+                                   check=True).stdout.split()
+        return ok, int(count)
+
+    pages = 11_000_000 * 4 // 4096
+    assert faults("0")[0] == "False" and faults("0")[1] > pages // 2
+    ok, count = faults("1")
+    assert ok == "True" and count < pages // 10

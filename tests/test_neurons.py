@@ -371,10 +371,18 @@ def test_meta_tensors_are_refused_by_name():
 @pytest.mark.parametrize("x,match", [
     (torch.ones(5), "rank"), (torch.ones(3, 2, dtype=torch.long), "floating"),
     (torch.tensor([[1.0, float("nan")]]), "NaN"), (torch.tensor([[float("inf")]]), "NaN or inf"),
+    (torch.tensor([[float("inf"), -float("inf")], [1.0, 2.0]]), "NaN or inf"),
 ])
 def test_bad_input_is_a_clear_error(x, match):
     with pytest.raises(ValueError, match=match):
         FractionalLIF()(x)
+
+
+def test_finite_input_whose_sum_overflows_is_accepted():
+    """The finiteness check first looks at the sum: finite entries whose float32 sum is infinite still pass."""
+    x = torch.full((4, 3), 3e38)
+    assert not torch.isfinite(x.sum())
+    assert FractionalLIF()(x).shape == (4, 3)
 
 
 def test_a_neuron_builds_on_the_meta_device_with_nothing_cached_yet():

@@ -24,9 +24,51 @@ from fsnn.models.registry import register_backbone
 from fsnn.models.poisson import add_spike_noise, check_noise_std
 
 
+def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """GCN's propagation matrix ``D^-1/2 (A + I) D^-1/2`` (row: the target node) as a sparse CSR tensor, so that
+    ``gcn_adjacency(edge_index, N) @ h`` is ``GCNConv``'s aggregation of ``h [N, ...]`` (PyG's ``gcn_norm``, self loops
+    added): one sparse product in place of a gather, a multiply and a scatter over every edge."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+    return torch.sparse_coo_tensor(index.flip(0), weight, (num_nodes, num_nodes)).coalesce().to_sparse_csr()
+
+
+def aggregate(adjacency: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """``adjacency @ h`` for node features ``h [N, dim]`` or spike trains ``[T, N, dim]`` (all steps in one product)."""
+    if h.dim() == 2:
+        return adjacency @ h
+    steps, nodes, dim = h.shape
+    out = adjacency @ h.transpose(0, 1).reshape(nodes, steps * dim)
+    return out.view(nodes, steps, dim).transpose(0, 1)
+
+
+class _Cache:
+    """The last few values computed from a tensor, held with the tensor itself (so that its memory cannot be reused by
+    another one while cached) and its in-place version: the graph's adjacency and sparse features, built once per
+    split rather than at every forward."""
+
+    def __init__(self, size: int = 4):
+        self.size, self.items = size, []
+
+    def get(self, tensor: torch.Tensor, build):
+        for i, (source, version, value) in enumerate(self.items):
+            if source is tensor and version == tensor._version:
+                self.items.append(self.items.pop(i))
+                return value
+        value = build()
+        self.items = [*self.items[-(self.size - 1):], (tensor, tensor._version, value)]
+        return value
+
+
+# features sparser than this are multiplied as a sparse CSR matrix (the bag-of-words of CS and Physics: < 1 %)
+SPARSE_FEATURES_BELOW = 0.1
+
+
 class _MSGLayer(nn.Module):
     """Spiking GCN layer on spike trains with a manifold state: ``x = GCNConv(s)`` per step, ``y = step * mean_T(x)``,
-    spikes ``neuron(x)``, state ``z <- Exp_z(P_{o->z} y)``."""
+    spikes ``neuron(x)``, state ``z <- Exp_z(P_{o->z} y)``. ``GCNConv`` holds the weight; its aggregation runs as one
+    sparse product for all steps (:func:`aggregate`)."""
 
     def __init__(self, dim, neuron, neuron_kwargs, step_size, dropout):
         super().__init__()
@@ -36,8 +78,8 @@ class _MSGLayer(nn.Module):
         self.neuron = build_neuron(neuron, **neuron_kwargs)
         self.step_size, self.dropout = step_size, dropout
 
-    def forward(self, spikes, z, edge_index, geometry):
-        x = F.dropout(self.conv(spikes, edge_index), self.dropout, self.training)  # [T, N, dim]
+    def forward(self, spikes, z, adjacency, geometry):
+        x = F.dropout(aggregate(adjacency, self.conv.lin(spikes)), self.dropout, self.training)  # [T, N, dim]
         y = x.mean(0) * self.step_size
         return self.neuron(x), geometry.move(z, y)
 
@@ -94,6 +136,7 @@ class MSG(nn.Module):
         self.head = nn.Linear(self.dim, self.num_classes) if self.num_classes else None
         self.spike_noise_std = check_noise_std(spike_noise_std)
         self.avg_degree = 0.0  # in-degree (without self loops) of the last graph seen, for the energy estimate
+        self._adjacency, self._features = _Cache(), _Cache()
 
     def extra_repr(self) -> str:
         return (f"T={self.T}, manifold={self.manifold_name}, step_size={self.step_size}, dropout={self.dropout}, "
@@ -103,14 +146,27 @@ class MSG(nn.Module):
         """Manifold embeddings ``[N, dim (+1 for Lorentz/sphere)]`` of every node."""
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"x must have shape [N, {self.in_features}], got {tuple(x.shape)}")
-        self.avg_degree = edge_index.shape[1] / max(x.shape[0], 1)
-        h = F.dropout(self.encoder(x, edge_index), self.dropout, self.training)
+        nodes = x.shape[0]
+        self.avg_degree = edge_index.shape[1] / max(nodes, 1)
+        adjacency = self._adjacency.get(edge_index, lambda: gcn_adjacency(edge_index, nodes))
+        h = F.dropout(aggregate(adjacency, self._project(x)), self.dropout, self.training)
         z = self.geometry.expmap0(h * self.step_size)
         spikes = self.encoder_neuron(h.unsqueeze(0).expand(self.T, *h.shape).contiguous())
         spikes = add_spike_noise(spikes, self.spike_noise_std)
         for layer in self.layers:
-            spikes, z = layer(spikes, z, edge_index, self.geometry)
+            spikes, z = layer(spikes, z, adjacency, self.geometry)
         return z
+
+    def _project(self, x: torch.Tensor) -> torch.Tensor:
+        """The encoder's ``x W^T``; sparse features (:data:`SPARSE_FEATURES_BELOW`) as a sparse CSR product."""
+        weight = self.encoder.lin.weight
+
+        def sparse_or_none():
+            nonzero = int(torch.count_nonzero(x))
+            return x.to_sparse_csr() if nonzero < SPARSE_FEATURES_BELOW * x.numel() else None
+
+        sparse = self._features.get(x, sparse_or_none)
+        return F.linear(x, weight) if sparse is None else sparse @ weight.t()
 
     def embed(self, z: torch.Tensor) -> torch.Tensor:
         """Tangent coordinates ``Log_o z`` ``[N, dim]`` (Euclidean features for heads and probes)."""
