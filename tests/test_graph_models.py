@@ -543,9 +543,10 @@ def test_msg_aggregation_is_gcnconvs(steps):
     assert builds == [1] and torch.equal(z, again)  # one adjacency for both forwards
     torch.testing.assert_close(model._project(x), encoder.lin(x))
     assert model._features.items[0][2].layout == torch.sparse_csr
+    torch.testing.assert_close(model._project(x.to_sparse_csr()), encoder.lin(x))  # sparse input as it comes
     dense = torch.randn(n, 200)  # real-valued features stay dense
     torch.testing.assert_close(model._project(dense), encoder.lin(dense))
-    assert model._features.items[-1][2] is None
+    assert model._features.items[-1][2] is dense
     dense.mul_(2.0)  # changed in place: built again from the new values
     torch.testing.assert_close(model._project(dense), encoder.lin(dense))
     loss = model.decode(model.encode(x, edge_index), edge_index[:, :10]).sum()
@@ -695,12 +696,19 @@ def test_node_classifier_full_graph_msg_and_noise_probe(karate):
     assert model.spike_noise_std == 0.0  # the probe is switched off after the test
 
 
-def test_link_predictor_fit_logs_auc_and_ap():
+@pytest.mark.parametrize("features", ["real", "bag of words"])
+def test_link_predictor_fit_logs_auc_and_ap(features):
     L.seed_everything(0, verbose=False)
     data = _random_graph(n=50, p=0.15)
+    if features == "bag of words":  # mostly zeros: the splits share one sparse CSR x, MSG multiplies it so
+        data.x = (torch.rand(50, 300) < 0.02).float()
     model = build_backbone("msg", in_features=data.num_features, num_classes=None, neuron="fif",
                            neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5)
     dm = LinkDataModule(data, num_val=0.1, num_test=0.1, seed=0)
+    dm.setup()
+    layouts = {part.x.layout for part in dm.splits}
+    assert layouts == {torch.sparse_csr if features == "bag of words" else torch.strided} and dm.data is None
+    assert all(part.x is dm.splits[0].x for part in dm.splits)
     module = GraphLinkPredictor(model, _adam(0.01))
     trainer = _trainer(epochs=2)
     trainer.fit(module, dm)

@@ -200,7 +200,8 @@ class _Single(torch.utils.data.Dataset):
 
 
 class LinkDataModule(L.LightningDataModule):
-    """One graph, split for link prediction by :func:`link_split`; every loader yields that split's ``Data`` once."""
+    """One graph, split for link prediction by :func:`link_split`; every loader yields that split's ``Data`` once.
+    Features that are mostly zeros are held as one sparse CSR matrix shared by the splits (MSG multiplies them so)."""
 
     def __init__(self, data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0):
         super().__init__()
@@ -209,7 +210,13 @@ class LinkDataModule(L.LightningDataModule):
 
     def setup(self, stage: str | None = None):
         if self.splits is None:
+            from fsnn.data.graph_features import sparse_if_sparse
+
             self.splits = link_split(self.data, self.num_val, self.num_test, self.seed)
+            x = sparse_if_sparse(self.data.x)  # the splits share one x; mostly zero features as sparse CSR
+            for part in self.splits:
+                part.x = x
+            self.data = None  # the dense features go with it (the splits hold everything the loaders yield)
 
     def split_sizes(self) -> dict[str, int]:
         """Scored pairs of each split: training positives (negatives are drawn afresh each step), validation and

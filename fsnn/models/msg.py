@@ -61,10 +61,6 @@ class _Cache:
         return value
 
 
-# features sparser than this are multiplied as a sparse CSR matrix (the bag-of-words of CS and Physics: < 1 %)
-SPARSE_FEATURES_BELOW = 0.1
-
-
 class _MSGLayer(nn.Module):
     """Spiking GCN layer on spike trains with a manifold state: ``x = GCNConv(s)`` per step, ``y = step * mean_T(x)``,
     spikes ``neuron(x)``, state ``z <- Exp_z(P_{o->z} y)``. ``GCNConv`` holds the weight; its aggregation runs as one
@@ -143,9 +139,9 @@ class MSG(nn.Module):
                 f"decoder={self.decoder}, spike_noise_std={self.spike_noise_std}")
 
     def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        """Manifold embeddings ``[N, dim (+1 for Lorentz/sphere)]`` of every node."""
+        """Manifold embeddings ``[N, dim (+1 for Lorentz/sphere)]`` of every node; ``x`` dense or sparse CSR."""
         if x.dim() != 2 or x.shape[1] != self.in_features:
-            raise ValueError(f"x must have shape [N, {self.in_features}], got {tuple(x.shape)}")
+            raise ValueError(f"x must have shape [N, {self.in_features}] (dense or sparse CSR), got {tuple(x.shape)}")
         nodes = x.shape[0]
         self.avg_degree = edge_index.shape[1] / max(nodes, 1)
         adjacency = self._adjacency.get(edge_index, lambda: gcn_adjacency(edge_index, nodes))
@@ -158,15 +154,14 @@ class MSG(nn.Module):
         return z
 
     def _project(self, x: torch.Tensor) -> torch.Tensor:
-        """The encoder's ``x W^T``; sparse features (:data:`SPARSE_FEATURES_BELOW`) as a sparse CSR product."""
+        """The encoder's ``x W^T``: for sparse features (a sparse CSR ``x``, or a dense one that is mostly zeros,
+        :func:`fsnn.data.graph_features.sparse_if_sparse`, converted once) as a sparse product."""
+        from fsnn.data.graph_features import sparse_if_sparse
+
         weight = self.encoder.lin.weight
-
-        def sparse_or_none():
-            nonzero = int(torch.count_nonzero(x))
-            return x.to_sparse_csr() if nonzero < SPARSE_FEATURES_BELOW * x.numel() else None
-
-        sparse = self._features.get(x, sparse_or_none)
-        return F.linear(x, weight) if sparse is None else sparse @ weight.t()
+        if x.layout == torch.strided:
+            x = self._features.get(x, lambda: sparse_if_sparse(x))
+        return F.linear(x, weight) if x.layout == torch.strided else x @ weight.t()
 
     def embed(self, z: torch.Tensor) -> torch.Tensor:
         """Tangent coordinates ``Log_o z`` ``[N, dim]`` (Euclidean features for heads and probes)."""
