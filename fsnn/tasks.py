@@ -199,6 +199,10 @@ class Node(TaskKind):
     name, corruptions, robustness_plan = "node", "graph", "graph"
 
     def build(self, cfg, optimizer, scheduler) -> Task:
+        link_only = [key for key in ("legacy_link_split", "legacy_link_negatives") if cfg.dataset.get(key)]
+        if link_only:
+            raise ConfigError(f"dataset.{link_only[0]}: a switch of link prediction (task=link), got true for node "
+                              "classification")
         graph = load_split_graph(cfg)
         features = node_inputs(cfg, graph, cache=cache_dir(cfg.paths.data_dir, "graphs", cfg.dataset.name))
         in_features, whole = (graph.num_features, graph) if features is None else (features.shape[1], None)
@@ -245,8 +249,9 @@ class Link(TaskKind):
                               f"got backbone={cfg.backbone.name!r}")
         graph = load_split_graph(cfg)
         model = build_backbone(cfg.backbone.name, in_features=graph.num_features, **graph_options(cfg))
-        return Task(GraphLinkPredictor(model, optimizer, scheduler), LinkDataModule(graph, seed=cfg.seed),
-                    self.metric)
+        data = LinkDataModule(graph, seed=cfg.seed, legacy_by_position=cfg.dataset.get("legacy_link_split", False),
+                              legacy_negative_pool=cfg.dataset.get("legacy_link_negatives", False))
+        return Task(GraphLinkPredictor(model, optimizer, scheduler), data, self.metric)
 
 
 TASKS.register(Vision.name, Vision(), data=("event", "static"), default=True)

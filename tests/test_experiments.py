@@ -53,6 +53,26 @@ def test_smoke_is_the_full_sweep_shrunk(compose_cfg, experiment):
     assert cfg.trainer.max_epochs == 1 and not cfg.logger
 
 
+@pytest.mark.parametrize("neuron", ["fif", "sj_if"])
+def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
+    """The legacy row of the link-prediction table: every departure of the authors' MSG code switched on at once, the
+    rest of the experiment unchanged; the link switches are refused for node classification."""
+    from fsnn.config import ConfigError, check_config
+    from fsnn.tasks import build_task
+
+    base = compose_cfg("experiment=table_link_prediction", "dataset=photo", f"neuron={neuron}")
+    cfg = compose_cfg("experiment=table_link_prediction", "dataset=photo", f"+recipe_switch={neuron}/msg_authors")
+    assert (cfg.neuron.name, cfg.recipe_switch, cfg.dataset.legacy_link_split, cfg.dataset.legacy_link_negatives,
+            cfg.backbone.decoder, cfg.backbone.temperature, cfg.backbone.legacy_no_spike_gradient) == (
+        neuron, "msg_authors", True, True, "cosine", 1.0, True)
+    assert (cfg.trainer.max_epochs, cfg.backbone.T, cfg.optimizer) == (
+        base.trainer.max_epochs, base.backbone.T, base.optimizer)
+    check_config(cfg)
+    node = compose_cfg("dataset=cora", "backbone=sgcn", "+dataset.legacy_link_split=true")
+    with pytest.raises(ConfigError, match="dataset.legacy_link_split: a switch of link prediction"):
+        build_task(node)
+
+
 def test_paper_settings_reach_the_run(compose_cfg):
     memory = compose_cfg("experiment=ablation_memory", "setup=dvsgesture_cnn", "neuron.memory=4")
     assert (memory.dataset.name, memory.dataset.batch_size, memory.dataset.T, memory.neuron.memory) == (

@@ -637,6 +637,52 @@ def test_train_negatives_are_distinct_and_uniform_over_the_allowed_pairs():
     assert len(set(got)) == len(got) and set(got) <= set(range(n * (n - 1))) - set(forbidden.tolist())
 
 
+def test_legacy_link_split_by_position_and_negative_pool():
+    """The authors' MSG split: stored edges in order (val, then test, then train), the training positives alone pass
+    messages, negatives from one draw; with the pool, each step's negatives come from it, val/test ones included."""
+    data = _random_graph(n=40, p=0.2)
+    edges = data.edge_index
+    n_val, n_test = int(0.1 * edges.shape[1]), int(0.2 * edges.shape[1])
+    train, val, test = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True)
+    assert torch.equal(val.pos_edge_label_index, edges[:, :n_val])
+    assert torch.equal(test.pos_edge_label_index, edges[:, n_val:n_val + n_test])
+    assert torch.equal(train.pos_edge_label_index, edges[:, n_val + n_test:])
+    assert all(torch.equal(part.edge_index, edges[:, n_val + n_test:]) for part in (train, val, test))
+    full = _pairs(edges)
+    assert not (_pairs(val.neg_edge_label_index) | _pairs(test.neg_edge_label_index)) & full
+    assert not hasattr(train, "negative_pool") and "drawn_negatives" not in train
+    again = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True)
+    assert torch.equal(again[1].neg_edge_label_index, val.neg_edge_label_index)  # seeded
+    pooled = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True, legacy_negative_pool=True)
+    pool = pooled[0].negative_pool
+    assert pool.shape[1] == edges.shape[1] + n_val + n_test  # one draw per stored edge, then the val/test negatives
+    assert torch.equal(pool[:, -n_test:], pooled[2].neg_edge_label_index)
+    torch.manual_seed(0)
+    seen = torch.cat([sample_train_negatives(pooled[0]) for _ in range(200)], dim=1)
+    assert seen.shape[1] == 200 * train.pos_edge_label_index.shape[1]
+    assert _pairs(seen) <= _pairs(pool) and _pairs(pooled[1].neg_edge_label_index) & _pairs(seen)  # leaked in
+    shuffled = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_negative_pool=True)  # pool alone
+    assert _pairs(shuffled[1].neg_edge_label_index) <= _pairs(shuffled[0].negative_pool)
+
+
+def test_msg_legacy_no_spike_gradient_feeds_the_neurons_detached_currents(karate):
+    """With the authors' switch no neuron's input carries a gradient, so the weights learn only through the manifold
+    state; by default the spikes pass the surrogate gradient back."""
+    fed = []
+    for legacy in (False, True):
+        torch.manual_seed(0)
+        model = build_backbone("msg", in_features=karate.num_features, num_classes=4, neuron="fif", T=4, dim=8,
+                               legacy_no_spike_gradient=legacy)
+        assert ("legacy_no_spike_gradient=True" in repr(model)) == legacy
+        hooks = [m.register_forward_hook(lambda _m, inputs, _o: fed.append((legacy, inputs[0].requires_grad)))
+                 for m in (model.encoder_neuron, model.layers[0].neuron)]
+        model(karate.x, karate.edge_index).sum().backward()
+        assert model.encoder.lin.weight.grad is not None and model.layers[0].conv.lin.weight.grad is not None
+        for hook in hooks:
+            hook.remove()
+    assert fed == [(False, True), (False, True), (True, False), (True, False)]
+
+
 # ------------------------------------------------------------------------------------------------ Lightning fits
 def test_node_classifier_fit_beats_chance_on_karate(karate):
     L.seed_everything(0, verbose=False)

@@ -118,7 +118,8 @@ def _as_index(index, n: int) -> torch.Tensor:
     return index.long().view(-1)
 
 
-def link_split(data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0):
+def link_split(data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0, *,
+               legacy_by_position: bool = False, legacy_negative_pool: bool = False):
     """``(train, val, test)`` of PyG's ``RandomLinkSplit`` on an undirected graph, reproducible under ``seed``.
 
     Edges are shuffled (not split by position); val/test get one negative per positive, sampled against the whole
@@ -126,24 +127,69 @@ def link_split(data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0
     Message passing uses the training edges for train/val and training + validation edges for test. Each split
     carries ``forbidden_pairs``: all positive edges and the val/test negatives, both directions, as sorted
     :func:`pair_keys`.
+
+    Legacy switches of the authors' MSG code (``utils/data_utils.py``; off by default, for its comparison row):
+
+    * ``legacy_by_position``: no shuffling: the stored (directed) edges in order, the first ``num_val`` of them the
+      validation positives, the next ``num_test`` the test ones, the rest the training positives, which alone (one
+      direction each, as stored) pass messages in every split; one draw of as many negatives as stored edges, its
+      first ``num_val`` for validation and the next ``num_test`` for test.
+    * ``legacy_negative_pool``: training negatives come from a fixed pool, one draw of as many negatives as stored
+      edges plus the validation and test negatives again (so training sees the evaluation negatives), sampled with
+      replacement at each step (``negative_pool``, read by :func:`sample_train_negatives`).
     """
     from torch_geometric.transforms import RandomLinkSplit
+    from torch_geometric.utils import negative_sampling
 
-    split = RandomLinkSplit(num_val=num_val, num_test=num_test, is_undirected=True, split_labels=True,
-                            add_negative_train_samples=False, neg_sampling_ratio=1.0)
     state = random.getstate()  # PyG's negative sampling draws with Python's random module
     try:
         random.seed(seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            train, val, test = split(copy.copy(data))  # shallow: the splits share x (1.2 GB on Physics)
+            if legacy_by_position:
+                train, val, test = _split_by_position(data, num_val, num_test)
+            else:
+                split = RandomLinkSplit(num_val=num_val, num_test=num_test, is_undirected=True, split_labels=True,
+                                        add_negative_train_samples=False, neg_sampling_ratio=1.0)
+                train, val, test = split(copy.copy(data))  # shallow: the splits share x (1.2 GB on Physics)
+            pool = None
+            if legacy_negative_pool:
+                drawn = getattr(train, "drawn_negatives", None)
+                if drawn is None:
+                    drawn = negative_sampling(data.edge_index, num_nodes=data.num_nodes)
+                pool = torch.cat([drawn, val.neg_edge_label_index, test.neg_edge_label_index], dim=1)
     finally:
         random.setstate(state)
     eval_neg = torch.cat([val.neg_edge_label_index, test.neg_edge_label_index], dim=1)
     forbidden = pair_keys(torch.cat([data.edge_index, eval_neg, eval_neg.flip(0)], dim=1), data.num_nodes).unique()
     for part in (train, val, test):
         part.forbidden_pairs = forbidden
+        if "drawn_negatives" in part:
+            del part.drawn_negatives
+        if pool is not None:
+            part.negative_pool = pool
     return train, val, test
+
+
+def _split_by_position(data, num_val: float, num_test: float):
+    """The authors' split (see :func:`link_split`'s ``legacy_by_position``)."""
+    from torch_geometric.utils import negative_sampling
+
+    edges = data.edge_index
+    n_val, n_test = int(num_val * edges.shape[1]), int(num_test * edges.shape[1])
+    drawn = negative_sampling(edges, num_nodes=data.num_nodes)
+    parts = []
+    for lo, hi in ((n_val + n_test, edges.shape[1]), (0, n_val), (n_val, n_val + n_test)):
+        part = copy.copy(data)
+        part.edge_index = edges[:, n_val + n_test:]
+        part.pos_edge_label_index = edges[:, lo:hi]
+        part.pos_edge_label = torch.ones(hi - lo)
+        if lo < n_val + n_test:
+            part.neg_edge_label_index = drawn[:, lo:hi]
+            part.neg_edge_label = torch.zeros(hi - lo)
+        parts.append(part)
+    parts[0].drawn_negatives = drawn
+    return tuple(parts)
 
 
 def pair_keys(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -169,8 +215,12 @@ def sample_train_negatives(data, num: int | None = None) -> torch.Tensor:
     ones (up to three rounds), but it draws them one by one in Python (1.4 s a step on Physics); here the draws are
     vectorised: uniform draws with replacement, their distinct values (a uniformly random subset), the allowed ones
     (binary search), a uniformly random ``num`` of them. Fewer than ``num`` only where the graph has too few
-    non-edges."""
+    non-edges. Where ``data`` carries a ``negative_pool`` (:func:`link_split`'s legacy switch), ``num`` columns of it
+    drawn with replacement instead."""
     num = data.pos_edge_label_index.shape[1] if num is None else int(num)
+    pool = getattr(data, "negative_pool", None)
+    if pool is not None:  # the authors' fixed pool (link_split's legacy_negative_pool): with replacement
+        return pool[:, torch.randint(pool.shape[1], (num,), device=pool.device)]
     n, forbidden = data.num_nodes, data.forbidden_pairs
     population = n * (n - 1)
     allowed = population - forbidden.numel()
@@ -203,16 +253,18 @@ class LinkDataModule(L.LightningDataModule):
     """One graph, split for link prediction by :func:`link_split`; every loader yields that split's ``Data`` once.
     Features that are mostly zeros are held as one sparse CSR matrix shared by the splits (MSG multiplies them so)."""
 
-    def __init__(self, data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0):
+    def __init__(self, data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0, *,
+                 legacy_by_position: bool = False, legacy_negative_pool: bool = False):
         super().__init__()
         self.data, self.num_val, self.num_test, self.seed = data, num_val, num_test, seed
+        self.legacy = {"legacy_by_position": legacy_by_position, "legacy_negative_pool": legacy_negative_pool}
         self.splits = None
 
     def setup(self, stage: str | None = None):
         if self.splits is None:
             from fsnn.data.graph_features import sparse_if_sparse
 
-            self.splits = link_split(self.data, self.num_val, self.num_test, self.seed)
+            self.splits = link_split(self.data, self.num_val, self.num_test, self.seed, **self.legacy)
             x = sparse_if_sparse(self.data.x)  # the splits share one x; mostly zero features as sparse CSR
             for part in self.splits:
                 part.x = x

@@ -16,8 +16,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn import build_neuron
-from fsnn.checks import (Count, NonNegative, NonNegativeInt, Positive, Probability, Real, check_int, check_number,
-                         check_ratio, one_of)
+from fsnn.checks import (Count, Flag, NonNegative, NonNegativeInt, Positive, Probability, Real, check_int,
+                         check_number, check_ratio, one_of)
 from fsnn.energy import SynapticLayer
 from fsnn.models.manifolds import GEOMETRIES
 from fsnn.models.registry import register_backbone
@@ -74,10 +74,10 @@ class _MSGLayer(nn.Module):
         self.neuron = build_neuron(neuron, **neuron_kwargs)
         self.step_size, self.dropout = step_size, dropout
 
-    def forward(self, spikes, z, adjacency, geometry):
+    def forward(self, spikes, z, adjacency, geometry, neuron_input=lambda currents: currents):
         x = F.dropout(aggregate(adjacency, self.conv.lin(spikes)), self.dropout, self.training)  # [T, N, dim]
         y = x.mean(0) * self.step_size
-        return self.neuron(x), geometry.move(z, y)
+        return self.neuron(neuron_input(x)), geometry.move(z, y)
 
 
 @register_backbone("msg", supports={"graph"})
@@ -96,7 +96,12 @@ class MSG(nn.Module):
 
     Gradients: plain backpropagation through time with the neurons' surrogate gradients, plus the exact autograd
     derivatives of the exponential/log maps (the state path). MSG's "differentiation via manifold", which blocks the
-    gradient into the spikes, is not used: it would make the neuron (the only thing compared) irrelevant to learning.
+    gradient into the spikes, is not used by default: it makes the neuron (the only thing compared) irrelevant to
+    learning. ``legacy_no_spike_gradient=True`` restores it (the authors' fractional MSG, whose neuron's backward
+    returns no gradient for its input): the parameters then learn only through the state path.
+
+    The authors' link decoder on the Lorentz model is ``decoder="cosine"`` with ``temperature=1`` (cosine similarity
+    of ``Log_o z`` under a binary cross-entropy with logits); the MSG paper's, and the default here, Fermi-Dirac.
 
     ``full_graph = True``: the model needs the whole graph (``x``, ``edge_index``) for any node's output.
     """
@@ -107,7 +112,8 @@ class MSG(nn.Module):
                  neuron_kwargs: dict | None = None, T: Count = 10, dim: Count = 32, n_layers: NonNegativeInt = 1,
                  manifold: one_of(*GEOMETRIES) = "lorentz", step_size: Positive = 0.1, dropout: Probability = 0.0,
                  decoder: one_of("fermi_dirac", "cosine") = "fermi_dirac", r: Real = 2.0, t: Positive = 1.0,
-                 temperature: Positive = 0.2, spike_noise_std: NonNegative = 0.0):
+                 temperature: Positive = 0.2, spike_noise_std: NonNegative = 0.0,
+                 legacy_no_spike_gradient: Flag = False):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
@@ -131,12 +137,14 @@ class MSG(nn.Module):
             _MSGLayer(self.dim, neuron, neuron_kwargs, self.step_size, self.dropout) for _ in range(self.n_layers))
         self.head = nn.Linear(self.dim, self.num_classes) if self.num_classes else None
         self.spike_noise_std = check_noise_std(spike_noise_std)
+        self.legacy_no_spike_gradient = bool(legacy_no_spike_gradient)
         self.avg_degree = 0.0  # in-degree (without self loops) of the last graph seen, for the energy estimate
         self._adjacency, self._features = _Cache(), _Cache()
 
     def extra_repr(self) -> str:
         return (f"T={self.T}, manifold={self.manifold_name}, step_size={self.step_size}, dropout={self.dropout}, "
-                f"decoder={self.decoder}, spike_noise_std={self.spike_noise_std}")
+                f"decoder={self.decoder}, spike_noise_std={self.spike_noise_std}"
+                + (", legacy_no_spike_gradient=True" if self.legacy_no_spike_gradient else ""))
 
     def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Manifold embeddings ``[N, dim (+1 for Lorentz/sphere)]`` of every node; ``x`` dense or sparse CSR."""
@@ -147,11 +155,16 @@ class MSG(nn.Module):
         adjacency = self._adjacency.get(edge_index, lambda: gcn_adjacency(edge_index, nodes))
         h = F.dropout(aggregate(adjacency, self._project(x)), self.dropout, self.training)
         z = self.geometry.expmap0(h * self.step_size)
-        spikes = self.encoder_neuron(h.unsqueeze(0).expand(self.T, *h.shape).contiguous())
+        spikes = self.encoder_neuron(self._neuron_input(h.unsqueeze(0).expand(self.T, *h.shape).contiguous()))
         spikes = add_spike_noise(spikes, self.spike_noise_std)
         for layer in self.layers:
-            spikes, z = layer(spikes, z, adjacency, self.geometry)
+            spikes, z = layer(spikes, z, adjacency, self.geometry, self._neuron_input)
         return z
+
+    def _neuron_input(self, currents: torch.Tensor) -> torch.Tensor:
+        """What a neuron is fed: the currents, or (``legacy_no_spike_gradient``) the currents cut from the graph, so
+        that no gradient flows through a spike (the authors' fractional neuron returns none for its input)."""
+        return currents.detach() if self.legacy_no_spike_gradient else currents
 
     def _project(self, x: torch.Tensor) -> torch.Tensor:
         """The encoder's ``x W^T``: for sparse features (a sparse CSR ``x``, or a dense one that is mostly zeros,
