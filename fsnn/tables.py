@@ -283,7 +283,8 @@ def _stand_in_for_same_computations(spec: dict, rows: list[dict], recipe: str) -
                 continue
             seeds = sorted(set(own.get("by_seed", {})) & set(theirs.get("by_seed", {})))
             identical = all(own["by_seed"][s] == theirs["by_seed"][s] for s in seeds) if seeds else None
-            row["cells"][i] = {**theirs, "paper_mean": own["paper_mean"], "paper_std": own["paper_std"],
+            row["cells"][i] = {**theirs, "match": own["match"],  # the cell's own setting, its neighbour's runs
+                               "paper_mean": own["paper_mean"], "paper_std": own["paper_std"],
                                "diff": None if own["paper_mean"] is None or theirs["mean"] is None
                                else theirs["mean"] - own["paper_mean"],
                                "same_as": {"label": other["label"], "seeds": seeds, "identical": identical}}

@@ -248,6 +248,9 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     assert "DIFFERENT on seed 0" in cells["SGCN (fsnn LIF alpha=1)"]["same"]
     assert "[the runs of SGCN (SJ): the same computation, identical on seed 0]" in tables.cell_text(
         next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3])
+    # the verdict compares f-LIF (SpikingJelly's runs: a tie) with SpikingJelly's LIF of its own row
+    ranked = report.rankings(table, spec)
+    assert [(k["setting"], k["tie"], k["paper"]) for k in ranked] == [("Photo / SGCN", True, True)]
 
 
 def test_the_loader_says_where_to_get_a_dataset():
