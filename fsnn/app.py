@@ -58,7 +58,7 @@ from fsnn.neurons import collect_alphas, describe_neurons
 from fsnn.registry import MissingExtraError
 from fsnn.studies import check_eval_config, check_study, evaluate_run
 from fsnn.tasks import build_task, task_kind
-from fsnn.training import (LearnedNeurons, NonFiniteLossError, PercentProgressBar, SpeedMonitor, quiet_lightning,
+from fsnn.training import (LearnedNeurons, NonFiniteLossError, PercentProgressBar, SpeedMonitor, quiet_libraries,
                            reuse_freed_memory)
 
 log = logging.getLogger("fsnn")
@@ -194,7 +194,7 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict) -> L
     options.setdefault("enable_model_summary", False)
     if options.get("enable_progress_bar", True):
         callbacks = [*callbacks, PercentProgressBar()]
-    quiet_lightning()
+    quiet_libraries()
     plugins = [RunCheckpointIO(config)]
     if SLURMEnvironment.detect():
         # a requeued job resumes from last.ckpt; Lightning's own requeue would save a mid-epoch checkpoint
@@ -258,6 +258,7 @@ def train(cfg: DictConfig) -> float:
     SIGTERM or SIGINT stops the run: ``metrics.json`` says ``interrupted`` and the process exits with status 128 +
     the signal's number; rerunning the command resumes from the last epoch's ``last.ckpt``."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
+    quiet_libraries()
     reuse_freed_memory()
     zero = launch_rank_zero()
     record = _new_record(cfg, run_dir) if zero else None

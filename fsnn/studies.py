@@ -35,7 +35,7 @@ from fsnn.files import (METRIC_UNIT, RunLockedError, describe_holder, device_des
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
-from fsnn.training import ACCELERATORS, Batches, PercentProgressBar, quiet_lightning, reuse_freed_memory
+from fsnn.training import ACCELERATORS, Batches, PercentProgressBar, quiet_libraries, reuse_freed_memory
 
 log = logging.getLogger("fsnn")
 STUDIES = Registry("study", supplied=("run",))
@@ -266,7 +266,7 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
     task = build_task(run_cfg)
     task.module.load_state_dict(state["state_dict"])
     # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
-    quiet_lightning()
+    quiet_libraries()
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir, accelerator=accelerator,
                         devices=1, limit_test_batches=limit_test_batches, enable_progress_bar=asked is None,
                         callbacks=[PercentProgressBar()] if asked is None else [], enable_model_summary=False)
@@ -290,6 +290,7 @@ def evaluate(cfg: DictConfig) -> dict:
     """``evaluate.py``: :func:`evaluate_run` with a composed ``conf/eval.yaml`` (``run_dir``, ``checkpoint``,
     ``study``, ``accelerator``, ``seed``, ``limit_test_batches``, ``allow_unfinished``)."""
     check_eval_config(cfg)
+    quiet_libraries()
     reuse_freed_memory()
     study = OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
     return evaluate_run(cfg.run_dir, study, data_dir=cfg.paths.data_dir, checkpoint=cfg.checkpoint,

@@ -47,16 +47,19 @@ class _DropLitLoggerTip(logging.Filter):
         return "litlogger" not in record.getMessage()
 
 
-def quiet_lightning() -> None:
-    """Keep a run's output to what it says about the run: Lightning's litlogger advert (2.6) is dropped from its
-    ``rank_zero`` logger, and the deprecation warning that Lightning's own ``CombinedLoader`` triggers in torch
-    >= 2.14 (it builds the deprecated ``LeafSpec``, once per fit and test) is ignored for that module only. Other
-    messages and warnings are untouched. Idempotent."""
+def quiet_libraries() -> None:
+    """Keep a command's output to what it says about the run: Lightning's litlogger advert (2.6) is dropped from its
+    ``rank_zero`` logger; the deprecation warnings that libraries raise about their own code are ignored where they
+    come from: Lightning's ``CombinedLoader`` building the deprecated ``LeafSpec`` in torch >= 2.14 (once per fit and
+    test), and PyG scripting its pooling helpers with the deprecated ``torch.jit.script`` when it is imported (every
+    graph run). Other messages and warnings are untouched. Idempotent; called first by the commands."""
     rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
     if not any(isinstance(f, _DropLitLoggerTip) for f in rank_zero.filters):
         rank_zero.addFilter(_DropLitLoggerTip())
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
                             category=FutureWarning, module=r"lightning\.pytorch\.utilities\._pytree")
+    warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=FutureWarning,
+                            module=r"torch\.jit\._script")
 
 
 class PercentProgressBar(TQDMProgressBar):

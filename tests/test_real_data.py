@@ -87,6 +87,7 @@ def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = json.loads(next((tmp_path / "results" / "table2_node_classification").glob("*/metrics.json")).read_text())
     assert run["status"] == "complete" and run["epochs"] == 1 and run["recipe"] == "matched"
+    assert "Warning" not in proc.stderr, proc.stderr  # no library's deprecation notice about its own code
     assert run["num_parameters"] == FEATURES * CLASSES + CLASSES
     assert run["config"]["neuron"]["alpha"] == 0.3  # tab:alpha_gnn's Cora alpha
     majority = 818 / NODES  # Cora's largest class: what a constant guess scores
