@@ -210,6 +210,20 @@ def option_check(annotation) -> tuple[Check | None, bool]:
     return found, optional
 
 
+def foreign_option(component, name: str, value) -> str | None:
+    """What to use instead of ``name=value`` where ``name`` is another library's option for a component of the same
+    kind (``component.foreign_options``: ``{name: what to use}``, or ``{"name=value": ...}`` for one value of an
+    option fsnn has too, such as SpikingJelly's ``v_reset=None``); ``None`` otherwise."""
+    foreign = getattr(component, "foreign_options", None) or {}
+    return foreign.get(name) if name in foreign else foreign.get(f"{name}={value!r}")
+
+
+def _refuse_foreign(owner, kwargs: dict) -> None:
+    for name, value in kwargs.items():
+        if (hint := foreign_option(owner, name, value)) is not None:
+            raise ValueError(f"{type(owner).__name__}({name}={value!r}): {hint}")
+
+
 def checked(function: Callable) -> Callable:
     """Decorator: every argument of a call whose annotation carries a :class:`Check` is checked (and coerced, e.g.
     ``alpha=1`` becomes ``1.0``) before ``function`` runs; the first bad one is a ``ValueError`` naming it. Defaults
@@ -218,6 +232,7 @@ def checked(function: Callable) -> Callable:
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        _refuse_foreign(args[0] if args else None, kwargs)
         bound = _signature(function).bind(*args, **kwargs)
         bound.arguments.update(check_arguments(function, bound.arguments))
         return function(*bound.args, **bound.kwargs)

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fsnn.checks import Check, Flag, OptionError, Positive, integer, option_check
+from fsnn.checks import Check, Flag, OptionError, Positive, foreign_option, integer, option_check
 from fsnn.registry import UnknownNameError, did_you_mean, registry
 
 
@@ -126,6 +126,9 @@ def _check_component(group: str, values: dict) -> None:
                           f"{error.suggestion}") from None
     except ImportError as error:
         raise ConfigError(f"{group}.name: {error}") from None
+    for key, value in values.items():  # another library's name for an option (SpikingJelly's v_threshold)
+        if (hint := foreign_option(registry(group).get(name), key, value)) is not None:
+            raise ConfigError(f"{group}.{key}: {hint}")
     _validate(schema, {k: v for k, v in values.items() if k != "name"}, f"{group}.", f"{group} {name!r}")
 
 

@@ -67,6 +67,18 @@ class FractionalNeuron(SpikingNeuron):
 
     block = 32  # steps per block of the torch engines
     soe_head = 9  # the SOE engine keeps lags < soe_head exact (the fused kernel holds them in registers)
+    #: SpikingJelly's and snnTorch's argument names, refused in one line that names fsnn's equivalent
+    foreign_options = {
+        "v_threshold": "SpikingJelly's v_threshold is threshold here",
+        "v_reset=None": "SpikingJelly's soft reset (v_reset=None) is reset='soft' here (the default); v_reset is the "
+                        "potential of reset='hard'",
+        "surrogate_function": "SpikingJelly's surrogate_function is surrogate (a name: "
+                              f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its alpha) here",
+        "spike_grad": "snnTorch's spike_grad is surrogate (a name: "
+                      f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its slope) here",
+        "beta": "snnTorch's beta (the decay per step) is tau here: this LIF decays by 1 - 1/tau per step, so "
+                "tau = 1 / (1 - beta) (and it divides the input by tau, which snnTorch does not)",
+    }
 
     @checked
     def __init__(
@@ -386,6 +398,7 @@ def _first_order(cls: type[FractionalNeuron], name: str):
         for option, (annotation, default) in option_fields(cls).items() if option not in ("alpha", "learn_alpha")])
     build.__doc__ = f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``."
     build.check_options = lambda options: cls.check_options({**options, "alpha": 1.0})
+    build.foreign_options = cls.foreign_options
     return build
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsnn.checks import option_check
+from fsnn.checks import foreign_option, option_check
 
 #: the kinds of data: what a dataset is (``DatasetInfo.kind``), what a backbone and a task take
 DATA_KINDS = ("event", "static", "graph", "sequence")
@@ -185,6 +185,9 @@ class Registry(Mapping):
     def create(self, name, **kwargs):
         """``entry(**kwargs)``; an argument the entry does not take is a ``ValueError`` naming it."""
         factory = self.get(name)
+        for key, value in kwargs.items():
+            if (hint := foreign_option(factory, key, value)) is not None:
+                raise ValueError(f"{self.what} {self.key(name)!r}: {key}={value!r}: {hint}")
         allowed = accepted(factory)
         unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
         if unknown:
