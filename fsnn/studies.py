@@ -35,7 +35,8 @@ from fsnn.files import (METRIC_UNIT, RunLockedError, describe_holder, device_des
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
-from fsnn.training import ACCELERATORS, Batches, PercentProgressBar, quiet_libraries, reuse_freed_memory
+from fsnn.training import (ACCELERATORS, Batches, PercentProgressBar, SpeedMonitor, quiet_libraries,
+                           reuse_freed_memory)
 
 log = logging.getLogger("fsnn")
 STUDIES = Registry("study", supplied=("run",))
@@ -270,6 +271,8 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
     trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir, accelerator=accelerator,
                         devices=1, limit_test_batches=limit_test_batches, enable_progress_bar=asked is None,
                         callbacks=[PercentProgressBar()] if asked is None else [], enable_model_summary=False)
+    counted = CountedTest()
+    trainer.callbacks.append(counted)
     run = StudyRun(run_dir, run_cfg, kind, task, trainer, ckpt, seed, limit_test_batches, status)
     result: dict = {**run.about(), "metric_unit": METRIC_UNIT}
     if asked is None or STUDIES.meta(asked[0])["retest"]:
@@ -277,13 +280,41 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
         metric = task.metric
         run.clean = test[f"test/{metric}"]
         result |= {f"test_{metric}": run.clean, "test_metrics": test, "firing_rates": task.module.test_rates,
-                   "device": device_description(trainer.strategy.root_device)}
+                   "device": device_description(trainer.strategy.root_device),
+                   "evaluated": coverage(counted, limit_test_batches, run_cfg.trainer.get("limit_test_batches"))}
         write_json_atomic(run_dir / "eval.json", result)
-        log.info("test %s %s (%s)", metric, percent(run.clean), ckpt)
+        log.info("test %s %s (%s; %s)", metric, percent(run.clean), ckpt, result["evaluated"]["note"])
     if asked is not None:
         name, options = asked
         result[name] = STUDIES[name](run, **options)
     return result
+
+
+class CountedTest(L.Callback):
+    """The batches and samples of the last test pass (a graph of link prediction counts as one sample)."""
+
+    def __init__(self):
+        self.batches = self.samples = 0
+
+    def on_test_epoch_start(self, trainer, pl_module):
+        self.batches = self.samples = 0
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        self.batches += 1
+        self.samples += SpeedMonitor.samples(batch)
+
+
+def coverage(counted: CountedTest, limit: int | float | None, run_limit: int | float | None) -> dict:
+    """What an evaluation's test pass covered, for ``eval.json``: the split, its batches and samples, the run's own
+    ``trainer.limit_test_batches``, and why the metric can differ from the run's own test."""
+    same = limit == run_limit
+    note = (f"the whole test split, {counted.samples} samples in {counted.batches} batches" if limit is None else
+            f"{counted.samples} samples in the first {counted.batches} test batches (limit_test_batches={limit})")
+    if not same:
+        run_part = "the whole split" if run_limit is None else f"limit_test_batches={run_limit}"
+        note += f"; the run's own test covered {run_part}, so the two can differ"
+    return {"split": "test", "batches": counted.batches, "samples": counted.samples, "limit_test_batches": limit,
+            "run_limit_test_batches": run_limit, "as_the_run_tested": same, "note": note}
 
 
 def evaluate(cfg: DictConfig) -> dict:

@@ -352,7 +352,7 @@ class SpeedMonitor(L.Callback):
         return time.perf_counter()
 
     @staticmethod
-    def _samples(batch) -> int:
+    def samples(batch) -> int:
         last = batch[-1] if isinstance(batch, (tuple, list)) else None
         return len(last) if isinstance(last, torch.Tensor) and last.dim() > 0 else 1
 
@@ -368,7 +368,7 @@ class SpeedMonitor(L.Callback):
     def _end(self, split, batch):
         entry = self.totals[split]
         entry[0] += self._tick() - self._start
-        entry[1] += self._samples(batch)
+        entry[1] += self.samples(batch)
 
     on_train_batch_start = on_test_batch_start = _begin
 

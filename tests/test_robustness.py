@@ -568,6 +568,25 @@ def test_paper_graph_plans_keep_their_one_corruption(compose_cfg, plan, kept):
         prepare_robustness(TASKS["node"], options)
 
 
+def test_eval_json_says_what_it_tested(tmp_path, data_root, compose_cfg):
+    """eval.json records the split, the batches and samples its test pass covered and, where they differ from the
+    run's own test (a smoke run tests a few batches), that the two metrics can differ and why."""
+    from fsnn.studies import evaluate
+
+    run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, "trainer.limit_test_batches=1",
+                           f"paths.data_dir={data_root}")
+    evaluate(compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "accelerator=cpu", config_name="eval"))
+    whole = json.loads((run_dir / "eval.json").read_text())["evaluated"]
+    assert whole["split"] == "test" and whole["batches"] > 1 and whole["samples"] > 8
+    assert whole["run_limit_test_batches"] == 1 and not whole["as_the_run_tested"]
+    assert "the whole test split" in whole["note"] and "the run's own test covered limit_test_batches=1" in whole["note"]
+    evaluate(compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "accelerator=cpu",
+                         "limit_test_batches=1", config_name="eval"))
+    same = json.loads((run_dir / "eval.json").read_text())["evaluated"]
+    assert (same["batches"], same["samples"], same["as_the_run_tested"]) == (1, 8, True)
+    assert "can differ" not in same["note"]
+
+
 def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compose_cfg):
     from fsnn.config import ConfigError
     from fsnn.studies import evaluate
