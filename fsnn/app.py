@@ -27,6 +27,7 @@ at the best-validation checkpoint (and, for reference, with the last weights).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -119,6 +120,59 @@ class CheckConfig(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self._check(config, multirun=True)
+
+
+SWEEP_JOBS = "FSNN_SWEEP_JOBS"  # the file a sweep's jobs add their run folders to (set by SweepSummary)
+
+
+class SweepSummary(Callback):
+    """Hydra callback: when a sweep ends, finished or not (an ``atexit`` hook as well, since a failed job makes the
+    sweeper raise before ``on_multirun_end``), one short table of its jobs: each run folder, its status, its test and
+    best validation metric, its epochs and minutes. The jobs list their folders in ``<sweep dir>/.sweep-<pid>`` (its
+    path in the environment, :data:`SWEEP_JOBS`, so launchers' worker processes see it too), removed afterwards."""
+
+    def __init__(self):
+        self.jobs: Path | None = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        folder = Path(config.hydra.sweep.dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.jobs = folder / f".sweep-{os.getpid()}"
+        self.jobs.write_text("")
+        os.environ[SWEEP_JOBS] = str(self.jobs.resolve())
+        atexit.register(self.report)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
+        self.report()
+
+    def report(self) -> None:
+        if self.jobs is None or not self.jobs.is_file():
+            return
+        folders = list(dict.fromkeys(line for line in self.jobs.read_text().splitlines() if line))
+        self.jobs.unlink()
+        os.environ.pop(SWEEP_JOBS, None)
+        if folders:
+            print(sweep_table([Path(folder) for folder in folders]), flush=True)
+
+
+def sweep_table(folders: list[Path]) -> str:
+    """The Markdown table :class:`SweepSummary` prints: one row per run folder, from its ``metrics.json``."""
+    lines = ["", f"sweep of {len(folders)} runs:", "| run | status | test | best val | epochs | minutes |",
+             "|---|---|---:|---:|---:|---:|"]
+    for folder in folders:
+        try:
+            record = read_run_record(folder)
+        except RunFileError:
+            record = None
+        if record is None:
+            lines.append(f"| {folder.name} | no readable metrics.json | | | | |")
+            continue
+        metric = record.get("metric", "acc")
+        minutes = record.get("wall_time_s")
+        lines.append(f"| {folder.name} | {record.get('status', '?')} | {percent(record.get(f'test_{metric}'))} | "
+                     f"{percent(record.get(f'val_{metric}_best'))} | {record.get('epochs', '')} | "
+                     f"{'' if minutes is None else f'{minutes / 60:.1f}'} |")
+    return "\n".join(lines)
 
 
 def _study(cfg: DictConfig) -> dict | None:
@@ -260,6 +314,9 @@ def train(cfg: DictConfig) -> float:
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     quiet_libraries()
     reuse_freed_memory()
+    if jobs := os.environ.get(SWEEP_JOBS):  # a job of a sweep: listed for its summary (SweepSummary)
+        with open(jobs, "a") as listed:
+            listed.write(f"{run_dir.resolve()}\n")
     zero = launch_rank_zero()
     record = _new_record(cfg, run_dir) if zero else None
     try:

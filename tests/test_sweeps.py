@@ -151,6 +151,11 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     assert "Error executing job with overrides: ['task=nonsense'" in proc.stderr
     assert proc.stderr.count("fsnn: error: task: expected") == 2  # when it failed, and in the final report
     assert "Traceback" not in proc.stderr
+    # the sweep ends with a table of its two jobs, though one failed (then the sweeper raises before its end)
+    table = proc.stdout[proc.stdout.index("sweep of 2 runs:"):].splitlines()
+    rows = [line for line in table if line.startswith("| ") and "task-" in line]
+    assert len(rows) == 2 and {row.split(" | ")[1] for row in rows} == {"failed", "complete"}
+    assert not list((tmp_path / "results" / "train").glob(".sweep-*"))  # its job list is removed
     # rerunning the sweep runs only what is missing or failed: the finished job is left as it is
     done = next(p for p in (tmp_path / "results" / "train").glob("*/metrics.json") if "task-null" in str(p))
     files = {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()}
