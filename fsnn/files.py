@@ -219,7 +219,9 @@ def _umask_mode(mode: int = 0o666) -> int:
 def run_lock(run_dir: Path):
     """Hold ``<run_dir>/.lock`` (``filelock``, an ``flock`` the kernel drops when its holder dies, so a lock left by
     a killed run is taken over) for the block; the holder's pid, host, start time and command are written into it.
-    :class:`RunLockedError` naming the holder when another live process has it."""
+    :class:`RunLockedError` naming the holder when another live process has it. The file is removed when the block
+    ends (a finished run leaves no ``.lock``); removed while still held, so a process that opened it just before
+    finds the inode unlinked when it gets the ``flock`` and makes a new one (``filelock`` checks for that)."""
     path = run_dir / ".lock"
     holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
               "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -238,6 +240,7 @@ def run_lock(run_dir: Path):
     try:
         yield
     finally:
+        path.unlink(missing_ok=True)
         lock.release()
 
 

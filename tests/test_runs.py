@@ -350,11 +350,11 @@ def test_files_get_the_umask_s_mode(tmp_path):
         write_json_atomic(tmp_path / "metrics.json", {"status": "complete"})
         _checkpoint(tmp_path / "last.ckpt")
         with run_lock(tmp_path):
-            pass
+            modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
     finally:
         os.umask(old)
-    modes = {p.name: p.stat().st_mode & 0o777 for p in tmp_path.iterdir()}
     assert modes == {"metrics.json": 0o664, "last.ckpt": 0o664, ".lock": 0o664}
+    assert not (tmp_path / ".lock").exists()  # removed when the block ends
 
 
 # -- end to end, through train.py / evaluate.py ---------------------------------------------------------------------
@@ -678,6 +678,7 @@ def test_a_moved_run_folder_completes_from_its_own_checkpoints(tmp_path, data_ro
     m = json.loads((run / "metrics.json").read_text())
     assert m["status"] == "complete" and m["best_checkpoint"] == "checkpoints/best.ckpt"
     assert m["resumed_from"] == "checkpoints/last.ckpt"
+    assert not (run / ".lock").exists()  # a finished run leaves no lock file
     for name in ("last.ckpt", "best.ckpt"):  # nothing in the folder names the place it ran in
         assert str(tmp_path) not in repr(load_checkpoint(run / "checkpoints" / name)["callbacks"])
 
