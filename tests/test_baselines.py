@@ -1,14 +1,18 @@
 """Baseline adapters (fsnn.baselines) against the raw SpikingJelly 2.0.0 / snnTorch 1.0.0 neurons."""
 
 import copy
+import inspect
 import math
+from pathlib import Path
 
 import pytest
 import snntorch
 import torch
+from omegaconf import OmegaConf
 from spikingjelly.activation_based import functional
 from spikingjelly.activation_based import neuron as sj_neuron
 
+from fsnn import build_neuron
 from fsnn.baselines import SJIF, SJLIF, SJPLIF, SnnTorchLeaky
 from fsnn.surrogate import SURROGATE_DEFAULT_SCALE as SURROGATES
 
@@ -258,3 +262,23 @@ def test_shape_and_dtype_preserved_for_5d_input(make, dtype):
     for out in (spikes, v):
         assert out.shape == x.shape and out.dtype == dtype and out.device == x.device
     assert set(spikes.unique().tolist()) <= {0.0, 1.0}
+
+
+def _readme_row(option: str) -> str:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    return next(line for line in readme.splitlines() if line.startswith(f"| {option} |"))
+
+
+def test_sj_lif_overrides_of_spikingjelly_defaults_are_the_ones_the_readme_states(compose_cfg):
+    """The README's table of ``sj_lif``'s options against SpikingJelly's defaults states both sides exactly."""
+    defaults = inspect.signature(sj_neuron.LIFNode.__init__).parameters
+    assert defaults["v_reset"].default == 0.0 and defaults["decay_input"].default is True
+    assert type(defaults["surrogate_function"].default).__name__ == "Sigmoid"
+    assert defaults["surrogate_function"].default.alpha == 4.0
+    options = OmegaConf.to_container(compose_cfg("neuron=sj_lif").neuron, resolve=True)
+    node = build_neuron(options.pop("name"), **options).node
+    assert node.v_reset is None and node.surrogate_function.alpha == 5.0  # soft reset, slope 5
+    assert "| hard, `v_reset=0.0` | soft (`v_reset=None`" in _readme_row("reset")
+    assert "`Sigmoid(alpha=4.0)` | sigmoid, slope `surrogate_scale=5.0` |" in _readme_row("surrogate")
+    same = f"{node.tau}, {node.v_threshold}, {node.decay_input}, {node.detach_reset}"
+    assert _readme_row("tau, threshold, `decay_input`, `detach_reset`").count(same) == 2  # both columns
