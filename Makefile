@@ -7,9 +7,14 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install train test test-slow test-cuda bench bench-cuda figures report fixtures docs docs-serve lock clean
 
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU build first (the wheel on PyPI is the CUDA
+# build, about 6 GB with its GPU libraries); the constraints' version matches it (2.x.y matches 2.x.y+cpu)
+TORCH_INDEX ?=
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet -c constraints.txt torch --index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[all,test,docs]"
 	$(PY) -m pip check
 	touch $(STAMP)

@@ -285,3 +285,20 @@ def test_license_and_citation_agree_with_the_package():
     assert f"title     = {{{paper['title']}}}" in bibtex
     authors = " and ".join(f"{a['family-names']}, {a['given-names']}" for a in paper["authors"])
     assert " ".join(authors.split()) in " ".join(bibtex.replace("\n", " ").split())
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not found on PATH")
+def test_make_installs_torch_from_the_index_it_is_given_first():
+    """``make ... TORCH_INDEX=<url>`` (the README's CPU install) installs torch from that index, at the constraints'
+    version, before fsnn; without it, no such step."""
+    def install_steps(*args: str) -> list[str]:
+        proc = subprocess.run(["make", "-n", "-B", "install", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return [line for line in proc.stdout.splitlines() if "pip install" in line]
+
+    steps = install_steps("TORCH_INDEX=https://download.pytorch.org/whl/cpu")
+    assert steps[1].endswith("pip install --quiet -c constraints.txt torch --index-url https://download.pytorch.org/whl/cpu")
+    assert "-e " in steps[2]  # fsnn after torch, which the constraints then find installed
+    assert not any("--index-url" in step for step in install_steps())
+    assert "make train TORCH_INDEX=https://download.pytorch.org/whl/cpu" in (ROOT / "README.md").read_text()
