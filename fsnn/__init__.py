@@ -7,31 +7,46 @@
 ``fsnn[graph]``) and the sweeps (``fsnn[sweeps]``) load their libraries when used.
 """
 
-from fsnn.history import history_kernel, soe_bank
-from fsnn.neurons import (
-    FractionalIF,
-    FractionalLIF,
-    FractionalNeuron,
-    build_neuron,
-    collect_alphas,
-    neuron_names,
-    neuron_params,
-    register_neuron,
-)
-from fsnn.surrogate import SURROGATES, spike
+from __future__ import annotations
 
-__all__ = [
-    "FractionalIF",
-    "FractionalLIF",
-    "FractionalNeuron",
-    "SURROGATES",
-    "build_neuron",
-    "collect_alphas",
-    "history_kernel",
-    "neuron_names",
-    "neuron_params",
-    "register_neuron",
-    "soe_bank",
-    "spike",
-]
+import importlib
+from typing import TYPE_CHECKING
+
+# The names below are imported on first use (PEP 562), so that the commands (fsnn.cli) answer --help and refuse a
+# typo without loading torch; static tools (type checkers, the API docs) read them from this block.
+if TYPE_CHECKING:
+    from fsnn.history import history_kernel, soe_bank
+    from fsnn.neurons import (
+        FractionalIF,
+        FractionalLIF,
+        FractionalNeuron,
+        build_neuron,
+        collect_alphas,
+        neuron_names,
+        neuron_params,
+        register_neuron,
+    )
+    from fsnn.surrogate import SURROGATES, spike
+
+_HOMES = {
+    "fsnn.history": ("history_kernel", "soe_bank"),
+    "fsnn.neurons": ("FractionalIF", "FractionalLIF", "FractionalNeuron", "build_neuron", "collect_alphas",
+                     "neuron_names", "neuron_params", "register_neuron"),
+    "fsnn.surrogate": ("SURROGATES", "spike"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'fsnn' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

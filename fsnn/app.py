@@ -85,11 +85,6 @@ def run_dir_name(run_name: str | None, overrides) -> str:
     return name.replace("/", "_")
 
 
-def register_resolvers() -> None:
-    """The resolvers ``conf/hydra/default.yaml`` names (``run_dir``)."""
-    OmegaConf.register_new_resolver("run_dir", run_dir_name, replace=True)
-
-
 class CheckConfig(Callback):
     """Hydra callback (``hydra.callbacks`` in ``conf/hydra/default.yaml`` and ``conf/eval.yaml``): checks the
     composed config before Hydra creates any folder, and stops with one line and exit status 2: every value

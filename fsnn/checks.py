@@ -14,9 +14,10 @@ import functools
 import inspect
 import math
 import types
-from typing import Annotated, Any, Callable, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Union, get_args, get_origin
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def check_choice(name: str, value, allowed):
@@ -80,6 +81,8 @@ def round_count(ratio: float, n: int) -> int:
 def as_generator(generator) -> torch.Generator:
     """A CPU ``torch.Generator``: the one given (its state advances), or a fresh one seeded with the int
     (``None`` -> seed 0), so every seeded draw in fsnn is reproducible."""
+    import torch  # here, not at the top: the config checks (fsnn.config, the commands) run without torch
+
     if isinstance(generator, torch.Generator):
         return generator
     if isinstance(generator, bool):
@@ -93,6 +96,8 @@ def check_spike_input(x) -> None:
     Finiteness is checked on the CPU only: on a GPU the check would synchronise the device on every
     call of every neuron layer (there, NaN inputs give NaN potentials and no spikes).
     """
+    import torch  # already loaded by the neuron that calls this: a lookup, not an import
+
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         got = f"dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a floating-point tensor of shape [T, B, ...], got {got}")

@@ -8,7 +8,9 @@ configs joins Hydra's search path without touching either, e.g. an experiment ``
     fsnn-train --config-dir my_configs experiment=mine
     fsnn-train 'hydra.searchpath=[file://my_configs]' experiment=mine
 
-Both need ``fsnn[app]`` (Hydra, Lightning); without it they stop with one line naming it.
+Both need ``fsnn[app]`` (Hydra, Lightning); without it they stop with one line naming it. They answer ``--help`` and
+refuse a typo before loading torch, Lightning or any dataset library: those are imported once the command line is
+known to run something.
 """
 
 from __future__ import annotations
@@ -23,25 +25,44 @@ _CLONE_CONF = Path(__file__).resolve().parents[1] / "conf"
 CONFIG_DIR = str(_CLONE_CONF if (_CLONE_CONF / "config.yaml").is_file() else Path(__file__).resolve().parent / "conf")
 
 
+def _missing_extra(error: ImportError, command: str):
+    missing = MissingExtraError(f"fsnn-{command}", (error.name or "hydra").split(".")[0], "app")
+    print(f"fsnn: error: {missing}", file=sys.stderr)
+    raise SystemExit(2) from None
+
+
+def _run_dir(run_name, overrides) -> str:
+    """The ``run_dir`` resolver of ``conf/hydra/default.yaml`` (:func:`fsnn.app.run_dir_name`): only a run resolves
+    its folder, so Lightning is loaded here, not for ``--help``."""
+    from fsnn.app import run_dir_name
+
+    return run_dir_name(run_name, overrides)
+
+
 def _run(config_name: str, command: str) -> None:
     """Check the command line for typos (:mod:`fsnn.commandline`), compose ``config_name`` from it (Hydra) and run
     ``command`` (:func:`fsnn.app.train` or :func:`fsnn.studies.evaluate`) on it, guarded."""
     try:
         import hydra
+        from omegaconf import OmegaConf
 
-        from fsnn import app, studies
         from fsnn.commandline import check_command_line
     except ImportError as error:
-        missing = MissingExtraError(f"fsnn-{command}", (error.name or "hydra").split(".")[0], "app")
-        print(f"fsnn: error: {missing}", file=sys.stderr)
-        raise SystemExit(2) from None
-    app.register_resolvers()
-    task = app.train if command == "train" else studies.evaluate
-    check_command_line(Path(CONFIG_DIR), config_name)  # a typo: one line and exit 2, before Hydra makes anything
+        _missing_extra(error, command)
+    # a typo: one line and exit 2, before Hydra makes anything and before the heavy libraries load
+    if check_command_line(Path(CONFIG_DIR), config_name):
+        try:  # here, so that a missing library is one line, not a traceback from Hydra's callbacks (fsnn.app)
+            import fsnn.app
+            import fsnn.studies  # noqa: F401
+        except ImportError as error:
+            _missing_extra(error, command)
+    OmegaConf.register_new_resolver("run_dir", _run_dir, replace=True)
 
     @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name=config_name)
     def main(cfg):
-        return app.run_guarded(task, cfg)
+        from fsnn import app, studies  # loaded above
+
+        return app.run_guarded(app.train if command == "train" else studies.evaluate, cfg)
 
     main()
 

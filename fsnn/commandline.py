@@ -111,14 +111,17 @@ def _check_key(tree: dict, key: str) -> None:
         path.append(part)
 
 
-def check_command_line(config_dir: Path, config_name: str, argv: list[str] | None = None) -> None:
+def check_command_line(config_dir: Path, config_name: str, argv: list[str] | None = None) -> bool:
     """Check the command line (``sys.argv[1:]``) of an app whose configs are ``config_dir/config_name.yaml``; on a
-    typo print one ``fsnn: error:`` line and exit with status 2."""
+    typo print one ``fsnn: error:`` line and exit with status 2. Returns whether the command line runs the app:
+    ``False`` for Hydra's own flags (``--help``, ``--cfg``, ...) and for what Hydra will refuse to parse."""
     overrides = _overrides(sys.argv[1:] if argv is None else argv)
-    if not overrides:
-        return
+    if overrides is None:
+        return False
     try:
-        check_overrides(config_dir, config_name, overrides)
+        if overrides:
+            check_overrides(config_dir, config_name, overrides)
     except ConfigError as error:
         print(f"fsnn: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+    return True

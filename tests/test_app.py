@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import lightning as L
@@ -212,6 +215,35 @@ def test_missing_dataset_is_one_clear_message(tmp_path):
     assert "Traceback" not in err
     m = _metrics(tmp_path)
     assert m["status"] == "failed"
+
+
+# what a command answers without: help and a refused typo come from Hydra and the config tree alone
+HEAVY = ("torch", "lightning", "torch_geometric", "spikingjelly", "snntorch", "matplotlib", "torchvision", "tonic",
+         "scipy")
+PROBE = """
+import json, runpy, sys
+sys.argv = [{script!r}, *{args!r}]
+try:
+    runpy.run_path({script!r}, run_name="__main__")
+except SystemExit as stop:
+    print(json.dumps({{"code": stop.code, "loaded": [m for m in {heavy!r} if m in sys.modules]}}))
+"""
+
+
+@pytest.mark.parametrize("script,args,code", [
+    ("train.py", ["--help"], 0), ("evaluate.py", ["--help"], 0), ("train.py", ["neuron=flf"], 2),
+    ("train.py", ["-m", "neuron=flif,flf"], 2), ("train.py", ["trainer.max_epoch=3"], 2),
+    ("evaluate.py", ["study=energi"], 2),
+])
+def test_help_and_typos_answer_before_the_heavy_libraries_load(tmp_path, script, args, code):
+    probe = PROBE.format(script=str(CONF.parent / script), args=args, heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(CONF.parent)})
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer == {"code": code, "loaded": []}, done.stderr[-2000:]
+    assert (code == 0) == ("== Configuration groups ==" in done.stdout)
+    assert code == 0 or done.stderr.count("fsnn: error:") == 1
+    assert not (tmp_path / "results").exists() and not (tmp_path / "outputs").exists()
 
 
 def test_unknown_group_option_lists_choices(tmp_path):
