@@ -66,7 +66,7 @@ lock: $(STAMP)
 		> constraints.txt.new && mv constraints.txt.new constraints.txt
 
 fixtures: $(STAMP)
-	$(PY) scripts/make_fixtures.py data/fixtures
+	$(PY) -m fsnn.data.make_fixtures data/fixtures
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

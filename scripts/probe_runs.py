@@ -573,7 +573,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="fsnn-probe-") as tmp:
         work, data = Path(tmp) / "runs", Path(tmp) / "data"
         work.mkdir()
-        subprocess.run([sys.executable, str(root / "scripts" / "make_fixtures.py"), str(data)], check=True,
+        subprocess.run([sys.executable, "-m", "fsnn.data.make_fixtures", str(data)], check=True,
                        env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL)
         values = BAD_VALUES if args.values is None else [v for v in BAD_VALUES if v[0] in args.values]
         if args.values is not None and len(values) != len(args.values):

@@ -118,7 +118,7 @@ def test_fixtures_are_fast_and_deterministic(tmp_path):
 
 
 def test_make_fixtures_cli(tmp_path):
-    proc = run_app("scripts/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path,
+    proc = run_app("fsnn/data/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path,
                    timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "DVSGesture" / "ibmGestureTrain").rglob("*.npy"))) == 110
