@@ -1,49 +1,61 @@
 r"""Discrete f-IF / f-LIF dynamics: the equations, as pure per-step functions.
 
-Notation: input ``X_k`` (k = 0..T-1, step ``dt``), threshold ``theta``, leak ``L`` (1 for f-LIF,
-0 for f-IF), resting potential ``v_rest`` (``v_reset`` for a hard reset, 0 for a soft one),
-``U_init`` (``v_reset`` for hard, 0 for soft), history kernel ``K_m`` of :mod:`fsnn.history`.
+Notation: input $X_k$ ($k = 0, \dots, T-1$, step $dt$), threshold $\vartheta$, leak $L$ (1 for f-LIF, 0 for
+f-IF), resting potential $v_{\text{rest}}$ (`v_reset` for a hard reset, 0 for a soft one), $U_{\text{init}}$
+(`v_reset` for hard, 0 for soft), history kernel $K_m$ of :mod:`fsnn.history`, Heaviside step $\Theta$.
 
-fsnn convention (default). The Caputo equation ``tau D^alpha U = L (v_rest - U) + X`` is
-integrated as a convolution of currents (``history.py`` eq. 1)::
+**fsnn convention (default).** The Caputo equation $\tau\, D^{\alpha} U = L\,(v_{\text{rest}} - U) + X$ is
+integrated as a convolution of currents (equation (1) of :mod:`fsnn.history`), with $V_{-1} = U_{\text{init}}$:
 
-    f_k = (X_k + L (v_rest - V_{k-1})) / tau                 V_{-1} = U_init
-    H_k = U_init + sum_{j<k} K_{k-j} g_j + K_0 f_k           charge (membrane before the spike)
-    S_k = Heaviside(H_k - theta)                             fire (at equality too)
-    V_k = H_k - theta S_k            (soft)                  reset
-    V_k = H_k - S_k (H_k - v_reset)  (hard)
-    g_k = f_k + (V_k - H_k) / K_0                            current entering the history
+$$
+\begin{aligned}
+f_k &= \bigl(X_k + L\,(v_{\text{rest}} - V_{k-1})\bigr) / \tau && \text{input current} \\
+H_k &= U_{\text{init}} + \textstyle\sum_{j<k} K_{k-j}\, g_j + K_0 f_k && \text{charge (membrane before the spike)} \\
+S_k &= \Theta(H_k - \vartheta) && \text{fire (at equality too)} \\
+V_k &= H_k - \vartheta S_k && \text{soft reset} \\
+V_k &= H_k - S_k\,(H_k - v_{\text{reset}}) && \text{hard reset} \\
+g_k &= f_k + (V_k - H_k) / K_0 && \text{current entering the history}
+\end{aligned}
+$$
 
-The reset is a current ``(V_k - H_k)/K_0`` inside the fractional history: the drop at the spike is
-exactly ``theta`` (or down to ``v_reset``) and later steps remember it with the same power-law
-kernel. Read literally, the paper's f-IF charge ``U_k = U_0 + sum c_m X_{k-m}`` sums inputs only
-and would never see a reset. ``V_k = U_init + sum_{j<=k} K_{k-j} g_j`` holds identically. At
-``alpha = 1``, ``K_m = dt``; with ``dt = 1`` this is SpikingJelly's ``LIFNode(decay_input=True)``:
-``H_k = V_{k-1} + (X_k - (V_{k-1} - v_reset)) / tau`` (``IFNode``: ``H_k = V_{k-1} + X_k`` at
-``tau = 1``). The paper's ``c_m`` carries ``tau^alpha`` where this module divides by ``tau``
-(so that ``alpha = 1`` is the first-order neuron for every ``tau``).
+The reset is a current $(V_k - H_k)/K_0$ inside the fractional history: the drop at the spike is exactly
+$\vartheta$ (or down to $v_{\text{reset}}$) and later steps remember it with the same power-law kernel. Read
+literally, the paper's f-IF charge $U_k = U_0 + \sum_m c_m X_{k-m}$ sums inputs only and would never see a reset.
+$V_k = U_{\text{init}} + \sum_{j \le k} K_{k-j}\, g_j$ holds identically. At $\alpha = 1$, $K_m = dt$; with
+$dt = 1$ this is SpikingJelly's `LIFNode(decay_input=True)`:
+$H_k = V_{k-1} + \bigl(X_k - (V_{k-1} - v_{\text{reset}})\bigr) / \tau$ (`IFNode`: $H_k = V_{k-1} + X_k$ at
+$\tau = 1$). The paper's $c_m$ carries $\tau^{\alpha}$ where this module divides by $\tau$ (so that $\alpha = 1$ is
+the first-order neuron for every $\tau$).
 
-Engines store ``gamma_k = K_0 g_k`` and use ``kappa_m = K_m / K_0``; with the history potential
-``Y_k = U_init + sum_{j<k} kappa_{k-j} gamma_j`` one step is
-``H = Y + K_0 f``, ``V = reset(H)``, ``gamma = V - Y``.
+Engines store $\gamma_k = K_0 g_k$ and use $\kappa_m = K_m / K_0$; with the history potential
+$Y_k = U_{\text{init}} + \sum_{j<k} \kappa_{k-j}\, \gamma_j$ one step is $H = Y + K_0 f$, $V = \text{reset}(H)$,
+$\gamma = V - Y$.
 
-Backward (reverse time). With ``Gbar_k = sum_{k'>k} kappa_{k'-k} Hbar_{k'}`` (the history adjoint)
-and ``U_k = Hbar_k + Gbar_k`` (so ``dL/dX_k = K_0 U_k / tau``)::
+**Backward** (reverse time). With $\bar G_k = \sum_{k'>k} \kappa_{k'-k}\, \bar H_{k'}$ (the history adjoint) and
+$U_k = \bar H_k + \bar G_k$ (so $\partial \mathcal{L} / \partial X_k = K_0 U_k / \tau$), where
+$s_k = \Theta'(H_k - \vartheta)$ is the surrogate derivative:
 
-    U_k = d_k + c_k (Gbar_k - (L K_0 / tau) U_{k+1}),   Hbar_k = U_k - Gbar_k
-    c_k = 1 - theta s_k                  soft        (1 with detach_reset)
-    c_k = 1 - S_k - s_k (H_k - v_reset)  hard        (1 - S_k with detach_reset)
-    d_k = s_k dL/dS_k + c_k dL/dV_k      s_k = surrogate'(H_k - theta)
+$$
+\begin{aligned}
+U_k &= d_k + c_k \bigl(\bar G_k - (L K_0 / \tau)\, U_{k+1}\bigr), \qquad \bar H_k = U_k - \bar G_k \\
+c_k &= 1 - \vartheta s_k \;\;\text{(soft; 1 with detach\_reset)}, \qquad
+c_k = 1 - S_k - s_k\,(H_k - v_{\text{reset}}) \;\;\text{(hard; } 1 - S_k \text{ with detach\_reset)} \\
+d_k &= s_k\, \partial \mathcal{L} / \partial S_k + c_k\, \partial \mathcal{L} / \partial V_k
+\end{aligned}
+$$
 
-spikeDE convention (``convention="spikede"``, the official toolbox's numerics): the spike is
-decided on a one-step Euler look-ahead and the reset is a detached current of size theta/tau::
+**spikeDE convention** (`convention="spikede"`, the official toolbox's numerics): the spike is decided on a one-step
+Euler look-ahead and the reset is a detached current of size $\vartheta / \tau$ ($\operatorname{sg}$: stop-gradient;
+for IF drop the $-v_k$ terms):
 
-    u_k = v_k + (I_k - v_k) / tau        (IF: v_k + I_k / tau),   s_k = H(u_k - theta)
-    f_k = (I_k - v_k) / tau - theta sg(s_k) / tau   (IF: I_k / tau - theta sg(s_k) / tau)
-    v_{k+1} = sum_{j<=k} K_{k-j} f_j,    v_0 = 0
+$$
+u_k = v_k + (I_k - v_k)/\tau, \qquad s_k = \Theta(u_k - \vartheta), \qquad
+f_k = (I_k - v_k)/\tau - \vartheta \operatorname{sg}(s_k)/\tau, \qquad
+v_{k+1} = \sum_{j \le k} K_{k-j}\, f_j, \quad v_0 = 0,
+$$
 
-which for ``pred`` is ``v_{k+1} = dt^a/Gamma(a+1) sum_j [(k+1-j)^a - (k-j)^a] f_j`` and for ``gl``
-equals ``v_{k+1} = dt^a f_k - sum_{m=1}^{k+1} w_m v_{k+1-m}``.
+which for `pred` is $v_{k+1} = \frac{dt^{\alpha}}{\Gamma(\alpha+1)} \sum_j \bigl[(k+1-j)^{\alpha} - (k-j)^{\alpha}\bigr]
+f_j$ and for `gl` equals $v_{k+1} = dt^{\alpha} f_k - \sum_{m=1}^{k+1} w_m\, v_{k+1-m}$.
 """
 
 from __future__ import annotations

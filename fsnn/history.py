@@ -1,33 +1,38 @@
 r"""History kernels of the fractional neuron and their sum-of-exponentials (SOE) approximation.
 
-Every discretisation fsnn offers turns the Caputo equation ``tau D^alpha U = F`` into a causal
-convolution of the per-step currents ``g_j`` with a kernel ``K``::
+Every discretisation fsnn offers turns the Caputo equation $\tau\, D^{\alpha} U = F$ into a causal convolution of
+the per-step currents $g_j$ with a kernel $K$:
 
-    U_k = U_init + sum_{j <= k} K_{k-j} g_j                                   (1)
+$$
+U_k = U_{\text{init}} + \sum_{j \le k} K_{k-j}\, g_j \tag{1}
+$$
 
-``method="pred"``: fractional Adams-Bashforth predictor (the paper's Section 3.1, Diethelm et al.)
-    K_m = dt^alpha [(m+1)^alpha - m^alpha] / Gamma(alpha+1)
-``method="gl"``: Grunwald-Letnikov on the state history, ``sum_m w_m U_{k-m} = dt^alpha g_k`` with
-    ``w_0 = 1, w_m = w_{m-1}(1 - (1+alpha)/m)``; inverting the generating function ``(1-z)^alpha`` gives
-    K_m = dt^alpha Gamma(m+alpha) / (Gamma(alpha) Gamma(m+1))
-``method="l1"``: the L1 scheme ``dt^-alpha/Gamma(2-alpha) sum_j a_j (U_{k-j} - U_{k-j-1}) = g_k`` with
-    ``a_j = (j+1)^(1-alpha) - j^(1-alpha)``; ``K = dt^alpha Gamma(2-alpha) [(1-z) A(z)]^{-1}``.
+- `method="pred"`: fractional Adams–Bashforth predictor (the paper's Section 3.1, Diethelm et al.),
+  $K_m = dt^{\alpha} \bigl[(m+1)^{\alpha} - m^{\alpha}\bigr] / \Gamma(\alpha+1)$.
+- `method="gl"`: Grünwald–Letnikov on the state history, $\sum_m w_m U_{k-m} = dt^{\alpha} g_k$ with $w_0 = 1$,
+  $w_m = w_{m-1}\bigl(1 - (1+\alpha)/m\bigr)$; inverting the generating function $(1-z)^{\alpha}$ gives
+  $K_m = dt^{\alpha}\, \Gamma(m+\alpha) / \bigl(\Gamma(\alpha)\, \Gamma(m+1)\bigr)$.
+- `method="l1"`: the L1 scheme $\frac{dt^{-\alpha}}{\Gamma(2-\alpha)} \sum_j a_j\, (U_{k-j} - U_{k-j-1}) = g_k$ with
+  $a_j = (j+1)^{1-\alpha} - j^{1-\alpha}$; in generating functions
+  $K(z) = dt^{\alpha}\, \Gamma(2-\alpha)\, \bigl[(1-z)\, A(z)\bigr]^{-1}$.
 
-All three equal ``dt`` for every ``m`` at ``alpha = 1`` (explicit Euler) and decay like
-``m^(alpha-1)`` (power-law memory). Kernels are built with ``torch.lgamma`` in float64 so a
-learnable ``alpha`` receives its gradient through the Gamma functions too.
+All three equal $dt$ for every $m$ at $\alpha = 1$ (explicit Euler) and decay like $m^{\alpha-1}$ (power-law
+memory). Kernels are built with `torch.lgamma` in float64 so a learnable $\alpha$ receives its gradient through the
+Gamma functions too.
 
-SOE engine. ``pred`` and ``gl`` are completely monotone: each is a continuum of exponentials
-(the spectral representation the paper's Theorem 3 proof uses for the f-IF impulse response)::
+**SOE engine.** `pred` and `gl` are completely monotone: each is a continuum of exponentials (the spectral
+representation the paper's Theorem 3 proof uses for the f-IF impulse response):
 
-    K_m = dt^alpha * sin(pi alpha)/pi * int_0^inf rho_alpha(x) e^{-m x} dx
-    rho_pred(x) = x^{-alpha-1} (1 - e^{-x}),   rho_gl(x) = e^{-alpha x} (1 - e^{-x})^{-alpha}
+$$
+K_m = dt^{\alpha}\, \frac{\sin \pi\alpha}{\pi} \int_0^{\infty} \rho_{\alpha}(x)\, e^{-m x}\, dx, \qquad
+\rho_{\text{pred}}(x) = x^{-\alpha-1}\,(1 - e^{-x}), \qquad \rho_{\text{gl}}(x) = e^{-\alpha x}\,(1 - e^{-x})^{-\alpha}
+$$
 
-The trapezoidal rule in ``u = log x`` converges exponentially; the nodes below ``x_lo`` (where
-``rho ~ x^-alpha``) are summed in closed form into one extra, slowest mode. The lags ``m < head``
-stay exact. The node spacing is the coarsest one whose kernel error, checked against the exact
-kernel over the whole horizon, is within the relative tolerance; the weights are analytic in
-``alpha`` (differentiable), the decay rates are constants.
+The trapezoidal rule in $u = \log x$ converges exponentially; the nodes below $x_{\text{lo}}$ (where
+$\rho \sim x^{-\alpha}$) are summed in closed form into one extra, slowest mode. The lags $m < \text{head}$ stay
+exact. The node spacing is the coarsest one whose kernel error, checked against the exact kernel over the whole
+horizon, is within the relative tolerance; the weights are analytic in $\alpha$ (differentiable), the decay rates
+are constants.
 """
 
 from __future__ import annotations

@@ -19,6 +19,11 @@ from fsnn.data.fixtures import FIXTURE_NAMES, write_fixtures
 
 
 def main(argv=None) -> int:
+    """The ``fsnn-fixtures`` command: write the fakes and list them; returns the exit status (0).
+
+    Args:
+        argv: the command line after the program name (default ``None``: ``sys.argv[1:]``).
+    """
     parser = argparse.ArgumentParser(
         prog="fsnn-fixtures", description="Write tiny fake copies of the vision and graph datasets, in their real "
         "on-disk formats, into DIR, for smoke runs that need no download.",
