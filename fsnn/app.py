@@ -39,6 +39,7 @@ from pathlib import Path
 
 import hydra
 import lightning as L
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import CompactHydraException
@@ -49,9 +50,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RelativeModelCheckpoint, RNGStates, RunCheckpointIO,
                              load_checkpoint, non_result, result_config, strip_non_result)
-from fsnn.commandline import swept_groups
+from fsnn.commandline import distinct_jobs, swept_groups
 from fsnn.config import ConfigError, check_config
-from fsnn.data import DatasetMissingError
+from fsnn.data import DatasetMissingError, dataset_info
 from fsnn.files import (METRIC_UNIT, RunFileError, RunLockedError, device_description, package_versions, percent,
                         read_run_record, relative_to_run, run_lock, set_aside, tree_changes, write_json_atomic,
                         write_text_atomic)
@@ -92,7 +93,7 @@ class CheckConfig(Callback):
 
     A multirun's base config (the values all its jobs share) is checked before the first job, though not the groups
     its sweep selects nor the pairing it may change; each job's own values are checked when it starts
-    (:func:`train`)."""
+    (:func:`train`). The datasets its jobs read must be in ``paths.data_dir`` (:func:`check_sweep_data`)."""
 
     def __init__(self, app: str = "train"):
         self.app = app
@@ -103,6 +104,7 @@ class CheckConfig(Callback):
                 check_eval_config(config)
             elif multirun:
                 check_config(config, swept=swept_groups(config))
+                check_sweep_data(config)
             else:
                 check_config(config)
                 _check_fit(config)
@@ -115,6 +117,35 @@ class CheckConfig(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self._check(config, multirun=True)
+
+
+#: what a missing dataset's message adds: how to point a run at data, or make fake data for a smoke run
+DATA_HINT = ("paths.data_dir=DIR reads the datasets from DIR; for a smoke run on fake data, `fsnn-fixtures DIR` "
+             "writes them first")
+
+
+def check_sweep_data(config: DictConfig) -> None:
+    """Before a multirun's first job: the folder of every dataset its jobs read from ``paths.data_dir`` (what a
+    library downloads or the user copies there, :attr:`fsnn.data.DatasetInfo.directory`) exists, else one
+    :class:`ConfigError` for the sweep, instead of each job failing (or downloading) on its own. A single run
+    tries its library's download itself. Each distinct choice of groups is composed once (Hydra's loader)."""
+    jobs = distinct_jobs(config, ("dataset", "paths"))
+    loader = GlobalHydra.instance().config_loader()
+    missing: dict[Path, dict[str, str]] = {}
+    for job in jobs or []:
+        values = loader.load_sweep_config(config, job)
+        try:
+            info, data_dir = dataset_info(values.dataset.name), Path(values.paths.data_dir).absolute()
+        except KeyError:  # an unknown dataset: that job's own check names it
+            continue
+        if info.directory and not info.library.startswith("fsnn") and not (data_dir / info.directory).is_dir():
+            missing.setdefault(data_dir, {})[info.name] = info.directory
+    for data_dir, datasets in missing.items():
+        lacking = ", ".join(f"{name} ({folder}/)" for name, folder in datasets.items())
+        raise ConfigError(f"paths.data_dir: expected a folder holding the sweep's datasets, got {str(data_dir)!r}, "
+                          f"which lacks {lacking}. A sweep starts once its data is on disk, rather than failing in "
+                          f"every job: get each dataset with a single run (its library downloads what it can), or "
+                          f"{DATA_HINT}, e.g. fsnn-fixtures fake_data, then paths.data_dir=fake_data")
 
 
 SWEEP_JOBS = "FSNN_SWEEP_JOBS"  # the file a sweep's jobs add their run folders to (set by SweepSummary)
@@ -469,6 +500,8 @@ def run_guarded(fn, cfg: DictConfig):
         return fn(cfg)
     except USER_ERRORS as error:
         message = f"fsnn: error: {error}"
+        if isinstance(error, DatasetMissingError):
+            message += f"\n({DATA_HINT}; paths.data_dir is {cfg.paths.data_dir})"
         print(message, file=sys.stderr)
         if multirun:
             # an Exception, unlike SystemExit, is caught by Hydra's run_job and kept as the job's result

@@ -90,6 +90,16 @@ class _MultiStep(SpikingNeuron):
     """Validates ``x`` and dispatches to ``_run(x, return_state) -> (spikes, v | None)``."""
 
     def forward(self, x: torch.Tensor, return_state: bool = False):
+        """Run the neuron over a whole sequence from a fresh state.
+
+        Args:
+            x: the input currents, a floating tensor ``[T, B, ...]`` (time first).
+            return_state: ``True`` also returns the membrane trace; default ``False``.
+
+        Returns:
+            Spikes (0/1) shaped, typed and placed like ``x``; with ``return_state``, ``(spikes, v)``, ``v`` the
+            membrane after each step (see each class for before or after the reset).
+        """
         check_spike_input(x)
         spikes, v = self._run(x, return_state)
         return (spikes, v) if return_state else spikes
@@ -153,6 +163,23 @@ class SJLIF(_SJNode):
     def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0,
                  surrogate: Surrogate = "sigmoid", surrogate_scale: Positive | None = None, detach_reset: Flag = False,
                  decay_input: Flag = True):
+        """The options: keywords with defaults, named as fsnn's neurons name them.
+
+        Args:
+            tau: the membrane time constant, a number $> 1$ (SpikingJelly's ``LIFNode`` needs it); default ``2.0``.
+            threshold: the firing threshold (SpikingJelly's ``v_threshold``), a number $> 0$; default ``1.0``.
+            reset: ``"soft"`` (default: subtract the threshold, SpikingJelly's ``v_reset=None``) or ``"hard"``
+                (set the membrane to ``v_reset``).
+            v_reset: the potential of a hard reset and the starting potential, any finite number; default ``0.0``;
+                ignored by the soft reset.
+            surrogate: the surrogate gradient family, ``"sigmoid"`` (default), ``"arctan"``,
+                ``"piecewise_linear"`` or ``"gaussian"``: the same functions as fsnn's neurons (module docstring).
+            surrogate_scale: the surrogate's sharpness, ``None`` (default: the family's, 5 for sigmoid) or a number
+                $> 0$ (SpikingJelly's surrogate ``alpha``).
+            detach_reset: ``True`` detaches the spike in the reset term (SpikingJelly's own); default ``False``.
+            decay_input: ``True`` (default) divides the input by ``tau`` as well as the leak, as fsnn's f-LIF
+                does; ``False`` adds it undivided.
+        """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = tau
         self.node = sj_neuron.LIFNode(
@@ -170,6 +197,18 @@ class SJPLIF(_SJNode):
     def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0,
                  surrogate: Surrogate = "sigmoid", surrogate_scale: Positive | None = None, detach_reset: Flag = False,
                  decay_input: Flag = True):
+        """The options: keywords with defaults, named as fsnn's neurons name them.
+
+        Args:
+            tau: where the learned time constant starts, a number $> 1$; default ``2.0``.
+            threshold: the firing threshold, a number $> 0$; default ``1.0``.
+            reset: ``"soft"`` (default) or ``"hard"``, as in :class:`SJLIF`.
+            v_reset: the potential of a hard reset, any finite number; default ``0.0``.
+            surrogate: the surrogate gradient family, as in :class:`SJLIF`; default ``"sigmoid"``.
+            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
+            detach_reset: ``True`` detaches the spike in the reset term; default ``False``.
+            decay_input: ``True`` (default) divides the input by ``tau``, as in :class:`SJLIF`.
+        """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.node = sj_neuron.ParametricLIFNode(
             init_tau=tau, decay_input=decay_input, v_threshold=self.threshold, v_reset=self.v_reset,
@@ -197,6 +236,17 @@ class SJIF(_SJNode):
     def __init__(self, tau: number("1.0 (SpikingJelly's IFNode has no time constant)", lambda v: v == 1.0) = 1.0,
                  threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0, surrogate: Surrogate = "sigmoid",
                  surrogate_scale: Positive | None = None, detach_reset: Flag = False):
+        """The options: keywords with defaults, named as fsnn's neurons name them.
+
+        Args:
+            tau: only ``1.0`` (the default), so that a config shared with the leaky neurons can name it.
+            threshold: the firing threshold, a number $> 0$; default ``1.0``.
+            reset: ``"soft"`` (default) or ``"hard"``, as in :class:`SJLIF`.
+            v_reset: the potential of a hard reset, any finite number; default ``0.0``.
+            surrogate: the surrogate gradient family, as in :class:`SJLIF`; default ``"sigmoid"``.
+            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
+            detach_reset: ``True`` detaches the spike in the reset term; default ``False``.
+        """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = 1.0
         self.node = sj_neuron.IFNode(
@@ -229,6 +279,18 @@ class SnnTorchLeaky(_MultiStep):
     @checked
     def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", surrogate: Surrogate = "sigmoid",
                  surrogate_scale: Positive | None = None, reset_delay: Flag = False):
+        """The options: keywords with defaults, named as fsnn's neurons name them.
+
+        Args:
+            tau: the time constant, a number $> 1$, giving snnTorch's decay ``beta = 1 - 1/tau``; default ``2.0``.
+            threshold: the firing threshold, a number $> 0$; default ``1.0``.
+            reset: ``"soft"`` (default: snnTorch's ``"subtract"``) or ``"hard"`` (``"zero"``).
+            surrogate: the surrogate gradient family, ``"sigmoid"`` (default), ``"arctan"``,
+                ``"piecewise_linear"`` or ``"gaussian"`` (snnTorch's ``spike_grad``).
+            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
+            reset_delay: snnTorch's ``reset_delay``: ``True`` resets one step late (the returned ``mem`` is before
+                the reset); default ``False`` (immediate reset, as SpikingJelly and fsnn).
+        """
         super().__init__()
         self.tau, self.threshold, self.reset = tau, threshold, reset
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)

@@ -14,6 +14,7 @@ Anything else (a syntax error, Hydra's own flags) is left to Hydra.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 
@@ -40,6 +41,49 @@ def swept_groups(cfg: DictConfig) -> set[str]:
             *(o.key_or_group for o in overrides if o.is_sweep_override())}
     return {key.lstrip("+~").split(".")[0] for key in keys}
 
+
+def _is_group(loader, key: str) -> bool:
+    return bool(loader.get_group_options(key) or loader.list_groups(key))
+
+
+def _selects(loader, override, keys: tuple[str, ...]) -> bool:
+    """Whether a swept override can change a key under ``keys`` (top-level names): it sets one, or it selects options
+    of a group that are packaged there or globally (``# @package _global_``: experiments, setups)."""
+    name = override.key_or_group.lstrip("+~")
+    if name.split(".")[0] in keys:
+        return True
+    if not override.is_discrete_sweep() or not _is_group(loader, name):
+        return False
+    for value in override.sweep_string_iterator():
+        found = loader.repository.load_config(f"{name}/{value}")
+        if found is not None and (found.header.get("package") or name).split(".")[0] in ("_global_", *keys):
+            return True
+    return False
+
+
+def distinct_jobs(cfg: DictConfig, keys: tuple[str, ...]) -> list[list[str]] | None:
+    """The override lists of a running multirun's jobs that may differ under ``keys`` (top-level names): its
+    sweeper's ``params`` and the command line's overrides (which win), expanded as Hydra's basic sweeper does, each
+    swept key that cannot change them (:func:`_selects`) kept at its first value. ``None`` when one that can is swept
+    by what is no list of choices (Optuna's ``interval``)."""
+    loader = GlobalHydra.instance().config_loader()
+    params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
+    lines = [*(f"{k}={v}" for k, v in params.items()), *(OmegaConf.select(cfg, "hydra.overrides.task") or [])]
+    choices = {}
+    for override in OverridesParser.create().parse_overrides(lines):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            choices[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif not override.is_discrete_sweep():
+            if _selects(loader, override, keys):
+                return None
+            choices.pop(key, None)
+        else:
+            values = [f"{key}={value}" for value in override.sweep_string_iterator()]
+            choices[key] = values if _selects(loader, override, keys) else values[:1]
+    return [list(job) for job in itertools.product(*choices.values())]
+
+
 def _overrides(argv: list[str]) -> list | None:
     """The parsed overrides of a command line that runs the app, else ``None``."""
     try:
@@ -61,7 +105,7 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
             loader = GlobalHydra.instance().config_loader()
             for override in overrides:
                 group = override.key_or_group
-                if group.startswith("hydra") or not (loader.get_group_options(group) or loader.list_groups(group)):
+                if group.startswith("hydra") or not _is_group(loader, group):
                     if override.is_add() or override.is_force_add() or override.is_delete():
                         composed.append(override.input_line)
                     continue

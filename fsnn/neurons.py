@@ -101,6 +101,51 @@ class FractionalNeuron(SpikingNeuron):
         convention: one_of(*CONVENTIONS) = "fsnn",
         tol: Positive = 1e-6,
     ):
+        r"""Every argument is a keyword with a default; a wrong type or value is a ``ValueError`` naming the argument
+        and what it takes (a SpikingJelly or snnTorch name such as ``v_threshold`` or ``beta`` names fsnn's own).
+
+        Args:
+            alpha: the order $\alpha$ of the Caputo derivative, a number in $(0, 1]$ (type ``Alpha``); default
+                ``0.5``. Smaller orders remember longer (history weights decay like $m^{\alpha - 1}$); ``1`` is the
+                ordinary first-order neuron, SpikingJelly's ``LIFNode`` / ``IFNode`` exactly. With ``learn_alpha``
+                it is where the learned order starts (clipped to $[10^{-4}, 1 - 10^{-4}]$).
+            tau: the membrane time constant $\tau$, a number $> 0$; default ``2.0`` (``FractionalIF``: ``1.0``).
+                The input is divided by it. A leaky neuron also needs ``tau`` above the stability bound of the
+                explicit scheme, :func:`fsnn.history.stable_tau` (``dt / 2`` at ``alpha = 1``, $(dt/2)^{\alpha}$
+                for ``gl``); at or below it the constructor refuses it, naming the bound.
+            threshold: the firing threshold $\vartheta$, a number $> 0$; default ``1.0``. A step spikes when the
+                membrane reaches it ($U \ge \vartheta$).
+            reset: what a spike does to the membrane, ``"soft"`` (default: subtract the threshold) or ``"hard"``
+                (set it to ``v_reset``); either way the reset enters the fractional history as a current.
+            v_reset: the potential of a hard reset, any finite number; default ``0.0``. With ``reset="hard"`` it is
+                also the resting and the starting potential; a soft reset ignores it (rest and start at 0).
+            dt: the time step, a number $> 0$; default ``1.0``. The history kernel scales as $dt^{\alpha}$.
+            method: the discretisation of the Caputo derivative (type ``one_of(*METHODS)``), one of ``"pred"``
+                (default: the paper's fractional Adams-Bashforth predictor), ``"gl"`` (Grünwald-Letnikov) or
+                ``"l1"`` (the L1 scheme); their kernels are in :mod:`fsnn.history`.
+            memory: how many past steps the history keeps, ``None`` (default: the whole sequence) or an integer
+                $\ge 1$ (the short-memory principle: lags beyond it are dropped). Not with ``engine="soe"``.
+            engine: how the history sum is computed, one of ``"auto"`` (default: the fastest exact-enough one,
+                fused Triton kernels on CUDA tensors), ``"direct"`` (exact, $O(T^2)$ work in blocked matrix
+                products), ``"soe"`` (a sum of about 20 exponentials within ``tol``, $O(T)$ work; ``pred`` and
+                ``gl`` only) or ``"triton"`` (the fused GPU kernels, an error where they cannot run).
+            surrogate: the surrogate gradient of the spike's step function, one of ``"sigmoid"`` (default),
+                ``"arctan"``, ``"piecewise_linear"`` or ``"gaussian"`` (formulas in :mod:`fsnn.surrogate`).
+            surrogate_scale: the surrogate's sharpness, ``None`` (default: the family's own, 5 for sigmoid, 2 for
+                arctan, 1 for piecewise_linear and gaussian) or a number $> 0$.
+            detach_reset: ``True`` leaves the reset out of the backward pass (SpikingJelly's ``detach_reset``);
+                default ``False``.
+            learn_alpha: ``True`` makes ``alpha`` a trained parameter, kept in $(0, 1)$ by a sigmoid; default
+                ``False``.
+            learn_tau: ``True`` makes ``tau`` a trained parameter, kept $> 0$ by a softplus; default ``False``.
+            learn_threshold: ``True`` makes ``threshold`` a trained parameter, kept $> 0$ by a softplus; default
+                ``False``.
+            convention: the numerics, ``"fsnn"`` (default: spike on the charged membrane, exact reset current) or
+                ``"spikede"`` (the official toolbox's: spike on a one-step look-ahead, reset as a
+                $\vartheta / \tau$ current), for replaying its published pipelines; see :mod:`fsnn.dynamics`.
+            tol: the relative error, a number $> 0$, that the sum of exponentials of ``engine="soe"`` (or of
+                ``"auto"`` when it picks it) must meet on the kernel over the whole sequence; default ``1e-6``.
+        """
         super().__init__()
         self.dt, self.tol = dt, tol
         self.surrogate_scale = check_surrogate(surrogate, surrogate_scale)
@@ -258,6 +303,17 @@ class FractionalNeuron(SpikingNeuron):
 
     # -- forward -----------------------------------------------------------------------------
     def forward(self, x: torch.Tensor, return_state: bool = False):
+        """Run the neuron over a whole sequence, from a fresh state (nothing to reset between calls).
+
+        Args:
+            x: the input currents, a floating tensor of shape ``[T, B, ...]`` (time first, any trailing shape), on
+                the CPU or a CUDA device; half precision is integrated in float32.
+            return_state: ``True`` also returns the membrane potential after each step's reset; default ``False``.
+
+        Returns:
+            The spikes, 0 or 1, with the shape, dtype and device of ``x``; with ``return_state``, ``(spikes, v)``
+            where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
+        """
         check_spike_input(x)
         if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
             raise ValueError("x must hold values (a cpu or cuda tensor): the meta device is not supported by "
@@ -303,22 +359,43 @@ class FractionalNeuron(SpikingNeuron):
 
 
 class FractionalLIF(FractionalNeuron):
-    """f-LIF: ``tau D^alpha U = -(U - v_rest) + I`` (see :mod:`fsnn.dynamics` for the discrete form)."""
+    r"""f-LIF, the fractional leaky integrate-and-fire neuron: $\tau\, D^{\alpha} U = -(U - v_{\text{rest}}) + I$
+    with the Caputo derivative $D^{\alpha}$ (discrete form in :mod:`fsnn.dynamics`).
+
+    A multi-step module: ``neuron(x)`` takes input currents ``[T, B, ...]`` and returns spikes of the same shape.
+    The arguments below are keywords; all have defaults, so ``FractionalLIF()`` is the paper's f-LIF at
+    ``alpha = 0.5``.
+    """
 
     leak = True
 
 
 class FractionalIF(FractionalNeuron):
-    """f-IF: ``tau D^alpha U = I``; ``tau`` defaults to 1 so that ``alpha = 1`` is ``IFNode``."""
+    r"""f-IF, the fractional integrate-and-fire neuron (no leak): $\tau\, D^{\alpha} U = I$; ``tau`` defaults to 1 so
+    that ``alpha = 1`` is SpikingJelly's ``IFNode``."""
 
     leak = False
 
     def __init__(self, alpha: Alpha = 0.5, tau: Positive = 1.0, **kwargs):
+        """An f-IF neuron; only ``tau``'s default differs from :class:`FractionalLIF`.
+
+        Args:
+            alpha: the order of the Caputo derivative, a number in $(0, 1]$; default ``0.5`` (``1``: SpikingJelly's
+                ``IFNode``).
+            tau: the time constant the input is divided by, a number $> 0$; default ``1.0`` (an IF neuron has no
+                leak, hence no stability bound).
+            **kwargs: any other argument of :class:`FractionalLIF` (``threshold``, ``reset``, ``method``,
+                ``engine``, ...), with the same meaning, range and default.
+        """
         super().__init__(alpha=alpha, tau=tau, **kwargs)
 
 
 def collect_alphas(model: nn.Module) -> dict[str, float]:
-    """``{module name: alpha}`` of every fractional neuron in ``model`` (for logging)."""
+    """``{module name: alpha}`` of every fractional neuron in ``model`` (for logging).
+
+    Args:
+        model: any module; its :class:`FractionalNeuron` submodules (``model`` itself included) are read.
+    """
     return {name: float(m.alpha.detach()) for name, m in model.named_modules() if isinstance(m, FractionalNeuron)}
 
 
@@ -361,12 +438,20 @@ register_neuron = NEURONS.register
 
 
 def neuron_names(pattern: str = "*") -> list[str]:
-    """Registered neurons (``pattern``: a shell wildcard, e.g. ``"sj_*"``)."""
+    """The registered neuron names, sorted.
+
+    Args:
+        pattern: a shell wildcard the names must match, e.g. ``"sj_*"``; default ``"*"`` (all).
+    """
     return NEURONS.names(pattern)
 
 
 def neuron_params(name: str) -> set[str] | None:
-    """Keyword arguments the neuron registered as ``name`` takes (``None``: any)."""
+    """Keyword arguments the neuron registered as ``name`` takes (``None``: any).
+
+    Args:
+        name: a registered neuron name (:func:`neuron_names`); an unknown one is a ``ValueError`` naming the closest.
+    """
     return NEURONS.params(name)
 
 
@@ -378,12 +463,44 @@ def is_neuron(module: nn.Module) -> bool:
 
 
 def build_neuron(name: str, **kwargs) -> nn.Module:
-    """Multi-step neuron ``[T, B, ...] -> [T, B, ...]`` registered under ``name``."""
+    """Multi-step neuron ``[T, B, ...] -> [T, B, ...]`` registered under ``name``.
+
+    Args:
+        name: a registered neuron name: ``flif``, ``fif``, ``lif``, ``if`` (fsnn's), ``sj_lif``, ``sj_plif``,
+            ``sj_if`` (SpikingJelly), ``snntorch_leaky`` (snnTorch), or one added with :func:`register_neuron`.
+        **kwargs: the neuron's own arguments (:func:`neuron_params`; for ``flif`` those of :class:`FractionalLIF`);
+            one it does not take is a ``ValueError`` naming the closest it does.
+    """
     return NEURONS.create(name, **kwargs)
 
 
 register_neuron("flif")(FractionalLIF)
 register_neuron("fif")(FractionalIF)
+
+
+def _arguments_but(cls: type, dropped: tuple[str, ...]) -> str:
+    """An ``Args:`` section of every constructor argument of ``cls`` but ``dropped``, each entry read from the
+    nearest constructor docstring of its class hierarchy: the arguments of a factory that builds ``cls`` with those
+    fixed, documented once, where they are declared."""
+    entries: dict[str, list[str]] = {}
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        doc = inspect.getdoc(init) if init is not None else None
+        if not doc or "Args:" not in doc:
+            continue
+        name = None
+        for line in doc.split("Args:\n", 1)[1].splitlines():
+            if line and not line.startswith(" "):  # the next section
+                break
+            if not line.startswith("     "):  # an argument's first line (its continuation lines are deeper)
+                name = line.split(":", 1)[0].strip()
+                if name in entries or name.startswith("*") or name in dropped:
+                    name = None
+                else:
+                    entries[name] = []
+            if name is not None:
+                entries[name].append(line)
+    return "\n".join(["Args:", *(line for lines in entries.values() for line in lines)])
 
 
 def _first_order(cls: type[FractionalNeuron], name: str):
@@ -396,7 +513,8 @@ def _first_order(cls: type[FractionalNeuron], name: str):
     build.__signature__ = inspect.Signature([
         inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
         for option, (annotation, default) in option_fields(cls).items() if option not in ("alpha", "learn_alpha")])
-    build.__doc__ = f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``."
+    build.__doc__ = (f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``.\n\n"
+                     + _arguments_but(cls, ("alpha", "learn_alpha")))
     build.check_options = lambda options: cls.check_options({**options, "alpha": 1.0})
     build.foreign_options = cls.foreign_options
     return build

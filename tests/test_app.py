@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,8 +214,28 @@ def test_missing_dataset_is_one_clear_message(tmp_path):
     err = proc.stderr
     assert "dvsgesture" in err.lower() and str(empty) in err
     assert "Traceback" not in err
+    assert f"paths.data_dir is {empty}" in err and "`fsnn-fixtures DIR`" in err
     m = _metrics(tmp_path)
     assert m["status"] == "failed"
+
+
+@pytest.mark.parametrize("experiment,lacking", [
+    # the sweep selects datasets itself, and through setups (global configs) that choose them
+    ("table2_node_classification_smoke", "cora (Cora/), citeseer (CiteSeer/), pubmed (PubMed/), photo (Photo/), "
+                                         "computers (Computers/), ogbn_arxiv (ogbn_arxiv/)"),
+    ("table1_neuromorphic_smoke", "nmnist (NMNIST/), dvslip (DVSLip/), dvsgesture (DVSGesture/), "
+                                  "ncaltech101 (NCALTECH101/), hardvs (HARDVS/)"),
+])
+def test_a_sweep_without_its_data_is_refused_once_before_any_job(tmp_path, data_root, experiment, lacking):
+    data = tmp_path / "data"
+    shutil.copytree(data_root / "Cora", data / "Cora")  # a dataset that is there is not listed
+    proc = run_app("train.py", f"experiment={experiment}", f"paths.data_dir={data}", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
+        f"fsnn: error: paths.data_dir: expected a folder holding the sweep's datasets, got '{data}', which lacks "
+        f"{lacking.replace('cora (Cora/), ', '')}. ")
+    assert "fsnn-fixtures" in proc.stderr
+    assert not list((tmp_path / "results").iterdir())  # not one job's folder
 
 
 # what a command answers without: help and a refused typo come from Hydra and the config tree alone
