@@ -98,7 +98,7 @@ class _MultiStep(SpikingNeuron):
 
         Returns:
             Spikes (0/1) shaped, typed and placed like ``x``; with ``return_state``, ``(spikes, v)``, ``v`` the
-            membrane after each step (see each class for before or after the reset).
+                membrane after each step (see each class for before or after the reset).
         """
         check_spike_input(x)
         spikes, v = self._run(x, return_state)

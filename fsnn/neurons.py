@@ -312,7 +312,7 @@ class FractionalNeuron(SpikingNeuron):
 
         Returns:
             The spikes, 0 or 1, with the shape, dtype and device of ``x``; with ``return_state``, ``(spikes, v)``
-            where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
+                where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
         """
         check_spike_input(x)
         if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
