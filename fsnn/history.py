@@ -62,7 +62,15 @@ def _as_alpha(alpha: torch.Tensor | float) -> torch.Tensor:
 def history_kernel(
     method: str, alpha: torch.Tensor | float, steps: int, dt: float = 1.0, dtype=torch.float64
 ) -> torch.Tensor:
-    """Kernel ``K_0 .. K_{steps-1}`` of equation (1) for ``method``; differentiable in ``alpha``."""
+    """Kernel ``K_0 .. K_{steps-1}`` of equation (1) for ``method``; differentiable in ``alpha``.
+
+    Args:
+        method: the discretisation, ``"pred"``, ``"gl"`` or ``"l1"`` (module docstring); no default.
+        alpha: the order, a number in $(0, 1]$ (a float, or a tensor that gradients flow to); no default.
+        steps: how many lags, an integer $\ge 1$; no default.
+        dt: the time step, a number $> 0$; default ``1.0`` (the kernel scales as $dt^{\alpha}$).
+        dtype: the dtype of the result; default ``torch.float64`` (the kernel is computed in float64 anyway).
+    """
     a = _as_alpha(alpha)
     m = torch.arange(steps, dtype=torch.float64, device=a.device)
     scale = torch.exp(a * math.log(dt))
@@ -209,7 +217,16 @@ def _bank(method, alpha: float, horizon: int, dt: float, head: int, step: float,
 
 @lru_cache(maxsize=256)
 def soe_bank(method: str, alpha: float, horizon: int, dt: float, head: int, tol: float):
-    """Coarsest verified bank for lags ``[head, horizon)``, or ``None`` if none reaches ``tol``."""
+    """Coarsest verified bank for lags ``[head, horizon)``, or ``None`` if none reaches ``tol``.
+
+    Args:
+        method: ``"pred"`` or ``"gl"`` (``"l1"`` is not completely monotone: ``None``); no default.
+        alpha: the order, a float in $(0, 1]$; no default.
+        horizon: the sequence length the bank is verified over, an integer $>$ ``head``; no default.
+        dt: the time step, a number $> 0$; no default.
+        head: the lags below it that stay exact (not in the bank), an integer $\ge 1$; no default.
+        tol: the relative kernel error allowed over ``[head, horizon)``, a number $> 0$; no default.
+    """
     if method not in SOE_METHODS:
         return None
     a = torch.tensor(alpha, dtype=torch.float64)

@@ -114,8 +114,15 @@ class Registry(Mapping):
     # -- adding ---------------------------------------------------------------------------------------------------
     def register(self, name: str, entry=None, *, options: Collection = (), **meta):
         """Add ``entry`` under ``name`` (as a decorator without ``entry``); a second, different entry for a name is
-        refused. ``options``: the annotated callables or classes that declare its options, when its own signature
-        does not; ``meta``: what ``names`` filters on and ``meta`` returns."""
+        refused.
+
+        Args:
+            name: the name to register, any string; looked up in any case and with ``-`` for ``_``.
+            entry: the class or factory; default ``None``: returns a decorator that registers what it decorates.
+            options: the annotated callables or classes that declare its options, when its own signature does not;
+                default ``()`` (its signature).
+            **meta: what :meth:`names` filters on and :meth:`meta` returns (a backbone's ``supports``, ...).
+        """
 
         def add(obj):
             key = self.key(name)

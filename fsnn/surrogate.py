@@ -81,5 +81,13 @@ class _Spike(torch.autograd.Function):
 
 
 def spike(x: torch.Tensor, name: str = "sigmoid", scale: float | None = None, strict: bool = False):
-    """Heaviside spike ``H(x)`` (fires at ``x >= 0``; ``x > 0`` if ``strict``) with surrogate gradient."""
+    """Heaviside spike ``H(x)`` (fires at ``x >= 0``; ``x > 0`` if ``strict``) with surrogate gradient.
+
+    Args:
+        x: the potential minus the threshold, any floating tensor.
+        name: the surrogate family, ``"sigmoid"`` (default), ``"arctan"``, ``"piecewise_linear"`` or ``"gaussian"``
+            (table above).
+        scale: the family's sharpness, ``None`` (default: the table's default scale) or a number $> 0$.
+        strict: ``True`` fires only above 0 (snnTorch's rule); default ``False`` (at 0 too, SpikingJelly's).
+    """
     return _Spike.apply(x, name, check_surrogate(name, scale), strict)
