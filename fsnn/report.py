@@ -4,9 +4,11 @@
 reads the runs of the suite's experiments under ``<results>`` (:func:`fsnn.tables.suite_runs`; runs made by hand are
 only listed) and writes ``<out>/index.html`` (default ``<results>/report``):
 
+* first, on one screen: every table of the paper in one row (:func:`coverage`): answered, partly or not run, what
+  its runs found in a sentence, and its columns as measured or not run with the estimated cost;
 * a verdict per table with runs, computed from them (:func:`verdict`): *reproduces*, *partly*, *does not reproduce*
-  (or, for a table of settings, whether the runs used the paper's), in one sentence with the numbers, ours against
-  the paper's, n, and both protocols (epochs, runs, recipe); at the top of the page and above the table;
+  (or, for a table of settings, whether the runs used the paper's), in a short sentence, with the numbers (ours
+  against the paper's, n) folded below it, and both protocols (epochs, runs, recipe); in a list and above the table;
 * each such table with only its measured rows and columns; a cell is coloured by where ours lies against the paper
   (:func:`compare_cell`): within two standard deviations (neutral), above, below; sigma is the paper's std where it
   prints one, else the std of our runs;
@@ -171,6 +173,15 @@ def protocols(spec: dict, table: dict) -> dict:
             "paper_epochs": row_epochs or ([paper["epochs"]] if paper.get("epochs") else [])}
 
 
+def moved_count(table: dict) -> str:
+    """:func:`moved_rows` in a few words: how many rows moved from the reference row."""
+    reference = next(row["label"] for row in table["rows"] if row.get("key") == table["reference_row"])
+    compared = [row for row in table["rows"] if any(cell["diff"] is not None for cell in row["cells"])]
+    moved = [row for row in compared if any(cell.get("moved") for cell in row["cells"])]
+    return (f"{len(moved)} of {len(compared)} rows differ from \"{reference}\" by more than the seed spread"
+            if compared else f"No row has runs beside \"{reference}\"")
+
+
 def moved_rows(table: dict) -> str:
     """For a table that compares its rows with one of them (``reference_row``) instead of the paper: which rows moved
     a column from the reference row by more than the seed-to-seed spread (``moved``, :func:`fsnn.tables.build_table`),
@@ -213,7 +224,7 @@ def verdict(spec: dict, table: dict) -> dict:
     measured = [(r, c, cell) for r, c, cell in cells if cell["n"]]
     proto = protocols(spec, table)
     if not measured:
-        return {"word": "not run here", "kind": "none", "sentence": "No run.", "protocol": proto}
+        return {"word": "not run here", "kind": "none", "sentence": "No run.", "short": "No run.", "protocol": proto}
     epochs_note = ""
     if proto["ours"][0][1]:
         epochs_note = (f"at {'/'.join(map(str, proto['epochs']))} of the paper's "
@@ -222,13 +233,19 @@ def verdict(spec: dict, table: dict) -> dict:
     if spec.get("kind") == "setting":
         same = all(compare_cell(cell)["direction"] == "within" for _, _, cell in measured if cell["paper_mean"] is not None)
         values = "; ".join(f"{r} / {c} {cell['mean']:g} (paper {_num(cell['paper_mean'], 1)})" for r, c, cell in measured)
+        short = (f"The runs use the paper's {spec.get('printed_as', 'values')}." if same else
+                 f"The runs' {spec.get('printed_as', 'values')} is not the paper's in "
+                 f"{sum(compare_cell(c)['direction'] != 'within' for *_, c in measured)} of {len(measured)} cells.")
         return {"word": "the paper's setting" if same else "differs from the paper", "kind": "setting",
-                "sentence": f"The runs use {values}.", "protocol": proto}
+                "sentence": f"The runs use {values}.", "short": short, "protocol": proto}
     if not has_paper_values(spec):
         text = f"{len(measured)} cells measured; the paper has no such experiment."
+        short = text
         if table.get("reference_row"):
+            short = moved_count(table) + f" ({len(measured)} cells; not in the paper)."
             text = moved_rows(table) + " " + text
-        return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail}
+        return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail,
+                "short": short}
     papered = [(r, c, cell) for r, c, cell in cells if cell["paper_mean"] is not None and cell.get("judge", True)]
     compared = [(r, c, cell, compare_cell(cell)) for r, c, cell in papered if compare_cell(cell)["direction"]]
     count = {d: sum(1 for *_, v in compared if v["direction"] == d) for d in ("within", "above", "below")}
@@ -246,7 +263,7 @@ def verdict(spec: dict, table: dict) -> dict:
         kind = "partly"
     word = {"reproduces": "reproduces", "partly": "partly reproduces", "not": "does not reproduce",
             "measured": "measured, not compared"}[kind]
-    sentences = []
+    sentences, short = [], []
     if ranks:
         shown = "; ".join(f"{k['setting']} {_num(k['mean'])} vs {_num(k['best'])} (paper {_num(k['paper_mean'])} vs "
                           f"{_num(k['paper_best'])})" for k in ranks[:4])
@@ -257,16 +274,25 @@ def verdict(spec: dict, table: dict) -> dict:
                          f"{wins} of {len(ranks)} settings here{tied}, in {paper_wins} of {len(ranks)} in the paper: "
                          f"{shown}"
                          f"{'; …' if len(ranks) > 4 else ''}.")
+        short.append(f"{ranks[0]['neuron']} ahead of the best baseline in {wins} of {len(ranks)} settings"
+                     f" ({f'{ties} tie{chr(115) * (ties != 1)}; ' if ties else ''}paper: {paper_wins} of {len(ranks)})")
         epochs_note = ""
     if compared:
         r, c, cell, v = max(compared, key=lambda item: abs(item[3]["z"]))
         sentences.append(f"{epochs_note}{count['within']} of {len(compared)} compared cells within {SIGMAS:g}σ of the "
                          f"paper, {count['above']} above, {count['below']} below (largest gap: {r} / {c} "
                          f"{_num(cell['mean'])} vs {_num(cell['paper_mean'])}, {v['z']:+.1f}σ).")
+        short.append(f"{count['within']} of {len(compared)} cells within {SIGMAS:g}σ of the paper")
     measured_cells = sum(1 for *_, cell in papered if cell["n"])
+    counts_papered = (measured_cells, len(papered))
     sentences.append(f"{measured_cells} of {len(papered)} paper cells measured.")
+    short.append(f"{measured_cells} of {len(papered)} cells measured"
+                 + (f" at {'/'.join(map(str, proto['epochs']))} of {'/'.join(map(str, proto['paper_epochs']))} epochs"
+                    if proto["ours"][0][1] else ""))
     text = " ".join(t if t.startswith("f-") else t[0].upper() + t[1:] for t in sentences)  # f-LIF keeps its f
-    return {"word": word, "kind": kind, "sentence": text + tail, "protocol": proto}
+    short_text = "; ".join(short)
+    return {"word": word, "kind": kind, "sentence": text + tail, "protocol": proto, "papered": counts_papered,
+            "short": (short_text if short_text.startswith("f-") else short_text[0].upper() + short_text[1:]) + "."}
 
 
 def _cell(cell: dict, mixed_epochs: bool = False, reference: str | None = None) -> dict:
@@ -562,6 +588,7 @@ def not_run(specs_without_runs: list[dict], costs: list[dict]) -> list[dict]:
                                              "after": spec.get("after"), "spec": spec, "datasets": [],
                                              "estimate": None, "evaluation": None})
         entry["titles"].append(spec.get("title") or spec["id"])
+        entry.setdefault("specs", []).append(spec)
         entry["datasets"] = list(dict.fromkeys(entry["datasets"] + spec_values(spec, "dataset")))
     for entry in entries.values():
         entry["title"] = _titles(entry["titles"])
@@ -575,6 +602,52 @@ def not_run(specs_without_runs: list[dict], costs: list[dict]) -> list[dict]:
         else:
             entry["estimate"] = estimate(source, costs)
     return list(entries.values())
+
+
+# -- the first screen: every paper table, answered or not ------------------------------------------------------
+
+
+def coverage(specs: list[dict], shown: list[dict], todo: list[dict]) -> list[dict]:
+    """One row per table of the paper, in the paper's order (a table's variants, e.g. another recipe, folded into
+    it; tables one command fills, e.g. the robustness corruptions, as one row): ``status`` *answered* (every paper
+    cell measured), *partly* or *not run*, the verdict's short sentence, and the table's columns split into
+    ``measured`` and ``not_run`` (``{"labels", "why"}``: its columns, or the datasets of a table with no run, and
+    the estimated cost: CPU-hours of the graph runs (:func:`not_run_columns`), GPU-hours of the rest
+    (:func:`estimate`))."""
+    rows, done = [], set()
+    for spec in specs:
+        if not has_paper_values(spec) or spec["id"] in done:
+            continue
+        built = [t for t in shown if t["spec"] == spec["id"]]
+        if built:
+            main = next((t for t in built if not t["variant"]), built[0])
+            measured = [c["label"] for c in spec["columns"] if any(c["label"] in t["columns"] for t in built)]
+            missing = [c["label"] for c in spec["columns"] if c["label"] not in measured and c.get("match") is not None]
+            costs = {c["label"]: c for c in main["not_run_columns"]}
+            hours = sum(costs[label]["cpu_hours"] or 0 for label in missing if label in costs)
+            why = f"≈ {hours:.0f} CPU-hours" if hours else ""
+            papered = main["verdict"].get("papered")
+            rows.append({"id": main["id"], "title": spec.get("title") or spec["id"], "label": spec.get("label"),
+                         "status": "answered" if not missing and papered and papered[0] == papered[1] else "partly",
+                         "kind": main["verdict"]["kind"], "word": main["verdict"]["word"],
+                         "short": main["verdict"]["short"], "measured": measured,
+                         "not_run": {"labels": missing, "why": why} if missing else None})
+            done.add(spec["id"])
+            continue
+        entry = next((e for e in todo if spec in e["specs"]), None)
+        if entry is None:
+            continue
+        done.update(s["id"] for s in entry["specs"])
+        why = "GPU work, not estimated"
+        if entry["estimate"] and entry["estimate"]["estimated"]:
+            why = f"GPU work, ≈ {entry['estimate']['hours']:.0f} GPU-hours ({entry['estimate']['jobs']} runs)"
+        elif entry["after"]:
+            why = f"after the runs of {entry['after']}"
+        rows.append({"id": "not-run", "title": entry["title"], "label": spec.get("label"), "status": "not run",
+                     "kind": "none", "word": "not run here", "short": "", "measured": [],
+                     "not_run": {"labels": [d["name"] for d in entry["datasets"]],
+                                 "why": why}})
+    return rows
 
 
 # -- provenance -------------------------------------------------------------------------------
@@ -711,7 +784,8 @@ def build(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
     failed, ad_hoc_failed = suite_runs(found.failed)
     running, ad_hoc_running = suite_runs(found.running)
     shown, idle = [], []
-    for spec in load_spec():
+    specs = load_spec()
+    for spec in specs:
         built = []
         for recipe, epochs in table_variants(spec, complete + failed):
             table = build_table(spec, complete, failed, recipe, epochs)
@@ -721,7 +795,7 @@ def build(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
             idle.append(spec)
         for table in built:
             content = shown_table(table)
-            shown.append({"id": table["id"], "variant": table["id"] != spec["id"],
+            shown.append({"id": table["id"], "spec": spec["id"], "variant": table["id"] != spec["id"],
                           "title": spec.get("title") or spec["id"], "label": table["label"],
                           "caption": table["caption"], "section": table["section"], "notes": table["notes"],
                           "verdict": verdict(spec, table), **content,
@@ -733,6 +807,9 @@ def build(results_dir: str | Path = RESULTS, out_dir: str | Path | None = None,
     return {
         "commit": _commit({"versions": {"fsnn_commit": source_commit()}}), "results": _display(results_dir), "sigmas": SIGMAS,
         "summary": found.summary(), "tables": shown, "glance": glance(shown, sum(len(e["titles"]) for e in todo)),
+        "coverage": coverage(specs, shown, todo),
+        "also": [t["title"].removesuffix(" (not in the paper)") for t in shown
+                 if not has_paper_values(next(s for s in specs if s["id"] == t["spec"]))],
         "not_run": todo, "bench": [c for c in costs if c["file"] in used], "figures": _figures(figures_dir),
         "provenance": provenance(complete + failed + running, results_dir, out_dir),
         "ad_hoc": sorted({Path(os.path.relpath(Path(r["_path"]).parent, results_dir)).as_posix() for r in others}),

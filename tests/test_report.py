@@ -66,6 +66,32 @@ def in_browser(page: Path, profile: Path, screenshots: Path | None = None, width
     return out
 
 
+FOLD = {"width": 1280, "height": 800}
+FIRST_SCREEN = """() => ({
+    rows: [...document.querySelectorAll('tr.coverage-row')].map(tr => ({
+        status: tr.dataset.status, text: tr.innerText.replace(/\\s+/g, ' ').trim(),
+        bottom: tr.getBoundingClientRect().bottom})),
+    glance: document.querySelector('p.glance').getBoundingClientRect().bottom,
+})"""
+
+
+def first_screen(page: Path, profile: Path, screenshot: Path) -> dict:
+    """The page's first screen at 1280 x 800 in headless chromium: each coverage row (status, text, bottom edge)
+    and the bottom of the glance sentence; its screenshot (the viewport only) in ``screenshot``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport=FOLD)
+        try:
+            tab = context.new_page()
+            tab.goto(page.as_uri(), wait_until="load")
+            tab.screenshot(path=str(screenshot))
+            return tab.evaluate(FIRST_SCREEN)
+        finally:
+            context.close()
+
+
 def _record(task, run, dataset, backbone, neuron, seed, acc, recipe="matched", status="complete", epochs=100):
     record = {"status": status, "task": task, "run": run, "seed": seed, "recipe": recipe, "metric": "acc",
               "overrides": [f"neuron={neuron}", f"seed={seed}", "paths.data_dir=/home/someone/fsnn/data",
@@ -282,7 +308,8 @@ def test_report_page_in_a_browser(results, tmp_path):
     # the paper's 100 epochs: f-LIF 3.4 paper sigma below (orange), SpikingJelly's LIF within (neutral)
     assert facts["cells"]["below"][0].startswith("86.10 ± 0.14 n=2 paper 88.08 ± 0.58 Δ -1.98 (-3.4σ)")
     assert facts["cells"]["within"][0].startswith("81.75 ± 0.35 n=2 paper 81.81 ± 0.69")
-    assert "does not reproduce" in facts["text"] and "At 4 of the paper's 100 epochs" in facts["text"]
+    assert "does not reproduce" in facts["text"] and "1 of 36 cells measured at 4 of 100 epochs." in facts["text"]
+    assert "At 4 of the paper's 100 epochs" not in facts["text"]  # the numbers are folded away
     assert ". Rows not run here: " in facts["text"] and ".Rows" not in facts["text"]
     # the runs made by hand are listed apart, never tabulated
     assert "Not tabulated" in facts["text"] and "train/default" in facts["text"]
@@ -298,6 +325,15 @@ def test_report_page_in_a_browser(results, tmp_path):
     drawn = json.loads((ROOT / "results" / "figures" / "figures.json").read_text())["written"]
     assert set(drawn) <= {image.get("alt") for image in facts["images"]}
     assert all((tmp_path / f"page-{w}.png").stat().st_size > 10_000 for w in WIDTHS)
+    # the first screen: every paper table in one row, answered / partly / not run, with its columns and cost
+    screen = first_screen(page, tmp_path / "profile", tmp_path / "fold.png")
+    assert all(row["bottom"] <= FOLD["height"] for row in screen["rows"]) and len(screen["rows"]) == 11
+    rows = {row["text"].split(" ", 2)[0] + " " + row["text"].split(" ", 2)[1]: row for row in screen["rows"]}
+    assert rows["Node classification"]["status"] == "partly"
+    assert "f-LIF ahead of the best baseline in 1 of 1 settings (paper: 1 of 1)" in rows["Node classification"]["text"]
+    assert "Cora Citeseer Pubmed Photo Computers ogbn-arxiv ≈ " in rows["Node classification"]["text"]
+    assert rows["Neuromorphic classification"]["status"] == "not run"
+    assert "GPU-hours (96 runs)" in rows["Neuromorphic classification"]["text"]
 
 
 @needs_chromium
@@ -330,6 +366,11 @@ def test_repository_report_in_a_browser(tmp_path):
         assert [i["alt"] for i in facts["images"]] == drawn and all(i["ok"] and i["inside"] for i in facts["images"])
         assert all((page.parent / href).is_file() for href in facts["links"])
         assert (page.parent / f"screenshot-{width}.png").stat().st_size > 10_000
+    # the summary and the coverage grid above the fold at 1280 x 800 (screenshot kept: screenshot-1280x800.png)
+    screen = first_screen(page, tmp_path / "profile", page.with_name("screenshot-1280x800.png"))
+    assert screen["rows"] and all(row["bottom"] <= FOLD["height"] for row in screen["rows"]), screen
+    assert screen["glance"] < screen["rows"][0]["bottom"]
+    assert len(screen["rows"]) == len(built["coverage"])
 
 
 def committed_results(dest: Path) -> Path:
