@@ -62,7 +62,7 @@ def _as_alpha(alpha: torch.Tensor | float) -> torch.Tensor:
 def history_kernel(
     method: str, alpha: torch.Tensor | float, steps: int, dt: float = 1.0, dtype=torch.float64
 ) -> torch.Tensor:
-    """Kernel ``K_0 .. K_{steps-1}`` of equation (1) for ``method``; differentiable in ``alpha``.
+    r"""Kernel ``K_0 .. K_{steps-1}`` of equation (1) for ``method``; differentiable in ``alpha``.
 
     Args:
         method: the discretisation, ``"pred"``, ``"gl"`` or ``"l1"`` (module docstring); no default.
@@ -217,7 +217,7 @@ def _bank(method, alpha: float, horizon: int, dt: float, head: int, step: float,
 
 @lru_cache(maxsize=256)
 def soe_bank(method: str, alpha: float, horizon: int, dt: float, head: int, tol: float):
-    """Coarsest verified bank for lags ``[head, horizon)``, or ``None`` if none reaches ``tol``.
+    r"""Coarsest verified bank for lags ``[head, horizon)``, or ``None`` if none reaches ``tol``.
 
     Args:
         method: ``"pred"`` or ``"gl"`` (``"l1"`` is not completely monotone: ``None``); no default.
