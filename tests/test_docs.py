@@ -3,12 +3,16 @@ as in test_report.py), every argument of the public API documented, and the tuto
 
 from __future__ import annotations
 
+import inspect
+import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import ROOT
 from test_report import CHROMIUM, FLAGS, needs_chromium
@@ -90,3 +94,116 @@ def test_docstring_equations_render(site, tmp_path):
     facts = math_in_browser(site / "api" / "dynamics.html", tmp_path / "profile")
     assert facts["remote"] == facts["errors"] == facts["katexErrors"] == facts["unrendered"] == []
     assert facts["rendered"] == facts["formulas"] >= 10
+
+
+# -- every argument documented -----------------------------------------------------------------------------------
+def documented_arguments(obj) -> dict[str, str]:
+    """``{argument: description}`` of the ``Args:`` section of ``obj``'s docstring (Google style, as mkdocstrings
+    renders it); a class's are those of its own docstring and of its ``__init__`` (inherited where it has none, as
+    ``merge_init_into_class`` shows them)."""
+    import griffe
+
+    texts = [inspect.getdoc(obj) or ""]
+    if inspect.isclass(obj):
+        texts.append(inspect.getdoc(obj.__init__) or "")
+    found = {}
+    logging.getLogger("griffe").disabled = True  # it warns about every argument without a type in the docstring
+    for text in texts:
+        for section in griffe.Docstring(text).parse("google"):
+            if section.kind is griffe.DocstringSectionKind.parameters:
+                found.update({p.name.lstrip("*"): p.description.strip() for p in section.value})
+    return found
+
+
+def public_api() -> dict[str, object]:
+    """``{where: callable}``: every class and function of ``fsnn.__all__``, every entry of every registry (a dataset
+    by its builder, a task kind by its public methods), and a neuron's ``forward``."""
+    import fsnn
+    from fsnn.registry import HOMES, registry
+
+    found = {f"fsnn.{name}": getattr(fsnn, name) for name in fsnn.__all__}
+    for what in HOMES:
+        entries = registry(what)
+        for name in entries.names():
+            entry = entries.get(name)
+            if what == "dataset":
+                entry = entry.builder
+            if inspect.isclass(entry) or inspect.isfunction(entry):
+                found[f"{what} {name}"] = entry
+            else:  # a task kind: an instance whose methods the run calls
+                found.update({f"{what} {name}.{m}": getattr(entry, m) for m in dir(entry)
+                              if not m.startswith("_") and inspect.ismethod(getattr(entry, m))})
+    for where, obj in list(found.items()):
+        if inspect.isclass(obj) and issubclass(obj, torch.nn.Module) and "neuron" in where.split()[0]:
+            found[f"{where}.forward"] = obj.forward
+    return {where: obj for where, obj in found.items() if inspect.isclass(obj) or callable(obj)}
+
+
+def arguments(obj) -> list[str]:
+    return [name for name in inspect.signature(obj).parameters if name not in ("self", "cls")]
+
+
+#: callables of the registries whose arguments are not documented yet (issue 31, point 3, left for a next step):
+#: the list may only shrink; a callable documented since, or a new one undocumented, fails the test below
+NOT_DOCUMENTED_YET = {
+    *(f"backbone {n}" for n in ("drsgnn", "dvsnet", "msg", "resnet18", "seqmlp", "sgcn", "spikformer",
+                                "spikformer_imagenet")),
+    *(f"corruption {n}" for n in ("center_occlusion", "edge_dropping", "feature_masking", "frame_discard",
+                                  "gaussian_noise", "spike_noise", "temporal_jitter", "temporal_truncation")),
+    *(f"dataset {n}" for n in ("cifar10", "cifar100", "citeseer", "computers", "cora", "cs", "delayed_cue",
+                               "digits_dvs", "dvsgesture", "dvslip", "hardvs", "hardvs_mini", "imagenet", "karate",
+                               "ncaltech101", "nmnist", "ogbn_arxiv", "photo", "physics", "pubmed", "seq_digits",
+                               "synthetic")),
+    "study energy", "study robustness",
+    *(f"task {kind}.{method}" for kind in ("link", "node", "sequence", "vision")
+      for method in ("build", "corrupted_tester", "sample_input") if (kind, method) not in
+      {("sequence", "sample_input"), ("vision", "sample_input")}),
+}
+
+
+def test_every_public_argument_is_documented():
+    """Each argument of ``fsnn.__all__`` and of the neurons (``forward`` included) has an entry in its docstring's
+    ``Args:`` (meaning, range, default), no entry names an argument that is gone, and the registries' callables not
+    documented yet are exactly :data:`NOT_DOCUMENTED_YET`."""
+    api = public_api()
+    assert {"fsnn.FractionalLIF", "neuron lif", "backbone sgcn", "dataset cora", "task node.build",
+            "corruption spike_noise", "study energy", "neuron flif.forward"} <= set(api)
+    undocumented, stale = {}, {}
+    for where, obj in api.items():
+        documented = documented_arguments(obj)
+        if missing := [name for name in arguments(obj) if not documented.get(name)]:
+            undocumented[where] = missing
+        if gone := sorted(set(documented) - set(arguments(obj))):
+            stale[where] = gone
+    assert {w: m for w, m in undocumented.items() if w not in NOT_DOCUMENTED_YET} == {}
+    assert NOT_DOCUMENTED_YET - set(undocumented) == set(), "documented now: remove from NOT_DOCUMENTED_YET"
+    assert stale == {}
+
+
+def test_the_neuron_page_explains_every_argument(site):
+    """FractionalLIF's API page shows all 17 constructor arguments with a description (its parent's ``__init__``
+    docstring, merged) and the neurons' ``forward`` documents ``return_state``."""
+    page = (site / "api" / "neurons.html").read_text()
+    section = page[page.index('id="fsnn.neurons.FractionalLIF"'):page.index('id="fsnn.neurons.FractionalIF"')]
+    for name in inspect.signature(__import__("fsnn").FractionalLIF).parameters:
+        assert f"<code>{name}</code>" in section, name
+    assert "a number in" in section  # the range of an opaque type, Alpha, in words
+    forward = page[page.index('id="fsnn.neurons.FractionalNeuron.forward"'):]
+    assert "<code>return_state</code>" in forward[:forward.index('class="doc doc-heading"', 100)]
+
+
+# -- the tutorial runs as written ------------------------------------------------------------------------------
+TUTORIAL = ROOT / "docs" / "tutorials" / "your-own-network.md"
+
+
+def test_tutorial_code_runs_and_f_lif_learns_the_cue():
+    """The tutorial's ``python`` blocks, run in order in one namespace as a reader pastes them: training lowers the
+    f-LIF network's loss, and it beats the LIF network on the held-out cues, as the page says."""
+    blocks = re.findall(r"^```python\n(.*?)^```$", TUTORIAL.read_text(), flags=re.S | re.M)
+    assert len(blocks) == 4
+    namespace: dict = {"__name__": "tutorial"}
+    for number, block in enumerate(blocks):
+        exec(compile(block, f"{TUTORIAL.name}, python block {number + 1}", "exec"), namespace)
+    fractional, lif = namespace["results"]["f-LIF (alpha=0.5)"], namespace["results"]["LIF (alpha=1)"]
+    assert fractional["last loss"] < fractional["first loss"] - 0.03
+    assert fractional["test accuracy"] > max(lif["test accuracy"], 0.55)
