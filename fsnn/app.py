@@ -42,7 +42,7 @@ import lightning as L
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import CompactHydraException
+from hydra.errors import CompactHydraException, HydraException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from lightning.pytorch.plugins.environments import SLURMEnvironment
@@ -129,14 +129,12 @@ def check_sweep_data(config: DictConfig) -> None:
     library downloads or the user copies there, :attr:`fsnn.data.DatasetInfo.directory`) exists, else one
     :class:`ConfigError` for the sweep, instead of each job failing (or downloading) on its own. A single run
     tries its library's download itself. Each distinct choice of groups is composed once (Hydra's loader)."""
-    jobs = distinct_jobs(config, ("dataset", "paths"))
-    loader = GlobalHydra.instance().config_loader()
     missing: dict[Path, dict[str, str]] = {}
-    for job in jobs or []:
-        values = loader.load_sweep_config(config, job)
+    for job in distinct_jobs(config, ("dataset", "paths")) or []:
         try:
+            values = GlobalHydra.instance().config_loader().load_sweep_config(config, job)
             info, data_dir = dataset_info(values.dataset.name), Path(values.paths.data_dir).absolute()
-        except KeyError:  # an unknown dataset: that job's own check names it
+        except (HydraException, KeyError):  # a job that does not compose, or an unknown dataset: its own to report
             continue
         if info.directory and not info.library.startswith("fsnn") and not (data_dir / info.directory).is_dir():
             missing.setdefault(data_dir, {})[info.name] = info.directory

@@ -65,7 +65,9 @@ def distinct_jobs(cfg: DictConfig, keys: tuple[str, ...]) -> list[list[str]] | N
     """The override lists of a running multirun's jobs that may differ under ``keys`` (top-level names): its
     sweeper's ``params`` and the command line's overrides (which win), expanded as Hydra's basic sweeper does, each
     swept key that cannot change them (:func:`_selects`) kept at its first value. ``None`` when one that can is swept
-    by what is no list of choices (Optuna's ``interval``)."""
+    by what is no list of choices (Optuna's ``interval``), or outside a running Hydra (no config loader to ask)."""
+    if not GlobalHydra.instance().is_initialized():
+        return None
     loader = GlobalHydra.instance().config_loader()
     params = OmegaConf.select(cfg, "hydra.sweeper.params") or {}
     lines = [*(f"{k}={v}" for k, v in params.items()), *(OmegaConf.select(cfg, "hydra.overrides.task") or [])]
