@@ -98,6 +98,16 @@ def gaussian_noise(x: torch.Tensor, level: float, generator=None, *, clamp_min: 
     deviation in the units of the input (event counts), **not** relative to the data scale (no normalisation by
     the data's std or max). Values stay real (may become negative) unless ``clamp_min`` is given (e.g. ``0.0``),
     which the paper does not do, hence off by default. An integer input is promoted to float32.
+
+    Args:
+        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
+            not modified.
+        level: the noise's standard deviation, absolute (in event counts), a finite number >= 0; no default
+            (``conf/robustness/events.yaml``: 0.1 .. 0.5). ``0`` leaves the frames unchanged.
+        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
+            seed >= 0, or ``None`` (default: seed 0), so every call is reproducible.
+        clamp_min: a floor the noisy values are clamped to (e.g. ``0.0`` keeps counts non-negative), any number,
+            or ``None`` (default: no clamping, as in the paper).
     """
     std = _check_level(level, "noise std")
     xb, batched = _check_frames(x)
@@ -136,6 +146,15 @@ def center_occlusion(x: torch.Tensor, level: float, generator=None, *, fill: flo
     input frames to assess the model's robustness to local information loss"; Fig. ``fig:robust``: "x-axis: area
     ratio of the center block" (levels 0.1 .. 0.5, Table ``tab:occlude_block``). Block geometry and rounding:
     :func:`occlusion_box`. Deterministic; ``generator`` is ignored.
+
+    Args:
+        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
+            not modified.
+        level: the area ratio of the centred square block, a number in ``[0, 1]``; no default
+            (``conf/robustness/events.yaml``: 0.1 .. 0.5). ``0`` occludes nothing, ``1`` the whole frame.
+        generator: accepted for the registry's one signature and ignored (the corruption is deterministic);
+            default ``None``.
+        fill: the value written into the block, any number; default ``0.0`` (no events).
     """
     xb, batched = _check_frames(x)
     top, left, sh, sw = occlusion_box(xb.shape[-2], xb.shape[-1], level)
@@ -163,6 +182,15 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
 
     Steps are zeroed rather than removed so the model sees the same ``T`` (its time axis and readout stay
     unchanged), which is how a truncated recording integrated into ``T`` fixed-length bins looks.
+
+    Args:
+        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
+            not modified.
+        level: the fraction of the ``T`` steps zeroed, a number in ``[0, 1]`` (``k = round(level * T)``, half up);
+            no default (``conf/robustness/events.yaml``: 0.1 .. 0.5).
+        generator: the draw of the kept window's offset with ``mode="random"`` (a ``torch.Generator``, an ``int``
+            seed >= 0, or ``None``: seed 0); ignored by ``"tail"`` and ``"head"``; default ``None``.
+        mode: which steps are zeroed, ``"tail"`` (default), ``"head"`` or ``"random"`` (see above).
     """
     ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
@@ -206,6 +234,17 @@ def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: 
     (the recording window is fixed), ``boundary="wrap"`` wraps them around (``(t + d) mod T``). Either way no
     event is created or lost: the sum over the tensor, and over time for every pixel and channel, is unchanged
     (exactly for integer-valued counts; up to float rounding of the summation otherwise). ``m = 0`` is identity.
+
+    Args:
+        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
+            not modified.
+        level: the maximum offset as a fraction of ``T`` (``m = round(level * T)``, half up), a finite
+            number >= 0 (above 1 is allowed: offsets then reach past the window and are clamped or wrapped); no default
+            (``conf/robustness/events.yaml``: 0.1 .. 0.9).
+        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
+            seed >= 0, or ``None`` (default: seed 0), so every call is reproducible.
+        boundary: where events pushed outside ``[0, T)`` go: ``"clamp"`` (default: the first / last step) or
+            ``"wrap"`` (modulo ``T``).
     """
     lv = _check_level(level, "jitter level")
     if boundary not in ("clamp", "wrap"):
@@ -236,6 +275,14 @@ def frame_discard(x: torch.Tensor, level: float, generator=None) -> torch.Tensor
     evaluate the model's robustness to data loss" (levels 0.1 .. 0.5, Table ``tab:discard``). Discarded frames
     are zeroed (not removed) so ``T`` is unchanged. In a batch each sample draws its own ``k`` frames (in batch
     order from the same generator).
+
+    Args:
+        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
+            not modified.
+        level: the fraction of the ``T`` frames zeroed, a number in ``[0, 1]`` (``k = round(level * T)``, half
+            up); no default (``conf/robustness/events.yaml``: 0.1 .. 0.5).
+        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
+            seed >= 0, or ``None`` (default: seed 0), so every call is reproducible.
     """
     ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
@@ -313,6 +360,14 @@ def mask_graph_features(graph, level: float, generator=None, *, mode: str = "ent
     ``mode="entry"`` zeroes ``round(level * N * F)`` entries, ``mode="column"`` whole feature columns
     (:func:`fsnn.data.graph_features.mask_features`). The masked graph goes through the model's own preprocessing
     (SGC propagation and z-scoring for SGCN/DRSGNN), as the raw feature matrix does in training.
+
+    Args:
+        graph: a PyG ``Data`` with node features ``x`` ``[N, F]``; not modified (its other fields are shared).
+        level: the fraction of the features zeroed, a number in ``[0, 1]``; no default
+            (``conf/robustness/graph.yaml``: 0.1 .. 0.5).
+        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
+            seed >= 0, or ``None`` (default: seed 0).
+        mode: what is zeroed, ``"entry"`` (default: single entries of the matrix) or ``"column"`` (whole features).
     """
     out = copy.copy(graph)
     out.x = mask_features(graph.x, level, generator, mode=mode)
@@ -325,6 +380,13 @@ def drop_graph_edges(graph, level: float, generator=None):
     Paper ("Structural Robustness Under Edge Dropping Scenarios"): "a predefined proportion of edges in the graph
     adjacency matrix are randomly zeroed out"; the modified adjacency is then used for prediction
     (:func:`fsnn.data.graph_features.drop_edges`; the result is symmetric and coalesced, as the loaders' graphs are).
+
+    Args:
+        graph: a PyG ``Data`` with an ``edge_index`` ``[2, E]``; not modified (its other fields are shared).
+        level: the fraction of the undirected edges removed, a number in ``[0, 1]`` (self loops count as edges);
+            no default (``conf/robustness/graph.yaml``: 0.1 .. 0.5).
+        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
+            seed >= 0, or ``None`` (default: seed 0).
     """
     out = copy.copy(graph)
     out.edge_index = drop_edges(graph.edge_index, level, generator)
@@ -334,7 +396,12 @@ def drop_graph_edges(graph, level: float, generator=None):
 def spike_noise_std(level: float) -> float:
     """The ``spike_noise_std`` of the graph models' noise probe at ``level``: Gaussian noise of standard deviation
     ``level`` added to the encoded input spikes (paper, "Robustness Test", Fig. ``fig:robust_SGCN``: "we randomly
-    add Gaussian noise of varying intensities to the spike signals input to the network")."""
+    add Gaussian noise of varying intensities to the spike signals input to the network").
+
+    Args:
+        level: the noise's standard deviation, a finite number >= 0 (the spikes are 0 or 1); no default
+            (``conf/robustness/graph.yaml``: 0.1 .. 0.5). ``0`` turns the probe off.
+    """
     return _check_level(level, "spike noise std")
 
 

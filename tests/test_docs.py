@@ -148,8 +148,6 @@ def arguments(obj) -> list[str]:
 NOT_DOCUMENTED_YET = {
     *(f"backbone {n}" for n in ("drsgnn", "dvsnet", "msg", "resnet18", "seqmlp", "sgcn", "spikformer",
                                 "spikformer_imagenet")),
-    *(f"corruption {n}" for n in ("center_occlusion", "edge_dropping", "feature_masking", "frame_discard",
-                                  "gaussian_noise", "spike_noise", "temporal_jitter", "temporal_truncation")),
     *(f"dataset {n}" for n in ("cifar10", "cifar100", "citeseer", "computers", "cora", "cs", "delayed_cue",
                                "digits_dvs", "dvsgesture", "dvslip", "hardvs", "hardvs_mini", "imagenet", "karate",
                                "ncaltech101", "nmnist", "ogbn_arxiv", "photo", "physics", "pubmed", "seq_digits",
