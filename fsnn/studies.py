@@ -108,7 +108,17 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
     """Every corruption at every level of ``plan`` (prepared by :func:`prepare_robustness`); writes
     ``robustness.json`` and its figures into the run folder. Per corruption: the metric at each level and the
     paper's score ``100 * mean_i(acc_i) / clean`` (:func:`fsnn.robustness.robustness_score`; ``null`` when the clean
-    metric is 0)."""
+    metric is 0).
+
+    Args:
+        run: the trained run as the study gets it (:class:`StudyRun`, supplied by :func:`evaluate_run`, not a config
+            option), with its clean test metric.
+        plan: the corruption plan, ``conf/robustness/<plan>.yaml`` as ``conf/study/robustness.yaml``'s
+            ``plan: ${robustness}`` passes it and :func:`prepare_robustness` checks it:
+            ``{"name": ..., "corruptions": {corruption: (levels, options)}}`` with corruptions of the task's family
+            (``events`` for vision runs, ``graph``, ``graph_edges`` or ``graph_features`` for node classification);
+            required: the default ``None`` (``robustness=none``) is refused before any data is loaded.
+    """
     from fsnn.figures import robustness_figures  # matplotlib only for a robustness study
 
     start, metric, clean = time.perf_counter(), run.task.metric, run.clean
@@ -150,7 +160,21 @@ def energy(run: StudyRun, batch_size: Count | None = None, kappa: Positive | Non
     """The layer-wise energy table of one test batch (its first ``batch_size`` samples) through the checkpoint's
     model (:func:`fsnn.energy.energy_report`: firing rates and operations counted on a real forward pass); printed
     and written to ``energy.json``. ``kappa``: the MAC/AC conversion (default E_MAC / E_AC);
-    ``first_layer_mac=false`` counts a first layer fed with spikes as AC."""
+    ``first_layer_mac=false`` counts a first layer fed with spikes as AC.
+
+    Args:
+        run: the trained run as the study gets it (:class:`StudyRun`, supplied by :func:`evaluate_run`, not a config
+            option); its task's :meth:`~fsnn.tasks.TaskKind.sample_input` gives the batch.
+        batch_size: how many samples of the first test batch are counted, an integer >= 1 (more than the batch
+            holds counts the whole batch), or ``None`` (default: the whole first batch, the dataset's
+            ``batch_size``). Energies are per sample, so it changes the average, not the unit.
+        kappa: the conversion ``kappa = E_MAC / E_AC`` of the neuron-intrinsic energy (:mod:`fsnn.energy`), a
+            number > 0, or ``None`` (default: ``4.6 / 0.9``, the paper's definition; ``4.6 / 0.9 - 1`` is the
+            appendix's other reading ``E_MAC = (kappa + 1) E_AC``).
+        first_layer_mac: ``True`` (default, the paper's convention) counts the first layer as MAC operations
+            whatever it is fed; ``False`` counts a first layer fed with spikes (0/1) as AC operations scaled by its
+            input firing rate.
+    """
     x = run.kind.sample_input(run.task)
     if batch_size:
         x = x[:, :batch_size]

@@ -61,14 +61,40 @@ class TaskKind:
     robustness_plan: str | None = None  # the conf/robustness/ plan of those corruptions
 
     def build(self, cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:  # pragma: no cover
+        """The task's Lightning module, data module and metric, built from ``cfg`` (:func:`build_task`).
+
+        Args:
+            cfg: the run's composed config (``conf/config.yaml`` with its groups ``dataset``, ``backbone``,
+                ``neuron``, ``paths``, and ``seed``), already checked (:mod:`fsnn.config`); its dataset must be of
+                a kind of data this task takes.
+            optimizer: ``optimizer(params) -> torch.optim.Optimizer``, the ``conf/optimizer/`` group instantiated
+                as a partial (``_partial_: true``; default ``adam``, lr ``1e-3`` unless the dataset sets its own).
+            scheduler: ``scheduler(optimizer) -> LRScheduler``, the ``conf/scheduler/`` group instantiated as a
+                partial (``cosine``), or ``None`` for a constant learning rate (``scheduler=none``).
+        """
         raise NotImplementedError
 
     def corrupted_tester(self, cfg: DictConfig, task: Task, seed: int, run_pass: Callable):  # pragma: no cover
-        """``test(name, level, options) -> metric``: ``run_pass(datamodule)`` with one corruption of its family."""
+        """``test(name, level, options) -> metric``: ``run_pass(datamodule)`` with one corruption of its family.
+
+        Args:
+            cfg: the run's composed config (``conf/config.yaml`` with its groups, as the run recorded it); the
+                tester reads ``cfg.dataset``, ``cfg.backbone`` and ``cfg.paths`` to rebuild the test data.
+            task: the run's built task (:meth:`build`) with the checkpoint's weights loaded.
+            seed: the seed of the corruptions' random draws, an integer >= 0 (the study's seed, the run's own by
+                default), so every level of a study corrupts reproducibly.
+            run_pass: ``run_pass(datamodule) -> float``: one seeded test pass of the model on ``datamodule``,
+                returning the task's metric (:meth:`fsnn.studies.StudyRun.test_pass`'s ``test/<metric>``).
+        """
         raise NotImplementedError
 
     def sample_input(self, task: Task) -> torch.Tensor:  # pragma: no cover
-        """One test batch as the backbone reads it, ``[T, B, ...]`` (the energy study's forward pass)."""
+        """One test batch as the backbone reads it, ``[T, B, ...]`` (the energy study's forward pass).
+
+        Args:
+            task: the run's built task (:meth:`build`); its test split gives the batch (the dataset's
+                ``batch_size`` samples).
+        """
         raise NotImplementedError
 
     @property
@@ -108,7 +134,17 @@ class Vision(TaskKind):
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
         """The test split with one corruption applied sample by sample (:class:`fsnn.robustness.CorruptedDataset`,
-        seeded with ``seed``)."""
+        seeded with ``seed``).
+
+        Args:
+            cfg: the run's composed config (``conf/config.yaml`` with its groups, as the run recorded it); the
+                tester reads ``cfg.dataset``, ``cfg.backbone`` and ``cfg.paths`` to rebuild the test data.
+            task: the run's built task (:meth:`build`) with the checkpoint's weights loaded.
+            seed: the seed of the corruptions' random draws, an integer >= 0 (the study's seed, the run's own by
+                default), so every level of a study corrupts reproducibly.
+            run_pass: ``run_pass(datamodule) -> float``: one seeded test pass of the model on ``datamodule``,
+                returning the task's metric (:meth:`fsnn.studies.StudyRun.test_pass`'s ``test/<metric>``).
+        """
         data = task.data
         data.setup()
         test_set = data.splits[2]
@@ -218,7 +254,17 @@ class Node(TaskKind):
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
         """The graph corrupted once per level (one draw seeded with ``seed``) and the model's input rebuilt from it
-        with the run's own preprocessing; spike noise switches on the model's probe (``spike_noise_std``)."""
+        with the run's own preprocessing; spike noise switches on the model's probe (``spike_noise_std``).
+
+        Args:
+            cfg: the run's composed config (``conf/config.yaml`` with its groups, as the run recorded it); the
+                tester reads ``cfg.dataset``, ``cfg.backbone`` and ``cfg.paths`` to rebuild the test data.
+            task: the run's built task (:meth:`build`) with the checkpoint's weights loaded.
+            seed: the seed of the corruptions' random draws, an integer >= 0 (the study's seed, the run's own by
+                default), so every level of a study corrupts reproducibly.
+            run_pass: ``run_pass(datamodule) -> float``: one seeded test pass of the model on ``datamodule``,
+                returning the task's metric (:meth:`fsnn.studies.StudyRun.test_pass`'s ``test/<metric>``).
+        """
         module, data, _ = task
         graph = load_split_graph(cfg)
 

@@ -152,10 +152,6 @@ NOT_DOCUMENTED_YET = {
                                "digits_dvs", "dvsgesture", "dvslip", "hardvs", "hardvs_mini", "imagenet", "karate",
                                "ncaltech101", "nmnist", "ogbn_arxiv", "photo", "physics", "pubmed", "seq_digits",
                                "synthetic")),
-    "study energy", "study robustness",
-    *(f"task {kind}.{method}" for kind in ("link", "node", "sequence", "vision")
-      for method in ("build", "corrupted_tester", "sample_input") if (kind, method) not in
-      {("sequence", "sample_input"), ("vision", "sample_input")}),
 }
 
 
