@@ -187,7 +187,8 @@ class FractionalNeuronFunction(torch.autograd.Function):
     def backward(ctx, grad_spikes, grad_v):
         if ctx.cfg.backend == "triton":
             return _triton_backward(ctx, grad_spikes, grad_v)
-        H, x, tau, theta, k_head, soe_w = ctx.saved_tensors
+        saved = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each saved tensor only once
+        H, x, tau, theta, k_head, soe_w = saved
         cfg, hist = ctx.cfg, ctx.hist
         T, N = H.shape
         tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])
@@ -219,13 +220,14 @@ class FractionalNeuronFunction(torch.autograd.Function):
                 u_next = U_rows[k + 1] if (cfg.leak and k + 1 < T) else None
                 dynamics.adjoint_step(gbar, u_next, c_leak, U_rows[k], Hbar_rows[k])
 
-        grads = _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0)
+        grads = _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v)
         grad_x = U.mul_(k0 / tau_f)
         return (grad_x, *grads, None)
 
 
 def _triton_backward(ctx, grad_spikes, grad_v):
-    H, x, tau, theta, k_head, soe_w = ctx.saved_tensors
+    saved = ctx.saved_tensors  # read once (see FractionalNeuronFunction.backward)
+    H, x, tau, theta, k_head, soe_w = saved
     cfg = ctx.cfg
     need_params = any(ctx.needs_input_grad[1:5])
     grad_x, U, Hbar = kernels.backward(
@@ -235,21 +237,21 @@ def _triton_backward(ctx, grad_spikes, grad_v):
     )
     if not need_params:
         return grad_x, None, None, None, None, None
-    tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])  # learning parameters: one sync is fine
     if grad_spikes is None:
         grad_spikes = torch.zeros_like(H)
-    grads = _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0)
+    grads = _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v)
     return (grad_x, *grads, None)
 
 
-def _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0):
-    """Gradients for tau, theta, k_head, soe_w (``None`` where not required)."""
-    _, _, tau, theta, k_head, soe_w = ctx.saved_tensors
+def _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v):
+    """Gradients for tau, theta, k_head, soe_w (``None`` where not required); ``saved``: ``ctx.saved_tensors``."""
+    H, x, tau, theta, k_head, soe_w = saved
     cfg = ctx.cfg
     need_tau, need_theta, need_k = ctx.needs_input_grad[1:4]
     need_w = ctx.needs_input_grad[4]
     if not (need_tau or need_theta or need_k or need_w):
         return None, None, None, None
+    tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])  # learning parameters: one sync is fine
     spikes = (H >= theta_f).to(H.dtype)
     v_post = dynamics.reset_value(H, spikes, theta_f, cfg.reset, cfg.v_reset)
     gamma_bar = U - Hbar
@@ -271,11 +273,13 @@ def _parameter_grads(ctx, H, x, U, Hbar, grad_spikes, grad_v, tau_f, theta_f, k0
         if need_k or need_w:
             gamma = v_post - H + k0 * f
             corr = _lag_correlation(Hbar, gamma) / k0
+            if len(corr) < len(k_head):  # fewer steps than exact lags (the SOE head): the later lags never act
+                corr = torch.cat([corr, corr.new_zeros(len(k_head) - len(corr))])
             k_bar = corr[: len(k_head)].clone()
             k_bar[0] = (f * Hbar).sum() - ((v_post - H) * gamma_bar).sum() / k0
             g_k = k_bar.to(k_head.dtype)
             if need_w:
-                lags = torch.arange(len(k_head), H.shape[0], device=H.device, dtype=H.dtype)
+                lags = torch.arange(len(k_head), len(corr), device=H.device, dtype=H.dtype)
                 modes = cfg.decays[:, None] ** lags[None, :]
                 g_w = (modes @ corr[len(k_head) :]).to(soe_w.dtype)
     return g_tau, g_theta, g_k, g_w

@@ -302,6 +302,10 @@ class FractionalNeuron(SpikingNeuron):
         self._prepared.clear()
 
     # -- forward -----------------------------------------------------------------------------
+    def __prepare_scriptable__(self):  # torch.jit.script calls it first, on every submodule of what it compiles
+        raise TypeError(f"torch.jit.script cannot compile {type(self).__name__} (its engines are Python loops and "
+                        "a custom autograd Function); call the module eagerly")
+
     def forward(self, x: torch.Tensor, return_state: bool = False):
         """Run the neuron over a whole sequence, from a fresh state (nothing to reset between calls).
 
@@ -314,6 +318,10 @@ class FractionalNeuron(SpikingNeuron):
             The spikes, 0 or 1, with the shape, dtype and device of ``x``; with ``return_state``, ``(spikes, v)``
                 where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
         """
+        if torch._C._functorch.is_functorch_wrapped_tensor(x):  # the engines read tau and the kernel as numbers
+            raise TypeError(f"{type(self).__name__} does not run under torch.func transforms (vmap, grad, jacrev, "
+                            "...); use loss.backward(), and fold a mapped dimension into the batch: x of shape "
+                            "[T, B * V, ...]")
         check_spike_input(x)
         if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
             raise ValueError("x must hold values (a cpu or cuda tensor): the meta device is not supported by "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import warnings
 from dataclasses import dataclass, field
@@ -59,28 +60,62 @@ class Collection:
     failed: list[dict] = field(default_factory=list)
     running: list[dict] = field(default_factory=list)
     corrupt: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
-    non_finite: list[tuple[str, str]] = field(default_factory=list)  # (path, the keys): complete, but NaN or inf
+    # (path, what is wrong): complete, but a metric no run can give (NaN, inf, a fraction outside [0, 1]...)
+    impossible: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
-        nan = f", {len(self.non_finite)} with non-finite metrics" if self.non_finite else ""
+        bad = f", {len(self.impossible)} with impossible metrics" if self.impossible else ""
         return (f"{len(self.complete)} complete, {len(self.failed)} failed, "
-                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt{nan}")
+                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt{bad}")
 
 
-def non_finite_metrics(record: dict) -> list[str]:
-    """The metrics of a run record (``val_*``, ``test_*`` and ``test_metrics.*``) that are NaN or infinite."""
+# the documented range of a run record's metrics, by name: fractions (accuracy, AUC, average precision, firing
+# rates) in [0, 1]; losses, spreads, energies and speeds >= 0; any other metric only finite
+FRACTION_METRIC = re.compile(r"(?:^|[/_])(?:acc|auc|ap)(?:_best|_last)?$|/rate/")
+NON_NEGATIVE_METRIC = re.compile(r"loss|_std$|energy|per_s$")
+
+
+def impossible_metrics(record: dict) -> list[str]:
+    """The metrics of a run record (``val_*``, ``test_*`` and ``test_metrics.*``) outside their documented range
+    (NaN or infinite; a fraction outside [0, 1], :data:`FRACTION_METRIC`; a negative loss, std, energy or speed,
+    :data:`NON_NEGATIVE_METRIC`), each as ``key`` for a non-finite value, else ``key=value (expected ...)``."""
     found = {**{k: v for k, v in record.items() if k.startswith(("val_", "test_"))},
              **{f"test_metrics.{k}": v for k, v in (record.get("test_metrics") or {}).items()}}
-    return [key for key, value in found.items() if isinstance(value, float) and not math.isfinite(value)]
+    bad = []
+    for key, value in found.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        name = key.removeprefix("test_metrics.")
+        if not math.isfinite(value):
+            bad.append(key)
+        elif FRACTION_METRIC.search(name) and not 0.0 <= value <= 1.0:
+            bad.append(f"{key}={value:g} (expected a fraction in [0, 1])")
+        elif NON_NEGATIVE_METRIC.search(name) and value < 0:
+            bad.append(f"{key}={value:g} (expected >= 0)")
+    return bad
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def recipe_problem(recipe: Any, known: list[str]) -> str | None:
+    """Why a run record's ``recipe`` cannot be tabulated, or ``None``: a table of a recipe is written to a file
+    named after it (``<id>_<recipe>.md``), so it must be one of the suite's recipes ``known`` (``conf/recipe/``;
+    without the configs, any plain name: letters, digits, ``_ . -``)."""
+    if recipe is None or (recipe in known if known else isinstance(recipe, str) and SAFE_NAME.fullmatch(recipe)):
+        return None
+    return f"recipe {str(recipe)[:80]!r} is not one of the suite's recipes ({', '.join(known) or 'plain names'})"
 
 
 def scan_runs(results_dir: str | Path) -> Collection:
     """Read every ``results_dir/**/metrics.json`` but an earlier generation's (``<run>/previous.<n>/``, kept by
     ``force=true``), with its sibling ``robustness.json`` / ``energy.json`` under ``robustness`` / ``energy``; a
     corrupt file is recorded (and warned about), never fatal: a run with a corrupt sibling still counts. A complete
-    run whose metrics are NaN or infinite is warned about and set aside (``non_finite``), never counted among the
-    complete ones."""
+    run whose metrics are outside their range (:func:`impossible_metrics`) is warned about and set aside
+    (``impossible``), never counted among the complete ones; a record whose ``recipe`` is not one of the suite's
+    (:func:`recipe_problem`: it would name a table file) counts as corrupt."""
     found = Collection()
+    known_recipes = sorted(p.stem for p in (CONF / "recipe").glob("*.yaml"))
 
     def read(path: Path) -> dict | None:
         try:
@@ -95,15 +130,19 @@ def scan_runs(results_dir: str | Path) -> Collection:
         record = read(path)
         if record is None:
             continue
+        if reason := recipe_problem(record.get("recipe"), known_recipes):
+            found.corrupt.append((str(path), reason))
+            warnings.warn(f"skipping {path}: {reason}", stacklevel=2)
+            continue
         record["_path"] = str(path)
         for name in SIBLINGS:
             sibling = path.with_name(f"{name}.json")
             if sibling.exists() and (study := read(sibling)) is not None:
                 record[name] = study
         status = record.get("status")
-        if status == "complete" and (bad := non_finite_metrics(record)):
-            found.non_finite.append((str(path), ", ".join(bad)))
-            warnings.warn(f"skipping {path}: its metrics are not finite ({', '.join(bad)})", stacklevel=2)
+        if status == "complete" and (bad := impossible_metrics(record)):
+            found.impossible.append((str(path), ", ".join(bad)))
+            warnings.warn(f"skipping {path}: its metrics are impossible ({', '.join(bad)})", stacklevel=2)
         elif status == "complete":
             found.complete.append(record)
         elif status == "failed":
@@ -502,8 +541,8 @@ def make_tables(results_dir: str | Path = RESULTS, out_dir: str | Path | None = 
     echo(f"runs in {results_dir}: {found.summary()}")
     for path, reason in found.corrupt:
         echo(f"  corrupt, skipped: {path} ({reason})")
-    for path, keys in found.non_finite:
-        echo(f"  non-finite metrics, skipped: {path} ({keys})")
+    for path, keys in found.impossible:
+        echo(f"  impossible metrics, skipped: {path} ({keys})")
     for run in found.failed:
         echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
     (complete, ad_hoc), (failed, _) = suite_runs(found.complete), suite_runs(found.failed)
@@ -533,12 +572,15 @@ def remove_stale(out_dir: str | Path, names: list[str], suffixes: tuple[str, ...
                  extra: dict | None = None) -> list[Path]:
     """Remove from ``out_dir`` the files ``<name><suffix>`` of the names that its ``manifest`` listed last time and
     ``names`` no longer holds, then write ``names`` (and ``extra``) as the new manifest. Only files this function
-    recorded are ever removed; an unreadable manifest removes nothing. Returns the removed paths."""
+    recorded are ever removed; an unreadable manifest removes nothing, and a listed name that is not a plain file
+    name (a path, ``..``) is ignored: nothing outside ``out_dir`` is removed. Returns the removed paths."""
     path = Path(out_dir) / manifest
     try:
         before = read_record(path).get("written", []) if path.is_file() else []
     except (OSError, UnicodeDecodeError, ValueError):
         before = []
+    before = [name for name in before if isinstance(name, str) and SAFE_NAME.fullmatch(name)] \
+        if isinstance(before, list) else []
     removed = []
     for name in sorted(set(before) - set(names)):
         for suffix in suffixes:

@@ -78,19 +78,27 @@ def test_collect_skips_and_reports_corrupt(results):
     assert all(r["status"] == "complete" for r in runs) and len(runs) == 13
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
-def test_runs_with_non_finite_metrics_are_warned_about_and_skipped(results, bad):
+@pytest.mark.parametrize("bad, said", [
+    (float("nan"), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc"),
+    (float("inf"), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc"),
+    (1e300, "test_acc=1e+300 (expected a fraction in [0, 1]), test_acc_last=1e+300 (expected a fraction in [0, 1]), "
+            "val_acc_best=1e+300 (expected a fraction in [0, 1]), test_metrics.test/acc=1e+300 (expected a "
+            "fraction in [0, 1])"),
+    (-5.0, "test_acc=-5 (expected a fraction in [0, 1]), test_acc_last=-5 (expected a fraction in [0, 1]), "
+           "val_acc_best=-5 (expected a fraction in [0, 1]), test_metrics.test/acc=-5 (expected a fraction in [0, 1])"),
+])
+def test_runs_with_impossible_metrics_are_warned_about_and_skipped(results, bad, said):
     root, _ = results
     nan_run = _write(root, _record("table1_neuromorphic", "flif_s3", "dvsgesture", "dvsnet", "flif", 3, bad))
     with pytest.warns(UserWarning) as caught:
         found = tables.scan_runs(root)
-    assert any(str(nan_run) in str(w.message) and "not finite" in str(w.message) for w in caught)
-    assert found.non_finite == [(str(nan_run), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc")]
+    assert any(str(nan_run) in str(w.message) and "impossible" in str(w.message) for w in caught)
+    assert found.impossible == [(str(nan_run), said)]
     assert len(found.complete) == 13 and str(nan_run) not in [r["_path"] for r in found.complete]
     lines = []
     tables.make_tables(root, root / "tables", echo=lines.append)
-    assert f"  non-finite metrics, skipped: {nan_run} (test_acc, " in "\n".join(lines)
-    assert "1 with non-finite metrics" in lines[0]
+    assert f"  impossible metrics, skipped: {nan_run} (test_acc" in "\n".join(lines)
+    assert "1 with impossible metrics" in lines[0]
     table = tables.build_table(_spec("neuromorphic"), found.complete, found.failed)
     assert _cell(table, "DVS128 Gesture / CNN (T=16)", "f-LIF (f-SNN)")["n"] == 3  # the three finite seeds
 
@@ -444,3 +452,43 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
     assert tables.welch_p([1.0, 1.0], [1.0, 1.0]) == 1.0 and tables.welch_p([1.0], [2.0, 3.0]) is None
     assert _cell(table, spec["rows"][3]["label"], table["columns"][1])["n"] == 0  # no sj_lif surrogate runs
     assert "row `none`" in tables.to_markdown(table)
+
+
+def test_a_negative_loss_or_speed_is_impossible_an_unknown_metric_only_needs_to_be_finite():
+    record = {"test_metrics": {"test/loss": -0.1, "test/energy_mJ": 2.0, "test/custom": -3.0},
+              "test_samples_per_s": -1.0, "val_acc_best": 1.0}
+    assert tables.impossible_metrics(record) == ["test_samples_per_s=-1 (expected >= 0)",
+                                                 "test_metrics.test/loss=-0.1 (expected >= 0)"]
+
+
+@pytest.mark.parametrize("recipe", ["../../../../../victim", "a/b", '"><img src=x onerror=alert(1)>', 7, "nosuch"])
+def test_a_recipe_that_is_not_the_suite_s_never_names_a_file(tmp_path, results, recipe):
+    """A run record's recipe names a table file (``<id>_<recipe>.md``): one that is not a suite recipe counts as
+    corrupt, so nothing is written outside ``--out`` (nor under a made-up name) and no file is overwritten."""
+    root, _ = results
+    bad = _write(root, {**_record("table1_neuromorphic", "evil", "dvsgesture", "dvsnet", "flif", 9, 0.5),
+                        "recipe": recipe})
+    out = tmp_path / "a" / "b" / "tables"
+    victim = tmp_path / "victim.md"
+    victim.write_text("keep me")
+    before = {p for p in tmp_path.rglob("*") if p.is_file()}
+    lines = []
+    found, made = tables.make_tables(root, out, echo=lines.append)
+    assert f"  corrupt, skipped: {bad} (recipe " in "\n".join(lines)
+    assert "is not one of the suite's recipes (authors, matched)" in dict(found.corrupt)[str(bad)]
+    assert victim.read_text() == "keep me"
+    new = {p for p in tmp_path.rglob("*") if p.is_file()} - before
+    assert new and all(out in p.parents for p in new)
+    assert all(t["id"] in {s["id"] for s in tables.load_spec()} | {f"{s['id']}_authors" for s in tables.load_spec()}
+               for t in made)
+
+
+def test_a_manifest_that_names_a_path_removes_nothing_outside_its_folder(tmp_path):
+    out = tmp_path / "tables"
+    out.mkdir()
+    victim = tmp_path / "victim.md"
+    victim.write_text("keep me")
+    (out / tables.MANIFEST).write_text(json.dumps({"written": ["../victim", "old"]}))
+    (out / "old.md").write_text("stale")
+    removed = tables.remove_stale(out, [], (".md",))
+    assert removed == [out / "old.md"] and victim.read_text() == "keep me"

@@ -1,0 +1,101 @@
+"""Every engine supports autograd's features: exact gradients (``gradcheck``) of the input and of every learnable
+parameter at every sequence length, including lengths shorter than the SOE engine's exact head, non-reentrant
+activation checkpointing, and a one-line refusal of what it cannot support (``torch.func`` transforms,
+``torch.jit.script``).
+
+``gradcheck`` compares the analytic backward with finite differences. The spike is a step, so the test uses a
+piecewise-linear surrogate of width 1e-4 (zero away from the threshold, like the step's true derivative) and
+``detach_reset=True`` (the reset current is then a constant in both, between the rare inputs that flip a spike).
+The Triton engine runs on CPU tensors through Triton's interpreter (``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.func import functional_call
+from torch.utils.checkpoint import checkpoint
+
+from fsnn import FractionalLIF, kernels
+
+ENGINES = ["direct", "soe", "triton", "spikede"]
+FLAGS = ["none", "learn_alpha", "learn_tau", "learn_threshold"]
+STEPS = [1, 2, 8, 9, 64]  # 9: the SOE engine's exact head (FractionalNeuron.soe_head)
+
+
+def neuron(engine: str, **options) -> FractionalLIF:
+    if engine == "triton" and (reason := kernels.unavailable_reason(torch.device("cpu"))) is not None:
+        pytest.skip(f"engine='triton' cannot run on CPU tensors here: {reason}")
+    kind = dict(convention="spikede") if engine == "spikede" else dict(engine=engine)
+    m = FractionalLIF(alpha=0.6, tau=1.7, surrogate="piecewise_linear", surrogate_scale=1e-4, detach_reset=True,
+                      **kind, **options)
+    m.block = 5  # several blocks at T = 9 and 64 (and the SOE head stays 9: min(soe_head, 2 block)): the engines' far-field history is exercised too
+    return m.double()
+
+
+def currents(T: int, seed: int = 3) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(T, 2, 3, generator=g, dtype=torch.float64) * 0.8 + 1.2
+
+
+@pytest.mark.parametrize("engine, flag, T", [
+    # the interpreter runs a Triton kernel step by step in NumPy: ~30 s a case at T = 64
+    pytest.param(e, f, T, marks=[pytest.mark.slow] if (e, T) == ("triton", 64) else [])
+    for e in ENGINES for f in FLAGS for T in STEPS])
+def test_gradcheck_every_engine_flag_and_length(engine, flag, T):
+    m = neuron(engine, **({} if flag == "none" else {flag: True}))
+    names = [n for n, _ in m.named_parameters()]
+    params = [p.detach().clone().requires_grad_() for p in m.parameters()]
+    assert len(params) == (flag != "none")
+
+    def fn(x, *p):
+        return functional_call(m, dict(zip(names, p)), (x,), {"return_state": True})
+
+    x = currents(T).requires_grad_()
+    spikes, _ = fn(x, *params)
+    if T >= 8:
+        assert 0 < spikes.sum() < spikes.numel()  # both sides of the threshold are exercised
+    # fast mode compares random projections of the Jacobian: a few forwards, not two per input element
+    assert torch.autograd.gradcheck(fn, (x, *params), eps=1e-6, atol=1e-6, rtol=1e-4, fast_mode=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_non_reentrant_checkpointing_gives_the_plain_gradients(engine):
+    grads = []
+    for wrap in (lambda f, x: f(x), lambda f, x: checkpoint(f, x, use_reentrant=False)):
+        m = neuron(engine, learn_alpha=True, learn_tau=True, learn_threshold=True)
+        x = currents(12).requires_grad_()
+        spikes = wrap(m, x)
+        (spikes * torch.linspace(-1, 1, spikes.numel(), dtype=spikes.dtype).view_as(spikes)).sum().backward()
+        grads.append([x.grad, *(p.grad for p in m.parameters())])
+    for plain, checkpointed in zip(*grads):
+        torch.testing.assert_close(checkpointed, plain, rtol=0, atol=0)
+
+
+def test_soe_alpha_gradient_shorter_than_its_exact_head():
+    m = FractionalLIF(engine="soe", learn_alpha=True, learn_tau=True)
+    for T in range(1, m.soe_head + 1):
+        m.zero_grad()
+        m(currents(T).float() * 2).sum().backward()
+        assert m.last_engine == "soe"
+        assert torch.isfinite(m.alpha_raw.grad) and torch.isfinite(m.tau_raw.grad)
+
+
+def test_torch_func_transforms_are_refused_in_one_line():
+    m = FractionalLIF()
+    x = torch.rand(3, 4, 2, 5)
+    for transform in (torch.func.vmap(m), torch.func.grad(lambda x: m(x).sum())):
+        with pytest.raises(TypeError, match=r"^FractionalLIF does not run under torch.func transforms \(vmap, "
+                                            r"grad, jacrev, \.\.\.\); use loss.backward\(\).*\[T, B \* V, \.\.\.\]$"):
+            transform(x)
+
+
+def test_jit_script_is_refused_in_one_line():
+    model = torch.nn.Sequential(torch.nn.Linear(5, 5), FractionalLIF())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script is deprecated
+        with pytest.raises(TypeError, match=r"^torch.jit.script cannot compile FractionalLIF \(.*\); call the "
+                                            r"module eagerly$"):
+            torch.jit.script(model)
