@@ -148,10 +148,6 @@ def arguments(obj) -> list[str]:
 NOT_DOCUMENTED_YET = {
     *(f"backbone {n}" for n in ("drsgnn", "dvsnet", "msg", "resnet18", "seqmlp", "sgcn", "spikformer",
                                 "spikformer_imagenet")),
-    *(f"dataset {n}" for n in ("cifar10", "cifar100", "citeseer", "computers", "cora", "cs", "delayed_cue",
-                               "digits_dvs", "dvsgesture", "dvslip", "hardvs", "hardvs_mini", "imagenet", "karate",
-                               "ncaltech101", "nmnist", "ogbn_arxiv", "photo", "physics", "pubmed", "seq_digits",
-                               "synthetic")),
 }
 
 

@@ -520,7 +520,36 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
 
 def build_tonic(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
                 download: bool, verify: bool, num_workers: int, cache_dir: Path):
-    """``(train, val, test)`` for a tonic dataset (``info.name`` in :data:`TONIC_SPECS`)."""
+    """``(train, val, test)`` for a tonic dataset (``info.name`` in :data:`TONIC_SPECS`): ``nmnist``,
+    ``dvsgesture``, ``ncaltech101`` and ``dvslip``; each split a :class:`FrameDataset` of ``(float32 [T, 2, H, W],
+    label)``.
+
+    Args:
+        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="event"``): its name,
+            classes, sensor folder and default ``T`` / size.
+        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
+            ``./data``); the dataset's layout under it is in :data:`TONIC_SPECS` / :data:`HARDVS_LAYOUT`, and a
+            missing or incomplete one raises :class:`fsnn.data.common.DatasetMissingError` naming it.
+        T: the number of frames each recording is integrated into (split by event count), an integer >= 1;
+            :func:`fsnn.data.build_dataset` passes ``info.default_T`` when not given (the paper's: 16 for N-MNIST,
+            DVS128 Gesture, N-Caltech101 and DVS-Lip, 8 for HarDVS).
+        size: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
+            :func:`fsnn.data.build_dataset` turns an int or ``None`` (``info.size``, e.g. 128 x 128) into the pair.
+        seed: the seed of the validation split carved from the training set, an integer >= 0 (the run's seed).
+        val_fraction: the share of the training recordings held out for validation, stratified by class, a
+            number in ``(0, 1)`` (default ``0.1``, ``conf/dataset/*.yaml``). N-Caltech101 has no official split:
+            a fixed 20 % (:data:`TEST_FRACTION`, seed :data:`SPLIT_SEED`) is its test set and validation is carved
+            from the rest.
+        download: whether tonic may download missing files (``True`` or ``False``; resolved from
+            ``$FSNN_DATA_DOWNLOAD``, default on); DVS-Lip cannot be downloaded automatically.
+        verify: ``True`` checks that every split holds the published number of files (e.g. DVS128 Gesture
+            1,077 / 264); ``False`` accepts the expected layout with at least one sample per split (subsets, tiny
+            fixtures). Resolved from ``$FSNN_DATA_VERIFY``, default on.
+        num_workers: the threads integrating recordings into frames when the cache is first built, an integer >= 1
+            (:func:`fsnn.data.build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers.
+        cache_dir: the root of the frame cache, a path (default ``<data_dir>/fsnn_cache``); the frames of one
+            ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``.
+    """
     sources = tonic_sources(TONIC_SPECS[info.name], data_dir, download=download, verify=verify)
     return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)
 
@@ -648,6 +677,32 @@ def hardvs_sources(info: DatasetInfo, data_dir: Path, *, verify: bool) -> dict[s
 def build_hardvs(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
                  download: bool, verify: bool, num_workers: int, cache_dir: Path):
     """``(train, val, test)`` for HarDVS or MINI-HARDVS: the official three splits (``val_fraction`` is not used;
-    neither can be downloaded automatically)."""
+    neither can be downloaded automatically); each split a :class:`FrameDataset` of ``(float32 [T, 2, H, W],
+    label)``.
+
+    Args:
+        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="event"``): its name,
+            classes, sensor folder and default ``T`` / size.
+        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
+            ``./data``); the dataset's layout under it is in :data:`TONIC_SPECS` / :data:`HARDVS_LAYOUT`, and a
+            missing or incomplete one raises :class:`fsnn.data.common.DatasetMissingError` naming it.
+        T: the number of frames each recording is integrated into (split by event count), an integer >= 1;
+            :func:`fsnn.data.build_dataset` passes ``info.default_T`` when not given (the paper's: 16 for N-MNIST,
+            DVS128 Gesture, N-Caltech101 and DVS-Lip, 8 for HarDVS).
+        size: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
+            :func:`fsnn.data.build_dataset` turns an int or ``None`` (``info.size``, e.g. 128 x 128) into the pair.
+        seed: not used (the splits are official), an integer >= 0 accepted for the builders' one signature.
+        val_fraction: not used: HarDVS and MINI-HARDVS have an official validation split; a number in
+            ``(0, 1)``, accepted for the builders' one signature (``conf/dataset``: ``0.1``).
+        download: not used: neither can be downloaded automatically (``True`` or ``False``); the error message
+            says where to get the files by hand.
+        verify: ``True`` checks every split's sample count (the full HarDVS: 64,522 / 10,734 / 32,390; MINI-HARDVS
+            against its label files); ``False`` accepts at least one sample per split. Resolved from
+            ``$FSNN_DATA_VERIFY``, default on.
+        num_workers: the threads integrating recordings into frames when the cache is first built, an integer >= 1
+            (:func:`fsnn.data.build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers.
+        cache_dir: the root of the frame cache, a path (default ``<data_dir>/fsnn_cache``); the frames of one
+            ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``.
+    """
     sources = hardvs_sources(info, data_dir, verify=verify)
     return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)

@@ -303,7 +303,30 @@ def _load_karate():
 
 def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
     """The graph ``info`` as its library gives it (the ``builder`` of every graph in :data:`fsnn.data.DATASETS`).
-    ``options`` are for ``synthetic`` only (:data:`SYNTHETIC_DEFAULTS`)."""
+    ``options`` are for ``synthetic`` only (:data:`SYNTHETIC_DEFAULTS`).
+
+    Called by :func:`build_graph` (through :func:`fsnn.data.load_graph`), which makes the result uniform and adds the
+    split's masks; ``cora``, ``citeseer``, ``pubmed``, ``photo``, ``computers``, ``cs``, ``physics`` and
+    ``ogbn_arxiv`` are read from their files, ``karate`` and ``synthetic`` need none.
+
+    Args:
+        info: the graph's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="graph"``); its
+            ``library`` says what reads it and its ``directory`` where its files are under ``data_dir``.
+        data_dir: the root folder of the datasets (an absolute path; the config's ``paths.data_dir``, default
+            ``$FSNN_DATA`` or ``./data``); the layout of each graph's files is in this module's docstring.
+        download: whether PyG / OGB may download missing files (``True`` or ``False``; :func:`build_graph` turns
+            its ``None`` into ``$FSNN_DATA_DOWNLOAD``, default on). Without files and without download, a
+            :class:`fsnn.data.common.DatasetMissingError` names the expected layout. Ignored by
+            ``karate`` and ``synthetic``.
+        **options: ``synthetic`` only (any other graph refuses options with ``TypeError``), each optional:
+            ``num_nodes`` (an integer >= 2; default ``2000``), ``num_classes`` (an integer >= 1; default ``5``),
+            ``num_features`` (an integer >= 1; default ``64``), ``avg_degree`` (the mean degree, a number >= 0;
+            default ``8.0``), ``homophily`` (the probability that an edge's target is drawn from its source's
+            class rather than uniformly, in ``[0, 1]``; default ``0.8``), ``feature_signal`` (the scale of the
+            class means added to ``N(0, 1)`` features, a number, 0 for features without signal; default ``0.2``)
+            and ``graph_seed`` (the seed of the graph itself, an integer >= 0, independent of the split's seed;
+            default ``0``); see :func:`make_synthetic_graph`.
+    """
     if info.library == "synthetic":
         opts = _synthetic_options(options)
         return make_synthetic_graph(opts["num_nodes"], opts["num_classes"], opts["num_features"], opts["avg_degree"],

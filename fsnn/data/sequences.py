@@ -167,7 +167,30 @@ def _splits(info, x, y, num_classes, readout_steps, seed, val_fraction):
 
 def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None,
                       **options):
-    """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (its arguments); read over the recall window."""
+    """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (its arguments); read over the recall window.
+
+    Args:
+        info: the task's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="sequence"``).
+        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
+            ``./data``); nothing is read from it (the task is generated), only the default cache lives under it.
+        seed: the seed of the validation split carved from the non-test samples, an integer >= 0 (the run's seed);
+            the data and the test split do not depend on it.
+        val_fraction: the share of the non-test samples held out for validation, stratified by class, a number in
+            ``(0, 1)``; default ``0.1``.
+        cache_dir: the folder of the generated tensors, ``<cache_dir>/<name>/<hash of the options>.pt`` (default
+            ``<data_dir>/fsnn_cache``, as :func:`fsnn.data.build_sequences` resolves it), or ``None``: generated
+            anew, not cached.
+        **options: the arguments of :func:`delayed_cue`, each optional, with its range and default:
+            ``num_samples`` (an integer >= ``num_cues``; default ``1000``), ``delay`` (the steps between the cue and
+            the recall window, the task's horizon, an integer >= 0; default ``128``), ``num_cues`` (the classes, an
+            integer >= 2; default ``4``), ``channels`` (input channels besides "go", an integer >= 1; default
+            ``16``), ``cue_steps`` (an integer >= 1; default ``8``), ``cue_rate`` (spike probability inside a cue
+            pattern, in ``(0, 1]``; default ``0.5``), ``noise_rate`` (background spike probability per step and
+            channel, in ``[0, 1]``; default ``0.05``), ``recall_steps`` (the readout window, an integer >= 1;
+            default ``4``), ``delay_noise`` and ``go_channel`` (booleans; default ``True``: ``False`` gives the
+            ``conf/cue_variant/`` variants) and ``data_seed`` (the cues, labels and noise, an integer >= 0; default
+            ``0``). Any other key is a ``ValueError`` naming it.
+    """
     p = _options(info, options)
 
     def compute():
@@ -181,7 +204,26 @@ def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction
 def build_seq_digits(info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None,
                      readout_steps: Count = 8, **options):
     """``(train, val, test)`` of :func:`seq_digits` with ``options`` (its arguments), read over the last
-    ``readout_steps`` steps."""
+    ``readout_steps`` steps.
+
+    Args:
+        info: the task's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="sequence"``).
+        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
+            ``./data``); nothing is read from it (the task is generated), only the default cache lives under it.
+        seed: the seed of the validation split carved from the non-test samples, an integer >= 0 (the run's seed);
+            the data and the test split do not depend on it.
+        val_fraction: the share of the non-test samples held out for validation, stratified by class, a number in
+            ``(0, 1)``; default ``0.1``.
+        cache_dir: the folder of the generated tensors, ``<cache_dir>/<name>/<hash of the options>.pt`` (default
+            ``<data_dir>/fsnn_cache``, as :func:`fsnn.data.build_sequences` resolves it), or ``None``: generated
+            anew, not cached.
+        readout_steps: the last steps the answer is read from (averaged), an integer from 1 to the sequence length
+            ``64 * upsample``; default ``8``. It changes no data.
+        **options: the arguments of :func:`seq_digits`, each optional: ``permute`` (a boolean; default ``False``:
+            row by row; ``True``: one fixed permutation of the 64 pixels), ``upsample`` (steps each pixel is held, an
+            integer >= 1; default ``1``, ``T = 64 * upsample``) and ``data_seed`` (the permutation, an integer >= 0;
+            default ``0``). Any other key is a ``ValueError`` naming it.
+    """
     p = _options(info, options)
     readout = check_arguments(build_seq_digits, {"readout_steps": readout_steps})["readout_steps"]
     if readout > DIGIT_PIXELS * p["upsample"]:
