@@ -186,7 +186,7 @@ def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction
             integer >= 2; default ``4``), ``channels`` (input channels besides "go", an integer >= 1; default
             ``16``), ``cue_steps`` (an integer >= 1; default ``8``), ``cue_rate`` (spike probability inside a cue
             pattern, in ``(0, 1]``; default ``0.5``), ``noise_rate`` (background spike probability per step and
-            channel, in ``[0, 1]``; default ``0.05``), ``recall_steps`` (the readout window, an integer >= 1;
+            channel, in ``[0, 1)``; default ``0.05``), ``recall_steps`` (the readout window, an integer >= 1;
             default ``4``), ``delay_noise`` and ``go_channel`` (booleans; default ``True``: ``False`` gives the
             ``conf/cue_variant/`` variants) and ``data_seed`` (the cues, labels and noise, an integer >= 0; default
             ``0``). Any other key is a ``ValueError`` naming it.

@@ -96,7 +96,33 @@ class DVSNet(nn.Module):
 def dvsnet(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
            neuron_kwargs: dict | None = None, channels: Count = 128, num_blocks: Count = 5, hidden: Count = 512,
            dropout: Probability = 0.5, voting: Count = 10) -> DVSNet:
-    """SpikingJelly ``DVSGestureNet`` (C=128, 5 blocks, FC 512, voting 10): 1,698,926 parameters for 11 classes."""
+    """SpikingJelly ``DVSGestureNet`` (C=128, 5 blocks, FC 512, voting 10): 1,698,926 parameters for 11 classes.
+
+    Takes ``[T, B, in_channels, H, W]`` frames and returns the voted firing rates ``[T, B, num_classes]``.
+
+    Args:
+        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
+            ``11``.
+        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
+            polarities, 3 for RGB images); default ``2``.
+        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
+            dataset's ``size``); default ``(128, 128)``.
+            The network is built for it (the flatten size depends on it): other inputs are refused.
+        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
+            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
+            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
+        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        channels: the channels ``C`` of every convolution block, an integer >= 1; default ``128`` (the paper's
+            N-Caltech101 ablation also uses 256 and 512; ``conf/backbone/dvsnet_small.yaml``: 32).
+        num_blocks: the number of conv-BN-neuron-maxpool blocks, an integer >= 1; default ``5`` (a block pools only
+            while both sides are >= 2).
+        hidden: the width of the hidden fully connected layer, an integer >= 1; default ``512``.
+        dropout: the probability of both dropout layers of the classifier (one mask per sample for all steps,
+            training only), a number in ``[0, 1)``; default ``0.5``.
+        voting: the output neurons per class whose firing is averaged (SpikingJelly's voting head), an
+            integer >= 1; default ``10`` (``1``: one neuron per class, the authors' released HarDVS CNN).
+    """
     return DVSNet(num_classes=num_classes, in_channels=in_channels, input_size=input_size, channels=channels,
                   num_blocks=num_blocks, hidden=hidden, dropout=dropout, voting=voting, neuron=neuron,
                   neuron_kwargs=neuron_kwargs)

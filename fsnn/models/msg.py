@@ -104,6 +104,39 @@ class MSG(nn.Module):
     of ``Log_o z`` under a binary cross-entropy with logits); the MSG paper's, and the default here, Fermi-Dirac.
 
     ``full_graph = True``: the model needs the whole graph (``x``, ``edge_index``) for any node's output.
+
+    Args:
+        in_features: the width ``F`` of the node features ``x``, an integer >= 1 (the task supplies it from the
+            graph).
+        num_classes: the number of classes ``C`` of the node-classification head, an integer >= 1, or ``None``
+            (default: no head, for link prediction, ``task=link``).
+        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
+            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"fif"``.
+            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
+        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        T: the number of time steps the encoded features drive the neurons for, an integer >= 1; default ``10``
+            (``conf/backbone/msg.yaml``; the paper follows MSG with ``T`` in ``[5, 15]``).
+        dim: the dimension of the representation space (the manifold's tangent space), an integer >= 1; default
+            ``32`` (the paper's).
+        n_layers: the number of spiking ``GCNConv`` layers after the encoder, an integer >= 0; default ``1``.
+        manifold: the geometry of the state ``z``: ``"lorentz"`` (default, the paper's Lorentz model),
+            ``"sphere"`` or ``"euclidean"`` (:mod:`fsnn.models.manifolds`).
+        step_size: the step of the exponential maps that move the state, a number > 0; default ``0.1``.
+        dropout: the probability of zeroing an aggregated current (training only), a number in ``[0, 1)``;
+            default ``0.0``.
+        decoder: the link decoder of :meth:`decode`: ``"fermi_dirac"`` (default: ``(r - d^2) / t`` on the squared
+            geodesic distance) or ``"cosine"`` (cosine similarity of ``Log_o z`` over ``temperature``).
+        r: the Fermi-Dirac radius, the squared distance at which a link has probability 1/2, any finite number;
+            default ``2.0``. Used by ``decoder="fermi_dirac"`` only.
+        t: the Fermi-Dirac temperature, a number > 0; default ``1.0`` (smaller: sharper). Used by
+            ``decoder="fermi_dirac"`` only.
+        temperature: the divisor of the cosine similarity, a number > 0; default ``0.2`` (the authors' Lorentz
+            choice is ``1``). Used by ``decoder="cosine"`` only.
+        spike_noise_std: the standard deviation of Gaussian noise added to the encoder's spikes (the robustness
+            probe, ``corruption=spike_noise``), a finite number >= 0; default ``0.0`` (off).
+        legacy_no_spike_gradient: ``True`` blocks the gradient into the spikes (the authors' fractional MSG, see
+            above); default ``False``.
     """
 
     full_graph = True

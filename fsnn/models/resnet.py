@@ -121,7 +121,30 @@ class SpikingResNet(nn.Module):
 def resnet18(num_classes: int = 10, in_channels: int = 3, input_size=(32, 32), neuron: str = "flif",
              neuron_kwargs: dict | None = None, width: Count = 64, stem: one_of("cifar", "imagenet") = "cifar",
              zero_init_residual: Flag = False) -> SpikingResNet:
-    """Spiking ResNet-18 with a CIFAR stem: 11,173,962 parameters for 10 classes (width 64)."""
+    """Spiking ResNet-18 with a CIFAR stem: 11,173,962 parameters for 10 classes (width 64).
+
+    Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
+
+    Args:
+        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
+            ``10``.
+        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
+            polarities, 3 for RGB images); default ``3``.
+        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
+            dataset's ``size``); default ``(32, 32)``. Any size works (the head pools adaptively); it is
+            recorded, not checked.
+        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
+            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
+            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
+        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        width: the channels of the stem and of the first stage, doubled at each of the four stages, an
+            integer >= 1; default ``64`` (ResNet-18's).
+        stem: ``"cifar"`` (default: conv3x3 stride 1, no max-pool, for 32 x 32 images) or ``"imagenet"``
+            (conv7x7 stride 2 and a 3x3 max-pool, torchvision's).
+        zero_init_residual: ``True`` initialises each block's last BatchNorm weight to 0, so every residual block
+            starts as the identity (torchvision's option); default ``False``.
+    """
     return SpikingResNet((2, 2, 2, 2), num_classes=num_classes, in_channels=in_channels, input_size=input_size,
                          width=width, stem=stem, zero_init_residual=zero_init_residual, neuron=neuron,
                          neuron_kwargs=neuron_kwargs)

@@ -90,6 +90,29 @@ def seqmlp(in_features: int = 17, num_classes: int = 4, readout_steps: int = 1, 
            neuron_kwargs: dict | None = None, hidden: Count = 64, layers: Count = 2, recurrent: Flag = False,
            norm: Flag = True) -> SeqMLP:
     """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
-    classes)."""
+    classes).
+
+    Takes ``[T, B, in_features]`` sequences and returns the readout at each of the last ``readout_steps`` steps,
+    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.training.SpikingClassifier`).
+
+    Args:
+        in_features: the input channels ``C`` of a step, an integer >= 1 (the task supplies the dataset's);
+            default ``17`` (``delayed_cue``'s 16 channels and "go").
+        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default ``4``.
+        readout_steps: the last steps the answer is read from, an integer from 1 to the sequence length ``T`` (the
+            task supplies the dataset's: ``delayed_cue``'s ``recall_steps``, ``seq_digits``' ``readout_steps``);
+            default ``1``.
+        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
+            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
+            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
+        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        hidden: the width of every hidden layer, an integer >= 1; default ``64``.
+        layers: the number of hidden Linear-BN-neuron layers, an integer >= 1; default ``2``.
+        recurrent: ``True`` adds ``R s_{t-1}`` to every hidden layer's input (see the module docstring; SpikingJelly
+            and snnTorch neurons only, fsnn's refuse it); default ``False``.
+        norm: ``True`` (default) batch-normalises every hidden layer's currents over ``T * B`` (its Linear then has
+            no bias); ``False``: no normalisation, a Linear with bias.
+    """
     return SeqMLP(in_features=in_features, num_classes=num_classes, readout_steps=readout_steps, hidden=hidden,
                   layers=layers, recurrent=recurrent, norm=norm, neuron=neuron, neuron_kwargs=neuron_kwargs)

@@ -68,6 +68,29 @@ class SpikingGCN(nn.Module):
     ``legacy_cumulated_readout`` reads the output spikes out as the fractional integral of
     :func:`cumulated_spike_readout` (its f-SNN models, whose logs are the paper's f-SNN graph numbers) instead of the
     mean firing rate.
+
+    Args:
+        in_features: the width ``F`` of a node's feature row, an integer >= 1 (the task supplies it from the
+            preprocessed features).
+        num_classes: the number of classes ``C``, an integer >= 1 (the task supplies it from the graph's labels).
+        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
+            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
+            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
+        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        T: the number of Poisson encoding steps, an integer >= 1; default ``100`` (the paper's ``N = 100``; the
+            task passes the dataset's ``T``, ``conf/dataset/<graph>.yaml``).
+        dropout: the probability of zeroing a synaptic current (one mask per node for all steps, training only), a
+            number in ``[0, 1)``; default ``0.0`` (``conf/backbone/sgcn.yaml``).
+        bias: whether the ``Linear(F, C)`` layer has a bias; default ``True`` (the authors' logged runs).
+        spike_noise_std: the standard deviation of Gaussian noise added to the input spikes (the robustness probe,
+            ``corruption=spike_noise``), a finite number >= 0; default ``0.0`` (off).
+        legacy_frozen_encoding: ``True`` feeds one Poisson spike pattern at all ``T`` steps (fspikeDE's SpikingJelly
+            baseline); default ``False`` (a new draw at every step).
+        legacy_double_softmax: ``True`` outputs ``softmax(rates)``, under a second softmax in the cross-entropy;
+            default ``False``.
+        legacy_cumulated_readout: ``True`` reads the output spikes out as :func:`cumulated_spike_readout`, fspikeDE's
+            f-SNN read-out; default ``False`` (the mean firing rate).
     """
 
     full_graph = False
@@ -149,6 +172,27 @@ class DRSGNN(SpikingGCN):
     * ``"fixed"``: no learnable threshold.
 
     ``learned_threshold`` reports the current threshold in every mode.
+
+    Args:
+        in_features: the width ``F`` of a node's feature row, an integer >= 1 (the task supplies it from the
+            preprocessed features, positional-encoding columns included: ``F + pe_dim``).
+        num_classes: the number of classes ``C``, an integer >= 1 (the task supplies it from the graph's labels).
+        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
+            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
+            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
+        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        T: the number of Poisson encoding steps, an integer >= 1; default ``100`` (the paper's ``N = 100``; the
+            task passes the dataset's ``T``, ``conf/dataset/<graph>.yaml``).
+        pe: the positional encoding in the last ``pe_dim`` input columns: ``"lap"`` (default: Laplacian
+            eigenvectors, LSPE, signs flipped at random in training), ``"rw"`` (random-walk landing probabilities,
+            RWPE) or ``"none"``; ``"laplacian"``, ``"random_walk"`` and ``None`` are the same three.
+        pe_dim: the number of positional-encoding columns, an integer from 0 to ``in_features - 1``; default ``32``
+            (the paper's); ignored (0) with ``pe="none"``.
+        threshold_mode: who learns the threshold: ``"auto"`` (default), ``"neuron"``, ``"scale"`` or ``"fixed"``
+            (see above).
+        **kwargs: the other arguments of :class:`SpikingGCN` (``dropout``, ``bias``, ``spike_noise_std`` and the
+            ``legacy_*`` switches), with the same meaning, range and default.
     """
 
     def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
