@@ -44,6 +44,35 @@ def inverse_softplus(y: float) -> float:
     return y + math.log(-math.expm1(-y))
 
 
+#: the range a learned alpha is held in: the constructor's start values, away from 0 (where the kernels' Gamma
+#: functions are inf and NaN); 1 is reached within 1e-4, as close as the sigmoid's gradient lets it get anyway
+LEARNED_ALPHA = (1e-4, 1 - 1e-4)
+#: a learned or alpha-dependent tau is held this far (relatively) above the stability bound, so that it stays
+#: strictly above it after a rounding to float32 (a relative 6e-8)
+TAU_MARGIN = 1e-6
+
+
+class Confine(torch.autograd.Function):
+    """``min(max(x, lo), hi)`` (``lo`` / ``hi``: floats, ``None`` for no bound) with a projected gradient.
+
+    Inside the bounds it is the identity, values and gradients alike. Where it clamps, a gradient that would
+    move ``x`` back inside (by a descent step ``-grad``) passes and one that would move it further out is zero:
+    a parameter held at a bound can leave it, which a plain clamp's zero gradient would never let it do, and does
+    not drift further out, which a straight-through gradient would let it do."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        below = x < lo if lo is not None else torch.zeros_like(x, dtype=torch.bool)
+        above = x > hi if hi is not None else torch.zeros_like(x, dtype=torch.bool)
+        ctx.save_for_backward(below, above)
+        return x.clamp(lo, hi)
+
+    @staticmethod
+    def backward(ctx, grad):
+        below, above = ctx.saved_tensors
+        return grad.masked_fill((below & (grad > 0)) | (above & (grad < 0)), 0), None, None
+
+
 class SpikingNeuron(nn.Module):
     """Base class of every multi-step neuron (``[T, B, ...] -> spikes [T, B, ...]``): firing-rate probes and the
     energy count find neurons by this type. ``leak``: the membrane decays towards rest (LIF) or only integrates (IF)."""
@@ -181,12 +210,19 @@ class FractionalNeuron(SpikingNeuron):
         """A leaky neuron's ``tau`` above the bound of :func:`fsnn.history.stable_tau`: below it the membrane
         oscillates with a growing amplitude until potentials and gradients are inf and NaN. (A learning ``alpha``
         or ``tau`` is checked where it starts.)"""
-        if memory is not None and convention == "spikede":
-            memory -= 1  # the toolbox's window holds lags 0 .. memory - 1 (_spikede), fsnn's 0 .. memory
-        if cls.leak and tau <= (bound := stable_tau(method, alpha, dt, memory)):
+        if tau <= (bound := cls.tau_bound(alpha, dt, method, memory, convention)):
             raise OptionError("tau", f"a number > {bound:.6g} (at or below it the discrete f-LIF with "
                               f"alpha={alpha:g}, dt={dt:g}, method={method} grows without bound, to inf and NaN; "
                               "the bound scales as dt^alpha)", tau)
+
+    @classmethod
+    def tau_bound(cls, alpha: float, dt: float, method: str, memory: int | None, convention: str = "fsnn") -> float:
+        """The ``tau`` that a leaky neuron's must exceed (:func:`fsnn.history.stable_tau`); 0 without a leak."""
+        if not cls.leak:
+            return 0.0
+        if memory is not None and convention == "spikede":
+            memory -= 1  # the toolbox's window holds lags 0 .. memory - 1 (_spikede), fsnn's 0 .. memory
+        return stable_tau(method, alpha, dt, memory)
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -199,13 +235,21 @@ class FractionalNeuron(SpikingNeuron):
     # -- parameters --------------------------------------------------------------------------
     @property
     def alpha(self) -> torch.Tensor:
-        if hasattr(self, "alpha_raw"):
-            return torch.sigmoid(self.alpha_raw.to(torch.float64))
+        if hasattr(self, "alpha_raw"):  # float64's sigmoid reaches 0 (NaN kernels) and 1: held in LEARNED_ALPHA
+            return Confine.apply(torch.sigmoid(self.alpha_raw.to(torch.float64)), *LEARNED_ALPHA)
         return self.alpha_value
 
     @property
     def tau(self) -> torch.Tensor:
-        return F.softplus(self.tau_raw) if self.tau_raw is not None else torch.tensor(self.tau_value)
+        """``softplus(tau_raw)`` when learned; held (:class:`Confine`) just above the stability bound of the current
+        ``alpha`` whenever tau or alpha learns: an optimiser step can cross the bound, which the constructor checks
+        only at the start. Above it, values and gradients are exactly the unconstrained ones."""
+        tau = F.softplus(self.tau_raw) if self.tau_raw is not None else torch.tensor(self.tau_value)
+        if self.leak and (self.tau_raw is not None or self._alpha_host is None):
+            alpha = self._alpha_host if self._alpha_host is not None else float(self.alpha.detach())
+            bound = self.tau_bound(alpha, self.dt, self.method, self.memory, self.convention)
+            tau = Confine.apply(tau, bound * (1 + TAU_MARGIN), None)
+        return tau
 
     def time_constant(self) -> torch.Tensor:
         return self.tau

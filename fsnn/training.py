@@ -76,13 +76,37 @@ class NonFiniteLossError(RuntimeError):
     """Training produced a NaN/inf loss; the last good checkpoint is left untouched."""
 
 
+class NonFiniteParameterError(NonFiniteLossError):
+    """An optimiser step left a parameter NaN/inf (a learning rate far too large, an overflowing gradient); the last
+    good checkpoint is left untouched."""
+
+
+def check_finite_parameters(module: nn.Module, when: str) -> None:
+    """Raise :class:`NonFiniteParameterError` naming the first parameter of ``module`` with a NaN or inf entry, its
+    layer and the value (``when``: where training stands, for the message)."""
+    params = list(module.named_parameters())
+    # one reduction and one device sync per call decide the usual all-finite case
+    if not params or bool(torch.stack([p.detach().isfinite().all() for _, p in params]).all()):
+        return
+    for name, p in params:
+        bad = ~p.detach().isfinite()
+        if bad.any():
+            layer, _, param = name.rpartition(".")
+            kind = type(module.get_submodule(layer)).__name__
+            at = "" if p.dim() == 0 else f" at {list(map(int, bad.nonzero()[0]))} ({int(bad.sum())} of {p.numel()})"
+            raise NonFiniteParameterError(
+                f"parameter {param} of layer {layer or '(top)'} ({kind}) is {p.detach()[bad][0].item()}{at} after "
+                f"the optimiser step of {when}; the last good checkpoint is kept")
+
+
 class SpikingModule(L.LightningModule):
     """What every fsnn module shares. ``optimizer`` and ``scheduler`` are factories (``functools.partial`` from
     Hydra) of the parameters and of the optimizer; a ``ReduceLROnPlateau`` scheduler watches ``monitor``. A
     subclass gives the training loss of a batch (:meth:`training_loss`); a NaN/inf one stops training with
-    :class:`NonFiniteLossError`. Every test pass measures the firing rate of every neuron (and spike encoder) of
-    ``model``, summed over the ranks, into :attr:`test_rates` (``measure_rates = False`` switches that off, e.g. for
-    a pass timed for throughput)."""
+    :class:`NonFiniteLossError`, and so does a NaN/inf parameter after an optimiser step
+    (:class:`NonFiniteParameterError`, naming it). Every test pass measures the firing rate of every neuron (and
+    spike encoder) of ``model``, summed over the ranks, into :attr:`test_rates` (``measure_rates = False`` switches
+    that off, e.g. for a pass timed for throughput)."""
 
     def __init__(self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None,
                  monitor: str = "val/acc"):
@@ -104,6 +128,10 @@ class SpikingModule(L.LightningModule):
                 f"step {self.global_step} (batch {batch_idx}); the last good checkpoint is kept"
             )
         return loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        # after the optimiser step: a NaN parameter would otherwise surface batches later, far from its cause
+        check_finite_parameters(self, f"epoch {self.current_epoch}, step {self.global_step} (batch {batch_idx})")
 
     #: the learning rate of the neurons' time-constant parameters relative to the optimizer's (``tau_lr_scale``)
     tau_lr_scale: float = 1.0
