@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import math
+import subprocess
+import sys
 import warnings
 
 import lightning as L
@@ -813,3 +815,16 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
     assert faults("0")[0] == "False" and faults("0")[1] > pages // 2
     ok, count = faults("1")
     assert ok == "True" and count < pages // 10
+
+
+def test_graph_commands_print_no_future_warning_of_the_libraries():
+    """PyG (and geoopt) script helpers with the deprecated ``torch.jit.script`` at import: a FutureWarning on every
+    graph run, unless the commands' ``quiet_libraries`` ignores it where it comes from."""
+    def imports(first: str) -> subprocess.CompletedProcess:
+        code = f"{first}import torch_geometric, geoopt"
+        return subprocess.run([sys.executable, "-W", "error::FutureWarning", "-c", code], capture_output=True,
+                              text=True, timeout=300)
+
+    assert imports("").returncode != 0  # the warning is there to hide (an error under -W error)
+    quiet = imports("from fsnn.training import quiet_libraries; quiet_libraries(); ")
+    assert quiet.returncode == 0 and "FutureWarning" not in quiet.stderr, quiet.stderr[-2000:]
