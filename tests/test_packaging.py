@@ -143,8 +143,9 @@ neuron:
 
 @pytest.mark.slow
 def test_the_suite_runs_from_an_installed_wheel(tmp_path):
-    """``fsnn-train`` / ``fsnn-evaluate`` from a wheel installed into a fresh virtual environment outside the
-    checkout, with the configs the wheel carries and a user's own config folder on Hydra's search path.
+    """``fsnn-train`` / ``fsnn-evaluate`` / ``fsnn-fixtures`` from a wheel installed into a fresh virtual environment
+    outside the checkout, with the configs the wheel carries and a user's own config folder on Hydra's search path,
+    and a ``*_smoke`` sweep on the fake data of ``fsnn-fixtures``.
 
     To avoid reinstalling torch and the suite's other dependencies (gigabytes), the fresh environment sees this
     environment's site-packages through a ``.pth`` file (its ``.pth`` files, this checkout's editable install among
@@ -188,6 +189,22 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     assert mine.returncode == 0, mine.stderr[-3000:]
     record = json.loads(next((work / "results" / "my_experiment").glob("*/metrics.json")).read_text())
     assert record["status"] == "complete" and record["config"]["neuron"]["alpha"] == 0.3
+
+    # a *_smoke sweep outside any checkout: without data it is refused once, pointing at fsnn-fixtures; with the
+    # fake data that command writes, it runs
+    smoke = [bin_dir / "fsnn-train", "experiment=ablation_alpha_node_smoke", "paths.results_dir=results"]
+    refused = subprocess.run(smoke, capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr[-3000:]
+    assert f"paths.data_dir: expected a folder holding the sweep's datasets, got '{work / 'data'}'" in refused.stderr
+    assert "fsnn-fixtures DIR" in refused.stderr and not (work / "results" / "ablation_alpha_node_smoke").exists()
+    fixtures = subprocess.run([bin_dir / "fsnn-fixtures", "fake_data", "--only", "cora"], capture_output=True,
+                              text=True, env=env, cwd=work, timeout=300)
+    assert fixtures.returncode == 0 and "paths.data_dir=fake_data" in fixtures.stdout, fixtures.stderr[-3000:]
+    swept = subprocess.run([*smoke, "paths.data_dir=fake_data"], capture_output=True, text=True, env=env, cwd=work,
+                           timeout=900)
+    assert swept.returncode == 0, swept.stderr[-3000:]
+    runs = [json.loads(p.read_text()) for p in (work / "results" / "ablation_alpha_node_smoke").glob("*/metrics.json")]
+    assert len(runs) == 10 and all(r["status"] == "complete" and r["config"]["dataset"]["name"] == "cora" for r in runs)
 
 
 def test_importing_the_core_loads_no_optional_library():
