@@ -4,8 +4,9 @@ Times, in fresh processes, ``train.py --help``, a refused typo (``train.py neuro
 ``import fsnn`` and ``from fsnn import FractionalLIF`` (the first use of the neurons, which needs torch), for this
 checkout (after) and for the git revision ``REV`` (before, checked out with ``git worktree`` into a temporary folder
 that is removed afterwards), with this interpreter. The two alternate, try by try, so that a change in the machine's
-load falls on both; each row gives the median of ``--tries``. The 1-minute load average is read before every try,
-since on a shared machine it says more about a number than the number itself.
+load falls on both; each row gives the median of ``--tries`` of the wall time and of the CPU time (user + system),
+which a busy machine inflates far less. The 1-minute load average is read before every try, since on a shared
+machine it says more about a wall time than the number itself.
 
 Prints a Markdown table and writes ``results/bench/startup.json``.
 """
@@ -16,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,18 +36,23 @@ COMMANDS = (
 )
 
 
-def timed(root: Path, args: list[str], expected: int, cwd: Path) -> float:
-    """Seconds one command of the checkout ``root`` takes, from an empty folder (so that nothing is written into a
-    checkout); an unexpected exit status stops the benchmark."""
+def timed(root: Path, args: list[str], expected: int, cwd: Path) -> tuple[float, float]:
+    """``(wall, cpu)`` seconds one command of the checkout ``root`` takes, from an empty folder (so that nothing is
+    written into a checkout); an unexpected exit status stops the benchmark. The CPU time (user + system, of the
+    process and its children) is what a quiet machine's wall time would be, near enough, for a startup that uses
+    one core: it is the column to read when the load is high."""
     env = {**os.environ, "PYTHONPATH": str(root)}  # the checkout's fsnn, not the installed (editable) one
     command = [sys.executable, *(str(root / a) if a.endswith(".py") else a for a in args)]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     if done.returncode != expected:
         raise SystemExit(f"{' '.join(command)} (in {root}) exited with {done.returncode}, not {expected}:\n"
                          f"{done.stderr[-2000:]}")
-    return seconds
+    return seconds, cpu
 
 
 def which_fsnn(root: Path, cwd: Path) -> str:
@@ -82,20 +89,25 @@ def main(argv=None) -> int:
                 assert Path(which_fsnn(root, cwd)).is_relative_to(root), f"{label} does not import its own fsnn"
             rows = []
             for label, command, expected in COMMANDS:
-                times, loads = {"before": [], "after": []}, []
+                times, loads = {side: {"wall": [], "cpu": []} for side in roots}, []
                 for _ in range(args.tries):
                     for side, root in roots.items():
                         loads.append(os.getloadavg()[0])
-                        times[side].append(timed(root, command, expected, cwd))
-                rows.append({"command": label, **{f"{side}_s": statistics.median(t) for side, t in times.items()},
-                             "tries_s": times, "load_1min": [min(loads), max(loads)]})
-                print(f"{label}: before {rows[-1]['before_s']:.2f} s, after {rows[-1]['after_s']:.2f} s "
+                        wall, cpu = timed(root, command, expected, cwd)
+                        times[side]["wall"].append(wall)
+                        times[side]["cpu"].append(cpu)
+                rows.append({"command": label, "load_1min": [min(loads), max(loads)], "tries_s": times,
+                             **{f"{side}_{kind}_s": statistics.median(t[kind]) for side, t in times.items()
+                                for kind in ("wall", "cpu")}})
+                print(f"{label}: wall before {rows[-1]['before_wall_s']:.2f} s, after {rows[-1]['after_wall_s']:.2f} s; "
+                      f"CPU before {rows[-1]['before_cpu_s']:.2f} s, after {rows[-1]['after_cpu_s']:.2f} s "
                       f"(load {min(loads):.1f}-{max(loads):.1f})", file=sys.stderr)
         finally:
             subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(before)], check=True)
-    lines = [f"| command (median of {args.tries}) | before ({before_rev}) | after ({after_rev}) | load (1 min) |",
-             "|---|---:|---:|---:|"]
-    lines += [f"| `{r['command']}` | {r['before_s']:.2f} s | {r['after_s']:.2f} s | "
+    lines = [f"| command (median of {args.tries}) | wall, before ({before_rev}) | wall, after ({after_rev}) | "
+             "CPU, before | CPU, after | load (1 min) |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| `{r['command']}` | {r['before_wall_s']:.2f} s | {r['after_wall_s']:.2f} s | "
+              f"{r['before_cpu_s']:.2f} s | {r['after_cpu_s']:.2f} s | "
               f"{r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f} |" for r in rows]
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
