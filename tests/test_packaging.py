@@ -85,8 +85,10 @@ def _build_wheel(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(wheels), str(source)], check=True, capture_output=True, timeout=300)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                            "--wheel-dir", str(wheels), str(source)], check=True, capture_output=True, text=True,
+                           timeout=300)
+    assert "warn" not in (built.stdout + built.stderr).lower(), (built.stdout + built.stderr)[-3000:]  # no noise
     return next(wheels.glob("fsnn-*.whl"))
 
 
@@ -319,3 +321,15 @@ def test_make_installs_torch_from_the_index_it_is_given_first():
     assert "-e " in steps[2]  # fsnn after torch, which the constraints then find installed
     assert not any("--index-url" in step for step in install_steps())
     assert "make train TORCH_INDEX=https://download.pytorch.org/whl/cpu" in (ROOT / "README.md").read_text()
+
+
+def test_pyproject_lists_every_package_and_config_folder():
+    """setuptools warns, about 1,000 lines per install, for each config folder it finds but is not told about: the
+    package list is fsnn's packages and every folder of conf/ (as ``fsnn.conf.<folder>``), no more, no less."""
+    import tomllib
+
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    code = {p.parent.relative_to(ROOT).as_posix().replace("/", ".") for p in (ROOT / "fsnn").rglob("__init__.py")}
+    configs = {"fsnn.conf"} | {"fsnn.conf." + p.relative_to(ROOT / "conf").as_posix().replace("/", ".")
+                               for p in (ROOT / "conf").rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    assert sorted(listed) == sorted(code | configs)
