@@ -14,7 +14,7 @@ come from PyG / OGB or are generated; sequence tasks (``delayed_cue``, ``seq_dig
 ``[T, C]``) are generated and cached. Modules:
 :mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.events`, :mod:`.digits_dvs`,
 :mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing), :mod:`.fixtures` and
-:mod:`.graph_fixtures` (tiny fakes in the real formats).
+:mod:`.graph_fixtures` (tiny fakes in the real formats), :mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
 """
 
 from fsnn.data.common import DatasetInfo, DatasetMissingError, stratified_split
