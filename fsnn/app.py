@@ -16,9 +16,9 @@ command of
   kernel when its holder dies).
 
 A run folder names its own files relative to itself (the checkpoints' state, ``metrics.json``), so a copied or
-moved folder resumes, tests and is evaluated from its own files. SIGTERM (a scheduler's preemption or time limit)
-and SIGINT (Ctrl-C) stop a run at once: ``metrics.json`` says ``interrupted``, the last epoch's ``last.ckpt`` is
-what a rerun resumes from, and the process exits with 128 + the signal's number (143, 130).
+moved folder resumes, tests and is evaluated from its own files. SIGTERM (a scheduler's preemption or time limit),
+SIGINT (Ctrl-C) and SIGHUP stop a run at once (:mod:`fsnn.signals`): ``metrics.json`` says ``interrupted``, the last
+epoch's ``last.ckpt`` is what a rerun resumes from, and the process exits with 128 + the signal's number (143, 130).
 
 Every value is checked before any work (:mod:`fsnn.config`); a failure never overwrites a complete ``metrics.json``.
 Under DDP only global rank 0 writes. Model selection uses the validation split only; the test split is evaluated
@@ -31,9 +31,9 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -42,6 +42,7 @@ import lightning as L
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import CompactHydraException, HydraException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
@@ -53,11 +54,12 @@ from fsnn.checkpoint import (FOLDER_EXCLUDED, CheckpointError, RelativeModelChec
 from fsnn.commandline import distinct_jobs, swept_groups
 from fsnn.config import ConfigError, check_config
 from fsnn.data import DatasetMissingError, dataset_info
-from fsnn.files import (METRIC_UNIT, RunFileError, RunLockedError, device_description, package_versions, percent,
-                        read_run_record, relative_to_run, run_lock, set_aside, tree_changes, write_json_atomic,
+from fsnn.files import (METRIC_UNIT, RunFileError, RunLockedError, device_description, fitting_name, package_versions,
+                        percent, read_run_record, relative_to_run, run_lock, set_aside, tree_changes, write_json_atomic,
                         write_text_atomic)
 from fsnn.neurons import collect_alphas, describe_neurons
 from fsnn.registry import MissingExtraError
+from fsnn.signals import INTERRUPTING, Interrupted, interruptible
 from fsnn.studies import check_eval_config, check_study, evaluate_run
 from fsnn.tasks import build_task, task_kind
 from fsnn.training import (LearnedNeurons, NonFiniteLossError, PercentProgressBar, SpeedMonitor, quiet_libraries,
@@ -72,18 +74,27 @@ USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointE
 #: what one generation of a run is (glob patterns in its folder): ``force=true`` moves it into ``previous.<n>/``
 GENERATION_FILES = (".hydra", "metrics.json", "checkpoints", "eval.json", "energy.json", "robustness.json",
                     "robustness_*.*")
-#: the signals that interrupt a run: it records ``interrupted`` and exits with 128 + the signal's number
-INTERRUPTING = (signal.SIGTERM, signal.SIGINT)
+
+
+def rendered_run_name(run_name: str | None, overrides) -> str:
+    """The name a run's folder stands for: ``run_name`` if given, else its command-line overrides (``key=value``
+    strings) less those of :data:`fsnn.checkpoint.FOLDER_EXCLUDED`, as ``key-value`` joined by ``+`` in sorted order,
+    else ``default``; a ``/`` becomes ``_``. Each override is rendered from its parsed value, as Hydra's sweepers
+    render a job's overrides, and a key given twice keeps its last value (as Hydra applies it): ``x=true`` typed and
+    ``x=true`` swept both render ``x-True``, ``x=1e-3`` renders ``x-0.001``, so one configuration has one folder
+    whether it comes from a single run or a sweep. Names are also valid Hydra values (``evaluate.py run_dir=...``)."""
+    kept = {}
+    for override in OverridesParser.create().parse_overrides(list(overrides or [])):
+        if not non_result(override.key_or_group, FOLDER_EXCLUDED):
+            key = override.get_key_element()
+            kept[key] = f"{key}={Override._get_value_element_as_str(override.value())}"
+    return (run_name or "+".join(sorted(kept.values())).replace("=", "-") or "default").replace("/", "_")
 
 
 def run_dir_name(run_name: str | None, overrides) -> str:
-    """Folder name of a run: ``run_name`` if given, else its command-line overrides (``key=value`` strings) less
-    those of :data:`fsnn.checkpoint.FOLDER_EXCLUDED`, sorted, as ``key-value`` joined by ``+`` (names that are also valid
-    Hydra values, ``evaluate.py run_dir=...``), else ``default``."""
-    kept = [o.input_line for o in OverridesParser.create().parse_overrides(list(overrides or []))
-            if not non_result(o.key_or_group, FOLDER_EXCLUDED)]
-    name = run_name or "+".join(sorted(kept)).replace("=", "-") or "default"
-    return name.replace("/", "_")
+    """Folder name of a run: :func:`rendered_run_name`, shortened to a readable start and a hash where it is longer
+    than a file system takes (:func:`fsnn.files.fitting_name`; ``metrics.json`` records the whole name)."""
+    return fitting_name(rendered_run_name(run_name, overrides))
 
 
 class CheckConfig(Callback):
@@ -147,6 +158,7 @@ def check_sweep_data(config: DictConfig) -> None:
 
 
 SWEEP_JOBS = "FSNN_SWEEP_JOBS"  # the file a sweep's jobs add their run folders to (set by SweepSummary)
+SWEEP_FILE = re.compile(r"\.sweep-\d+")  # its name, in the sweep's folder
 
 
 class SweepSummary(Callback):
@@ -177,6 +189,83 @@ class SweepSummary(Callback):
         os.environ.pop(SWEEP_JOBS, None)
         if folders:
             print(sweep_table([Path(folder) for folder in folders]), flush=True)
+
+
+#: how long a stopped sweep waits for its jobs to record that they were interrupted before it kills them
+JOB_GRACE_S = 20
+#: the process id of a joblib sweep, in its workers' environment: a job stopped by a signal ends its worker
+SWEEP_PARENT = "FSNN_SWEEP_PARENT"
+
+
+class StopJobs(Callback):
+    """Hydra callback: a sweep whose launcher runs its jobs in processes of its own (joblib's loky workers, which
+    outlive their parent) stops them when it is stopped. On a signal of :data:`fsnn.signals.INTERRUPTING` it sends
+    SIGTERM to each worker (its job records ``interrupted`` and the worker ends, :data:`SWEEP_PARENT`), kills what
+    is left of them after :data:`JOB_GRACE_S` seconds (a worker would take the next job), says so in one line and
+    exits with 128 + the signal's number. The basic launcher's jobs run in this process and stop as a single run does."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        if "joblib" in str(OmegaConf.select(config, "hydra.launcher._target_") or ""):
+            os.environ[SWEEP_PARENT] = str(os.getpid())  # before the workers start: they inherit it
+            for signum in INTERRUPTING:
+                if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
+                    signal.signal(signum, self.stop)
+
+    def stop(self, signum, frame) -> None:
+        for other in INTERRUPTING:  # once: a second signal does not cut the stopping short
+            signal.signal(other, signal.SIG_IGN)
+        workers = _job_processes()
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + JOB_GRACE_S
+        while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+            time.sleep(0.2)
+        killed = [pid for pid in workers if _alive(pid)]
+        for pid in [descendant for worker in killed for descendant in _descendants(worker)] + killed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        print(f"fsnn: sweep {Interrupted(signum)}: sent SIGTERM to its {len(workers)} job processes"
+              + (f" and killed {len(killed)} of them after {JOB_GRACE_S} s" if killed else "")
+              + "; a job in training recorded interrupted in its metrics.json, no job runs on; rerunning the "
+              "command resumes the unfinished jobs and leaves the finished ones", file=sys.stderr, flush=True)
+        raise SystemExit(128 + signum)
+
+
+def _job_processes() -> list[int]:
+    """The process ids of joblib's loky workers, which run a joblib sweep's jobs (not loky's resource tracker)."""
+    from joblib.externals.loky import reusable_executor
+
+    return list(getattr(reusable_executor._executor, "_processes", None) or {})
+
+
+def _descendants(pid: int) -> list[int]:
+    """The process ids of ``pid``'s children and theirs (a killed job's DataLoader workers), from Linux's ``/proc``."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                children.append(int(stat.parent.name))
+    return children + [d for child in children for d in _descendants(child)]
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its parent, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _sweep_jobs() -> Path | None:
+    """The file :class:`SweepSummary` lists this sweep's jobs in: :data:`SWEEP_JOBS` of the environment, only in a
+    multirun and only as ``<its sweep dir>/.sweep-<pid>`` (a variable left in a shell, or set on purpose, does not
+    make a run append to some other file)."""
+    jobs, hydra_cfg = os.environ.get(SWEEP_JOBS), HydraConfig.get()
+    if not jobs or hydra_cfg.mode != RunMode.MULTIRUN:
+        return None
+    path = Path(jobs)
+    return path if path.parent == Path(hydra_cfg.sweep.dir).resolve() and SWEEP_FILE.fullmatch(path.name) else None
 
 
 def sweep_table(folders: list[Path]) -> str:
@@ -289,67 +378,42 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
         config = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - a failing interpolation is reported by check_config; keep the config as given
         config = OmegaConf.to_container(cfg, resolve=False)
-    return {"status": "running", "task": cfg.get("task_name"), "run": run_dir.name,
-            "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
-            "config": relative_to_run(config, run_dir), "seed": cfg.get("seed"),
-            "recipe": cfg.get("recipe"), "versions": package_versions()}
-
-
-class RunInterrupted(BaseException):
-    """A signal of :data:`INTERRUPTING` arrived: the run stops where it is (a ``BaseException``, as
-    ``KeyboardInterrupt``, so that nothing on the way catches it as an error)."""
-
-    def __init__(self, signum: int):
-        self.signum = signum
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-
-
-@contextlib.contextmanager
-def _interruptible():
-    """SIGTERM and SIGINT raise :class:`RunInterrupted` in the block (once: a second signal while the run stops is
-    ignored). Lightning's own SIGTERM handler, set while it fits, calls this one after its own (which stops DDP's
-    other processes). In a thread other than the main one, signals cannot be handled: the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.getsignal(signum) for signum in INTERRUPTING}
-    stopping = []
-
-    def interrupt(signum, frame):
-        if not stopping:  # once: what is written while the run stops (metrics.json) must not be cut short
-            stopping.append(signum)
-            raise RunInterrupted(signum)
-
-    for signum in INTERRUPTING:
-        signal.signal(signum, interrupt)
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    record = {"status": "running", "task": cfg.get("task_name"), "run": run_dir.name,
+              "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
+              "config": relative_to_run(config, run_dir), "seed": cfg.get("seed"),
+              "recipe": cfg.get("recipe"), "versions": package_versions()}
+    whole = rendered_run_name(cfg.get("run_name"), hydra_cfg.overrides.task)
+    if whole != run_dir.name and fitting_name(whole) == run_dir.name:  # a name too long for a folder, shortened
+        record["run_whole_name"] = whole
+        log.info("run folder %s: its whole name (%d bytes, recorded in metrics.json as run_whole_name) is longer "
+                 "than a file system takes", run_dir.name, len(whole.encode()))
+    return record
 
 
 def train(cfg: DictConfig) -> float:
     """Fit, select on validation, test; write ``metrics.json``. Returns the best validation metric (the objective of
     a sweeper). A finished run of the same config is not trained again (see the module's docstring).
 
-    SIGTERM or SIGINT stops the run: ``metrics.json`` says ``interrupted`` and the process exits with status 128 +
-    the signal's number; rerunning the command resumes from the last epoch's ``last.ckpt``."""
+    SIGTERM, SIGINT or SIGHUP stops the run: ``metrics.json`` says ``interrupted`` and the process exits with status
+    128 + the signal's number; rerunning the command resumes from the last epoch's ``last.ckpt``."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     quiet_libraries()
     reuse_freed_memory()
-    if jobs := os.environ.get(SWEEP_JOBS):  # a job of a sweep: listed for its summary (SweepSummary)
+    if jobs := _sweep_jobs():  # a job of a sweep: listed for its summary (SweepSummary)
         with open(jobs, "a") as listed:
             listed.write(f"{run_dir.resolve()}\n")
     zero = launch_rank_zero()
     record = _new_record(cfg, run_dir) if zero else None
     try:
-        with _interruptible():
+        with interruptible():
             return _train(cfg, run_dir, zero, record)
-    except RunInterrupted as interrupted:
+    except Interrupted as interrupted:
         if zero:
             print(f"fsnn: {run_dir} {interrupted}; rerunning the command resumes it from its last finished epoch "
-                  "(checkpoints/last.ckpt)", file=sys.stderr)
+                  "(checkpoints/last.ckpt)", file=sys.stderr, flush=True)
+        if os.environ.get(SWEEP_PARENT, str(os.getpid())) != str(os.getpid()):
+            # a joblib worker would take the sweep's next job: it ends, as its sweep does (StopJobs)
+            os._exit(128 + interrupted.signum)
         raise SystemExit(128 + interrupted.signum) from None
 
 
@@ -374,7 +438,7 @@ def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> f
             best = _report_finished(run_dir, done)
     except BaseException as error:
         if zero and not isinstance(error, RunLockedError):  # the other process's run is not ours to record
-            stopped = isinstance(error, (RunInterrupted, KeyboardInterrupt, SystemExit))  # SystemExit: a scheduler's
+            stopped = isinstance(error, (Interrupted, KeyboardInterrupt, SystemExit))  # SystemExit: a scheduler's
             record.update({"status": "interrupted" if stopped else "failed",
                            "error": f"{type(error).__name__}: {error}"})
             with contextlib.suppress(RunFileError):  # a full disk, or a folder where metrics.json belongs: reported

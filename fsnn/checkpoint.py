@@ -125,7 +125,8 @@ class RunCheckpointIO(TorchCheckpointIO):
 class RelativeModelCheckpoint(ModelCheckpoint):
     """Lightning's ``ModelCheckpoint`` whose state in a checkpoint names its files relative to its folder
     (``best.ckpt``, not ``/where/it/ran/checkpoints/best.ckpt``): restored, they are the files of the folder the run
-    now lives in. A path stored absolute (by fsnn before this) is read as the file of the same name in this folder.
+    now lives in. A path stored absolute (by fsnn before this), or one naming another folder, is read as the file of
+    the same name in this folder.
     Its state key is ``ModelCheckpoint``'s, so checkpoints written by either class restore into the other."""
 
     _PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")
@@ -144,10 +145,10 @@ class RelativeModelCheckpoint(ModelCheckpoint):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         def here(path: str) -> str:
-            if not path:
-                return path
-            path = Path(path)
-            return str(Path(self.dirpath) / (path.name if path.is_absolute() else path))
+            # its files lie in its folder: a stored path is read as the file of its name there (a crafted
+            # "../../x" would make Lightning replace or delete a file outside the run when a better epoch comes)
+            name = Path(path).name if path else ""
+            return "" if name in ("", ".", "..") else str(Path(self.dirpath) / name)
 
         state = {**state_dict, "dirpath": self.dirpath}  # Lightning restores everything only for its own dirpath
         state.update({key: here(state_dict.get(key) or "") for key in self._PATHS})

@@ -87,16 +87,33 @@ def distinct_jobs(cfg: DictConfig, keys: tuple[str, ...]) -> list[list[str]] | N
 
 
 def _overrides(argv: list[str]) -> list | None:
-    """The parsed overrides of a command line that runs the app, else ``None``."""
+    """The parsed overrides of a command line that runs the app, else ``None``. :class:`ConfigError` for a value
+    Hydra cannot parse that is a path or name the shell split (``run_dir=/my runs/x`` unquoted) or that holds
+    characters of Hydra's grammar (``(``, ``[``, ``,``...): what Hydra says of it names no key and no quoting."""
     try:
         args = get_args_parser().parse_args(argv)
-        if any(getattr(args, flag, None) for flag in _HYDRA_MODES):
-            return None
-        return OverridesParser.create().parse_overrides(args.overrides)
     except (SystemExit, Exception):  # noqa: BLE001 - Hydra reports what it cannot parse
         return None
-
-
+    if any(getattr(args, flag, None) for flag in _HYDRA_MODES):
+        return None
+    parser = OverridesParser.create()
+    try:
+        return parser.parse_overrides(args.overrides)
+    except Exception:  # noqa: BLE001 - which override, and why, is found below
+        pass
+    for before, line in zip([None, *args.overrides], args.overrides):
+        try:
+            parser.parse_overrides([line])
+        except Exception:  # noqa: BLE001
+            key, equal, value = line.partition("=")
+            if not equal and before and "=" in before:  # the shell split a value at a space
+                key, value = before.partition("=")[::2]
+                value = f"{value} {line}"
+            elif not equal:
+                return None
+            raise ConfigError(f"{key.lstrip('+~')}: expected a value Hydra can parse, got {value!r}; quote it for "
+                              f"the shell and for Hydra: '{key}=\"{value}\"'") from None
+    return None
 def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None:
     """:class:`ConfigError` for the first override that names an unknown group option or a key the composed config
     does not have (see the module docstring)."""
@@ -161,10 +178,10 @@ def check_command_line(config_dir: Path, config_name: str, argv: list[str] | Non
     """Check the command line (``sys.argv[1:]``) of an app whose configs are ``config_dir/config_name.yaml``; on a
     typo print one ``fsnn: error:`` line and exit with status 2. Returns whether the command line runs the app:
     ``False`` for Hydra's own flags (``--help``, ``--cfg``, ...) and for what Hydra will refuse to parse."""
-    overrides = _overrides(sys.argv[1:] if argv is None else argv)
-    if overrides is None:
-        return False
     try:
+        overrides = _overrides(sys.argv[1:] if argv is None else argv)
+        if overrides is None:
+            return False
         if overrides:
             check_overrides(config_dir, config_name, overrides)
     except ConfigError as error:

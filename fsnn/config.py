@@ -23,7 +23,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fsnn.checks import Check, Flag, OptionError, Positive, foreign_option, integer, option_check
+from fsnn.checks import (Check, Flag, FolderName, OptionError, Positive, RunName, foreign_option, integer,
+                         is_folder_name, option_check)
 from fsnn.registry import UnknownNameError, did_you_mean, registry
 
 
@@ -72,8 +73,8 @@ class RunSchema(Schema):
     """The top-level keys of ``conf/config.yaml`` (``task`` is checked against the task registry)."""
 
     seed: Seed = None
-    task_name: str = _expect("a name")
-    run_name: str | None = _expect("null or a name")
+    task_name: FolderName = None
+    run_name: RunName | None = None
     force: Flag = None
     tau_lr_scale: Positive = None
 
@@ -218,7 +219,18 @@ def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: 
     _validate(PathsSchema, values.get("paths") or {}, "paths.")  # also where a sweep varies them
     check_folders(values["paths"], results)
     check_logger_library(values.get("logger"))
+    check_logger_folders(values.get("logger"))
     return values
+
+
+def check_logger_folders(logger: dict | None) -> None:
+    """A logger's ``name`` and ``version``, folders it makes under its ``save_dir`` (the run folder), each name one
+    folder there (``logger.name=../../x`` would write outside the run)."""
+    for key in ("name", "version"):
+        value = (logger or {}).get(key)
+        if isinstance(value, str) and value and not is_folder_name(value):  # "" or null: no folder of its own
+            raise ConfigError(f"logger.{key}: expected null or a folder name (not . or .., without / or control "
+                              f"characters, at most 255 bytes), got {value!r}")
 
 
 def check_run_config(run_cfg: DictConfig, source: Path) -> None:

@@ -50,6 +50,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
+from fsnn.files import fitting_name
 from fsnn.history import history_kernel
 from fsnn.tables import (build_table, epochs_of, experiment_of, has_paper_values, load_spec, paper_protocol, recipe_of,
                          remove_stale, scan_runs, suite_runs)
@@ -820,7 +821,9 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
     for record in records:
         groups[setting(record)].append(record)
     for key, group in sorted(groups.items()):
-        paths += robustness_figures(group, out, f"robustness_{key}", echo, captions)
+        # the setting names a file in out: a record's dataset or backbone name cannot lead it out of there
+        paths += robustness_figures(group, out, f"robustness_{fitting_name(key.replace('/', '_'), 200)}", echo,
+                                    captions)
     matched = [run["robustness"] for run in runs if "robustness" in run and recipe_of(run) == "matched"
                and experiment_of(run) == "table2_node_classification"]
     for corruption in GRAPH_STUDIES:

@@ -92,6 +92,21 @@ def _write_problem(path: Path, error: OSError) -> str:
     return f"cannot write {path}: {error.strerror or error}"
 
 
+#: the longest name of one file or folder that common file systems take (ext4, xfs, btrfs, APFS, NTFS), in bytes
+NAME_MAX = 255
+
+
+def fitting_name(name: str, limit: int = NAME_MAX) -> str:
+    """``name`` if its UTF-8 fits in ``limit`` bytes, else its readable start (whole characters) + ``-`` + the first
+    12 hex digits of its SHA-256: a name too long for a folder (many overrides, a long ``run_name``) becomes one that
+    fits, and the same name always becomes the same folder, so that rerunning a command finds its run."""
+    encoded = name.encode()
+    if len(encoded) <= limit:
+        return name
+    digest = hashlib.sha256(encoded).hexdigest()[:12]
+    return f"{encoded[:limit - len(digest) - 1].decode(errors='ignore')}-{digest}"
+
+
 def read_run_record(run_dir: Path) -> dict | None:
     """The run's ``metrics.json`` as a dict, or ``None`` when there is none or it is unreadable (a run never
     finished writes it again). :class:`RunFileError` when something other than a file is in its place."""
@@ -350,7 +365,7 @@ def device_description(device: torch.device | str) -> str:
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def _writable_folder(key: str, path: str) -> None:
+def check_writable_folder(key: str, path: str) -> None:
     """``path`` is, or can be created as, a folder this process can write into (tried, not guessed: root passes
     every permission check)."""
     folder = Path(path).expanduser()
@@ -371,4 +386,4 @@ def check_folders(paths: dict, results: bool) -> None:
     if data_dir.exists() and not data_dir.is_dir():
         raise ConfigError(f"paths.data_dir: expected a folder, got {paths['data_dir']!r} (a file)")
     if results:
-        _writable_folder("paths.results_dir", paths["results_dir"])
+        check_writable_folder("paths.results_dir", paths["results_dir"])

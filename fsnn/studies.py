@@ -30,10 +30,11 @@ from fsnn.checkpoint import CheckpointError, load_checkpoint, result_config
 from fsnn.checks import Count, Flag, Positive, one_of
 from fsnn.config import ConfigError, Schema, Seed, check_config, check_run_config
 from fsnn.energy import energy_report, format_table
-from fsnn.files import (METRIC_UNIT, RunLockedError, describe_holder, device_description, lock_holder,
-                        package_versions, percent, read_run_record, write_json_atomic)
+from fsnn.files import (METRIC_UNIT, RunLockedError, check_writable_folder, describe_holder, device_description,
+                        lock_holder, package_versions, percent, read_run_record, write_json_atomic)
 from fsnn.registry import Registry
 from fsnn.robustness import CORRUPTIONS, check_corruption, robustness_score
+from fsnn.signals import telling
 from fsnn.tasks import Task, TaskKind, build_task, task_kind
 from fsnn.training import (ACCELERATORS, Batches, PercentProgressBar, SpeedMonitor, quiet_libraries,
                            reuse_freed_memory)
@@ -223,6 +224,7 @@ def check_eval_config(cfg: DictConfig) -> None:
     if not (Path(values["run_dir"]) / ".hydra" / "config.yaml").is_file():
         raise ConfigError(f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), "
                           f"got {values['run_dir']!r}")
+    check_writable_folder("run_dir", values["run_dir"])  # eval/, eval.json and a study's output are written there
     run_status(Path(values["run_dir"]), values["allow_unfinished"])
 
 
@@ -348,7 +350,11 @@ def evaluate(cfg: DictConfig) -> dict:
     quiet_libraries()
     reuse_freed_memory()
     study = OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
-    return evaluate_run(cfg.run_dir, study, data_dir=cfg.paths.data_dir, checkpoint=cfg.checkpoint,
-                        accelerator=cfg.accelerator, seed=cfg.get("seed"),
-                        limit_test_batches=cfg.get("limit_test_batches"),
-                        allow_unfinished=cfg.get("allow_unfinished", False))
+    outputs = ([] if study and not STUDIES.meta(study["name"])["retest"] else ["eval.json"]) + (
+        [f"{study['name']}.json"] if study else [])
+    # a signal stops it with one line naming what it wrote (exit 128 + n), not a success without its outputs
+    with telling(f"evaluate.py run_dir={cfg.run_dir}", [cfg.run_dir], outputs):
+        return evaluate_run(cfg.run_dir, study, data_dir=cfg.paths.data_dir, checkpoint=cfg.checkpoint,
+                            accelerator=cfg.accelerator, seed=cfg.get("seed"),
+                            limit_test_batches=cfg.get("limit_test_batches"),
+                            allow_unfinished=cfg.get("allow_unfinished", False))

@@ -599,7 +599,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="output folder (default: <results>/tables)")
     parser.add_argument("--spec", default=None, help="paper tables YAML (default: the one fsnn ships)")
     args = parser.parse_args(argv)
-    make_tables(args.results, args.out, args.spec)
+    from fsnn.signals import telling  # a signal: one line naming the tables written, exit 128 + n
+
+    with telling("make_tables", [args.out or Path(args.results) / "tables"]):
+        make_tables(args.results, args.out, args.spec)
     return 0
 
 

@@ -7,6 +7,11 @@ first epoch's ``last.ckpt`` is written), ``while-writing`` (halfway through writ
 ``last.ckpt``) or ``before-test`` (training done, before the test phase); ``sigterm`` / ``sigint`` (the signal,
 just after the first epoch's ``last.ckpt`` is written); ``disk-full:<file name>`` (the disk fills up while that file,
 e.g. ``last.ckpt`` or ``metrics.json``, is written the second time: the write fails with ENOSPC).
+
+The other commands, sent a signal (``SIGTERM``, ``SIGINT``, ``SIGHUP``) in the middle of their work:
+``evaluate:<signal> <evaluate.py overrides...>`` (as its first test pass starts, or the energy study's
+measurement), ``make_tables:<signal> <its
+arguments>`` (after it wrote its first table file), ``report:<signal> <its arguments>`` (before the page is written).
 """
 
 from __future__ import annotations
@@ -36,7 +41,55 @@ def die() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def send(name: str) -> None:
+    os.kill(os.getpid(), getattr(signal, name))
+
+
+def other_command(command: str, name: str) -> str:
+    """Patch ``command`` to be sent the signal ``name`` mid-work; returns the script to run."""
+    if command == "evaluate":  # as its first test pass starts, or the energy study measures its batch
+        import lightning
+
+        import fsnn.studies as studies
+
+        def signalled(function):
+            def signalled_function(*args, **kwargs):
+                send(name)
+                return function(*args, **kwargs)
+
+            return signalled_function
+
+        lightning.Trainer.test = signalled(lightning.Trainer.test)
+        studies.energy_report = signalled(studies.energy_report)
+        return "evaluate.py"
+    if command == "make_tables":
+        import fsnn.tables as tables
+
+        write = tables.write_text_atomic
+
+        def write_then_signal(path, text):
+            written = write(path, text)
+            send(name)
+            return written
+
+        tables.write_text_atomic = write_then_signal
+        return "scripts/make_tables.py"
+    if command == "report":
+        import fsnn.report as report
+
+        render = report.render
+        report.render = lambda *args, **kwargs: (send(name), render(*args, **kwargs))[1]
+        return "scripts/report.py"
+    raise SystemExit(f"unknown command {command!r}")
+
+
 def main(when: str) -> None:
+    command, _, name = when.partition(":")
+    if command in ("evaluate", "make_tables", "report"):
+        script = other_command(command, name)
+        sys.argv[0] = str(ROOT / script)
+        runpy.run_path(str(ROOT / script), run_name="__main__")
+        return
     import fsnn.checkpoint as checkpoint
     from fsnn.training import ClassifierModule
 

@@ -573,12 +573,12 @@ def test_force_keeps_every_earlier_generation(tmp_path):
 
 
 def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
-    from fsnn.app import RunInterrupted, _interruptible
+    from fsnn.signals import Interrupted, interruptible
 
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     for signum in (signal.SIGTERM, signal.SIGINT):
-        with pytest.raises(RunInterrupted) as stopped:
-            with _interruptible():
+        with pytest.raises(Interrupted) as stopped:
+            with interruptible():
                 try:
                     os.kill(os.getpid(), signum)
                     time.sleep(5)
@@ -699,6 +699,63 @@ def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_re
     assert again.returncode == 0, again.stderr[-3000:]
     m = json.loads((run / "metrics.json").read_text())
     assert m["status"] == "complete" and m["resumed_from"] == "checkpoints/last.ckpt" and m["epochs"] == 2
+
+
+def test_an_ignored_signal_stays_ignored(monkeypatch):
+    from fsnn.signals import interruptible
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts a command
+    try:
+        with interruptible():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+def _other_command(cwd: Path, when: str, *args: str) -> subprocess.CompletedProcess:
+    """``tests/interrupt.py <command>:<signal>``: the command sent the signal in the middle of its work."""
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def _told(proc: subprocess.CompletedProcess, command: str, name: str) -> str:
+    """The one line a command stopped by signal ``name`` ends with, checked: exit 128 + n, no traceback."""
+    assert proc.returncode == 128 + getattr(signal, name), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("fsnn: ")]
+    assert len(lines) == 1 and lines[0].startswith(f"fsnn: {command} interrupted by {name}: wrote "), lines
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_evaluate_and_its_studies_stopped_by_a_signal_exit_128_plus_n_saying_what_they_did_not_write(tmp_path,
+                                                                                                   data_root):
+    assert _train(tmp_path, data_root=data_root).returncode == 0
+    run = _run_dir(tmp_path)
+    for name, study, missing in (("SIGTERM", "study=none", "eval.json"), ("SIGINT", "study=energy", "energy.json"),
+                                 ("SIGHUP", "robustness=events", "eval.json, robustness.json")):
+        proc = _other_command(tmp_path, f"evaluate:{name}", f"run_dir={run}", study, f"paths.data_dir={data_root}",
+                              "limit_test_batches=1")
+        line = _told(proc, f"evaluate.py run_dir={run}", name)
+        assert line.endswith(f"not written: {missing}; every other file is as it was (each file is written whole); "
+                             "rerunning the command writes the rest")
+        assert not [p.name for p in run.glob("*.json") if p.name != "metrics.json"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command, name", [("make_tables", "SIGTERM"), ("report", "SIGINT")])
+def test_make_tables_and_the_report_stopped_by_a_signal_exit_128_plus_n_naming_what_they_wrote(tmp_path, command,
+                                                                                                 name):
+    (tmp_path / "results").mkdir()
+    proc = _other_command(tmp_path, f"{command}:{name}", "--results", "results", "--out", "out")
+    line = _told(proc, command, name)
+    if command == "make_tables":  # stopped after its first table file
+        (table,) = (tmp_path / "out").iterdir()
+        assert line.startswith(f"fsnn: make_tables interrupted by SIGTERM: wrote out/{table.name}; every other")
+    else:
+        assert "wrote nothing in out; not written: index.html" in line and not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

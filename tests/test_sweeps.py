@@ -190,3 +190,34 @@ def test_joblib_launcher_runs_two_jobs(tmp_path, data_root):
     assert sorted(r["choices"]["neuron"] for r in runs) == ["flif", "lif"]
     # dvsgesture asks for DataLoader workers; launcher=joblib turned them off
     assert all(r["status"] == "complete" and r["config"]["dataset"]["num_workers"] == 0 for r in runs)
+
+
+@pytest.mark.slow
+def test_a_joblib_sweep_stopped_by_sigterm_stops_its_workers(tmp_path, data_root):
+    """Its loky workers outlive it: they are stopped with it, each job records interrupted, none trains on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "-m", "launcher=joblib", "seed=0,1", *TINY,
+                             "trainer.max_epochs=50", "trainer.limit_train_batches=3", "dataset.batch_size=16",
+                             f"paths.data_dir={data_root}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while len(list(tmp_path.rglob("last.ckpt"))) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 143, err[-3000:]
+    stopped = [line for line in err.splitlines() if line.startswith("fsnn: sweep interrupted by SIGTERM")]
+    assert len(stopped) == 1 and "sent SIGTERM to its 2 job processes;" in stopped[0], err[-3000:]
+    assert "Traceback" not in err
+    checkpoints = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("last.ckpt")}
+    time.sleep(15)  # a worker left running would write its next epoch's last.ckpt by now
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("last.ckpt")} == checkpoints
+    assert [r["status"] for r in _runs(tmp_path / "results", "train")] == ["interrupted", "interrupted"]
