@@ -844,7 +844,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results.is_dir():
         parser.exit(2, f"fsnn: error: --results {args.results}: not a folder (expected a results folder with "
                        "<experiment>/<run>/metrics.json)\n")
-    path = write_report(args.results, args.out, args.figures, args.bench)
+    from fsnn.signals import telling  # a signal: one line saying whether the page was written, exit 128 + n
+
+    with telling("report", [args.out or args.results / "report"], ["index.html"]):
+        path = write_report(args.results, args.out, args.figures, args.bench)
     print(f"wrote {path}")
     return 0
 
