@@ -325,25 +325,33 @@ def _cell(cell: dict, mixed_epochs: bool = False, reference: str | None = None) 
             "epochs": epochs if mixed_epochs and cell["epochs"] else None, "same": same}
 
 
-def graph_run_minutes(name: str, bench_dir: str | Path = RESULTS / "bench") -> dict | None:
-    """Minutes of one 100-epoch Table 2 run (SGCN f-LIF, one CPU core) on the graph ``name``, scaled by its number of
-    nodes from the largest graph whose whole run ``scripts/bench_graph.py runs`` measured (the "after" rows of
-    ``graph_runs.json``): ``{"minutes", "basis", "basis_minutes"}``; ``None`` without either number."""
+def graph_run_minutes(name: str, bench_dir: str | Path = RESULTS / "bench",
+                      experiment: str = "table2_node_classification") -> dict | None:
+    """Minutes of one run of ``experiment`` (one CPU core) on the graph ``name``: the whole run that
+    ``scripts/bench_graph.py runs --experiment <experiment>`` measured on it (the "after" rows of a benchmark file of
+    ``bench_dir`` whose setting names that experiment), else the largest graph it measured scaled by the number of
+    nodes: ``{"minutes", "basis", "basis_minutes", "backbone", "neuron"}`` (the slowest of the basis' rows);
+    ``None`` without either number."""
     from fsnn.data.registry import dataset_info
 
-    try:
-        record = read_record(Path(bench_dir) / "graph_runs.json")
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
+    rows = []
+    for path in sorted(Path(bench_dir).glob("*.json")):
+        try:
+            record = read_record(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if record.get("benchmark") == "graph_runs" and (record.get("setting") or {}).get("experiment") == experiment:
+            rows += [r for r in record.get("runs", []) if r.get("version") == "after" and "failed" not in r]
     nodes = dataset_info(name).num_nodes
-    measured = [(dataset_info(r["dataset"]).num_nodes, r) for r in record.get("runs", [])
-                if r.get("version") == "after" and "failed" not in r and r.get("backbone") == "sgcn"]
+    measured = [(dataset_info(r["dataset"]).num_nodes, r) for r in rows]
     measured = [(n, r) for n, r in measured if n]
     if not nodes or not measured:
         return None
-    basis_nodes, basis = max(measured, key=lambda item: item[0])
+    own = [item for item in measured if item[1]["dataset"] == name]
+    basis_nodes, basis = max(own or measured, key=lambda item: (item[0], item[1]["whole_run_s"]))
     return {"minutes": basis["whole_run_s"] / 60 * nodes / basis_nodes, "basis": basis["dataset"],
-            "basis_minutes": basis["whole_run_s"] / 60}
+            "basis_minutes": basis["whole_run_s"] / 60, "backbone": basis.get("backbone", "?"),
+            "neuron": basis.get("neuron", "?")}
 
 
 def not_run_columns(spec: dict, hidden: list[str], bench_dir: str | Path) -> list[dict]:
@@ -361,7 +369,7 @@ def not_run_columns(spec: dict, hidden: list[str], bench_dir: str | Path) -> lis
         name = (column.get("match") or {}).get("dataset")
         if column["label"] not in hidden or name is None or dataset_info(name).kind != "graph":
             continue
-        cost = graph_run_minutes(name, bench_dir)
+        cost = graph_run_minutes(name, bench_dir, experiment)
         out.append({"label": column["label"], "source": dataset_source(name), "runs": per_dataset,
                     "command": f"python train.py experiment={experiment} dataset={name}", "cost": cost,
                     "cpu_hours": cost["minutes"] * per_dataset / 60 if cost else None})

@@ -238,7 +238,7 @@ def test_graph_columns_not_run_with_their_cost(tmp_path):
     the number of nodes from the largest graph measured whole (here a made-up 20-minute run on Computers)."""
     from fsnn.data.registry import dataset_info
 
-    bench = {"benchmark": "graph_runs", "runs": [
+    bench = {"benchmark": "graph_runs", "setting": {"experiment": "table2_node_classification"}, "runs": [
         {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0},
         {"version": "after", "dataset": "photo", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 600.0},
         {"version": "before", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 9999.0}]}
@@ -247,6 +247,14 @@ def test_graph_columns_not_run_with_their_cost(tmp_path):
     assert cost["basis"] == "computers"
     assert cost["minutes"] == pytest.approx(20.0 * dataset_info("pubmed").num_nodes / dataset_info("computers").num_nodes)
     assert report.graph_run_minutes("pubmed", tmp_path / "nothing") is None
+    assert report.graph_run_minutes("photo", tmp_path)["minutes"] == 10.0  # measured on the graph itself
+    # the link-prediction table's columns cost what its own benchmark measured, not the node-classification runs
+    assert report.graph_run_minutes("pubmed", tmp_path, "table_link_prediction") is None
+    (tmp_path / "link_runs.json").write_text(json.dumps({
+        "benchmark": "graph_runs", "setting": {"experiment": "table_link_prediction"},
+        "runs": [{"version": "after", "dataset": "physics", "backbone": "msg", "neuron": "fif", "whole_run_s": 390.0}]}))
+    link = report.graph_run_minutes("physics", tmp_path, "table_link_prediction")
+    assert link["minutes"] == 6.5 and (link["backbone"], link["basis"]) == ("msg", "physics")
     spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
     entries = report.not_run_columns(spec, ["Pubmed", "ogbn-arxiv"], tmp_path)
     assert [e["label"] for e in entries] == ["Pubmed", "ogbn-arxiv"]
