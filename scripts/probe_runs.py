@@ -12,14 +12,19 @@ fresh folder on tiny fixture data, and gets one outcome:
 - ``unclear``: an error without traceback that does not name the key or file;
 - ``silent``: a bad value accepted, damage not noticed, a payload run, work redone or differing.
 
-``lost`` counts the cases where a complete ``metrics.json`` written before was overwritten or removed. Prints one
-table per category and the totals, and writes them to ``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
+``lost`` counts the cases where a complete ``metrics.json`` written before was overwritten or removed, ``security``
+those where a file outside the folder it belongs in was written, replaced, removed or read (a string of a config or
+a record that became a path). The categories of issue 32: ``confined`` (strings that become paths), ``folders`` (one
+configuration, one folder), ``signals`` (every command on a signal) and ``library`` (learned parameters, engines'
+autograd, impossible metrics). Prints one table per category and the totals, and writes them to
+``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
 not a test: it records what a checkout does, including the failures.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -134,14 +139,18 @@ class Probe:
         lines = [line for line in out.splitlines() if line.startswith("fsnn: error:")]
         return "clear" if lines and all(name in line for line in lines[:1]) else "unclear"
 
-    def record(self, category: str, case: str, outcome: str, lost: bool = False, note: str = "") -> None:
+    def record(self, category: str, case: str, outcome: str, lost: bool = False, note: str = "",
+               security: bool = False) -> None:
+        """``security``: a file written, replaced or removed outside the folder it belongs in."""
         assert outcome in OUTCOMES, outcome
-        row = {"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note}
+        row = {"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note,
+               "security": security}
         self.rows.append(row)
         if self.journal is not None:  # a probe stopped part-way keeps what it recorded
             with self.journal.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
-        print(f"  {category:12s} {case:58s} {outcome:9s}{' LOST' if lost else ''} {note}", flush=True)
+        print(f"  {category:12s} {case:58s} {outcome:9s}{' LOST' if lost else ''}{' SECURITY' if security else ''} "
+              f"{note}", flush=True)
 
     @staticmethod
     def run_dir(cwd: Path, task: str = "train") -> Path:
@@ -533,6 +542,201 @@ class Probe:
         return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")
 
 
+    # -- issue 32: strings that become paths, signals, one folder per configuration, the library's fixed cases -----
+    def confined(self) -> None:
+        """A string from a config, an override, the environment or a run record that becomes a path stays in its
+        root: refused in one line before any folder, or made safe."""
+        for override, key in (("task_name=../../outside", "task_name"), ("run_name=..", "run_name"),
+                              ("logger.name=../../outside", "logger.name")):
+            cwd = self.folder(override)
+            (cwd / "a" / "b").mkdir(parents=True)
+            rc, out = self.train(cwd / "a" / "b", *TINY, "logger=csv", override)  # TINY has no logger
+            escaped = (cwd / "outside").exists() or (cwd / "a" / "outside").exists()
+            self.record("confined", override, self.classify_error(rc, out, key), security=escaped,
+                        note="a folder was made outside" if escaped else "")
+        # a name too long for a folder (many overrides, a long run_name), and a stray FSNN_SWEEP_JOBS
+        long = [*TINY, "neuron.alpha=0.5", "neuron.tau=2.0", "neuron.threshold=1.0", "neuron.memory=64",
+                "optimizer.weight_decay=0.0", "dataset.val_fraction=0.1", "seed=0", "tau_lr_scale=1.0",
+                "neuron.surrogate_scale=4.0", "dataset.T=8", "neuron.learn_alpha=false"]
+        for label, args in (("18 overrides, a folder name over 255 bytes", long),
+                            ("run_name of 300 characters", [*TINY, "run_name=" + "r" * 300])):
+            cwd = self.folder(label)
+            victim = cwd / "victim"
+            victim.write_text("kept")
+            rc, out = self.train(cwd, *args, env={"FSNN_SWEEP_JOBS": str(victim)})
+            again, out2 = self.train(cwd, *args)
+            runs = list((cwd / "results" / "train").glob("*/metrics.json")) if rc == 0 else []
+            whole = (self.metrics(runs[0].parent) or {}).get("run_whole_name") if len(runs) == 1 else None
+            ok = rc == 0 and whole and again == 0 and "is finished" in out2
+            self.record("confined", label, "clear" if ok else self.behaviour(rc, out), security=victim.read_text()
+                        != "kept", note=f"folder {len(runs[0].parent.name.encode())} bytes, rerun finds it" if ok
+                        else self.first_error(out) or out.strip().splitlines()[-1][:100] if out.strip() else "")
+        # evaluate.py's run_dir split by the shell at a space
+        cwd = self.folder("run_dir-split")
+        rc, out = self.run("evaluate.py", f"run_dir={cwd}/my", "run", cwd=cwd)
+        outcome = self.classify_error(rc, out, "run_dir")
+        self.record("confined", "evaluate.py run_dir=<path with a space, unquoted>",
+                    "unclear" if outcome == "clear" and "quote" not in out else outcome)
+        # run records whose strings name files: a recipe (a table's file), a dataset (a figure's file)
+        cwd = self.folder("record-paths")
+        results, out_dir = cwd / "results", cwd / "a" / "b" / "tables"
+        run = results / "table2_node_classification" / "run"
+        run.mkdir(parents=True)
+        config = {"dataset": {"name": "../../../../victim_figure"}, "backbone": {"name": "sgcn"},
+                  "neuron": {"name": "flif"}}
+        record = {"status": "complete", "metric": "acc", "metric_unit": "fraction", "test_acc": 0.5,
+                  "val_acc_best": 0.5, "recipe": "../../../victim", "seed": 0, "epochs": 1,
+                  "task": "table2_node_classification", "config": config}
+        (run / "metrics.json").write_text(json.dumps(record))
+        rc, out = self.run("scripts/make_tables.py", "--results", str(results), "--out", str(out_dir), cwd=cwd)
+        escaped = [p.name for p in cwd.rglob("victim*")]
+        self.record("confined", "make_tables: a record's recipe ../../../victim",
+                    "traceback" if "Traceback" in out else "clear" if "recipe" in out and not escaped else "silent",
+                    security=bool(escaped), note=f"wrote {escaped}" if escaped else "")
+        record["recipe"] = "matched"
+        (run / "metrics.json").write_text(json.dumps(record))
+        (run / "robustness.json").write_text(json.dumps({
+            "robustness": "graph", "metric": "acc", "metric_unit": "fraction", "clean": 0.5, "config": config,
+            "corruptions": {"feature_mask": {"levels": [0.1, 0.2], "acc": [0.4, 0.3], "score": 70.0}}}))
+        rc, out = self.run("scripts/figures.py", "--results", str(results), "--out", str(cwd / "a" / "figures"),
+                           cwd=cwd, timeout=900)
+        escaped = [str(p.relative_to(cwd)) for p in cwd.rglob("*victim_figure*") if p.parent != cwd / "a" / "figures"]
+        self.record("confined", "figures.py: a record's dataset name ../../../../x",
+                    "traceback" if "Traceback" in out else "clear" if rc == 0 else self.behaviour(rc, out),
+                    security=bool(escaped), note=f"wrote {escaped}" if escaped else "")
+        # a crafted checkpoint's stored paths (Lightning deletes the replaced best file when a better epoch comes)
+        ref = self.complete_run("crafted-paths-ref", "trainer.max_epochs=1")
+        cwd, run = self.copy_run(ref, "crafted-paths")
+        victim = cwd / "victim.ckpt"
+        victim.write_text("kept")
+        code = ("import sys, torch; from pathlib import Path; from fsnn.checkpoint import save_checkpoint\n"
+                "run, victim = Path(sys.argv[1]), sys.argv[2]\npath = run / 'checkpoints' / 'last.ckpt'\n"
+                "state = torch.load(path, weights_only=True)\nconfig = state.pop('fsnn')['config']\n"
+                "for key, value in state['callbacks'].items():\n    if 'best_model_path' in value:\n"
+                "        value['best_k_models'] = {victim: -1.0}\n"
+                "        value['kth_best_model_path'] = victim; value['best_model_path'] = victim\n"
+                "        value['best_model_score'] = value['kth_value'] = torch.tensor(-1.0)\n"
+                "save_checkpoint(state, path, config)\n")
+        crafted = subprocess.run([sys.executable, "-c", code, str(run), os.path.relpath(victim, run / "checkpoints")],
+                                 cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=300)
+        (run / "metrics.json").unlink()  # so that the rerun resumes from the crafted last.ckpt
+        rc, out = self.train(cwd, *TINY, "trainer.max_epochs=1", "trainer.max_epochs=2") if crafted.returncode == 0 \
+            else (None, crafted.stderr)
+        touched = not victim.exists() or "victim" in out  # deleted, or read as the run's checkpoint
+        self.record("confined", "a checkpoint's best_model_path ../../victim, resumed",
+                    "traceback" if "Traceback" in out else "clear" if rc == 0 else self.behaviour(rc, out),
+                    security=touched, note="the victim file was deleted or read" if touched else "")
+
+    def folders(self) -> None:
+        """One configuration, one folder: a sweep and a single run of it, a key given twice."""
+        cwd = self.folder("sweep-then-single")
+        self.train(cwd, "-m", *TINY, "neuron.learn_alpha=true", timeout=600)
+        for label, args in (("-m neuron.learn_alpha=true, then neuron.learn_alpha=true", ["neuron.learn_alpha=true"]),
+                            ("then neuron.learn_alpha=false neuron.learn_alpha=true",
+                             ["neuron.learn_alpha=false", "neuron.learn_alpha=true"])):
+            rc, out = self.train(cwd, *TINY, *args)
+            folders = list((cwd / "results" / "train").glob("*/metrics.json"))
+            self.record("folders", label, "clear" if len(folders) == 1 and "is finished" in out else "silent",
+                        note=f"{len(folders)} folders for one configuration")
+
+    def signals(self) -> None:
+        """Every command stopped by a signal exits 128 + n with one line saying what it wrote."""
+        ref = self.complete_run("signal-ref")
+        for name, study in (("SIGTERM", "study=none"), ("SIGINT", "study=energy"), ("SIGTERM", "robustness=events")):
+            cwd, run = self.copy_run(ref, f"evaluate-{name}-{study}")
+            rc, out = self.interrupted(cwd, f"evaluate:{name}", f"run_dir={run}", study, f"paths.data_dir={self.data}")
+            self.record("signals", f"evaluate.py {study} on {name}", self.told(rc, out, name))
+        for command, name in (("make_tables", "SIGTERM"), ("report", "SIGINT")):
+            cwd = self.folder(f"{command}-{name}")
+            (cwd / "results").mkdir()
+            rc, out = self.interrupted(cwd, f"{command}:{name}", "--results", "results", "--out", "out")
+            self.record("signals", f"{command} on {name}", self.told(rc, out, name))
+        # a joblib sweep: its loky workers outlive it unless it stops them
+        cwd = self.folder("joblib-sigterm")
+        log = cwd / "console.txt"  # not a pipe: workers left running would hold it open
+        with log.open("w") as console:
+            proc = subprocess.Popen([sys.executable, str(self.root / "train.py"), "-m", "launcher=joblib", "seed=0,1",
+                                     *TINY, "trainer.max_epochs=50", f"paths.data_dir={self.data}"], cwd=cwd,
+                                    env=self.env(), stdout=console, stderr=subprocess.STDOUT)
+            deadline = time.time() + 600
+            while time.time() < deadline and proc.poll() is None and len(list(cwd.rglob("last.ckpt"))) < 2:
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=300)
+        stamps = {p: p.stat().st_mtime_ns for p in cwd.rglob("last.ckpt")}
+        time.sleep(20)
+        out = log.read_text()
+        trained_on = [p.parent.parent.name for p in cwd.rglob("last.ckpt") if p.stat().st_mtime_ns != stamps.get(p)]
+        for link in Path("/proc").glob("[0-9]*/cwd"):  # workers a checkout left running: the processes in this case
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(link)) == cwd:
+                    os.kill(int(link.parent.name), signal.SIGKILL)
+        told = proc.returncode == 143 and "fsnn: sweep interrupted by SIGTERM" in out
+        self.record("signals", "launcher=joblib sweep on SIGTERM",
+                    "silent" if trained_on else "clear" if told else self.behaviour(proc.returncode, out),
+                    note=f"exit {proc.returncode}; workers trained on: {len(trained_on)}")
+
+    def interrupted(self, cwd: Path, when: str, *args: str) -> tuple[int | None, str]:
+        """A command of ``--root`` sent a signal mid-work by the tests' ``interrupt.py`` (``evaluate:SIGTERM``...)."""
+        proc = subprocess.run([sys.executable, str(HERE / "tests" / "interrupt.py"), when, *args], cwd=cwd,
+                              env=self.env(), capture_output=True, text=True, timeout=900)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    @staticmethod
+    def told(rc: int | None, out: str, name: str) -> str:
+        """The outcome of a command stopped by the signal ``name``: exit 128 + n with one line saying what it
+        wrote (``clear``), a success (``silent``) or a traceback."""
+        if "Traceback (most recent call last)" in out:
+            return "traceback"
+        if rc != 128 + getattr(signal, name):
+            return "silent" if rc in (0, None) else "unclear"
+        return "clear" if any(line.startswith("fsnn: ") and "wrote" in line for line in out.splitlines()) \
+            else "unclear"
+
+    def library(self) -> None:
+        """Issue 32's cases of the library and of training that are fixed: learned parameters, engines' autograd,
+        records read with impossible metrics."""
+        for label, args in (("neuron.learn_tau=true neuron.tau=0.9 tau_lr_scale=1000",
+                             ["neuron.learn_tau=true", "neuron.tau=0.9", "tau_lr_scale=1000"]),
+                            ("neuron.engine=soe neuron.learn_alpha=true dataset.T=4",
+                             ["neuron.engine=soe", "neuron.learn_alpha=true", "dataset.T=4"])):
+            cwd = self.folder(label)
+            rc, out = self.train(cwd, *TINY, *args)
+            self.record("library", label, "clear" if rc == 0 else self.behaviour(rc, out) if rc != 2
+                        else "clear", note=self.first_error(out))
+        for label, code, word in (
+                ("checkpoint(FractionalLIF(), x, use_reentrant=False)",
+                 "from torch.utils.checkpoint import checkpoint\nx = torch.randn(16, 2, 3, requires_grad=True)\n"
+                 "checkpoint(FractionalLIF(learn_alpha=True), x, use_reentrant=False).sum().backward()\n"
+                 "assert x.grad is not None", "checkpoint"),
+                ("torch.vmap(FractionalLIF())", "torch.vmap(FractionalLIF())(torch.randn(3, 16, 2, 4))", "vmap"),
+                ("torch.jit.script(FractionalLIF())", "torch.jit.script(FractionalLIF())", "jit")):
+            cwd = self.folder(label)
+            script = ("import sys, torch\nfrom fsnn import FractionalLIF\ntry:\n"
+                      + "".join(f"    {line}\n" for line in code.splitlines())
+                      + "except (ValueError, RuntimeError, TypeError) as error:\n"
+                      "    print(f'fsnn: error: {error}'.splitlines()[0]); sys.exit(2)\n")
+            proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
+                                  timeout=300, env=self.env())
+            out = proc.stdout + proc.stderr
+            outcome = ("clear" if proc.returncode == 0 else "traceback" if "Traceback" in out
+                       else self.classify_error(proc.returncode, out, word))
+            self.record("library", label, outcome, note=self.first_error(out)[:90])
+        cwd = self.folder("impossible-metric")
+        run = cwd / "results" / "table2_node_classification" / "run"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps({
+            "status": "complete", "metric": "acc", "metric_unit": "fraction", "test_acc": 1e300, "val_acc_best": -5,
+            "recipe": "matched", "seed": 0, "epochs": 1, "task": "table2_node_classification",
+            "config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}}}))
+        rc, out = self.run("scripts/make_tables.py", "--results", str(cwd / "results"), "--out", str(cwd / "t"),
+                           cwd=cwd)
+        counted = "1 complete" in out
+        self.record("library", "make_tables: test_acc 1e300, val_acc_best -5",
+                    "traceback" if "Traceback" in out else "silent" if counted else
+                    "clear" if str(run / "metrics.json") in out and "test_acc" in out else "unclear")
+
+
 class Payload:
     """A pickle that creates a file when it is loaded."""
 
@@ -545,18 +749,21 @@ class Payload:
 
 CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
               "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values,
-              "lifecycle": Probe.lifecycle}
+              "lifecycle": Probe.lifecycle, "confined": Probe.confined, "folders": Probe.folders,
+              "signals": Probe.signals, "library": Probe.library}
 
 
 def summary(rows: list[dict]) -> str:
-    lines = ["| category | cases | clear | traceback | unclear | silent | data lost |", "|---|---|---|---|---|---|---|"]
+    lines = ["| category | cases | clear | traceback | unclear | silent | data lost | security |",
+             "|---|---|---|---|---|---|---|---|"]
     groups = {}
     for row in rows:
         groups.setdefault(row["category"], []).append(row)
     for name, group in [*groups.items(), ("all", rows)]:
         counts = Counter(r["outcome"] for r in group)
-        lost = sum(r["lost"] for r in group)
-        lines.append(f"| {name} | {len(group)} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + f" | {lost} |")
+        lost, security = sum(r["lost"] for r in group), sum(r.get("security", False) for r in group)
+        lines.append(f"| {name} | {len(group)} | " + " | ".join(str(counts[o]) for o in OUTCOMES)
+                     + f" | {lost} | {security} |")
     return "\n".join(lines)
 
 
