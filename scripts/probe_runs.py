@@ -14,7 +14,7 @@ fresh folder on tiny fixture data, and gets one outcome:
 
 ``lost`` counts the cases where a complete ``metrics.json`` written before was overwritten or removed, ``security``
 those where a file outside the folder it belongs in was written, replaced, removed or read (a string of a config or
-a record that became a path). The categories of issue 32: ``confined`` (strings that become paths), ``folders`` (one
+a record that became a path). Further categories: ``confined`` (strings that become paths), ``folders`` (one
 configuration, one folder), ``signals`` (every command on a signal) and ``library`` (learned parameters, engines'
 autograd, impossible metrics). Prints one table per category and the totals, and writes them to
 ``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
@@ -542,7 +542,7 @@ class Probe:
         return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")
 
 
-    # -- issue 32: strings that become paths, signals, one folder per configuration, the library's fixed cases -----
+    # -- strings that become paths, signals, one folder per configuration, the library's guarded cases -------------
     def confined(self) -> None:
         """A string from a config, an override, the environment or a run record that becomes a path stays in its
         root: refused in one line before any folder, or made safe."""
@@ -694,7 +694,7 @@ class Probe:
             else "unclear"
 
     def library(self) -> None:
-        """Issue 32's cases of the library and of training that are fixed: learned parameters, engines' autograd,
+        """The library's and training's guarded cases: learned parameters, engines' autograd,
         records read with impossible metrics."""
         for label, args in (("neuron.learn_tau=true neuron.tau=0.9 tau_lr_scale=1000",
                              ["neuron.learn_tau=true", "neuron.tau=0.9", "tau_lr_scale=1000"]),
