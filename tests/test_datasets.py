@@ -174,6 +174,27 @@ def test_static_train_augmentation_and_eval_determinism(fixture_root):
         assert test.targets == pickle.load(f, encoding="latin1")["labels"]
 
 
+def test_unverified_loaders_keep_the_libraries_classes_and_pickle(fixture_root):
+    """Without verify, torchvision's md5 checks and tonic's _check_exists are skipped through a subclass made at run
+    time; the datasets kept are the libraries' own classes (spawned DataLoader workers unpickle them by name), and
+    the libraries' classes are left as they were."""
+    import tonic.datasets
+    import torchvision.datasets
+
+    for name, cls in (("cifar10", torchvision.datasets.CIFAR10), ("cifar100", torchvision.datasets.CIFAR100)):
+        test = build_dataset(name, fixture_root, T=2, seed=0, **OFFLINE)[2]
+        assert type(test.base) is cls and cls.test_list[0][1] is not None  # md5 sums still torchvision's
+        again = pickle.loads(pickle.dumps(test))
+        assert type(again.base) is cls and torch.equal(again[3][0], test[3][0]) and again.targets == test.targets
+    for name, cls in (("nmnist", tonic.datasets.NMNIST), ("dvslip", tonic.datasets.DVSLip)):
+        sources = events.tonic_sources(events.TONIC_SPECS[name], fixture_root, download=False, verify=False)
+        reader = sources["train"].read
+        # tonic's folder is <save_to>/<class name>: the subclass was named like its class
+        assert type(reader.dataset) is cls and Path(reader.dataset.location_on_system).name == cls.__name__
+        again = pickle.loads(pickle.dumps(reader))
+        assert type(again.dataset) is cls and all(np.array_equal(a, b) for a, b in zip(again(0), reader(0)))
+
+
 def test_static_spike_encoder_fires_with_the_pixel_intensity(fixture_root):
     direct = build_dataset("cifar10", fixture_root, T=2, seed=0, **OFFLINE)[2]
     spikes = build_dataset("cifar10", fixture_root, T=400, seed=0, encoder="spike", **OFFLINE)[2]

@@ -8,6 +8,7 @@ import resource
 import shutil
 import time
 import urllib.error
+import zipfile
 
 import numpy as np
 import pytest
@@ -219,15 +220,14 @@ def test_ogb_never_prompts_or_exits(tmp_path, monkeypatch):
         load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
     assert not (tmp_path / "ogbn_arxiv").exists()
 
-    # (2) OGB's "larger than 1 GB, proceed? (y/N)" input() prompt is refused, not read from stdin
-    class Big:
-        def info(self):
-            return {"Content-Length": str(5 << 30)}
-
-    monkeypatch.setattr(ogb_url.ur, "urlopen", lambda *a, **k: Big())
+    # (2) OGB's "larger than 1 GB, proceed? (y/N)" input() prompt is never reached (fsnn downloads, not OGB); a
+    # broken archive is a clear error
+    monkeypatch.setattr(ogb_url.ur, "urlopen", lambda *a, **k: _Served(b"not a zip", length=5 << 30))
     monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("input() was called"))
-    with pytest.raises(DatasetMissingError, match="interactive input"):
+    with pytest.raises(DatasetMissingError, match="download failed") as err:
         load_graph("ogbn_arxiv", data_dir=tmp_path, download=True)
+    assert "BadZipFile" in str(err.value) and not (tmp_path / "ogbn_arxiv").exists()
+    (tmp_path / "arxiv.zip").unlink()  # kept, as OGB keeps it; the next download would reuse it
 
     # (3) a folder without RELEASE_v1.txt (OGB would ask "Will you update the dataset now?")
     write_fixtures(tmp_path, ["ogbn_arxiv"])
@@ -241,6 +241,52 @@ def test_ogb_never_prompts_or_exits(tmp_path, monkeypatch):
     (tmp_path / "ogbn_arxiv/raw").mkdir(parents=True)
     with pytest.raises(DatasetMissingError, match="folder not found"):
         load_graph("ogbn_arxiv", data_dir=tmp_path, download=False)
+
+
+class _Served(io.BytesIO):
+    """What ``urllib.request.urlopen`` answers, for ogb's ``download_url``: the bytes and their Content-Length."""
+
+    def __init__(self, content: bytes, length: int | None = None):
+        super().__init__(content)
+        self.length = len(content) if length is None else length
+
+    def info(self):
+        return {"Content-Length": str(self.length)}
+
+
+def _arxiv_zip(tmp_path, without: str | None = None) -> bytes:
+    """arxiv.zip as OGB serves it (the folder 'arxiv'), holding the fixture's files, ``without`` one of them."""
+    write_fixtures(tmp_path / "served", ["ogbn_arxiv"])
+    folder = tmp_path / "served" / "ogbn_arxiv"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+            if f.relative_to(folder).as_posix() != without:
+                zf.write(f, "arxiv/" + f.relative_to(folder).as_posix())
+    return buffer.getvalue()
+
+
+def test_ogb_download_is_made_by_fsnn_and_never_prompts(tmp_path, monkeypatch):
+    import ogb.utils.url as ogb_url
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("input() was called"))
+    # an archive without one raw file is refused before OGB is constructed (its own download would prompt)
+    lacking = _arxiv_zip(tmp_path, without="raw/node-label.csv.gz")
+    monkeypatch.setattr(ogb_url.ur, "urlopen", lambda *a, **k: _Served(lacking))
+    with pytest.raises(DatasetMissingError, match="download failed") as err:
+        load_graph("ogbn_arxiv", data_dir=data_dir, download=True)
+    assert "lacks raw/node-label.csv.gz" in str(err.value)
+    shutil.rmtree(data_dir / "ogbn_arxiv")
+    # a complete archive (bigger than OGB's 1 GB prompt, by its Content-Length) is unpacked into ogbn_arxiv/
+    complete = _arxiv_zip(tmp_path)
+    monkeypatch.setattr(ogb_url.ur, "urlopen", lambda *a, **k: _Served(complete, length=5 << 30))
+    data = load_graph("ogbn_arxiv", data_dir=data_dir, split="public", download=True)
+    assert int(data.train_mask.sum()) > 0 and (data_dir / "ogbn_arxiv/RELEASE_v1.txt").is_file()
+    assert sorted(p.name for p in data_dir.iterdir()) == ["ogbn_arxiv"]  # archive and its folder 'arxiv' gone
+    again = load_graph("ogbn_arxiv", data_dir=data_dir, split="public", download=False)
+    assert torch.equal(again.test_mask, data.test_mask)
 
 
 def test_ogb_loads_under_weights_only_without_stdin(tmp_path):

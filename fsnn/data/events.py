@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Callable
-from unittest import mock
 
 import numpy as np
 import torch
@@ -464,11 +463,22 @@ def _extract_nested_caltech(location: Path) -> None:
         return
 
 
+def _listed(cls, save_to: str, train: bool | None):
+    """``cls(save_to, train=train)`` (a tonic dataset; ``train=None``: no such argument) without tonic's own
+    ``_check_exists``: a subclass that answers yes constructs it, named like ``cls`` because tonic's folder is
+    ``<save_to>/<class name>``."""
+    trusting = type(cls.__name__, (cls,), {"_check_exists": lambda self: True})
+    dataset = trusting(save_to=save_to, **({} if train is None else {"train": train}))
+    dataset.__class__ = cls  # tonic's own class again: a class made here cannot be pickled (EventReader is)
+    return dataset
+
+
 def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bool) -> dict[str, EventSource]:
     """Check the layout (downloading through tonic where it can), then list each split through tonic's class.
 
-    tonic's own ``_check_exists`` (archive present + file count) is bypassed while constructing, because the
-    layout was checked here already (archives may be gone after extraction); tonic's parsing is used unchanged.
+    tonic's own ``_check_exists`` (archive present + file count) is skipped while constructing (a subclass overrides
+    it), because the layout was checked here already (archives may be gone after extraction); tonic's parsing is
+    used unchanged.
     Raises :class:`DatasetMissingError` when the data is missing/incomplete and cannot be downloaded."""
     import tonic.datasets
 
@@ -504,8 +514,7 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
 
     sources = {}
     for split, (_, train) in spec.splits.items():
-        with mock.patch.object(cls, "_check_exists", return_value=True):
-            ds = cls(save_to=str(abspath(data_dir)), **({} if train is None else {"train": train}))
+        ds = _listed(cls, str(abspath(data_dir)), train)
         paths = [os.path.relpath(p, ds.location_on_system) for p in ds.data]
         order = sorted(range(len(paths)), key=paths.__getitem__)
         keys = [paths[i] for i in order]

@@ -217,27 +217,40 @@ def _pyg_dataset(cls, root: Path, name: str, missing: list[str]):
         return cls(str(root), name)
 
 
-class _OgbRefused(RuntimeError):
-    pass
+def _ogb_missing(folder: Path) -> list[str]:
+    """What ``folder`` (ogbn-arxiv's) lacks of OGB's layout, relative to it: with all of it there OGB neither asks
+    about a newer release nor enters its own download, the two places where it calls ``input()`` / ``exit()``."""
+    absent = [p for p in [folder / "RELEASE_v1.txt", *(folder / "raw" / f for f in OGB_RAW)] if not p.is_file()]
+    split_dir = folder / "split" / "time"
+    has_split = all((split_dir / f).is_file() for f in OGB_SPLIT) or (split_dir / "split_dict.pt").is_file()
+    return [str(p.relative_to(folder)) for p in absent] + ([] if has_split else ["split/time/*.csv.gz"])
 
 
-def _refuse(*args, **kwargs):
-    raise _OgbRefused(f"ogb asked for interactive input or tried to exit: {args}")
+def _download_ogb_arxiv(root: Path) -> None:
+    """``<root>/ogbn_arxiv`` from :data:`OGB_ARXIV_URL`, made as OGB's own download makes it but without its
+    "larger than 1 GB, proceed? (y/N)" ``input()`` and ``exit()``: ``download=True`` has decided already."""
+    from ogb.utils.url import download_url, extract_zip
+
+    archive = download_url(OGB_ARXIV_URL, str(root))
+    extract_zip(archive, str(root))
+    os.unlink(archive)
+    shutil.move(str(root / "arxiv"), str(root / "ogbn_arxiv"))  # the archive holds the folder 'arxiv'
+    missing = _ogb_missing(root / "ogbn_arxiv")
+    if missing:  # OGB would start its own download for them, which can prompt
+        raise RuntimeError(f"{OGB_ARXIV_URL} lacks {', '.join(missing)}")
 
 
 def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     """ogbn-arxiv through ``ogb.nodeproppred.PygNodePropPredDataset``, made safe for unattended runs:
 
     * OGB prompts with ``input()`` when ``<root>/ogbn_arxiv`` exists without ``RELEASE_v1.txt``, and its download
-      path can call ``input()`` / ``exit()``: the folder is checked first (an incomplete one raises
-      :class:`DatasetMissingError`; empty leftovers of a failed download are removed), and ``input`` / ``exit``
-      inside the ogb modules are replaced by a function that raises while the dataset is constructed.
+      can call ``input()`` / ``exit()``: the folder is checked first (an incomplete one raises
+      :class:`DatasetMissingError`; empty leftovers of a failed download are removed), and a missing one is
+      downloaded here, so OGB is only ever constructed on a complete folder and reaches neither.
     * ogb 1.3.6 reads its processed file with a plain ``torch.load``, which torch >= 2.6 refuses
       (``weights_only``): construction runs inside ``torch.serialization.safe_globals`` with the three PyG
       classes that file contains.
     """
-    from unittest import mock
-
     for leftover in (root / "ogbn_arxiv", root / "ogbn_arxiv_pyg"):
         _remove_empty_dirs(leftover)  # an empty folder from a failed download would trigger OGB's input() prompt
     folder = root / "ogbn_arxiv"
@@ -251,31 +264,22 @@ def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     get_it = (f"OGB downloads {OGB_ARXIV_URL} automatically when online (load_graph(..., download=True) or "
               f"FSNN_DATA_DOWNLOAD=1); offline, unzip arxiv.zip elsewhere and copy its folder 'arxiv' to "
               f"{root / 'ogbn_arxiv'} (with RELEASE_v1.txt, raw/, split/time/)")
-    absent = [p for p in [release, *raw_needed] if not p.is_file()]
-    has_split = all(p.is_file() for p in split_needed) or (split_dir / "split_dict.pt").is_file()
-    if folder.exists() and (absent or not has_split):
-        what = [str(p.relative_to(folder)) for p in absent] + ([] if has_split else ["split/time/*.csv.gz"])
-        raise dataset_missing(info.name, folder, f"incomplete: missing {', '.join(what)}", layout, get_it)
+    missing = _ogb_missing(folder)
+    if folder.exists() and missing:
+        raise dataset_missing(info.name, folder, f"incomplete: missing {', '.join(missing)}", layout, get_it)
     if not folder.exists() and not download:
         raise dataset_missing(info.name, folder, "folder not found (automatic download disabled)", layout, get_it)
 
-    import ogb.nodeproppred.dataset_pyg as ogb_dataset
-    import ogb.utils.url as ogb_url
     from ogb.nodeproppred import PygNodePropPredDataset
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
     from torch_geometric.data.storage import GlobalStorage
 
     safe = [DataEdgeAttr, DataTensorAttr, GlobalStorage]
     existed = folder.exists()
-    patches = [mock.patch.object(ogb_dataset, "input", _refuse, create=True),
-               mock.patch.object(ogb_dataset, "exit", _refuse, create=True),
-               mock.patch.object(ogb_url, "input", _refuse, create=True)]
     try:
-        with contextlib.ExitStack() as stack:
-            for p in patches:
-                stack.enter_context(p)
-            stack.enter_context(torch.serialization.safe_globals(safe))
-            stack.enter_context(warnings.catch_warnings())
+        if not existed:
+            _download_ogb_arxiv(root)
+        with torch.serialization.safe_globals(safe), warnings.catch_warnings():
             # pandas >= 3 hands ogb read-only arrays; torch.from_numpy then warns once (harmless: ogb copies)
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
             dataset = PygNodePropPredDataset(name="ogbn-arxiv", root=str(root))
