@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test test-slow test-cuda bench bench-cuda figures report fixtures docs docs-serve lock clean
+.PHONY: install train lint test test-slow test-cuda bench bench-cuda figures report fixtures docs docs-serve lock clean
 
 # TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU build first (the wheel on PyPI is the CUDA
 # build, about 6 GB with its GPU libraries); the constraints' version matches it (2.x.y matches 2.x.y+cpu)
@@ -22,7 +22,11 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 train: $(STAMP)
-	$(PY) train.py
+	$(VENV)/bin/fsnn-train
+
+# ruff over the whole tree, as configured in pyproject.toml: pyflakes, import order, complexity
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 tests
@@ -43,15 +47,15 @@ bench-cuda: $(STAMP)
 		--neurons sj_lif sj_lif_torch snntorch_leaky flif_torch flif lif --out results/bench/train_step_cuda_T256.json
 
 figures: $(STAMP)
-	$(PY) scripts/figures.py
-	$(PY) scripts/demo_neuron.py
+	$(VENV)/bin/fsnn-report figures
+	$(PY) docs/examples/demo_neuron.py
 
 # the reproduction report page, results/report/index.html, after what it shows: the paper tables (results/tables)
 # and the figures (results/figures) rebuilt from the committed runs' metrics.json
 report: $(STAMP)
-	$(PY) scripts/make_tables.py > /dev/null
-	$(PY) scripts/figures.py
-	$(PY) scripts/report.py
+	$(VENV)/bin/fsnn-report tables > /dev/null
+	$(VENV)/bin/fsnn-report figures
+	$(VENV)/bin/fsnn-report page
 
 # the documentation site, site/index.html (--strict: a broken link or a missing docstring fails the build)
 docs: $(STAMP)

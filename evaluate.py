@@ -2,7 +2,7 @@
 installed command ``fsnn-evaluate``; add ``study=energy`` for the layer-wise energy, ``robustness=events`` (vision) or
 ``robustness=graph`` (node classification) for the robustness study."""
 
-from fsnn.cli import evaluate
+from fsnn.suite.cli import evaluate
 
 if __name__ == "__main__":
     evaluate()

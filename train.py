@@ -4,7 +4,7 @@ as the installed command ``fsnn-train``.
 With no arguments it runs the offline default (digits_dvs + small DVSNet + f-LIF). See docs/getting-started.md.
 """
 
-from fsnn.cli import train
+from fsnn.suite.cli import train
 
 if __name__ == "__main__":
     train()

@@ -12,11 +12,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-# The names below are imported on first use (PEP 562), so that the commands (fsnn.cli) answer --help and refuse a
+# The names below are imported on first use (PEP 562), so that the commands (fsnn.suite.cli) answer --help and refuse a
 # typo without loading torch; static tools (type checkers, the API docs) read them from this block.
 if TYPE_CHECKING:
-    from fsnn.history import history_kernel, soe_bank
-    from fsnn.neurons import (
+    from fsnn.neurons.memory import history_kernel, soe_bank
+    from fsnn.neurons.modules import (
         FractionalIF,
         FractionalLIF,
         FractionalNeuron,
@@ -26,13 +26,13 @@ if TYPE_CHECKING:
         neuron_params,
         register_neuron,
     )
-    from fsnn.surrogate import SURROGATES, spike
+    from fsnn.neurons.surrogate import SURROGATES, spike
 
 _HOMES = {
-    "fsnn.history": ("history_kernel", "soe_bank"),
-    "fsnn.neurons": ("FractionalIF", "FractionalLIF", "FractionalNeuron", "build_neuron", "collect_alphas",
+    "fsnn.neurons.memory": ("history_kernel", "soe_bank"),
+    "fsnn.neurons.modules": ("FractionalIF", "FractionalLIF", "FractionalNeuron", "build_neuron", "collect_alphas",
                      "neuron_names", "neuron_params", "register_neuron"),
-    "fsnn.surrogate": ("SURROGATES", "spike"),
+    "fsnn.neurons.surrogate": ("SURROGATES", "spike"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 

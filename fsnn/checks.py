@@ -14,7 +14,16 @@ import functools
 import inspect
 import math
 import types
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Union, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Callable,
+    Literal,
+    Union,
+    get_args,
+    get_origin,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -81,7 +90,7 @@ def round_count(ratio: float, n: int) -> int:
 def as_generator(generator) -> torch.Generator:
     """A CPU ``torch.Generator``: the one given (its state advances), or a fresh one seeded with the int
     (``None`` -> seed 0), so every seeded draw in fsnn is reproducible."""
-    import torch  # here, not at the top: the config checks (fsnn.config, the commands) run without torch
+    import torch  # here, not at the top: the config checks (fsnn.suite.config, the commands) run without torch
 
     if isinstance(generator, torch.Generator):
         return generator
@@ -275,3 +284,7 @@ def check_arguments(function: Callable, arguments: dict) -> dict:
         if check is not None and name in out and not (optional and out[name] is None):
             out[name] = check(name, out[name])
     return out
+
+
+class ConfigError(ValueError):
+    """A config value, or a combination of options, that cannot work, reported before any data is loaded."""

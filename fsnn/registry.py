@@ -14,8 +14,8 @@ post-training studies are each a :class:`Registry`, looked up, listed, built and
   validates a config group with it, so an option is declared once: by the component that takes it. A source with a
   ``check_options(options)`` also refuses combinations there (an :class:`fsnn.checks.OptionError` naming the option).
 
-:func:`registry` finds a registry by what it holds, importing the module that fills it, so that code which only
-checks names and options (the config layer) imports no component.
+Each registry lives beside the components that fill it (:data:`fsnn.neurons.modules.NEURONS`,
+:data:`fsnn.models.registry.BACKBONES`, ...); whoever checks names imports that package.
 
 A component that needs an optional library imports it with :func:`require`; without it the user reads one
 line naming the ``fsnn[extra]`` to install (:class:`MissingExtraError`).
@@ -36,10 +36,6 @@ from fsnn.checks import foreign_option, option_check
 
 #: the kinds of data: what a dataset is (``DatasetInfo.kind``), what a backbone and a task take
 DATA_KINDS = ("event", "static", "graph", "sequence")
-#: the module that fills each registry, imported by :func:`registry` on first use
-HOMES = {"neuron": "fsnn.neurons", "backbone": "fsnn.models", "dataset": "fsnn.data", "task": "fsnn.tasks",
-         "corruption": "fsnn.robustness", "study": "fsnn.studies"}
-_REGISTRIES: dict[str, Registry] = {}
 
 
 def did_you_mean(word, choices: Collection) -> str:
@@ -78,15 +74,6 @@ class UnknownNameError(KeyError, ValueError):
         return self.args[0]
 
 
-def registry(what: str) -> Registry:
-    """The registry of ``what`` (``"neuron"``, ``"backbone"``, ``"dataset"``, ``"task"``, ``"corruption"``,
-    ``"study"``), filled by importing its home module."""
-    if what not in HOMES:
-        raise UnknownNameError("registry", what, HOMES)
-    importlib.import_module(HOMES[what])
-    return _REGISTRIES[what]
-
-
 @dataclass
 class _Entry:
     obj: Any = None  # None while a lazy entry is not imported
@@ -105,7 +92,6 @@ class Registry(Mapping):
         self.what, self.supplied = what, frozenset(supplied)
         self._entries: dict[str, _Entry] = {}
         self._schemas: dict[str, type] = {}
-        _REGISTRIES.setdefault(what, self)  # the first registry of a kind is the one components fill
 
     @staticmethod
     def key(name) -> str:

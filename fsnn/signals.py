@@ -1,7 +1,7 @@
 """How every fsnn command stops on a signal that ends a process (a scheduler's SIGTERM, Ctrl-C's SIGINT, a closed
 terminal's SIGHUP): at once, with one line saying what it wrote and what it did not, and exit status 128 + the
 signal's number (143, 130, 129), as a shell reports a process the signal killed, so that a scheduler never sees a
-stopped command as a success. Files are written whole or not at all (:func:`fsnn.files.write_atomic`), so what a
+stopped command as a success. Files are written whole or not at all (:func:`fsnn.atomic.write_atomic`), so what a
 command had not finished is what it had been before.
 """
 

@@ -8,7 +8,7 @@ forward + ``spikes.sum()`` + backward (gradients reach the Linear weights/bias a
 Neurons (``--only`` picks a subset by these names):
 
 * ``sj_lif``          SpikingJelly ``neuron.LIFNode(tau=2, v_reset=None, step_mode="m")``, ``surrogate.Sigmoid(alpha=5)``
-                      (driven directly, not through ``fsnn.baselines``, so the numbers are what SJ users get)
+                      (driven directly, not through ``fsnn.neurons.baselines``, so the numbers are what SJ users get)
 * ``snntorch_leaky``  snnTorch ``Leaky(beta=0.5, reset_mechanism="subtract")``, sigmoid surrogate (slope=5, the same
                       function as SJ's ``Sigmoid(alpha=5)``), Python loop over T
 * ``fsnn_auto``, ``fsnn_direct``, ``fsnn_soe``  ``FractionalLIF(alpha=0.5, tau=2, engine=...)``
@@ -64,7 +64,8 @@ import threading
 import time
 from pathlib import Path
 
-from fsnn.files import package_versions, write_json_atomic
+from fsnn.atomic import write_json_atomic
+from fsnn.provenance import package_versions
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = Path("results") / "bench" / "neurons.json"  # under the current directory
@@ -430,7 +431,7 @@ def gpu_main(args) -> int:
     """Parent: one child process per neuron (SpikingJelly reads its dispatch choice at import)."""
     import torch
 
-    from fsnn.files import device_description
+    from fsnn.provenance import device_description
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

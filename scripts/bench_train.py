@@ -137,7 +137,8 @@ def main() -> None:
         print(MARK + json.dumps(child(args.child, args)), flush=True)
         return
 
-    from fsnn.files import device_description, package_versions, write_json_atomic
+    from fsnn.atomic import write_json_atomic
+    from fsnn.provenance import device_description, package_versions
 
     on_gpu = args.device.startswith("cuda")
     if on_gpu:

@@ -43,6 +43,7 @@ import torch
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "tests"))
 from zipdata import flip_tensor_byte, member_span  # noqa: E402 - the tests' helper, to damage files the same way
+
 TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
         "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
 GESTURE = ["dataset=dvsgesture", "backbone=dvsnet", "backbone.channels=8", "dataset.size=32", "dataset.T=4",
@@ -88,7 +89,7 @@ MODULE_VALUES = [
 HOLD = """
 import sys, time
 from pathlib import Path
-from fsnn.files import run_lock
+from fsnn.suite.runfiles import run_lock
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)
@@ -117,7 +118,8 @@ class Probe:
     def run(self, script: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None,
             umask: int | None = None) -> tuple[int | None, str]:
         """``(exit status or None on timeout, stdout + stderr)``."""
-        command = [sys.executable, str(self.root / script), *args]
+        command = [sys.executable, *(["-m", "fsnn.report"] if script == "fsnn-report" else [str(self.root / script)]),
+                   *args]
         try:
             proc = subprocess.run(command, cwd=cwd, env=self.env(**(env or {})), capture_output=True, text=True,
                                   timeout=timeout, preexec_fn=None if umask is None else (lambda: os.umask(umask)))
@@ -356,7 +358,7 @@ class Probe:
         if m.get("status") == "complete":
             m["test_acc"] = float("nan")
             (run / "metrics.json").write_text(json.dumps(m))
-            rc, out = self.run("scripts/make_tables.py", "--results", str(cwd / "results"), "--out",
+            rc, out = self.run("fsnn-report", "tables", "--results", str(cwd / "results"), "--out",
                                str(cwd / "tables"), cwd=cwd)
             counted = "1 complete" in out
             outcome = ("traceback" if "Traceback" in out else "clear" if str(run / "metrics.json") in out
@@ -588,7 +590,7 @@ class Probe:
                   "val_acc_best": 0.5, "recipe": "../../../victim", "seed": 0, "epochs": 1,
                   "task": "table2_node_classification", "config": config}
         (run / "metrics.json").write_text(json.dumps(record))
-        rc, out = self.run("scripts/make_tables.py", "--results", str(results), "--out", str(out_dir), cwd=cwd)
+        rc, out = self.run("fsnn-report", "tables", "--results", str(results), "--out", str(out_dir), cwd=cwd)
         escaped = [p.name for p in cwd.rglob("victim*")]
         self.record("confined", "make_tables: a record's recipe ../../../victim",
                     "traceback" if "Traceback" in out else "clear" if "recipe" in out and not escaped else "silent",
@@ -598,7 +600,7 @@ class Probe:
         (run / "robustness.json").write_text(json.dumps({
             "robustness": "graph", "metric": "acc", "metric_unit": "fraction", "clean": 0.5, "config": config,
             "corruptions": {"feature_mask": {"levels": [0.1, 0.2], "acc": [0.4, 0.3], "score": 70.0}}}))
-        rc, out = self.run("scripts/figures.py", "--results", str(results), "--out", str(cwd / "a" / "figures"),
+        rc, out = self.run("fsnn-report", "figures", "--results", str(results), "--out", str(cwd / "a" / "figures"),
                            cwd=cwd, timeout=900)
         escaped = [str(p.relative_to(cwd)) for p in cwd.rglob("*victim_figure*") if p.parent != cwd / "a" / "figures"]
         self.record("confined", "figures.py: a record's dataset name ../../../../x",
@@ -609,7 +611,7 @@ class Probe:
         cwd, run = self.copy_run(ref, "crafted-paths")
         victim = cwd / "victim.ckpt"
         victim.write_text("kept")
-        code = ("import sys, torch; from pathlib import Path; from fsnn.checkpoint import save_checkpoint\n"
+        code = ("import sys, torch; from pathlib import Path; from fsnn.suite.checkpoint import save_checkpoint\n"
                 "run, victim = Path(sys.argv[1]), sys.argv[2]\npath = run / 'checkpoints' / 'last.ckpt'\n"
                 "state = torch.load(path, weights_only=True)\nconfig = state.pop('fsnn')['config']\n"
                 "for key, value in state['callbacks'].items():\n    if 'best_model_path' in value:\n"
@@ -729,7 +731,7 @@ class Probe:
             "status": "complete", "metric": "acc", "metric_unit": "fraction", "test_acc": 1e300, "val_acc_best": -5,
             "recipe": "matched", "seed": 0, "epochs": 1, "task": "table2_node_classification",
             "config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}}}))
-        rc, out = self.run("scripts/make_tables.py", "--results", str(cwd / "results"), "--out", str(cwd / "t"),
+        rc, out = self.run("fsnn-report", "tables", "--results", str(cwd / "results"), "--out", str(cwd / "t"),
                            cwd=cwd)
         counted = "1 complete" in out
         self.record("library", "make_tables: test_acc 1e300, val_acc_best -5",

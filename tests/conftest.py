@@ -23,7 +23,7 @@ os.environ.setdefault("FSNN_DATA_VERIFY", "0")
 os.environ.setdefault("FSNN_DATA_DOWNLOAD", "0")
 if not torch.cuda.is_available():
     # the Triton kernels run on CPU tensors through Triton's interpreter; it is chosen when a kernel is
-    # defined, so before anything imports fsnn.kernels
+    # defined, so before anything imports fsnn.neurons.triton_kernels
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
@@ -57,8 +57,21 @@ def robustness_levels(study: str) -> dict[str, list[float]]:
 
 
 def run_app(script: str, *overrides: str, cwd: Path, env: dict | None = None, timeout: int = 600):
-    """Run ``train.py``/``evaluate.py`` (or a ``scripts/`` file) of this checkout as a user would, from ``cwd``;
-    returns the CompletedProcess."""
+    """Run ``train.py``/``evaluate.py`` (or a ``scripts/`` file, or ``fsnn-report``) of this checkout as a user
+    would, from ``cwd``; returns the CompletedProcess."""
     full_env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, str(ROOT / script), *overrides], cwd=cwd, env=full_env,
+    command = ["-m", "fsnn.report"] if script == "fsnn-report" else [str(ROOT / script)]
+    return subprocess.run([sys.executable, *command, *overrides], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def registries() -> dict:
+    """Every registry of fsnn, by what it holds (``Registry.what``)."""
+    from fsnn.data.registry import DATASETS
+    from fsnn.models.registry import BACKBONES
+    from fsnn.neurons.modules import NEURONS
+    from fsnn.suite.robustness import CORRUPTIONS
+    from fsnn.suite.studies import STUDIES
+    from fsnn.suite.tasks import TASKS
+
+    return {r.what: r for r in (NEURONS, BACKBONES, DATASETS, TASKS, CORRUPTIONS, STUDIES)}

@@ -50,7 +50,7 @@ def other_command(command: str, name: str) -> str:
     if command == "evaluate":  # as its first test pass starts, or the energy study measures its batch
         import lightning
 
-        import fsnn.studies as studies
+        import fsnn.suite.studies as studies
 
         def signalled(function):
             def signalled_function(*args, **kwargs):
@@ -63,7 +63,7 @@ def other_command(command: str, name: str) -> str:
         studies.energy_report = signalled(studies.energy_report)
         return "evaluate.py"
     if command == "make_tables":
-        import fsnn.tables as tables
+        import fsnn.report.tables as tables
 
         write = tables.write_text_atomic
 
@@ -73,25 +73,34 @@ def other_command(command: str, name: str) -> str:
             return written
 
         tables.write_text_atomic = write_then_signal
-        return "scripts/make_tables.py"
+        return "tables"
     if command == "report":
-        import fsnn.report as report
+        import fsnn.report.page as report
 
         render = report.render
         report.render = lambda *args, **kwargs: (send(name), render(*args, **kwargs))[1]
-        return "scripts/report.py"
+        return "page"
     raise SystemExit(f"unknown command {command!r}")
+
+
+def run_other_command(command: str, name: str) -> None:
+    """Run ``command`` (patched by :func:`other_command`) as its user types it."""
+    script = other_command(command, name)
+    if script == "evaluate.py":
+        sys.argv[0] = str(ROOT / script)
+        runpy.run_path(str(ROOT / script), run_name="__main__")
+    else:  # fsnn-report tables|page
+        sys.argv[:1] = ["fsnn-report", script]
+        runpy.run_module("fsnn.report", run_name="__main__")
 
 
 def main(when: str) -> None:
     command, _, name = when.partition(":")
     if command in ("evaluate", "make_tables", "report"):
-        script = other_command(command, name)
-        sys.argv[0] = str(ROOT / script)
-        runpy.run_path(str(ROOT / script), run_name="__main__")
+        run_other_command(command, name)
         return
-    import fsnn.checkpoint as checkpoint
-    from fsnn.training import ClassifierModule
+    import fsnn.suite.checkpoint as checkpoint
+    from fsnn.suite.lightning import ClassifierModule
 
     if when == "mid-epoch":
         step = ClassifierModule.training_step
@@ -117,7 +126,7 @@ def main(when: str) -> None:
 
         lightning.Trainer.test = lambda *args, **kwargs: die()
     elif when.startswith("disk-full:"):
-        import fsnn.files as files
+        import fsnn.atomic as files
 
         name = when.split(":", 1)[1]
 

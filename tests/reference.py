@@ -11,12 +11,12 @@ import math
 
 import torch
 
-from fsnn.surrogate import spike
+from fsnn.neurons.surrogate import spike
 
 
 def fsnn_neuron(x, kernel, *, tau, theta, leak=True, reset="soft", v_reset=0.0,
                 detach_reset=False, surrogate="sigmoid", scale=5.0, memory=None):
-    """fsnn convention (fsnn/dynamics.py): currents convolved with ``kernel``, reset as a current."""
+    """fsnn convention (fsnn/neurons/dynamics.py): currents convolved with ``kernel``, reset as a current."""
     T = x.shape[0]
     u_init = v_reset if reset == "hard" else 0.0
     currents, spikes, potentials = [], [], []

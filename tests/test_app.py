@@ -15,17 +15,17 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
+from conftest import CONF, run_app
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from conftest import CONF, run_app
 from fsnn import build_neuron
-from fsnn.models import backbone_names, build_backbone
 from fsnn.data.modules import SplitDataModule
-from fsnn.training import NonFiniteLossError, SpikingClassifier
+from fsnn.models import backbone_names, build_backbone
+from fsnn.suite.lightning import NonFiniteLossError, SpikingClassifier
 
 DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
 BACKBONE_CFGS = sorted(p.stem for p in (CONF / "backbone").glob("*.yaml"))
@@ -58,8 +58,8 @@ def test_every_combination_composes(dataset):
 
 @pytest.mark.parametrize("dataset,backbone", [("cora", "dvsnet"), ("dvsgesture", "sgcn"), ("digits_dvs", "msg")])
 def test_incompatible_pair_fails_before_loading_data(compose_cfg, dataset, backbone):
-    from fsnn.config import ConfigError
-    from fsnn.tasks import build_task
+    from fsnn.checks import ConfigError
+    from fsnn.suite.tasks import build_task
 
     cfg = compose_cfg(f"dataset={dataset}", f"backbone={backbone}", "paths.data_dir=/nonexistent")
     with pytest.raises(ConfigError, match=backbone):
@@ -67,8 +67,8 @@ def test_incompatible_pair_fails_before_loading_data(compose_cfg, dataset, backb
 
 
 def test_link_task_needs_msg(compose_cfg):
-    from fsnn.config import ConfigError
-    from fsnn.tasks import build_task
+    from fsnn.checks import ConfigError
+    from fsnn.suite.tasks import build_task
 
     with pytest.raises(ConfigError, match="msg"):
         build_task(compose_cfg("dataset=cora", "backbone=sgcn", "task=link"))
@@ -93,7 +93,7 @@ def test_neurons_share_hyperparameters_except_the_neuron(compose_cfg):
 
 
 def test_run_folder_follows_the_command(compose_cfg):
-    from fsnn.app import run_dir_name
+    from fsnn.suite.run import run_dir_name
 
     assert run_dir_name(None, []) == "default"
     assert run_dir_name(None, ["neuron=flif", "dataset=dvsgesture"]) == "dataset-dvsgesture+neuron-flif"
@@ -315,7 +315,7 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = [json.loads(p.read_text()) for p in (tmp_path / "results" / "table1_neuromorphic_smoke").glob("*/metrics.json")]
     assert len(runs) == 8 * 4 and all(r["status"] == "complete" for r in runs)
-    from fsnn.tables import make_tables
+    from fsnn.report.tables import make_tables
 
     make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
     assert (tmp_path / "tables" / "neuromorphic.md").exists() and (tmp_path / "tables" / "neuromorphic.tex").exists()
@@ -340,7 +340,7 @@ def test_table2_smoke_sweep_then_table(tmp_path, data_root):
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = list((tmp_path / "results" / "table2_node_classification_smoke").glob("*/metrics.json"))
     assert len(runs) == 6 * 2 * 4
-    from fsnn.tables import make_tables
+    from fsnn.report.tables import make_tables
 
     make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
     md = (tmp_path / "tables" / "node_classification.md").read_text()

@@ -18,7 +18,8 @@ import torch
 from torch.func import functional_call
 from torch.utils.checkpoint import checkpoint
 
-from fsnn import FractionalLIF, kernels
+from fsnn import FractionalLIF
+from fsnn.neurons import triton_kernels as kernels
 
 ENGINES = ["direct", "soe", "triton", "spikede"]
 FLAGS = ["none", "learn_alpha", "learn_tau", "learn_threshold"]

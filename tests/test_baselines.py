@@ -1,4 +1,4 @@
-"""Baseline adapters (fsnn.baselines) against the raw SpikingJelly 2.0.0 / snnTorch 1.0.0 neurons."""
+"""Baseline adapters (fsnn.neurons.baselines) against the raw SpikingJelly 2.0.0 / snnTorch 1.0.0 neurons."""
 
 import copy
 import inspect
@@ -9,12 +9,11 @@ import pytest
 import snntorch
 import torch
 from omegaconf import OmegaConf
-from spikingjelly.activation_based import functional
-from spikingjelly.activation_based import neuron as sj_neuron
+from spikingjelly.activation_based import functional, neuron as sj_neuron
 
 from fsnn import build_neuron
-from fsnn.baselines import SJIF, SJLIF, SJPLIF, SnnTorchLeaky
-from fsnn.surrogate import SURROGATE_DEFAULT_SCALE as SURROGATES
+from fsnn.neurons.baselines import SJIF, SJLIF, SJPLIF, SnnTorchLeaky
+from fsnn.neurons.surrogate import SURROGATE_DEFAULT_SCALE as SURROGATES
 
 SURROGATE_NAMES = list(SURROGATES)
 

@@ -18,9 +18,10 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from fsnn.app import run_dir_name
-from fsnn.config import ConfigError, check_config
-from fsnn.files import NAME_MAX, fitting_name
+from fsnn.checks import ConfigError
+from fsnn.records import NAME_MAX, fitting_name
+from fsnn.suite.config import check_config
+from fsnn.suite.run import run_dir_name
 
 TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
         "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
@@ -115,7 +116,7 @@ def test_the_run_name_and_task_name_through_train_py_are_refused_before_any_fold
 
 # -- paths stored in files a run reads -------------------------------------------------------------------------------
 def test_a_checkpoints_stored_paths_name_files_of_its_own_folder(tmp_path):
-    from fsnn.checkpoint import RelativeModelCheckpoint
+    from fsnn.suite.checkpoint import RelativeModelCheckpoint
 
     folder = tmp_path / "run" / "checkpoints"
     callback = RelativeModelCheckpoint(dirpath=folder, filename="best", monitor="val/acc", mode="max")
@@ -130,23 +131,23 @@ def test_a_checkpoints_stored_paths_name_files_of_its_own_folder(tmp_path):
 
 
 def test_a_sweep_jobs_file_from_the_environment_is_used_only_in_its_sweep(compose_cfg, tmp_path, monkeypatch):
-    from fsnn import app
+    from fsnn.suite import sweeps
 
     victim = tmp_path / "victim"
-    monkeypatch.setenv(app.SWEEP_JOBS, str(victim))
+    monkeypatch.setenv(sweeps.SWEEP_JOBS, str(victim))
     HydraConfig.instance().set_config(compose_cfg(f"paths.results_dir={tmp_path}"))
-    assert app._sweep_jobs() is None  # a single run: no sweep to list it in
+    assert sweeps.sweep_jobs_file() is None  # a single run: no sweep to list it in
     sweep = compose_cfg(f"paths.results_dir={tmp_path}")
     sweep.hydra.mode = "MULTIRUN"
     HydraConfig.instance().set_config(sweep)
-    assert app._sweep_jobs() is None  # a multirun, but not its sweep's file
+    assert sweeps.sweep_jobs_file() is None  # a multirun, but not its sweep's file
     listed = (tmp_path / "train" / ".sweep-123").resolve()
-    monkeypatch.setenv(app.SWEEP_JOBS, str(listed))
-    assert app._sweep_jobs() == listed
+    monkeypatch.setenv(sweeps.SWEEP_JOBS, str(listed))
+    assert sweeps.sweep_jobs_file() == listed
 
 
 def test_a_robustness_figure_is_named_inside_its_folder(tmp_path):
-    from fsnn.figures import run_figures
+    from fsnn.report.figures import run_figures
 
     outside = tmp_path / "outside"
     run = tmp_path / "results" / "table2_node_classification" / "run"
@@ -166,7 +167,7 @@ def test_a_robustness_figure_is_named_inside_its_folder(tmp_path):
 
 # -- evaluate.py's run_dir ------------------------------------------------------------------------------------------
 def test_a_path_the_shell_split_or_hydra_cannot_parse_is_named_with_how_to_quote_it(capsys):
-    from fsnn.commandline import check_command_line
+    from fsnn.suite.overrides import check_command_line
 
     for argv, value in ((["run_dir=/my", "runs/x"], "/my runs/x"), (["run_dir=/my runs (1)"], "/my runs (1)")):
         with pytest.raises(SystemExit) as stopped:
@@ -178,7 +179,7 @@ def test_a_path_the_shell_split_or_hydra_cannot_parse_is_named_with_how_to_quote
 
 
 def test_evaluate_on_a_read_only_run_folder_is_one_line_before_any_folder(compose_cfg, tmp_path, monkeypatch):
-    from fsnn.studies import check_eval_config
+    from fsnn.suite.evaluate import check_eval_config
 
     run = tmp_path / "run"
     (run / ".hydra").mkdir(parents=True)

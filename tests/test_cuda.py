@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fsnn import FractionalIF, FractionalLIF, build_neuron, kernels
+from fsnn import FractionalIF, FractionalLIF, build_neuron
 from fsnn.models import build_backbone
-from fsnn.surrogate import SURROGATES
+from fsnn.neurons import triton_kernels as kernels
+from fsnn.neurons.surrogate import SURROGATES
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CUDA = torch.device("cuda")

@@ -16,13 +16,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import run_app
 from zipdata import member_span
-from fsnn.data import DATASETS, DatasetMissingError, build_dataset, dataset_info, events_to_frames, frame_slices
-from fsnn.data import digits_dvs, events
+
+from fsnn.data import (
+    DATASETS,
+    DatasetMissingError,
+    build_dataset,
+    dataset_info,
+    digits_dvs,
+    events,
+    events_to_frames,
+    frame_slices,
+)
 from fsnn.data.common import stratified_split
-from fsnn.data.fixtures import DVSLIP_WORDS, FIXTURE_NAMES, NCALTECH_CLASSES, write_fixtures
+from fsnn.data.fixtures import (
+    DVSLIP_WORDS,
+    FIXTURE_NAMES,
+    NCALTECH_CLASSES,
+    write_fixtures,
+)
 from fsnn.data.static import NORMALIZATION
 
 EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini"]

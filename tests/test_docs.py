@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from conftest import ROOT
+from conftest import ROOT, registries
 from test_report import CHROMIUM, FLAGS, needs_chromium
 
 #: where the browser test keeps its screenshot (ignored by git, beside the report page's)
@@ -89,7 +88,7 @@ def test_caputo_derivative_renders_offline(site, tmp_path):
 
 @needs_chromium
 def test_docstring_equations_render(site, tmp_path):
-    """The API page of the dynamics renders the equations of :mod:`fsnn.dynamics` and :mod:`fsnn.history` from their
+    """The API page of the dynamics renders the equations of :mod:`fsnn.neurons.dynamics` and :mod:`fsnn.neurons.memory` from their
     docstrings, offline too."""
     facts = math_in_browser(site / "api" / "dynamics.html", tmp_path / "profile")
     assert facts["remote"] == facts["errors"] == facts["katexErrors"] == facts["unrendered"] == []
@@ -119,11 +118,8 @@ def public_api() -> dict[str, object]:
     """``{where: callable}``: every class and function of ``fsnn.__all__``, every entry of every registry (a dataset
     by its builder, a task kind by its public methods), and a neuron's ``forward``."""
     import fsnn
-    from fsnn.registry import HOMES, registry
-
     found = {f"fsnn.{name}": getattr(fsnn, name) for name in fsnn.__all__}
-    for what in HOMES:
-        entries = registry(what)
+    for what, entries in registries().items():
         for name in entries.names():
             entry = entries.get(name)
             if what == "dataset":
@@ -171,11 +167,11 @@ def test_the_neuron_page_explains_every_argument(site):
     """FractionalLIF's API page shows all 17 constructor arguments with a description (its parent's ``__init__``
     docstring, merged) and the neurons' ``forward`` documents ``return_state``."""
     page = (site / "api" / "neurons.html").read_text()
-    section = page[page.index('id="fsnn.neurons.FractionalLIF"'):page.index('id="fsnn.neurons.FractionalIF"')]
+    section = page[page.index('id="fsnn.neurons.modules.FractionalLIF"'):page.index('id="fsnn.neurons.modules.FractionalIF"')]
     for name in inspect.signature(__import__("fsnn").FractionalLIF).parameters:
         assert f"<code>{name}</code>" in section, name
     assert "a number in" in section  # the range of an opaque type, Alpha, in words
-    forward = page[page.index('id="fsnn.neurons.FractionalNeuron.forward"'):]
+    forward = page[page.index('id="fsnn.neurons.modules.FractionalNeuron.forward"'):]
     assert "<code>return_state</code>" in forward[:forward.index('class="doc doc-heading"', 100)]
 
 

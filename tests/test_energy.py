@@ -1,4 +1,4 @@
-"""Energy accounting (fsnn.energy, scripts/energy.py) against hand calculations, and the energy study of a trained run
+"""Energy accounting (fsnn.models.energy, scripts/bench_energy.py) against hand calculations, and the energy study of a trained run
 (evaluate.py study=energy, train.py study=energy)."""
 
 from __future__ import annotations
@@ -8,14 +8,20 @@ import math
 
 import pytest
 import torch
+from conftest import run_app
 from torch import nn
 
-from fsnn.energy import E_AC_PJ, E_MAC_PJ, count_operations, energy_report, format_table, neuron_energy_pj
+from fsnn.models.energy import (
+    E_AC_PJ,
+    E_MAC_PJ,
+    count_operations,
+    energy_report,
+    format_table,
+    neuron_energy_pj,
+)
 from fsnn.models.layers import SeqConv2d, SeqFold
-from fsnn.neurons import FractionalLIF, build_neuron
-from fsnn.training import firing_rates
-
-from conftest import run_app
+from fsnn.neurons.modules import FractionalLIF, build_neuron
+from fsnn.suite.lightning import firing_rates
 
 KAPPA = E_MAC_PJ / E_AC_PJ
 
@@ -138,7 +144,7 @@ def test_flif_energy_exceeds_lif_and_grows_with_memory():
 @pytest.mark.parametrize("name,alpha,kind", [("lif", None, "LIF"), ("flif", 0.5, "f-LIF"), ("fif", 0.5, "f-LIF"),
                                              ("fif", 1.0, "IF"), ("sj_lif", None, "LIF"), ("sj_if", None, "IF")])
 def test_neuron_kinds(name, alpha, kind):
-    from fsnn.energy import neuron_kind
+    from fsnn.models.energy import neuron_kind
 
     try:
         neuron = build_neuron(name) if alpha is None else build_neuron(name, alpha=alpha)
@@ -150,7 +156,7 @@ def test_neuron_kinds(name, alpha, kind):
 
 def test_quick_mode_script(tmp_path):
     out = tmp_path / "quick.json"
-    proc = run_app("scripts/energy.py", "--backbone", "dvsnet_small", "--dataset", "digits_dvs", "--neuron", "flif",
+    proc = run_app("scripts/bench_energy.py", "--backbone", "dvsnet_small", "--dataset", "digits_dvs", "--neuron", "flif",
                    "--T", "4", "--batch", "2", "--out", str(out), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Synaptic energy share" in proc.stdout

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run_app
 from omegaconf import OmegaConf
 
-from conftest import run_app
-from fsnn.figures import memory_horizon_figure
-from fsnn.tables import build_table, load_spec, make_tables, scan_runs
+from fsnn.report.collect import scan_runs
+from fsnn.report.figures import memory_horizon_figure
+from fsnn.report.tables import build_table, load_spec, make_tables
 
 # experiment -> (jobs, table id, cells of that table each filled by exactly one run)
 SMOKES = {
@@ -57,8 +58,9 @@ def test_smoke_is_the_full_sweep_shrunk(compose_cfg, experiment):
 def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
     """The legacy row of the link-prediction table: every departure of the authors' MSG code switched on at once, the
     rest of the experiment unchanged; the link switches are refused for node classification."""
-    from fsnn.config import ConfigError, check_config
-    from fsnn.tasks import build_task
+    from fsnn.checks import ConfigError
+    from fsnn.suite.config import check_config
+    from fsnn.suite.tasks import build_task
 
     base = compose_cfg("experiment=table_link_prediction", "dataset=photo", f"neuron={neuron}")
     cfg = compose_cfg("experiment=table_link_prediction", "dataset=photo", f"+recipe_switch={neuron}/msg_authors")
@@ -262,7 +264,7 @@ def test_citeseer_recipe_ablation_is_the_cora_one_on_citeseer(compose_cfg):
 
 def test_recipe_ablation_cases_build_their_model(compose_cfg):
     from fsnn.models import build_backbone
-    from fsnn.tasks import graph_options
+    from fsnn.suite.tasks import graph_options
 
     for case in _ablation_cases(compose_cfg):
         cfg = compose_cfg(*ABLATION, f"+recipe_switch={case}")

@@ -1,4 +1,4 @@
-"""The figures (fsnn.figures, scripts/figures.py): files written, data from runs, skips without data, and what a
+"""The figures (fsnn.report.figures, fsnn-report figures): files written, data from runs, skips without data, and what a
 reviewer checks: legible text, every mark in a legend, families of colours, error bars, the paper only where the
 protocol is the paper's, the same bytes from the same runs."""
 
@@ -10,10 +10,11 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pytest
-
 from conftest import robustness_levels, run_app
-from fsnn import figures
-from fsnn.robustness import robustness_score
+
+from fsnn.neurons.modules import neuron_label
+from fsnn.report import figures, style, theory
+from fsnn.suite.robustness import robustness_score
 
 LEVELS = robustness_levels("events")
 
@@ -28,7 +29,8 @@ def drawn(monkeypatch):
         seen[name] = fig
         return save(fig, out, name)
 
-    monkeypatch.setattr(figures, "save", keep)
+    for module in (figures, theory):  # each draws with the save it imported
+        monkeypatch.setattr(module, "save", keep)
     return seen
 
 
@@ -36,7 +38,7 @@ def small_text(fig) -> list[tuple[str, float]]:
     """Visible texts of ``fig`` below the minimum size, once drawn (tick labels exist only then)."""
     fig.draw_without_rendering()
     return [(t.get_text(), t.get_fontsize()) for t in fig.findobj(matplotlib.text.Text)
-            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < figures.MIN_FONT_PT]
+            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < style.MIN_FONT_PT]
 
 
 def legend_texts(fig) -> list[str]:
@@ -69,8 +71,8 @@ def _run(neuron: str, rates: dict, dataset: str = "dvsgesture", **extra) -> dict
 
 def test_theory_figures_are_computed_and_written(tmp_path, drawn):
     lines = []
-    paths = figures.relaxation_figure(tmp_path, dt=0.1, t_max=5.0, t_lin=2.0, echo=lines.append)
-    paths += figures.kernel_figure(tmp_path, steps=101, echo=lines.append)
+    paths = theory.relaxation_figure(tmp_path, dt=0.1, t_max=5.0, t_lin=2.0, echo=lines.append)
+    paths += theory.kernel_figure(tmp_path, steps=101, echo=lines.append)
     assert [p.name for p in paths] == ["mittag_leffler_relaxation.png", "mittag_leffler_relaxation.pdf",
                                        "kernel_decay.png", "kernel_decay.pdf"]
     assert all(_is_figure(p) for p in paths)
@@ -78,7 +80,7 @@ def test_theory_figures_are_computed_and_written(tmp_path, drawn):
     # the printed diagnostics come from the computation: the fitted kernel slopes approach alpha - 1
     slopes = [float(line.split("= ")[1].split()[0]) for line in lines if "kernel alpha" in line]
     assert slopes == pytest.approx([-0.8, -0.6, -0.4, -0.2], abs=0.01)
-    t, relax = figures.simulate_relaxation(1.0, dt=0.01, t_max=2.0, engine="direct")
+    t, relax = theory.simulate_relaxation(1.0, dt=0.01, t_max=2.0, engine="direct")
     assert np.allclose(relax, np.exp(-t), atol=0.01)  # alpha = 1: the exponential
 
 
@@ -88,7 +90,7 @@ def test_robustness_figures_curves_and_radar(tmp_path, drawn):
     assert [p.name for p in paths] == ["study_curves.png", "study_curves.pdf", "study_radar.png", "study_radar.pdf"]
     assert all(_is_figure(p) for p in paths)
     assert all(small_text(fig) == [] for fig in drawn.values())
-    assert legend_texts(drawn["study_curves"]) == ["f-LIF (f-SNN) (n=2)", "LIF (SpikingJelly) (n=1)"]
+    assert legend_texts(drawn["study_curves"]) == ["f-LIF (n=2)", "LIF (SpikingJelly) (n=1)"]
     # fewer than three corruptions: curves only, and a radar left from an earlier study is removed
     few = [_study("flif", 0.1, corruptions=("gaussian_noise", "frame_discard"))]
     messages = []
@@ -122,20 +124,20 @@ def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
     assert [p.name for p in paths] == ["graph_feature_masking.png", "graph_feature_masking.pdf"]
     fig = drawn["graph_feature_masking"]
     assert [ax.get_title() for ax in fig.axes] == ["Cora / SGCN", "CiteSeer / DRSGNN"]
-    assert legend_texts(fig) == ["f-LIF (f-SNN)", "LIF (SpikingJelly)"] and small_text(fig) == []
+    assert legend_texts(fig) == ["f-LIF", "LIF (SpikingJelly)"] and small_text(fig) == []
     bars = [c for c in fig.axes[0].containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
     spread = 100 * np.std([0.9 - 0.1 * 0.5, 0.9 - 0.3 * 0.5], ddof=1)  # f-LIF's two seeds at level 0.5
     assert np.isclose(np.ptp(bars[0].lines[2][0].get_segments()[-1][:, 1]), 2 * spread)
     caption = captions["graph_feature_masking"]
     assert "The paper claims: f-SNN performs significantly better" in caption
-    assert "cora/sgcn at 0.5: f-LIF (f-SNN) 80.0 ± 7.1 (n=2), LIF (SpikingJelly) 65.0 ± 0.0 (n=2)" in caption
+    assert "cora/sgcn at 0.5: f-LIF 80.0 ± 7.1 (n=2), LIF (SpikingJelly) 65.0 ± 0.0 (n=2)" in caption
     assert figures.graph_robustness_figure(records, "edge_dropping", tmp_path / "none") == []  # one run: no curve
 
 
 def test_labels_and_settings():
     record = _study("flif", 0.1)
-    assert figures.neuron_label(record) == "f-LIF (f-SNN)" and figures.setting(record) == "dvsgesture_dvsnet"
-    assert figures.neuron_label({"config": {"neuron": {"name": "mine"}}}) == "mine"
+    assert neuron_label(figures.neuron_name(record)) == "f-LIF" and figures.setting(record) == "dvsgesture_dvsnet"
+    assert neuron_label(figures.neuron_name({"config": {"neuron": {"name": "mine"}}})) == "mine"
     assert figures.setting({}) == "unknown_unknown"
 
 
@@ -151,7 +153,7 @@ def test_firing_rate_figure(tmp_path, drawn):
     assert [p.name for p in paths] == ["firing_rates.png", "firing_rates.pdf"] and all(map(_is_figure, paths))
     ax = drawn["firing_rates"].axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["features.0.2", "features.1.2", "classifier.2"]
-    assert legend_texts(drawn["firing_rates"]) == ["f-LIF (f-SNN) (n=2)", "LIF (fsnn, alpha=1) (n=1)"]
+    assert legend_texts(drawn["firing_rates"]) == ["f-LIF (n=2)", "LIF (fsnn, alpha = 1) (n=1)"]
     # error bars: the two f-LIF runs differ in features.0.2 (0.1 and 0.3), a standard deviation of 0.14
     bars = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
     assert len(bars) == 2 and any(np.isclose(np.ptp(seg[:, 1]), 2 * np.std([0.1, 0.3], ddof=1))
@@ -182,8 +184,8 @@ def test_network_order_falls_back_to_names():
 
 
 def test_families_of_colours():
-    styles = figures.family_styles(["flif_a02", "flif_a05", "lif", "sj_lif", "sj_plif", "snntorch_leaky"])
-    warm, cool = {c for c, _ in figures.WARM}, {c for c, _ in figures.COOL}
+    styles = style.family_styles(["flif_a02", "flif_a05", "lif", "sj_lif", "sj_plif", "snntorch_leaky"])
+    warm, cool = {c for c, _ in style.WARM}, {c for c, _ in style.COOL}
     assert {styles[k]["color"] for k in ("flif_a02", "flif_a05")} <= warm
     assert {styles[k]["color"] for k in ("lif", "sj_lif", "sj_plif", "snntorch_leaky")} <= cool
     assert len({(s["color"], s["marker"]) for s in styles.values()}) == len(styles)  # every line its own
@@ -264,7 +266,7 @@ def test_memory_horizon_figure(tmp_path, drawn):
     # one series per variant: each its own colour and marker, f-LIF in the warm family, the others in the cool one
     lines = [c.lines[0] for c in ax_acc.containers]
     assert len({(line.get_color(), line.get_marker()) for line in lines}) == len(variants) == 12
-    warm = {c for c, _ in figures.WARM}
+    warm = {c for c, _ in style.WARM}
     assert [line.get_color() in warm for line in lines] == [v.startswith("flif") for v in variants]
     # chance labelled beside the axes (x = 1 in axes fraction), not over the data; plain tick labels
     chance = next(t for t in ax_acc.texts if t.get_text().startswith("chance"))
@@ -297,7 +299,7 @@ def test_figures_script(tmp_path):
     _write(results, "alpha", _run("flif", {"neuron": 0.7}, dataset="pubmed", task="ablation_alpha"))
     (results / "task" / "broken").mkdir()
     (results / "task" / "broken" / "metrics.json").write_text("{")
-    proc = run_app("scripts/figures.py", "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101",
+    proc = run_app("fsnn-report", "figures", "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101",
                    "--results", str(results), "--out", str(out), cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     names = {"mittag_leffler_relaxation", "kernel_decay", "firing_rates", "robustness_dvsgesture_dvsnet_curves",

@@ -13,15 +13,21 @@ import zipfile
 import numpy as np
 import pytest
 import torch
+from zipdata import member_span
 
 from fsnn.checks import round_count
-from fsnn.data import DATASETS, DatasetMissingError, build_dataset, dataset_info, load_graph
-from fsnn.data import graph_features as F
+from fsnn.data import (
+    DATASETS,
+    DatasetMissingError,
+    build_dataset,
+    dataset_info,
+    graph_features as F,
+    load_graph,
+)
 from fsnn.data.cache import cache_dir
 from fsnn.data.fixtures import write_fixtures
 from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES
 from fsnn.data.graphs import make_synthetic_graph, stratified_masks
-from zipdata import member_span
 
 FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv"]
 

@@ -14,8 +14,6 @@ import warnings
 import lightning as L
 import pytest
 import torch
-
-from fsnn.training import firing_rates
 from torch import nn
 from torch.nn import functional as F
 from torch_geometric.data import Data
@@ -23,15 +21,31 @@ from torch_geometric.datasets import KarateClub
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import erdos_renyi_graph
 
-from fsnn.energy import SynapticLayer, synaptic_energy
-from fsnn.models import DRSGNN, MSG, backbone_names, backbone_supports, build_backbone
+from fsnn.data.modules import (
+    LinkDataModule,
+    NodeDataModule,
+    link_split,
+    sample_train_negatives,
+)
+from fsnn.models import (
+    DRSGNN,
+    MSG,
+    backbone_names,
+    backbone_supports,
+    build_backbone,
+    poisson,
+)
+from fsnn.models.energy import SynapticLayer, synaptic_energy
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
-from fsnn.models.sgcn import cumulated_spike_readout
-from fsnn.models import poisson
 from fsnn.models.poisson import poisson_encode
-from fsnn.data.modules import LinkDataModule, NodeDataModule, link_split, sample_train_negatives
-from fsnn.tasks import spike_noise
-from fsnn.training import GraphLinkPredictor, GraphNodeClassifier, NonFiniteLossError
+from fsnn.models.sgcn import cumulated_spike_readout
+from fsnn.suite.lightning import (
+    GraphLinkPredictor,
+    GraphNodeClassifier,
+    NonFiniteLossError,
+    firing_rates,
+)
+from fsnn.suite.tasks import spike_noise
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*self.trainer.*:UserWarning",
@@ -792,7 +806,7 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
     import subprocess
     import sys
 
-    from fsnn.training import reuse_freed_memory
+    from fsnn.suite.lightning import reuse_freed_memory
 
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         assert reuse_freed_memory() is False
@@ -800,7 +814,7 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
     # in fresh interpreters (the setting is process-wide): the median of the page faults of five cycles of
     # allocating, filling and freeing a 44 MiB tensor, once the first cycles have placed it (the median, since a
     # loaded machine can add one cycle's worth of faults to any run)
-    code = ("import resource, statistics, sys, torch; from fsnn.training import reuse_freed_memory\n"
+    code = ("import resource, statistics, sys, torch; from fsnn.suite.lightning import reuse_freed_memory\n"
             "ok = reuse_freed_memory() if sys.argv[1] == '1' else False\n"
             "for _ in range(2): a = torch.ones(11_000_000); del a\n"
             "counts = []\n"
@@ -830,5 +844,5 @@ def test_graph_commands_print_no_future_warning_of_the_libraries():
                               text=True, timeout=300)
 
     assert imports("").returncode != 0  # the warning is there to hide (an error under -W error)
-    quiet = imports("from fsnn.training import quiet_libraries; quiet_libraries(); ")
+    quiet = imports("from fsnn.suite.lightning import quiet_libraries; quiet_libraries(); ")
     assert quiet.returncode == 0 and "FutureWarning" not in quiet.stderr, quiet.stderr[-2000:]

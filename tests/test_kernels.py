@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fsnn import FractionalIF, FractionalLIF, kernels
-from fsnn.surrogate import SURROGATES
+from fsnn import FractionalIF, FractionalLIF
+from fsnn.neurons import triton_kernels as kernels
+from fsnn.neurons.surrogate import SURROGATES
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 pytestmark = pytest.mark.skipif(kernels.unavailable_reason(DEVICE) is not None,

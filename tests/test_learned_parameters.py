@@ -1,5 +1,5 @@
 """Learned parameters stay valid: a learned tau (or a fixed one under a learned alpha) never crosses the stability
-bound of :func:`fsnn.history.stable_tau`, a learned alpha stays in its range, and a NaN/inf parameter after an
+bound of :func:`fsnn.neurons.memory.stable_tau`, a learned alpha stays in its range, and a NaN/inf parameter after an
 optimiser step stops training in one line that names it."""
 
 from __future__ import annotations
@@ -12,9 +12,14 @@ import torch
 from torch import nn
 
 from fsnn import FractionalLIF
-from fsnn.history import stable_tau
-from fsnn.neurons import LEARNED_ALPHA, inverse_softplus
-from fsnn.training import NonFiniteLossError, NonFiniteParameterError, SpikingClassifier, check_finite_parameters
+from fsnn.neurons.memory import stable_tau
+from fsnn.neurons.modules import LEARNED_ALPHA, inverse_softplus
+from fsnn.suite.lightning import (
+    NonFiniteLossError,
+    NonFiniteParameterError,
+    SpikingClassifier,
+    check_finite_parameters,
+)
 
 
 def drive(T=300, seed=0):

@@ -19,9 +19,9 @@ from fsnn.models.layers import (
     SeqFold,
     VotingLayer,
 )
+from fsnn.models.registry import backbone_options
 from fsnn.models.resnet import BasicBlock
 from fsnn.models.spikformer import SSA
-from fsnn.tasks import backbone_options
 
 torch.set_num_threads(1)
 

@@ -8,15 +8,19 @@ import re
 
 import pytest
 import torch
-from spikingjelly.activation_based import neuron as sj_neuron
-from spikingjelly.activation_based import surrogate as sj_surrogate
-
-from fsnn import FractionalIF, FractionalLIF, build_neuron, collect_alphas, history_kernel
-from fsnn.engines import EngineConfig, FractionalNeuronFunction
-from fsnn.history import soe_bank, stable_tau
-from fsnn.surrogate import SURROGATES
-
 from reference import fsnn_neuron, spikede_neuron
+from spikingjelly.activation_based import neuron as sj_neuron, surrogate as sj_surrogate
+
+from fsnn import (
+    FractionalIF,
+    FractionalLIF,
+    build_neuron,
+    collect_alphas,
+    history_kernel,
+)
+from fsnn.neurons.engines import EngineConfig, FractionalNeuronFunction
+from fsnn.neurons.memory import soe_bank, stable_tau
+from fsnn.neurons.surrogate import SURROGATES
 
 torch.set_num_threads(1)
 
@@ -387,7 +391,7 @@ def test_finite_input_whose_sum_overflows_is_accepted():
 
 
 def test_a_neuron_builds_on_the_meta_device_with_nothing_cached_yet():
-    # a network rebuilt on "meta" (fsnn.figures.network_order) must not trip the stability bound or poison its caches
+    # a network rebuilt on "meta" (fsnn.report.figures.network_order) must not trip the stability bound or poison its caches
     stable_tau.cache_clear()
     with torch.device("meta"):
         FractionalLIF(alpha=0.43, tau=2.0)
@@ -405,7 +409,8 @@ def test_a_neuron_builds_on_the_meta_device_with_nothing_cached_yet():
 def test_other_libraries_argument_names_name_fsnns(options, equivalent, compose_cfg):
     """SpikingJelly's and snnTorch's names for a neuron's options get one line naming fsnn's, from the class, the
     registry (lif: the alpha = 1 factory) and a config alike; an unknown name stays Python's TypeError."""
-    from fsnn.config import ConfigError, check_config
+    from fsnn.checks import ConfigError
+    from fsnn.suite.config import check_config
 
     (name, value), = options.items()
     with pytest.raises(ValueError, match=re.escape(equivalent)) as raised:

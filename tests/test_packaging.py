@@ -15,9 +15,8 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
-
 from conftest import ROOT
+from packaging.requirements import Requirement
 
 OPTIONAL = ("spikingjelly", "snntorch", "hydra", "lightning", "torch_geometric")
 
@@ -166,7 +165,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     (work / "my_configs" / "experiment").mkdir(parents=True)
     (work / "my_configs" / "experiment" / "mine.yaml").write_text(MY_EXPERIMENT)
     env |= {"WANDB_MODE": "disabled", "MPLBACKEND": "Agg"}
-    where = subprocess.run([python, "-c", "import fsnn.cli; print(fsnn.cli.__file__); print(fsnn.cli.CONFIG_DIR)"],
+    where = subprocess.run([python, "-c", "import fsnn.suite.cli; print(fsnn.suite.cli.__file__); print(fsnn.suite.cli.CONFIG_DIR)"],
                            capture_output=True, text=True, env=env, cwd=work, timeout=300)
     module, config_dir = where.stdout.split()
     assert Path(module).is_relative_to(site) and Path(config_dir) == site / "fsnn" / "conf"
@@ -208,6 +207,25 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     runs = [json.loads(p.read_text()) for p in (work / "results" / "ablation_alpha_node_smoke").glob("*/metrics.json")]
     assert len(runs) == 10 and all(r["status"] == "complete" and r["config"]["dataset"]["name"] == "cora" for r in runs)
 
+    # the reports read the wheel's configs: the smoke sweep is one of the suite's experiments (its
+    # conf/experiment/ file is in the wheel), the two runs above are not; the results folder is the runs' own,
+    # $FSNN_RESULTS, with no --results
+    reported = subprocess.run([bin_dir / "fsnn-report", "tables"], capture_output=True, text=True,
+                              env={**env, "FSNN_RESULTS": str(work / "results")}, cwd=work, timeout=600)
+    assert reported.returncode == 0, reported.stderr[-3000:]
+    assert f"runs in {work / 'results'}: 12 complete, 0 failed, 0 running/unfinished, 0 corrupt" in reported.stdout
+    assert "not tabulated: 2 run(s) of my_experiment, train" in reported.stdout, reported.stdout[:3000]
+    # a run trained with FSNN_RESULTS=<dir> is on the page fsnn-report writes for that dir
+    elsewhere = {**env, "FSNN_RESULTS": str(work / "elsewhere_results")}
+    trained = subprocess.run([bin_dir / "fsnn-train", "+smoke=vision", "paths.data_dir=data"], capture_output=True,
+                             text=True, env=elsewhere, cwd=work, timeout=600)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    paged = subprocess.run([bin_dir / "fsnn-report", "page"], capture_output=True, text=True, env=elsewhere, cwd=work,
+                           timeout=900)
+    assert paged.returncode == 0, paged.stderr[-3000:]
+    page = (work / "elsewhere_results" / "report" / "index.html").read_text()
+    assert "<code>train/+smoke-vision</code>" in page
+
 
 def test_importing_the_core_loads_no_optional_library():
     code = ("import sys, torch; from fsnn import FractionalLIF, build_neuron; build_neuron('flif')(torch.ones(2, 1)); "
@@ -221,9 +239,9 @@ def test_a_baseline_without_its_library_is_one_clear_error(monkeypatch):
     from fsnn.registry import Registry
 
     neurons = Registry("neuron")
-    neurons.lazy("sj_lif", "fsnn.baselines:SJLIF", extra="baselines")
+    neurons.lazy("sj_lif", "fsnn.neurons.baselines:SJLIF", extra="baselines")
     assert neurons.names() == ["sj_lif"]  # listed before its library is imported
-    monkeypatch.delitem(sys.modules, "fsnn.baselines", raising=False)
+    monkeypatch.delitem(sys.modules, "fsnn.neurons.baselines", raising=False)
     for module in ["spikingjelly", *(m for m in sys.modules if m.startswith("spikingjelly."))]:
         monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     with pytest.raises(ImportError) as error:
@@ -250,8 +268,8 @@ def test_a_triton_that_cannot_import_leaves_the_core_working():
 
 @pytest.mark.parametrize("logger,extra", [("wandb", "wandb"), ("tensorboard", "tensorboard")])
 def test_a_logger_without_its_library_is_one_clear_error(compose_cfg, monkeypatch, tmp_path, logger, extra):
-    from fsnn.config import check_config
-    from fsnn.tasks import ConfigError
+    from fsnn.suite.config import check_config
+    from fsnn.suite.tasks import ConfigError
 
     cfg = compose_cfg(f"logger={logger}", f"paths.results_dir={tmp_path}")
     check_config(cfg)  # installed here

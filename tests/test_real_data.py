@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import ROOT, run_app
+
 from fsnn.data import load_graph
 from fsnn.data.graph_features import node_features
 from fsnn.models.poisson import poisson_encode

@@ -4,24 +4,24 @@ and typos on the command line answered like every other bad value."""
 from __future__ import annotations
 
 import pytest
+from conftest import CONF, registries, run_app
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 from torch import nn
 
-from conftest import CONF, run_app
-from fsnn.checks import Count, Positive, checked, one_of
-from fsnn.commandline import swept_groups
-from fsnn.config import ConfigError, check_config
+from fsnn.checks import ConfigError, Count, Positive, checked, one_of
 from fsnn.models import BACKBONES, register_backbone
-from fsnn.registry import Registry, UnknownNameError, registry
+from fsnn.registry import Registry, UnknownNameError
+from fsnn.suite.config import check_config
+from fsnn.suite.overrides import swept_groups
 
 KINDS = ("neuron", "backbone", "dataset", "task", "corruption", "study")
 
 
 @pytest.mark.parametrize("what", KINDS)
 def test_every_kind_of_component_answers_through_one_api(what):
-    components = registry(what)
+    components = registries()[what]
     assert isinstance(components, Registry) and components.what == what
     names = components.names()
     assert names == sorted(components) and len(names) >= 2
@@ -35,29 +35,29 @@ def test_every_kind_of_component_answers_through_one_api(what):
 
 
 def test_names_filter_on_metadata_and_wildcards():
-    assert registry("neuron").names("sj_*") == ["sj_if", "sj_lif", "sj_plif"]
-    assert registry("backbone").names(supports="graph") == ["drsgnn", "msg", "sgcn"]
-    assert registry("dataset").names(kind="sequence") == ["delayed_cue", "seq_digits"]
-    assert registry("corruption").names(family="graph") == ["edge_dropping", "feature_masking", "spike_noise"]
-    assert registry("task").names(data="graph") == ["link", "node"]
-    assert registry("dataset")["ogbn-arxiv"] is registry("dataset")["ogbn_arxiv"]
+    assert registries()["neuron"].names("sj_*") == ["sj_if", "sj_lif", "sj_plif"]
+    assert registries()["backbone"].names(supports="graph") == ["drsgnn", "msg", "sgcn"]
+    assert registries()["dataset"].names(kind="sequence") == ["delayed_cue", "seq_digits"]
+    assert registries()["corruption"].names(family="graph") == ["edge_dropping", "feature_masking", "spike_noise"]
+    assert registries()["task"].names(data="graph") == ["link", "node"]
+    assert registries()["dataset"]["ogbn-arxiv"] is registries()["dataset"]["ogbn_arxiv"]
 
 
 def test_create_refuses_an_argument_by_name_with_the_closest():
     with pytest.raises(ValueError, match=r"neuron 'flif' does not take \['alpah'\]; did you mean 'alpha'\?"):
-        registry("neuron").create("flif", alpah=0.3)
+        registries()["neuron"].create("flif", alpah=0.3)
     with pytest.raises(ValueError, match="alpha must be a number in"):
-        registry("neuron").create("flif", alpha=1.5)
+        registries()["neuron"].create("flif", alpha=1.5)
 
 
 def test_a_schema_is_the_component_s_own_signature():
-    schema = registry("neuron").schema("flif")
+    schema = registries()["neuron"].schema("flif")
     assert schema.model_fields["alpha"].description == "a number in (0, 1]"
     assert schema.model_fields["memory"].description == "null or an integer >= 1"
-    assert "alpha" not in registry("neuron").schema("lif").model_fields  # fsnn's LIF has alpha fixed to 1
-    backbone = registry("backbone").schema("sgcn").model_fields
+    assert "alpha" not in registries()["neuron"].schema("lif").model_fields  # fsnn's LIF has alpha fixed to 1
+    backbone = registries()["backbone"].schema("sgcn").model_fields
     assert {"T", "dropout"} <= set(backbone) and not {"num_classes", "in_features", "neuron"} & set(backbone)
-    assert set(registry("study").schema("energy").model_fields) == {"batch_size", "kappa", "first_layer_mac"}
+    assert set(registries()["study"].schema("energy").model_fields) == {"batch_size", "kappa", "first_layer_mac"}
 
 
 def throwaway_net(num_classes: int = 2, in_channels: int = 2, input_size=(8, 8), neuron: str = "flif",
@@ -121,7 +121,7 @@ def test_helper_configs_are_no_group_options():
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         options = GlobalHydra.instance().config_loader().get_group_options("neuron")
     GlobalHydra.instance().clear()
-    assert "common" not in options and set(options) == set(registry("neuron").names())
+    assert "common" not in options and set(options) == set(registries()["neuron"].names())
 
 
 @pytest.mark.parametrize("override,key,suggestion", [

@@ -1,4 +1,4 @@
-"""The reproduction report page (fsnn.report, scripts/report.py): verdicts computed from the runs, the not-run list
+"""The reproduction report page (fsnn.report.page, fsnn-report page): verdicts computed from the runs, the not-run list
 with its estimates, provenance without machine paths, and the page itself in a real headless browser (Debian's
 chromium driven by Playwright, which then needs no browser download of its own) at 1024 and 1440 px."""
 
@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_app
-from fsnn import report, tables
+
+from fsnn.report import collect, estimates, page as report, tables, verdicts
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -142,20 +142,20 @@ def _cell(mean, paper_mean, paper_std=None, std=None, judge=True):
 
 
 def test_cells_compare_in_paper_sigma_else_ours():
-    assert report.compare_cell(_cell(86.1, 88.08, 0.58))["direction"] == "below"  # -3.4 paper sigma
-    assert report.compare_cell(_cell(87.0, 88.08, 0.58))["direction"] == "within"  # -1.9
-    assert report.compare_cell(_cell(90.0, 88.08, 0.58)) == pytest.approx(
+    assert verdicts.compare_cell(_cell(86.1, 88.08, 0.58))["direction"] == "below"  # -3.4 paper sigma
+    assert verdicts.compare_cell(_cell(87.0, 88.08, 0.58))["direction"] == "within"  # -1.9
+    assert verdicts.compare_cell(_cell(90.0, 88.08, 0.58)) == pytest.approx(
         {"z": 1.92 / 0.58, "sigma": 0.58, "by": "paper", "direction": "above"})
     # the paper prints no std: our runs' std stands in
-    assert report.compare_cell(_cell(95.0, 94.8, None, std=0.5))["by"] == "ours"
-    assert report.compare_cell(_cell(97.0, 94.8, None, std=0.5))["direction"] == "above"
+    assert verdicts.compare_cell(_cell(95.0, 94.8, None, std=0.5))["by"] == "ours"
+    assert verdicts.compare_cell(_cell(97.0, 94.8, None, std=0.5))["direction"] == "above"
     # nothing to compare: one run and no paper std, no paper value, no run, a hardware column
-    assert report.compare_cell(_cell(95.0, 94.8))["direction"] is None
-    assert report.compare_cell(_cell(95.0, None, std=1.0))["direction"] is None
-    assert report.compare_cell(_cell(None, 94.8, 0.5))["direction"] is None
-    assert report.compare_cell(_cell(95.0, 94.8, 0.01, judge=False))["direction"] is None
-    assert report.compare_cell(_cell(0.3, 0.3))["direction"] == "within"  # equal settings need no sigma
-    assert report.off_the_paper(_cell(86.1, 88.08, 0.58)) and not report.off_the_paper(_cell(87.0, 88.08, 0.58))
+    assert verdicts.compare_cell(_cell(95.0, 94.8))["direction"] is None
+    assert verdicts.compare_cell(_cell(95.0, None, std=1.0))["direction"] is None
+    assert verdicts.compare_cell(_cell(None, 94.8, 0.5))["direction"] is None
+    assert verdicts.compare_cell(_cell(95.0, 94.8, 0.01, judge=False))["direction"] is None
+    assert verdicts.compare_cell(_cell(0.3, 0.3))["direction"] == "within"  # equal settings need no sigma
+    assert verdicts.off_the_paper(_cell(86.1, 88.08, 0.58)) and not verdicts.off_the_paper(_cell(87.0, 88.08, 0.58))
 
 
 def _spec(table_id):
@@ -166,7 +166,7 @@ def _verdict(runs, table_id="node_classification"):
     spec = _spec(table_id)
     for i, run in enumerate(runs):
         run["_path"] = f"/r/{i}/metrics.json"
-    return report.verdict(spec, tables.build_table(spec, runs))
+    return verdicts.verdict(spec, tables.build_table(spec, runs))
 
 
 @pytest.mark.parametrize("flif, sj, leaky, kind", [
@@ -219,15 +219,15 @@ def test_estimate_from_the_measured_step(tmp_path):
              "results": [{"neuron": "flif", "train_samples_per_s": 100.0, "test_samples_per_s": 400.0}]}
     (tmp_path / "train_step_cuda.json").write_text(json.dumps(bench))
     (tmp_path / "neurons.json").write_text(json.dumps({"benchmark": "neurons"}))  # not a train step: ignored
-    costs = report.step_costs(tmp_path)
+    costs = estimates.step_costs(tmp_path)
     assert [c["file"] for c in costs] == ["train_step_cuda.json"]
     # ablation_alpha: 6 alphas x fixed/learnable, f-LIF on the DVS128 Gesture CNN (T=16, 128x128, 200 epochs);
     # 1,077 published training files less 10 % validation
-    got = report.estimate("ablation_alpha", costs)
+    got = estimates.estimate("ablation_alpha", costs)
     assert (got["jobs"], got["estimated"], got["unestimated"]) == (12, 12, {})
     assert got["hours"] == pytest.approx(12 * 200 * round(1077 * 0.9) / 100.0 / 3600)
     # Table 1: the CNN jobs of the timed neuron are estimated (N-MNIST's 34x34 frames scaled down), the others not
-    table1 = report.estimate("table1_neuromorphic", costs)
+    table1 = estimates.estimate("table1_neuromorphic", costs)
     assert table1["jobs"] == 96 and table1["estimated"] == 15  # 5 CNN settings x 3 seeds of f-LIF
     assert table1["unestimated"]["spikformer: no measured step"] == 36
     assert table1["unestimated"]["sj_lif: no measured step"] == 15
@@ -243,17 +243,17 @@ def test_graph_columns_not_run_with_their_cost(tmp_path):
         {"version": "after", "dataset": "photo", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 600.0},
         {"version": "before", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 9999.0}]}
     (tmp_path / "graph_runs.json").write_text(json.dumps(bench))
-    cost = report.graph_run_minutes("pubmed", tmp_path)
+    cost = estimates.graph_run_minutes("pubmed", tmp_path)
     assert cost["basis"] == "computers"
     assert cost["minutes"] == pytest.approx(20.0 * dataset_info("pubmed").num_nodes / dataset_info("computers").num_nodes)
-    assert report.graph_run_minutes("pubmed", tmp_path / "nothing") is None
-    assert report.graph_run_minutes("photo", tmp_path)["minutes"] == 10.0  # measured on the graph itself
+    assert estimates.graph_run_minutes("pubmed", tmp_path / "nothing") is None
+    assert estimates.graph_run_minutes("photo", tmp_path)["minutes"] == 10.0  # measured on the graph itself
     # the link-prediction table's columns cost what its own benchmark measured, not the node-classification runs
-    assert report.graph_run_minutes("pubmed", tmp_path, "table_link_prediction") is None
+    assert estimates.graph_run_minutes("pubmed", tmp_path, "table_link_prediction") is None
     (tmp_path / "link_runs.json").write_text(json.dumps({
         "benchmark": "graph_runs", "setting": {"experiment": "table_link_prediction"},
         "runs": [{"version": "after", "dataset": "physics", "backbone": "msg", "neuron": "fif", "whole_run_s": 390.0}]}))
-    link = report.graph_run_minutes("physics", tmp_path, "table_link_prediction")
+    link = estimates.graph_run_minutes("physics", tmp_path, "table_link_prediction")
     assert link["minutes"] == 6.5 and (link["backbone"], link["basis"]) == ("msg", "physics")
     spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
     entries = report.not_run_columns(spec, ["Pubmed", "ogbn-arxiv"], tmp_path)
@@ -273,8 +273,8 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     _write(root, _record(T2, "flif0", "photo", "sgcn", "flif", 0, 0.91))
     _write(root, _record(T2, "lif0", "photo", "sgcn", "lif", 0, 0.95))  # not the same: flagged
     spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
-    table = tables.build_table(spec, tables.collect_runs(root))
-    shown = report.shown_table(table)
+    table = tables.build_table(spec, collect.collect_runs(root))
+    shown = verdicts.shown_table(table)
     photo = shown["columns"].index("Photo")
     cells = {row["label"]: row["cells"][photo] for row in shown["rows"]}
     assert cells["SGCN (f-SNN)"]["n"] == 3 and cells["SGCN (f-SNN)"]["ours"] == cells["SGCN (SJ)"]["ours"]
@@ -283,18 +283,18 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     assert "[the runs of SGCN (SJ): the same computation, identical on seed 0]" in tables.cell_text(
         next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3])
     # the verdict compares f-LIF (SpikingJelly's runs: a tie) with SpikingJelly's LIF of its own row
-    ranked = report.rankings(table, spec)
+    ranked = verdicts.rankings(table, spec)
     assert [(k["setting"], k["tie"], k["paper"]) for k in ranked] == [("Photo / SGCN", True, True)]
 
 
 def test_the_loader_says_where_to_get_a_dataset():
-    source = report.dataset_source("dvsgesture")
+    source = estimates.dataset_source("dvsgesture")
     assert source["library"] == "tonic" and source["url"].startswith("https://")
-    assert report.dataset_source("delayed_cue")["url"] is None  # generated, nothing to get
+    assert estimates.dataset_source("delayed_cue")["url"] is None  # generated, nothing to get
 
 
 def test_report_rejects_a_missing_results_folder(tmp_path):
-    proc = run_app("scripts/report.py", "--results", str(tmp_path / "nowhere"), cwd=tmp_path)
+    proc = run_app("fsnn-report", "page", "--results", str(tmp_path / "nowhere"), cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("fsnn: error: --results")
 
@@ -358,10 +358,10 @@ def test_the_browser_check_can_fail(tmp_path):
 
 @needs_chromium
 def test_repository_report_in_a_browser(tmp_path):
-    """``scripts/report.py`` on this checkout's own results, as ``make report`` runs it: a verdict for every table
+    """``fsnn-report page`` on this checkout's own results, as ``make report`` runs it: a verdict for every table
     with runs, every figure of ``figures.json``, no sideways scrolling at 1024 and 1440 px; the screenshots are kept
     beside the page, ``results/report/screenshot-1024.png`` and ``-1440.png``."""
-    proc = run_app("scripts/report.py", cwd=ROOT, timeout=600)
+    proc = run_app("fsnn-report", "page", cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = ROOT / "results" / "report" / "index.html"
     pages = in_browser(page, tmp_path / "profile", page.with_name("screenshot"))
@@ -410,7 +410,7 @@ def check_committed_outputs(tmp_path: Path) -> None:
     assert sorted(p.name for p in (results / "tables").iterdir()) == sorted(p.name for p in committed.iterdir())
     for path in committed.iterdir():
         assert (results / "tables" / path.name).read_bytes() == path.read_bytes(), path.name
-    from fsnn.figures import run_figures
+    from fsnn.report.figures import run_figures
 
     drawn = {p.name for p in run_figures(results, results / "figures", echo=lambda *a: None)}
     manifest = json.loads((ROOT / "results" / "figures" / "figures.json").read_text())["written"]
@@ -441,10 +441,10 @@ def test_make_report_twice_leaves_a_fresh_clone_clean(tmp_path):
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
     env = {**os.environ, "PYTHONPATH": str(clone), "MPLBACKEND": "Agg"}
     for _ in range(2):
-        for script in ("scripts/make_tables.py", "scripts/figures.py", "scripts/report.py"):
-            proc = subprocess.run([sys.executable, script], cwd=clone, env=env, capture_output=True, text=True,
+        for command in ("tables", "figures", "page"):
+            proc = subprocess.run([sys.executable, "-m", "fsnn.report", command], cwd=clone, env=env, capture_output=True, text=True,
                                   timeout=900)
-            assert proc.returncode == 0, (script, proc.stderr[-3000:])
+            assert proc.returncode == 0, (command, proc.stderr[-3000:])
         status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True,
                                 check=True).stdout
         assert status == "", status
@@ -475,7 +475,7 @@ def test_a_table_compared_with_its_own_row():
         "LIF (SpikingJelly) -1.00). 6 cells measured;"), got["sentence"]
     assert "recipes authors and matched (by row)" in got["sentence"]
     spec = _spec("recipe_ablation_cora")
-    shown = report.shown_table(tables.build_table(spec, runs))
+    shown = verdicts.shown_table(tables.build_table(spec, runs))
     assert shown["reference"] == "none (the matched recipe)"
     assert [r["cells"][0]["delta"] for r in shown["rows"]] == [None, "+0.50 vs none", "+6.00 vs none, moved"]
     assert [r["cells"][1]["moved"] for r in shown["rows"]] == [False, False, True]

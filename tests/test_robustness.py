@@ -1,4 +1,4 @@
-"""Corruptions, the robustness score (fsnn.robustness) and the robustness study of evaluate.py."""
+"""Corruptions, the robustness score (fsnn.suite.robustness) and the robustness study of evaluate.py."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import robustness_levels, run_app
 from omegaconf import OmegaConf
 
-from conftest import robustness_levels, run_app
 from fsnn.checks import round_count
-from fsnn.robustness import (
+from fsnn.suite.robustness import (
     CORRUPTIONS,
     CorruptedDataset,
     center_occlusion,
@@ -406,9 +406,8 @@ def _fixture_run(root: Path, compose_cfg, *overrides: str) -> Path:
     ``metrics.json``), trained in process for one epoch of two batches on fixture data."""
     import lightning as L
 
-    from fsnn.tasks import build_task
-    from fsnn.checkpoint import RunCheckpointIO
-    from fsnn.checkpoint import result_config
+    from fsnn.suite.checkpoint import RunCheckpointIO, result_config
+    from fsnn.suite.tasks import build_task
 
     cfg = compose_cfg(*overrides, "logger=none")
     cfg = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
@@ -462,8 +461,8 @@ VISION_RUN = ("dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.b
 
 
 def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
-    from fsnn.studies import evaluate
-    from fsnn.training import SpikingClassifier
+    from fsnn.suite.evaluate import evaluate
+    from fsnn.suite.lightning import SpikingClassifier
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, f"paths.data_dir={data_root}")
     seen: list[torch.Tensor] = []
@@ -516,8 +515,8 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
     ("dataset=photo", "backbone=msg", "backbone.T=3"),
 ])
 def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run):
-    from fsnn.studies import evaluate
-    from fsnn.training import GraphNodeClassifier
+    from fsnn.suite.evaluate import evaluate
+    from fsnn.suite.lightning import GraphNodeClassifier
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1",
                            f"paths.data_dir={data_root}")
@@ -552,9 +551,9 @@ def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run
 def test_paper_graph_plans_keep_their_one_corruption(compose_cfg, plan, kept):
     """The paper's two graph studies are the graph plan with the other corruptions set to null, which the study
     skips; a plan whose corruptions are all null is refused like an empty one."""
-    from fsnn.config import ConfigError
-    from fsnn.studies import prepare_robustness
-    from fsnn.tasks import TASKS
+    from fsnn.checks import ConfigError
+    from fsnn.suite.studies import prepare_robustness
+    from fsnn.suite.tasks import TASKS
 
     cfg = compose_cfg("dataset=cora", "backbone=sgcn", f"robustness={plan}")
     assert cfg.study.name == "robustness"
@@ -571,7 +570,7 @@ def test_paper_graph_plans_keep_their_one_corruption(compose_cfg, plan, kept):
 def test_eval_json_says_what_it_tested(tmp_path, data_root, compose_cfg):
     """eval.json records the split, the batches and samples its test pass covered and, where they differ from the
     run's own test (a smoke run tests a few batches), that the two metrics can differ and why."""
-    from fsnn.studies import evaluate
+    from fsnn.suite.evaluate import evaluate
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, "trainer.limit_test_batches=1",
                            f"paths.data_dir={data_root}")
@@ -588,8 +587,8 @@ def test_eval_json_says_what_it_tested(tmp_path, data_root, compose_cfg):
 
 
 def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compose_cfg):
-    from fsnn.config import ConfigError
-    from fsnn.studies import evaluate
+    from fsnn.checks import ConfigError
+    from fsnn.suite.evaluate import evaluate
 
     run_dir = tmp_path / "run"
     (run_dir / ".hydra").mkdir(parents=True)
@@ -623,7 +622,7 @@ def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compo
 
 @pytest.mark.slow
 def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
-    from fsnn import tables
+    from fsnn.report import collect, tables
 
     run = ["dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.batch_size=8", "dataset.num_workers=0",
            "backbone=dvsnet", "backbone.channels=4", "backbone.num_blocks=3", "backbone.hidden=16", "neuron=flif",
@@ -649,7 +648,7 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
     # the paper's table from it (the paper's 128-channel row relaxed to this run's width)
     spec = next(s for s in tables.load_spec() if s["id"] == "robustness_occlude_block")
     spec["match"] = {"dataset": "dvsgesture", "backbone": "dvsnet"}
-    table = tables.build_table(spec, tables.scan_runs(tmp_path / "results").complete)
+    table = tables.build_table(spec, collect.scan_runs(tmp_path / "results").complete)
     entry = study["corruptions"]["center_occlusion"]
     expected = [100 * a for a in entry["acc"]] + [entry["score"], 100 * study["clean"]]
     for row, value in zip(table["rows"], expected):
@@ -658,7 +657,7 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
         assert all(cell["n"] == 0 for cell in others)
 
     out = tmp_path / "figures"
-    fig = run_app("scripts/figures.py", "--results", str(tmp_path / "results"), "--out", str(out), "--dt", "0.5",
+    fig = run_app("fsnn-report", "figures", "--results", str(tmp_path / "results"), "--out", str(out), "--dt", "0.5",
                   "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101", cwd=tmp_path)
     assert fig.returncode == 0, fig.stderr[-3000:]
     for name in ("firing_rates", "robustness_dvsgesture_dvsnet_curves", "robustness_dvsgesture_dvsnet_radar",

@@ -18,21 +18,26 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT, run_app
 from hydra.errors import CompactHydraException
+from interrupt import FillingUp
 from omegaconf import OmegaConf
 from torch.utils.data import TensorDataset
-
-from conftest import ROOT, run_app
-from fsnn.app import run_guarded
-from fsnn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from fsnn.checkpoint import result_config
-from fsnn.config import check_config
-from fsnn.files import RunLockedError, run_lock, write_json_atomic
-from fsnn.config import ConfigError
-from fsnn.data.modules import ShardSampler, SplitDataModule
-from fsnn.studies import open_run
-from interrupt import FillingUp
 from zipdata import flip_tensor_byte
+
+from fsnn.atomic import write_json_atomic
+from fsnn.checks import ConfigError
+from fsnn.data.modules import ShardSampler, SplitDataModule
+from fsnn.suite.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    result_config,
+    save_checkpoint,
+)
+from fsnn.suite.config import check_config
+from fsnn.suite.evaluate import open_run
+from fsnn.suite.run import run_guarded
+from fsnn.suite.runfiles import RunLockedError, run_lock
 
 # a tiny version of the default experiment: 2 epochs of 3 batches
 TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
@@ -124,7 +129,7 @@ def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
                                r"TRITON_INTERPRET=1, and no GPU is visible\), got 'triton'"),
 ])
 def test_values_that_cannot_work_are_refused_with_the_config(compose_cfg, tmp_path, monkeypatch, overrides, message):
-    from fsnn import kernels
+    from fsnn.neurons import triton_kernels as kernels
 
     monkeypatch.setattr(kernels, "interpreting", lambda: False)  # the tests run the kernels through the interpreter
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -146,7 +151,7 @@ def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_
 
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
     # the keys left out of a run folder's name are the keys a finished run is not compared on
-    from fsnn.app import run_dir_name
+    from fsnn.suite.run import run_dir_name
 
     ignored = ["paths.data_dir=/elsewhere", "dataset.num_workers=3", "logger=wandb", "logger.mode=online",
                "force=true", "trainer.enable_progress_bar=false", "study=energy", "robustness=events"]
@@ -322,7 +327,7 @@ def test_each_sample_is_evaluated_on_exactly_one_rank():
 HOLD = """
 import sys, time
 from pathlib import Path
-from fsnn.files import run_lock
+from fsnn.suite.runfiles import run_lock
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)
@@ -530,7 +535,7 @@ def test_ddp_two_cpu_ranks_write_one_metrics_json_of_the_whole_test_split(tmp_pa
 
 
 def test_checkpoint_state_names_its_files_relative_to_its_folder(tmp_path):
-    from fsnn.checkpoint import RelativeModelCheckpoint
+    from fsnn.suite.checkpoint import RelativeModelCheckpoint
 
     old, new = tmp_path / "old" / "checkpoints", tmp_path / "new" / "checkpoints"
     writer = RelativeModelCheckpoint(dirpath=old, filename="best", monitor="val/acc", mode="max")
@@ -552,7 +557,7 @@ def test_checkpoint_state_names_its_files_relative_to_its_folder(tmp_path):
 
 
 def test_force_keeps_every_earlier_generation(tmp_path):
-    from fsnn.app import _set_aside
+    from fsnn.suite.run import _set_aside
 
     run = tmp_path / "run"
     for generation in (1, 2, 3):
@@ -566,7 +571,9 @@ def test_force_keeps_every_earlier_generation(tmp_path):
         assert json.loads((kept / "energy.json").read_text())["generation"] == generation
         load_checkpoint(kept / "checkpoints" / "best.ckpt", {**CONFIG, "seed": generation})
     assert sorted(p.name for p in run.iterdir()) == ["previous.1", "previous.2", "previous.3"]
-    from fsnn.tables import scan_runs  # an earlier generation is not a run of its own in the tables
+    from fsnn.report.collect import (
+        scan_runs,  # an earlier generation is not a run of its own in the tables
+    )
 
     write_json_atomic(run / "metrics.json", {"status": "complete", "generation": 4})
     assert [r["generation"] for r in scan_runs(tmp_path).complete] == [4]
@@ -592,16 +599,16 @@ def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
 
 @pytest.mark.parametrize("what", ["checkpoint", "metrics.json", "torch's RuntimeError"])
 def test_a_full_disk_is_one_error_naming_the_file_and_its_free_space(tmp_path, monkeypatch, what):
-    import fsnn.files
-    from fsnn.app import USER_ERRORS
+    import fsnn.atomic
+    from fsnn.suite.run import USER_ERRORS
 
     path = tmp_path / ("last.ckpt" if what == "checkpoint" else "metrics.json")
     write = {"checkpoint": lambda: _checkpoint(path),
              "metrics.json": lambda: write_json_atomic(path, {"status": "running", "pad": "x" * 8000}),
-             "torch's RuntimeError": lambda: fsnn.files.write_atomic(path, _torch_style_failure)}
+             "torch's RuntimeError": lambda: fsnn.atomic.write_atomic(path, _torch_style_failure)}
     write[what]()
     before = path.read_bytes()
-    monkeypatch.setattr(fsnn.files, "open", lambda p, mode="r": io.BufferedWriter(FillingUp(p, "wb")),
+    monkeypatch.setattr(fsnn.atomic, "open", lambda p, mode="r": io.BufferedWriter(FillingUp(p, "wb")),
                         raising=False)
     with pytest.raises(OSError) as error:
         write[what]()
@@ -750,10 +757,10 @@ def test_make_tables_and_the_report_stopped_by_a_signal_exit_128_plus_n_naming_w
                                                                                                  name):
     (tmp_path / "results").mkdir()
     proc = _other_command(tmp_path, f"{command}:{name}", "--results", "results", "--out", "out")
-    line = _told(proc, command, name)
+    line = _told(proc, {"make_tables": "fsnn-report tables", "report": "fsnn-report page"}[command], name)
     if command == "make_tables":  # stopped after its first table file
         (table,) = (tmp_path / "out").iterdir()
-        assert line.startswith(f"fsnn: make_tables interrupted by SIGTERM: wrote out/{table.name}; every other")
+        assert line.startswith(f"fsnn: fsnn-report tables interrupted by SIGTERM: wrote out/{table.name}; every other")
     else:
         assert "wrote nothing in out; not written: index.html" in line and not (tmp_path / "out").exists()
 
@@ -807,7 +814,7 @@ def test_a_resumed_run_keeps_the_learned_values_of_its_earlier_epochs(tmp_path, 
 
 
 def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path):
-    from fsnn.files import make_records_relative, relative_to_run
+    from fsnn.suite.runfiles import make_records_relative, relative_to_run
 
     run = tmp_path / "results" / "memory_horizon" / "+seed-0"
     run.mkdir(parents=True)

@@ -6,19 +6,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import CONF
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 from sklearn.linear_model import LogisticRegression
 
-from conftest import CONF
 from fsnn import build_neuron
-from fsnn.data import DATASETS, build_dataset, build_sequences, dataset_info, load_graph
-from fsnn.data import sequences
+from fsnn.checks import ConfigError
+from fsnn.data import (
+    DATASETS,
+    build_dataset,
+    build_sequences,
+    dataset_info,
+    load_graph,
+    sequences,
+)
 from fsnn.data.sequences import delayed_cue, seq_digits
 from fsnn.models import backbone_names, backbone_supports, build_backbone
-from fsnn.config import ConfigError
-from fsnn.tasks import TASKS, build_task, task_kind
+from fsnn.suite.tasks import TASKS, build_task, task_kind
 
 torch.set_num_threads(1)
 
@@ -317,13 +323,14 @@ def test_tau_lr_scale_gives_the_time_constants_their_own_learning_rate(compose_c
         module, scaled = groups(f"+neuron_variant={variant}", "tau_lr_scale=10")
         assert scaled == [(len(list(module.parameters())) - 2, 5e-3), (2, pytest.approx(5e-2))]  # one tau per layer
     with pytest.raises(ConfigError, match="tau_lr_scale"):
-        from fsnn.config import check_config
+        from fsnn.suite.config import check_config
         check_config(compose_cfg("tau_lr_scale=0"))
 
 
 def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
-    from conftest import run_app
     import json
+
+    from conftest import run_app
 
     proc = run_app("train.py", "dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", "+smoke=sequence",
                    "+neuron_variant=lif_learn_tau", "trainer.max_epochs=2", "tau_lr_scale=50",

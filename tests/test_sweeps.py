@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import CONF, run_app
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import CompactHydraException
 from hydra.utils import get_class, instantiate
 
-from conftest import CONF, run_app
-from fsnn.app import run_guarded
-from fsnn.config import ConfigError
+from fsnn.checks import ConfigError
+from fsnn.suite.run import run_guarded
 
 LAUNCHERS = {
     "basic": "hydra._internal.core_plugins.basic_launcher.BasicLauncher",
@@ -129,7 +129,7 @@ def test_user_error_in_a_multirun_is_the_jobs_failure(compose_cfg, hydra_config,
 
 def test_a_sweep_may_replace_the_dataset_its_base_config_does_not_fit(compose_cfg, capsys):
     # experiment=table_link_prediction sweeps its datasets: the base config keeps the default (event) dataset
-    from fsnn.app import CheckConfig
+    from fsnn.suite.run import CheckConfig
 
     base = compose_cfg("backbone=msg", "task=link")
     CheckConfig().on_multirun_start(base)  # each job is checked when it starts, with its own dataset

@@ -7,9 +7,9 @@ import statistics
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_app
-from fsnn import tables
+
+from fsnn.report import collect, tables
 
 
 def _record(task, run, dataset, backbone, neuron, seed, acc, status="complete", metric="acc", **extra):
@@ -69,12 +69,12 @@ def _cell(table, row_label, column):
 def test_collect_skips_and_reports_corrupt(results):
     root, corrupt = results
     with pytest.warns(UserWarning, match="broken"):
-        found = tables.scan_runs(root)
+        found = collect.scan_runs(root)
     assert [p for p, _ in found.corrupt] == [str(corrupt)]
     assert "JSONDecodeError" in found.corrupt[0][1]
     assert (len(found.complete), len(found.failed), len(found.running)) == (13, 1, 1)
     with pytest.warns(UserWarning):
-        runs = tables.collect_runs(root)
+        runs = collect.collect_runs(root)
     assert all(r["status"] == "complete" for r in runs) and len(runs) == 13
 
 
@@ -91,7 +91,7 @@ def test_runs_with_impossible_metrics_are_warned_about_and_skipped(results, bad,
     root, _ = results
     nan_run = _write(root, _record("table1_neuromorphic", "flif_s3", "dvsgesture", "dvsnet", "flif", 3, bad))
     with pytest.warns(UserWarning) as caught:
-        found = tables.scan_runs(root)
+        found = collect.scan_runs(root)
     assert any(str(nan_run) in str(w.message) and "impossible" in str(w.message) for w in caught)
     assert found.impossible == [(str(nan_run), said)]
     assert len(found.complete) == 13 and str(nan_run) not in [r["_path"] for r in found.complete]
@@ -106,7 +106,7 @@ def test_runs_with_impossible_metrics_are_warned_about_and_skipped(results, bad,
 def test_cells_mean_std_n(results):
     root, _ = results
     with pytest.warns(UserWarning):
-        found = tables.scan_runs(root)
+        found = collect.scan_runs(root)
     table = tables.build_table(_spec("neuromorphic"), found.complete, found.failed)
     row = "DVS128 Gesture / CNN (T=16)"
     flif = _cell(table, row, "f-LIF (f-SNN)")
@@ -155,7 +155,7 @@ def test_mixed_configs_flagged(results):
     run["config"]["neuron"]["alpha"] = 0.2
     _write(root, run)
     with pytest.warns(UserWarning):
-        runs = tables.collect_runs(root)
+        runs = collect.collect_runs(root)
     cell = _cell(tables.build_table(_spec("neuromorphic"), runs), "DVS128 Gesture / CNN (T=16)", "f-LIF (f-SNN)")
     assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in tables.cell_text(cell)
 
@@ -168,7 +168,7 @@ def test_recipes_never_share_a_cell(results):
     _write(root, _record("table2_node_classification", "matched_s9", "cora", "sgcn", "flif", 9, 0.86,
                          recipe="matched"))
     with pytest.warns(UserWarning):
-        found = tables.scan_runs(root)
+        found = collect.scan_runs(root)
     spec = _spec("node_classification")
     assert tables.table_recipes(spec, found.complete) == ["matched", "authors"]
     matched = _cell(tables.build_table(spec, found.complete), "SGCN (f-SNN)", "Cora")
@@ -196,7 +196,7 @@ def test_runs_at_other_epochs_than_the_papers_fill_their_own_copy(tmp_path):
     for seed, acc in enumerate([0.80, 0.82]):  # a short protocol: 4 of the paper's 100 epochs
         _write(root, _epochs(_record("table2_node_classification", f"short{seed}", "cora", "sgcn", "flif", seed, acc), 4))
     spec = _spec("node_classification")
-    found = tables.scan_runs(root)
+    found = collect.scan_runs(root)
     # one protocol only: one table, no split, its caption unchanged
     assert tables.table_variants(spec, found.complete) == [("matched", None)]
     assert _cell(tables.build_table(spec, found.complete), "SGCN (f-SNN)", "Cora")["epochs"] == [4]
@@ -205,7 +205,7 @@ def test_runs_at_other_epochs_than_the_papers_fill_their_own_copy(tmp_path):
 
     for seed, acc in enumerate([0.88, 0.89, 0.90]):  # the paper's 100 epochs arrive beside them
         _write(root, _epochs(_record("table2_node_classification", f"full{seed}", "cora", "sgcn", "flif", seed, acc), 100))
-    found = tables.scan_runs(root)
+    found = collect.scan_runs(root)
     assert tables.table_variants(spec, found.complete) == [("matched", "paper"), ("matched", 4)]
     full = tables.build_table(spec, found.complete, epochs=tables.PAPER_EPOCHS)
     short = tables.build_table(spec, found.complete, epochs=4)
@@ -235,11 +235,11 @@ def test_row_protocols_keep_table_1_in_one_copy(tmp_path):
     _write(root, _epochs(_record("table1_neuromorphic", "gesture", "dvsgesture", "dvsnet", "flif", 0, 0.95), 200))
     _write(root, _epochs(_record("table1_neuromorphic", "former", "dvsgesture", "spikformer", "flif", 0, 0.96), 500))
     spec = _spec("neuromorphic")
-    found = tables.scan_runs(root)
+    found = collect.scan_runs(root)
     assert [tables.protocol_key(spec, r) for r in found.complete] == [None, None, None]
     assert tables.table_variants(spec, found.complete) == [("matched", None)]
     _write(root, _epochs(_record("table1_neuromorphic", "former_short", "dvsgesture", "spikformer", "flif", 1, 0.5), 200))
-    found = tables.scan_runs(root)
+    found = collect.scan_runs(root)
     assert tables.table_variants(spec, found.complete) == [("matched", "paper"), ("matched", 200)]
     assert tables.paper_protocol(spec, spec["rows"][0]) == {**spec["protocol"], "epochs": 100}
 
@@ -292,7 +292,7 @@ def test_paper_transcription_spot_checks():
 def test_cli_on_empty_results(tmp_path):
     empty = tmp_path / "results"
     empty.mkdir()
-    done = run_app("scripts/make_tables.py", "--results", str(empty), cwd=ROOT)
+    done = run_app("fsnn-report", "tables", "--results", str(empty), cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "0 complete, 0 failed, 0 running/unfinished, 0 corrupt" in done.stdout
     assert "— / paper 99.48" in done.stdout
@@ -305,7 +305,7 @@ def test_cli_reads_and_writes_the_results_of_the_current_directory(tmp_path, res
     assert not tmp_path.is_relative_to(ROOT)
     checkout_tables = ROOT / "results" / "tables"
     before = {p: p.stat().st_mtime_ns for p in checkout_tables.glob("*")}
-    done = run_app("scripts/make_tables.py", cwd=tmp_path)
+    done = run_app("fsnn-report", "tables", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "runs in results: 13 complete, 1 failed, 1 running/unfinished, 1 corrupt" in done.stdout
     md = (tmp_path / "results" / "tables" / "neuromorphic.md").read_text()
@@ -348,7 +348,7 @@ def test_robustness_table_from_robustness_json(tmp_path):
     path = _write(root, _record("rob", "leaky_s0", "dvsgesture", "dvsnet", "snntorch_leaky", 0, 0.88))
     (path.parent / "robustness.json").write_text('{"clean": 0.8')  # truncated
     with pytest.warns(UserWarning, match="robustness.json"):
-        found = tables.scan_runs(root)
+        found = collect.scan_runs(root)
     assert len(found.complete) == 4 and [p for p, _ in found.corrupt] == [str(path.parent / "robustness.json")]
     assert "robustness" not in next(r for r in found.complete if r["run"] == "leaky_s0")
 
@@ -376,7 +376,7 @@ def test_robustness_table_from_robustness_json(tmp_path):
     path.write_text(json.dumps(record))
     (path.parent / "robustness.json").write_text(json.dumps(_study(0.5, [0.1] * 5)))
     with pytest.warns(UserWarning):
-        runs = tables.collect_runs(root)
+        runs = collect.collect_runs(root)
     assert _cell(tables.build_table(_spec("robustness_noise"), runs), "0.5", "f-SNN")["n"] == 2
 
 
@@ -413,7 +413,7 @@ def test_energy_table_from_energy_json(tmp_path):
     # a DVSNet run's energy is not the Spikformer table's, nor an ablation run's
     path = _write(root, _record("table1_neuromorphic", "cnn", "dvsgesture", "dvsnet", "flif", 0, 0.9))
     (path.parent / "energy.json").write_text(json.dumps({"synaptic_mj": 9.0, "neuron_mj": 9.0, "total_mj": 18.0}))
-    table = tables.build_table(_spec("energy"), tables.scan_runs(root).complete)
+    table = tables.build_table(_spec("energy"), collect.scan_runs(root).complete)
     total = _cell(table, "f-LIF (f-SNN)", "Total (uJ)")
     assert total["n"] == 2 and total["mean"] == pytest.approx(2950.0) and total["paper_mean"] == 2911.79
     share = _cell(table, "f-LIF (f-SNN)", "Neuron share (%)")
@@ -435,7 +435,7 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
             record["config"]["recipe_switch"] = switch
             _write(root, record)
     spec = _spec("recipe_ablation_cora")
-    found = tables.scan_runs(root)
+    found = collect.scan_runs(root)
     assert tables.table_recipes(spec, found.complete) == ["matched"]  # one table, not one per recipe
     table = tables.build_table(spec, found.complete)
     none = next(r for r in table["rows"] if r["key"] == "none")
@@ -457,7 +457,7 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
 def test_a_negative_loss_or_speed_is_impossible_an_unknown_metric_only_needs_to_be_finite():
     record = {"test_metrics": {"test/loss": -0.1, "test/energy_mJ": 2.0, "test/custom": -3.0},
               "test_samples_per_s": -1.0, "val_acc_best": 1.0}
-    assert tables.impossible_metrics(record) == ["test_samples_per_s=-1 (expected >= 0)",
+    assert collect.impossible_metrics(record) == ["test_samples_per_s=-1 (expected >= 0)",
                                                  "test_metrics.test/loss=-0.1 (expected >= 0)"]
 
 

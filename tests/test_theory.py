@@ -1,7 +1,7 @@
 """Numerical checks of the paper's theory (Sec. 3.2 and App. "More about Framework").
 
 Every test drives the public neurons (`FractionalLIF`, `FractionalIF`) or the public
-kernel (`fsnn.history.history_kernel`) and compares against closed forms:
+kernel (`fsnn.neurons.memory.history_kernel`) and compares against closed forms:
 
 1. Proposition 1 (long memory): subthreshold f-LIF under constant input converges, as
    dt -> 0, to U(t) = I (1 - E_alpha(-t^alpha / tau)).
@@ -27,7 +27,7 @@ import torch
 pymittagleffler = pytest.importorskip("pymittagleffler")
 
 from fsnn import FractionalIF, FractionalLIF  # noqa: E402
-from fsnn.history import history_kernel  # noqa: E402
+from fsnn.neurons.memory import history_kernel  # noqa: E402
 
 NO_SPIKE = 1e9
 

@@ -15,8 +15,8 @@ from typing import Callable
 
 import torch
 
+from fsnn.atomic import content_digest, write_atomic
 from fsnn.data.common import abspath
-from fsnn.files import content_digest, write_atomic
 
 try:  # POSIX advisory locks; elsewhere the cache falls back to no locking
     import fcntl
@@ -59,7 +59,7 @@ def file_lock(path: Path):
 def cached_tensor(cache_dir: str | Path | None, key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
     """``compute()``, memoised in ``<cache_dir>/<key>.pt`` (``cache_dir=None``: no caching).
 
-    The file holds the tensor and its content digest (:func:`fsnn.files.content_digest`); it is written atomically
+    The file holds the tensor and its content digest (:func:`fsnn.atomic.content_digest`); it is written atomically
     (temporary sibling + rename) under an advisory lock, so parallel runs build it once and readers never see half a
     file, and loaded with ``weights_only=True``. A file that cannot be read, or whose tensor does not match its
     digest (a changed byte), is rebuilt with a warning naming it.

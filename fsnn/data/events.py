@@ -30,9 +30,15 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from fsnn.atomic import content_digest, write_atomic, write_json_atomic
 from fsnn.data.cache import file_lock, read_json
-from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, dataset_missing, stratified_split
-from fsnn.files import content_digest, write_atomic, write_json_atomic
+from fsnn.data.common import (
+    DatasetInfo,
+    DatasetMissingError,
+    abspath,
+    dataset_missing,
+    stratified_split,
+)
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +186,7 @@ class FrameCache:
     Folder: ``<cache_root>/<dataset>/T<T>_s<size>/<split>/`` (``cache_root`` defaults to ``<data_dir>/fsnn_cache``)
     with ``0000000.npz`` ... (keys ``frames``: counts in a compact unsigned dtype, ``label``, ``n_events``) and
     ``_COMPLETE.json`` written last: format version, T, size, sensor, the source fingerprint, and per sample its
-    label, event count, file size and the digest of its frames (:func:`fsnn.files.content_digest`).
+    label, event count, file size and the digest of its frames (:func:`fsnn.atomic.content_digest`).
     :meth:`ensure` reuses a complete cache, rebuilds missing/truncated sample files of a marked cache, and
     rebuilds everything when the marker is absent, stale or unreadable. :meth:`load` re-integrates, with a warning
     naming the file, a sample whose file cannot be read or whose frames do not match their digest (bit rot).

@@ -40,7 +40,13 @@ import numpy as np
 import torch
 
 from fsnn.data.cache import file_lock
-from fsnn.data.common import DatasetInfo, abspath, dataset_missing, resolve_download, stratified_split
+from fsnn.data.common import (
+    DatasetInfo,
+    abspath,
+    dataset_missing,
+    resolve_download,
+    stratified_split,
+)
 
 __all__ = ["PAPER_RATIOS", "build_graph", "make_synthetic_graph", "read_graph", "stratified_masks"]
 

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import copy
-
 import random
 from typing import Callable
 

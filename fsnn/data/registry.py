@@ -8,10 +8,25 @@ import os
 from pathlib import Path
 from typing import Annotated, Callable
 
-from fsnn.checks import Check, Count, Flag, Fraction, NonNegativeInt, Positive, checked, one_of
+from fsnn.checks import (
+    Check,
+    Count,
+    Flag,
+    Fraction,
+    NonNegativeInt,
+    Positive,
+    checked,
+    one_of,
+)
 from fsnn.data import digits_dvs, events, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
-from fsnn.data.common import DatasetInfo, abspath, resolve_download, resolve_size, resolve_verify
+from fsnn.data.common import (
+    DatasetInfo,
+    abspath,
+    resolve_download,
+    resolve_size,
+    resolve_verify,
+)
 from fsnn.registry import DATA_KINDS, Registry
 
 # what the loaders take from the run rather than from the dataset's config

@@ -38,7 +38,16 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.checks import Count, Flag, NonNegativeInt, Probability, check_arguments, checked, integer, number
+from fsnn.checks import (
+    Count,
+    Flag,
+    NonNegativeInt,
+    Probability,
+    check_arguments,
+    checked,
+    integer,
+    number,
+)
 from fsnn.data.cache import cached_tensor
 from fsnn.data.common import DatasetInfo, stratified_split
 from fsnn.data.events import SPLIT_SEED, TEST_FRACTION

@@ -16,8 +16,16 @@ from torch import nn
 from torch.nn.modules.utils import _pair
 
 from fsnn.checks import Count, Probability, check_int
+from fsnn.models.layers import (
+    SeqBatchNorm2d,
+    SeqConv2d,
+    SeqDropout,
+    SeqMaxPool2d,
+    VotingLayer,
+    check_sequence,
+    spiking,
+)
 from fsnn.models.registry import register_backbone
-from fsnn.models.layers import SeqBatchNorm2d, SeqConv2d, SeqDropout, SeqMaxPool2d, VotingLayer, check_sequence, spiking
 
 __all__ = ["DVSNet", "dvsnet"]
 

@@ -16,12 +16,23 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn import build_neuron
-from fsnn.checks import (Count, Flag, NonNegative, NonNegativeInt, Positive, Probability, Real, check_int,
-                         check_number, check_ratio, one_of)
-from fsnn.energy import SynapticLayer
+from fsnn.checks import (
+    Count,
+    Flag,
+    NonNegative,
+    NonNegativeInt,
+    Positive,
+    Probability,
+    Real,
+    check_int,
+    check_number,
+    check_ratio,
+    one_of,
+)
+from fsnn.models.energy import SynapticLayer
 from fsnn.models.manifolds import GEOMETRIES
-from fsnn.models.registry import register_backbone
 from fsnn.models.poisson import add_spike_noise, check_noise_std
+from fsnn.models.registry import register_backbone
 
 
 def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:

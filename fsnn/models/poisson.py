@@ -181,7 +181,7 @@ def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = 
 class PoissonEncoder(nn.Module):
     """Module form of :func:`poisson_encode` (so that firing-rate probes can see the input spikes)."""
 
-    emits_spikes = True  # counted by fsnn.training.SpikeRateMeter
+    emits_spikes = True  # counted by fsnn.suite.lightning.SpikeRateMeter
 
     def __init__(self, T: int, frozen: bool = False):
         super().__init__()

@@ -51,3 +51,25 @@ def build_backbone(name: str, neuron_kwargs: Mapping | None = None, **kwargs) ->
     if isinstance(size, Sequence):
         kwargs["input_size"] = tuple(int(s) for s in size)  # lists / OmegaConf ListConfig
     return BACKBONES.create(name, neuron_kwargs=dict(neuron_kwargs or {}), **kwargs)
+
+
+def _plain(node):
+    """A config tree (an OmegaConf node or plain containers) as plain dicts and lists, its interpolations resolved."""
+    if isinstance(node, Mapping):
+        return {key: _plain(value) for key, value in node.items()}
+    if isinstance(node, Sequence) and not isinstance(node, str):
+        return [_plain(value) for value in node]
+    return node
+
+
+def backbone_options(config: Mapping) -> dict:
+    """The arguments of :func:`build_backbone` that a run's config gives: its ``backbone`` group's options, and the
+    ``neuron`` group's name and options.
+
+    Args:
+        config: a run's config with the groups ``backbone`` and ``neuron``: the composed ``DictConfig`` or the plain
+            dict a ``metrics.json`` stores.
+    """
+    backbone, neuron = _plain(config["backbone"]), _plain(config["neuron"])
+    return {"neuron": neuron.pop("name"), "neuron_kwargs": neuron,
+            **{key: value for key, value in backbone.items() if key != "name"}}

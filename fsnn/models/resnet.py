@@ -15,8 +15,15 @@ from torch import nn
 from torch.nn.modules.utils import _pair
 
 from fsnn.checks import Count, Flag, check_int, one_of
+from fsnn.models.layers import (
+    SeqAdaptiveAvgPool2d,
+    SeqBatchNorm2d,
+    SeqConv2d,
+    SeqMaxPool2d,
+    check_sequence,
+    spiking,
+)
 from fsnn.models.registry import register_backbone
-from fsnn.models.layers import SeqAdaptiveAvgPool2d, SeqBatchNorm2d, SeqConv2d, SeqMaxPool2d, check_sequence, spiking
 
 __all__ = ["BasicBlock", "SpikingResNet", "resnet18"]
 

@@ -93,7 +93,7 @@ def seqmlp(in_features: int = 17, num_classes: int = 4, readout_steps: int = 1, 
     classes).
 
     Takes ``[T, B, in_features]`` sequences and returns the readout at each of the last ``readout_steps`` steps,
-    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.training.SpikingClassifier`).
+    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.lightning.SpikingClassifier`).
 
     Args:
         in_features: the input channels ``C`` of a step, an integer >= 1 (the task supplies the dataset's);

@@ -13,8 +13,8 @@
   probabilities) and whose threshold is learned (see :class:`DRSGNN` for neurons that cannot learn one).
 
 Every spiking nonlinearity is ``build_neuron(neuron, **neuron_kwargs)``, so compared runs differ only in the neuron.
-Energy: every graph model lists its synapses with ``synaptic_layers()`` (:class:`fsnn.energy.SynapticLayer`), which
-:func:`fsnn.energy.synaptic_energy` turns into picojoules with measured firing rates.
+Energy: every graph model lists its synapses with ``synaptic_layers()`` (:class:`fsnn.models.energy.SynapticLayer`), which
+:func:`fsnn.models.energy.synaptic_energy` turns into picojoules with measured firing rates.
 """
 
 from __future__ import annotations
@@ -24,12 +24,21 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn import build_neuron
-from fsnn.checks import Count, Flag, NonNegative, NonNegativeInt, Probability, check_int, check_ratio, one_of
-from fsnn.energy import SynapticLayer
+from fsnn.checks import (
+    Count,
+    Flag,
+    NonNegative,
+    NonNegativeInt,
+    Probability,
+    check_int,
+    check_ratio,
+    one_of,
+)
+from fsnn.models.energy import SynapticLayer
 from fsnn.models.poisson import PoissonEncoder, check_noise_std
 from fsnn.models.registry import register_backbone
-from fsnn.history import history_kernel
-from fsnn.neurons import FractionalNeuron, inverse_softplus, neuron_params
+from fsnn.neurons.memory import history_kernel
+from fsnn.neurons.modules import FractionalNeuron, inverse_softplus, neuron_params
 
 
 # ------------------------------------------------------------------------------------------------------- SGCN
@@ -39,7 +48,7 @@ def cumulated_spike_readout(spikes: torch.Tensor, order: torch.Tensor | float, d
     adjoint solver's fractional Adams-Bashforth predictor (``fdeint_adjoint``, ``predictor-f``) and read at the end::
 
         c_T = dt^beta / Gamma(beta + 1) * sum_{k=0}^{T-1} [(T - k)^beta - (T - 1 - k)^beta] s_k
-            = sum_k K_{T-1-k} s_k        (K: fsnn.history.history_kernel("pred", beta, T, dt))
+            = sum_k K_{T-1-k} s_k        (K: fsnn.neurons.memory.history_kernel("pred", beta, T, dt))
 
     A spike counts the more the later it comes (``K_0 = dt^beta / Gamma(beta + 1)``, ``K_m ~ m^(beta - 1)``); at
     ``beta = 1`` this is ``dt`` times the spike count. That solver used one order for all state components, the

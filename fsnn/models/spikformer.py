@@ -21,7 +21,6 @@ from torch import nn
 from torch.nn.modules.utils import _pair
 
 from fsnn.checks import Count, NonNegativeInt, Positive, Probability, check_int
-from fsnn.models.registry import register_backbone
 from fsnn.models.layers import (
     SeqBatchNorm1d,
     SeqBatchNorm2d,
@@ -33,6 +32,7 @@ from fsnn.models.layers import (
     output_size,
     spiking,
 )
+from fsnn.models.registry import register_backbone
 
 __all__ = ["MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "spikformer_imagenet"]
 
@@ -81,7 +81,7 @@ class SPS(nn.Module):
 class SSA(nn.Module):
     """Spiking self-attention ``[T, B, D, N] -> [T, B, D, N]`` (no softmax)."""
 
-    spike_attention = True  # fsnn.energy counts its two spike matrix products (q, k, v neurons and num_heads)
+    spike_attention = True  # fsnn.models.energy counts its two spike matrix products (q, k, v neurons and num_heads)
 
     def __init__(self, dim: int, num_heads: int = 16, scale: float = 0.125, attn_threshold: float = 0.5,
                  neuron: str = "flif", neuron_kwargs: dict | None = None):

@@ -1,0 +1,633 @@
+"""Fractional-order spiking neurons (f-LIF, f-IF) as thin multi-step ``nn.Module`` s.
+
+The equations live in :mod:`fsnn.neurons.dynamics`, the kernels in :mod:`fsnn.neurons.memory`, the fast
+forward/backward in :mod:`fsnn.neurons.engines`; this module validates arguments, holds the (optionally
+learnable) parameters and picks an engine.
+
+On CUDA tensors ``engine="auto"`` runs the fused Triton kernels of :mod:`fsnn.neurons.triton_kernels` (one kernel
+per direction instead of a few small ops per time step); everywhere else the torch engines.
+
+``FractionalLIF`` solves ``tau D^alpha U = -(U - v_rest) + I`` and ``FractionalIF`` solves
+``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]); output step ``k``
+(0-based) is the state at ``t = (k + 1) dt``, with spikes at ``U >= threshold``. ``alpha = 1``
+is exactly SpikingJelly's ``LIFNode`` / ``IFNode`` (decay_input=True). Input ``[T, B, ...]`` -> spikes ``[T, B, ...]``; all state lives
+inside one call, so there is nothing to reset between batches.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from fsnn.checks import (
+    Count,
+    Flag,
+    OptionError,
+    Positive,
+    Real,
+    check_spike_input,
+    checked,
+    number,
+    one_of,
+)
+from fsnn.neurons import triton_kernels as kernels
+from fsnn.neurons.dynamics import spikede_sequence
+from fsnn.neurons.engines import EngineConfig, FractionalNeuronFunction
+from fsnn.neurons.memory import METHODS, SOE_METHODS, kernel_for, soe_bank, stable_tau
+from fsnn.neurons.surrogate import SURROGATES, check_surrogate
+from fsnn.registry import Registry, option_fields
+
+ENGINES = ("auto", "direct", "soe", "triton")
+CONVENTIONS = ("fsnn", "spikede")
+RESETS = ("soft", "hard")
+Alpha = number("a number in (0, 1]", lambda v: 0 < v <= 1)  # the order of the Caputo derivative
+Reset = one_of(*RESETS)
+Surrogate = one_of(*SURROGATES)
+
+
+def inverse_softplus(y: float) -> float:
+    """``x`` with ``softplus(x) = y``: the raw value of a parameter kept positive through a softplus."""
+    return y + math.log(-math.expm1(-y))
+
+
+#: the range a learned alpha is held in: the constructor's start values, away from 0 (where the kernels' Gamma
+#: functions are inf and NaN); 1 is reached within 1e-4, as close as the sigmoid's gradient lets it get anyway
+LEARNED_ALPHA = (1e-4, 1 - 1e-4)
+#: a learned or alpha-dependent tau is held this far (relatively) above the stability bound, so that it stays
+#: strictly above it after a rounding to float32 (a relative 6e-8)
+TAU_MARGIN = 1e-6
+
+
+class Confine(torch.autograd.Function):
+    """``min(max(x, lo), hi)`` (``lo`` / ``hi``: floats, ``None`` for no bound) with a projected gradient.
+
+    Inside the bounds it is the identity, values and gradients alike. Where it clamps, a gradient that would
+    move ``x`` back inside (by a descent step ``-grad``) passes and one that would move it further out is zero:
+    a parameter held at a bound can leave it, which a plain clamp's zero gradient would never let it do, and does
+    not drift further out, which a straight-through gradient would let it do."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        below = x < lo if lo is not None else torch.zeros_like(x, dtype=torch.bool)
+        above = x > hi if hi is not None else torch.zeros_like(x, dtype=torch.bool)
+        ctx.save_for_backward(below, above)
+        return x.clamp(lo, hi)
+
+    @staticmethod
+    def backward(ctx, grad):
+        below, above = ctx.saved_tensors
+        return grad.masked_fill((below & (grad > 0)) | (above & (grad < 0)), 0), None, None
+
+
+class SpikingNeuron(nn.Module):
+    """Base class of every multi-step neuron (``[T, B, ...] -> spikes [T, B, ...]``): firing-rate probes and the
+    energy count find neurons by this type. ``leak``: the membrane decays towards rest (LIF) or only integrates (IF)."""
+
+    leak: bool = True
+    #: the engine of the last forward (fsnn's neurons pick one per call; an adapter names its library's loop)
+    last_engine: str | None = None
+
+    def time_constant(self) -> torch.Tensor | None:
+        """The membrane time constant ``tau`` (any shape: one per layer or per channel), ``None`` without one."""
+        return None
+
+    def time_constant_parameters(self) -> list[nn.Parameter]:
+        """The parameters that ``tau`` is learned through (empty when it is fixed): they may get their own learning
+        rate (``tau_lr_scale``)."""
+        return []
+
+
+class FractionalNeuron(SpikingNeuron):
+    """Shared implementation of :class:`FractionalLIF` (``leak=True``) and :class:`FractionalIF`."""
+
+    block = 32  # steps per block of the torch engines
+    soe_head = 9  # the SOE engine keeps lags < soe_head exact (the fused kernel holds them in registers)
+    #: SpikingJelly's and snnTorch's argument names, refused in one line that names fsnn's equivalent
+    foreign_options = {
+        "v_threshold": "SpikingJelly's v_threshold is threshold here",
+        "v_reset=None": "SpikingJelly's soft reset (v_reset=None) is reset='soft' here (the default); v_reset is the "
+                        "potential of reset='hard'",
+        "surrogate_function": "SpikingJelly's surrogate_function is surrogate (a name: "
+                              f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its alpha) here",
+        "spike_grad": "snnTorch's spike_grad is surrogate (a name: "
+                      f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its slope) here",
+        "beta": "snnTorch's beta (the decay per step) is tau here: this LIF decays by 1 - 1/tau per step, so "
+                "tau = 1 / (1 - beta) (and it divides the input by tau, which snnTorch does not)",
+    }
+
+    @checked
+    def __init__(
+        self,
+        alpha: Alpha = 0.5,
+        tau: Positive = 2.0,
+        threshold: Positive = 1.0,
+        reset: Reset = "soft",
+        v_reset: Real = 0.0,
+        dt: Positive = 1.0,
+        method: one_of(*METHODS) = "pred",
+        memory: Count | None = None,
+        engine: one_of(*ENGINES) = "auto",
+        surrogate: Surrogate = "sigmoid",
+        surrogate_scale: Positive | None = None,
+        detach_reset: Flag = False,
+        learn_alpha: Flag = False,
+        learn_tau: Flag = False,
+        learn_threshold: Flag = False,
+        convention: one_of(*CONVENTIONS) = "fsnn",
+        tol: Positive = 1e-6,
+    ):
+        r"""Every argument is a keyword with a default; a wrong type or value is a ``ValueError`` naming the argument
+        and what it takes (a SpikingJelly or snnTorch name such as ``v_threshold`` or ``beta`` names fsnn's own).
+
+        Args:
+            alpha: the order $\alpha$ of the Caputo derivative, a number in $(0, 1]$ (type ``Alpha``); default
+                ``0.5``. Smaller orders remember longer (history weights decay like $m^{\alpha - 1}$); ``1`` is the
+                ordinary first-order neuron, SpikingJelly's ``LIFNode`` / ``IFNode`` exactly. With ``learn_alpha``
+                it is where the learned order starts (clipped to $[10^{-4}, 1 - 10^{-4}]$).
+            tau: the membrane time constant $\tau$, a number $> 0$; default ``2.0`` (``FractionalIF``: ``1.0``).
+                The input is divided by it. A leaky neuron also needs ``tau`` above the stability bound of the
+                explicit scheme, :func:`fsnn.neurons.memory.stable_tau` (``dt / 2`` at ``alpha = 1``, $(dt/2)^{\alpha}$
+                for ``gl``); at or below it the constructor refuses it, naming the bound.
+            threshold: the firing threshold $\vartheta$, a number $> 0$; default ``1.0``. A step spikes when the
+                membrane reaches it ($U \ge \vartheta$).
+            reset: what a spike does to the membrane, ``"soft"`` (default: subtract the threshold) or ``"hard"``
+                (set it to ``v_reset``); either way the reset enters the fractional history as a current.
+            v_reset: the potential of a hard reset, any finite number; default ``0.0``. With ``reset="hard"`` it is
+                also the resting and the starting potential; a soft reset ignores it (rest and start at 0).
+            dt: the time step, a number $> 0$; default ``1.0``. The history kernel scales as $dt^{\alpha}$.
+            method: the discretisation of the Caputo derivative (type ``one_of(*METHODS)``), one of ``"pred"``
+                (default: the paper's fractional Adams-Bashforth predictor), ``"gl"`` (Grünwald-Letnikov) or
+                ``"l1"`` (the L1 scheme); their kernels are in :mod:`fsnn.neurons.memory`.
+            memory: how many past steps the history keeps, ``None`` (default: the whole sequence) or an integer
+                $\ge 1$ (the short-memory principle: lags beyond it are dropped). Not with ``engine="soe"``.
+            engine: how the history sum is computed, one of ``"auto"`` (default: the fastest exact-enough one,
+                fused Triton kernels on CUDA tensors), ``"direct"`` (exact, $O(T^2)$ work in blocked matrix
+                products), ``"soe"`` (a sum of about 20 exponentials within ``tol``, $O(T)$ work; ``pred`` and
+                ``gl`` only) or ``"triton"`` (the fused GPU kernels, an error where they cannot run).
+            surrogate: the surrogate gradient of the spike's step function, one of ``"sigmoid"`` (default),
+                ``"arctan"``, ``"piecewise_linear"`` or ``"gaussian"`` (formulas in :mod:`fsnn.neurons.surrogate`).
+            surrogate_scale: the surrogate's sharpness, ``None`` (default: the family's own, 5 for sigmoid, 2 for
+                arctan, 1 for piecewise_linear and gaussian) or a number $> 0$.
+            detach_reset: ``True`` leaves the reset out of the backward pass (SpikingJelly's ``detach_reset``);
+                default ``False``.
+            learn_alpha: ``True`` makes ``alpha`` a trained parameter, kept in $(0, 1)$ by a sigmoid; default
+                ``False``.
+            learn_tau: ``True`` makes ``tau`` a trained parameter, kept $> 0$ by a softplus; default ``False``.
+            learn_threshold: ``True`` makes ``threshold`` a trained parameter, kept $> 0$ by a softplus; default
+                ``False``.
+            convention: the numerics, ``"fsnn"`` (default: spike on the charged membrane, exact reset current) or
+                ``"spikede"`` (the official toolbox's: spike on a one-step look-ahead, reset as a
+                $\vartheta / \tau$ current), for replaying its published pipelines; see :mod:`fsnn.neurons.dynamics`.
+            tol: the relative error, a number $> 0$, that the sum of exponentials of ``engine="soe"`` (or of
+                ``"auto"`` when it picks it) must meet on the kernel over the whole sequence; default ``1e-6``.
+        """
+        super().__init__()
+        self.dt, self.tol = dt, tol
+        self.surrogate_scale = check_surrogate(surrogate, surrogate_scale)
+        if memory is not None and engine == "soe":
+            raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
+        if engine == "soe" and method not in SOE_METHODS:
+            raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
+        if engine == "triton" and convention != "fsnn":
+            raise ValueError("engine='triton' runs the fsnn convention; convention='spikede' has its own loop "
+                             "(use engine='auto')")
+        self.check_tau(alpha, tau, dt, method, memory, convention)
+        self.v_reset = v_reset
+        self.reset, self.method, self.memory = reset, method, memory
+        self.engine, self.surrogate, self.convention = engine, surrogate, convention
+        self.detach_reset = detach_reset
+        self._alpha_host = None if learn_alpha else alpha  # fixed alpha as a float: no device sync per call
+        self._prepared: dict = {}  # per (steps, block, device, dtype): kernel tensors for the fixed parameters
+
+        # alpha in (0, 1) through a sigmoid when learnable (it starts at most 1 - 1e-4)
+        if learn_alpha:
+            a0 = min(max(alpha, 1e-4), 1 - 1e-4)
+            self.alpha_raw = nn.Parameter(torch.tensor(math.log(a0 / (1 - a0))))
+        else:
+            self.register_buffer("alpha_value", torch.tensor(alpha, dtype=torch.float64))
+        self.tau_raw = nn.Parameter(torch.tensor(inverse_softplus(tau))) if learn_tau else None
+        self.tau_value = tau
+        self.theta_raw = nn.Parameter(torch.tensor(inverse_softplus(threshold))) if learn_threshold else None
+        self.threshold_value = threshold
+
+    @classmethod
+    def check_tau(cls, alpha: float, tau: float, dt: float, method: str, memory: int | None,
+                  convention: str = "fsnn") -> None:
+        """A leaky neuron's ``tau`` above the bound of :func:`fsnn.neurons.memory.stable_tau`: below it the membrane
+        oscillates with a growing amplitude until potentials and gradients are inf and NaN. (A learning ``alpha``
+        or ``tau`` is checked where it starts.)"""
+        if tau <= (bound := cls.tau_bound(alpha, dt, method, memory, convention)):
+            raise OptionError("tau", f"a number > {bound:.6g} (at or below it the discrete f-LIF with "
+                              f"alpha={alpha:g}, dt={dt:g}, method={method} grows without bound, to inf and NaN; "
+                              "the bound scales as dt^alpha)", tau)
+
+    @classmethod
+    def tau_bound(cls, alpha: float, dt: float, method: str, memory: int | None, convention: str = "fsnn") -> float:
+        """The ``tau`` that a leaky neuron's must exceed (:func:`fsnn.neurons.memory.stable_tau`); 0 without a leak."""
+        if not cls.leak:
+            return 0.0
+        if memory is not None and convention == "spikede":
+            memory -= 1  # the toolbox's window holds lags 0 .. memory - 1 (_spikede), fsnn's 0 .. memory
+        return stable_tau(method, alpha, dt, memory)
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """The checks of a config (:meth:`fsnn.registry.Registry.schema`) beyond each option's type: ``tau``'s
+        stability bound, as the constructor checks it, and ``engine='triton'`` only where its kernels can run."""
+        cls.check_tau(*(options[k] for k in ("alpha", "tau", "dt", "method", "memory", "convention")))
+        if options["engine"] == "triton" and (reason := kernels.unavailable_here()) is not None:
+            raise OptionError("engine", f"auto, direct or soe ({reason})", "triton")
+
+    # -- parameters --------------------------------------------------------------------------
+    @property
+    def alpha(self) -> torch.Tensor:
+        if hasattr(self, "alpha_raw"):  # float64's sigmoid reaches 0 (NaN kernels) and 1: held in LEARNED_ALPHA
+            return Confine.apply(torch.sigmoid(self.alpha_raw.to(torch.float64)), *LEARNED_ALPHA)
+        return self.alpha_value
+
+    @property
+    def tau(self) -> torch.Tensor:
+        """``softplus(tau_raw)`` when learned; held (:class:`Confine`) just above the stability bound of the current
+        ``alpha`` whenever tau or alpha learns: an optimiser step can cross the bound, which the constructor checks
+        only at the start. Above it, values and gradients are exactly the unconstrained ones."""
+        tau = F.softplus(self.tau_raw) if self.tau_raw is not None else torch.tensor(self.tau_value)
+        if self.leak and (self.tau_raw is not None or self._alpha_host is None):
+            alpha = self._alpha_host if self._alpha_host is not None else float(self.alpha.detach())
+            bound = self.tau_bound(alpha, self.dt, self.method, self.memory, self.convention)
+            tau = Confine.apply(tau, bound * (1 + TAU_MARGIN), None)
+        return tau
+
+    def time_constant(self) -> torch.Tensor:
+        return self.tau
+
+    def time_constant_parameters(self) -> list[nn.Parameter]:
+        return [] if self.tau_raw is None else [self.tau_raw]
+
+    @property
+    def threshold(self) -> torch.Tensor:
+        return F.softplus(self.theta_raw) if self.theta_raw is not None else torch.tensor(self.threshold_value)
+
+    def extra_repr(self) -> str:
+        kind = "learnable " if hasattr(self, "alpha_raw") else ""
+        return (
+            f"{kind}alpha={float(self.alpha.detach()):.4g}, tau={float(self.tau.detach()):.4g}, "
+            f"threshold={float(self.threshold.detach()):.4g}, reset={self.reset}, method={self.method}, "
+            f"memory={self.memory}, engine={self.engine}, convention={self.convention}"
+        )
+
+    # -- engine choice -----------------------------------------------------------------------
+    def _soe_alpha(self, alpha: float) -> float:
+        # banks are cached per 1e-3 of alpha (verified at half the tolerance) so that a learning
+        # alpha does not rebuild one each step; never round an alpha < 1 up to exactly 1
+        return 1.0 if alpha == 1.0 else min(round(alpha, 3), 0.999)
+
+    def _fused(self, device: torch.device | None) -> bool:
+        """Whether this call runs the Triton kernels (``auto``: on CUDA tensors when Triton is there)."""
+        if self.engine == "triton":
+            reason = kernels.unavailable_reason(device or torch.device("cpu"))
+            if reason is not None:
+                raise ValueError(f"engine='triton' cannot run here: {reason}; use engine='auto'")
+            return True
+        return (self.engine == "auto" and device is not None and device.type == "cuda"
+                and kernels.unavailable_reason(device) is None)
+
+    def resolve_engine(self, steps: int, alpha: float, device: torch.device | None = None):
+        """``(engine, soe_bank or None)`` for a sequence of ``steps`` on ``device``.
+
+        The fused kernels (``triton-direct`` / ``triton-soe``) follow the rule of ``auto``, except that they
+        stay exact only while the whole history fits their registers (``kernels.R_DIRECT`` lags).
+        """
+        fused = self._fused(device)
+        prefix = "triton-" if fused else ""
+        want = "auto" if fused else self.engine
+        if want == "direct" or self.memory is not None or self.method not in SOE_METHODS:
+            return prefix + "direct", None
+        # exact when the whole history is cheap: it fits the torch engine's two blocks, or the kernel's registers
+        if want == "auto" and steps <= (kernels.R_DIRECT + 1 if fused else 2 * self.block):
+            return prefix + "direct", None
+        head = min(self.soe_head, 2 * self.block)  # the torch engine reads exact lags from its first two blocks
+        bank = soe_bank(self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1),
+                        self.dt, head, self.tol / 2)
+        if bank is None:
+            if want == "soe":
+                raise ValueError(
+                    f"engine='soe': no exponential bank reaches tol={self.tol} for alpha={alpha:.4g}; "
+                    "raise tol or use engine='direct'"
+                )
+            return prefix + "direct", None
+        return prefix + "soe", bank
+
+    def _history_tensors(self, steps: int, like: torch.Tensor):
+        """``(engine, k_head, soe_w, decays, tau, theta)`` in ``like``'s device and dtype.
+
+        Made once per sequence length, device and dtype while nothing learns: the per-call
+        alternative costs host-device copies and a synchronisation on every forward.
+        """
+        fixed = self._alpha_host is not None and self.tau_raw is None and self.theta_raw is None
+        key = (steps, self.block, self.engine, like.device, like.dtype)
+        if fixed and key in self._prepared:
+            return self._prepared[key]
+        alpha = self.alpha
+        engine, bank = self.resolve_engine(steps, self._alpha_host if fixed else float(alpha.detach()), like.device)
+        if bank is None:
+            length = steps if self.memory is None else min(steps, self.memory + 1)
+            k_head = kernel_for(self.method, alpha, length, self.dt, like)
+            soe_w, decays = like.new_zeros(0), None
+        else:
+            k_head = kernel_for(self.method, alpha, bank.head, self.dt, like)
+            soe_w, decays = bank.weights(alpha).to(like), bank.decays(like)
+        out = (engine, k_head, soe_w, decays, self.tau.to(like), self.threshold.to(like))
+        if fixed:
+            self._prepared[key] = out
+        return out
+
+    def _apply(self, fn, *args, **kwargs):
+        self._prepared.clear()  # .to() / .double() / .cuda(): the cached tensors would be stale
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        if self._alpha_host is not None:
+            self._alpha_host = float(self.alpha_value)
+        self._prepared.clear()
+
+    # -- forward -----------------------------------------------------------------------------
+    def __prepare_scriptable__(self):  # torch.jit.script calls it first, on every submodule of what it compiles
+        raise TypeError(f"torch.jit.script cannot compile {type(self).__name__} (its engines are Python loops and "
+                        "a custom autograd Function); call the module eagerly")
+
+    def forward(self, x: torch.Tensor, return_state: bool = False):
+        """Run the neuron over a whole sequence, from a fresh state (nothing to reset between calls).
+
+        Args:
+            x: the input currents, a floating tensor of shape ``[T, B, ...]`` (time first, any trailing shape), on
+                the CPU or a CUDA device; half precision is integrated in float32.
+            return_state: ``True`` also returns the membrane potential after each step's reset; default ``False``.
+
+        Returns:
+            The spikes, 0 or 1, with the shape, dtype and device of ``x``; with ``return_state``, ``(spikes, v)``
+                where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
+        """
+        if torch._C._functorch.is_functorch_wrapped_tensor(x):  # the engines read tau and the kernel as numbers
+            raise TypeError(f"{type(self).__name__} does not run under torch.func transforms (vmap, grad, jacrev, "
+                            "...); use loss.backward(), and fold a mapped dimension into the batch: x of shape "
+                            "[T, B * V, ...]")
+        check_spike_input(x)
+        if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
+            raise ValueError("x must hold values (a cpu or cuda tensor): the meta device is not supported by "
+                             f"{type(self).__name__}, got device 'meta'")
+        shape, in_dtype = x.shape, x.dtype
+        T = shape[0]
+        flat = x.reshape(T, -1)
+        if self.convention == "spikede":
+            spikes, v = self._spikede(flat)
+        else:
+            fused = self._fused(flat.device)
+            if flat.dtype in (torch.float16, torch.bfloat16) and not fused:
+                flat = flat.float()  # the history sums need fp32 accumulation (the kernels do it in registers)
+            state = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
+            engine, k_head, soe_w, decays, tau, theta = self._history_tensors(T, flat.new_empty(0, dtype=state))
+            self.last_engine = engine
+            cfg = EngineConfig(
+                leak=self.leak, reset=self.reset, v_reset=self.v_reset,
+                detach_reset=self.detach_reset, surrogate=self.surrogate,
+                surrogate_scale=self.surrogate_scale, block=self.block,
+                memory=self.memory, decays=decays, return_state=return_state,
+                backend="triton" if fused else "torch",
+            )
+            spikes, v = FractionalNeuronFunction.apply(flat.contiguous(), tau, theta, k_head, soe_w, cfg)
+        spikes = spikes.reshape(shape).to(in_dtype)
+        if return_state:
+            return spikes, v.reshape(shape).to(in_dtype)
+        return spikes
+
+    def _spikede(self, flat: torch.Tensor):
+        self.last_engine = "spikede"
+        if flat.dtype in (torch.float16, torch.bfloat16):
+            flat = flat.float()
+        T = flat.shape[0]
+        steps = T if self.memory is None else min(T, self.memory)
+        kernel = kernel_for(self.method, self.alpha, steps, self.dt, flat)
+        if steps < T:
+            kernel = torch.cat([kernel, kernel.new_zeros(T - steps)])
+        return spikede_sequence(
+            flat, kernel, tau=self.tau.to(flat), threshold=self.threshold.to(flat), leak=self.leak,
+            surrogate=self.surrogate, scale=self.surrogate_scale,
+        )
+
+
+class FractionalLIF(FractionalNeuron):
+    r"""f-LIF, the fractional leaky integrate-and-fire neuron: $\tau\, D^{\alpha} U = -(U - v_{\text{rest}}) + I$
+    with the Caputo derivative $D^{\alpha}$ (discrete form in :mod:`fsnn.neurons.dynamics`).
+
+    A multi-step module: ``neuron(x)`` takes input currents ``[T, B, ...]`` and returns spikes of the same shape.
+    The arguments below are keywords; all have defaults, so ``FractionalLIF()`` is the paper's f-LIF at
+    ``alpha = 0.5``.
+    """
+
+    leak = True
+
+
+class FractionalIF(FractionalNeuron):
+    r"""f-IF, the fractional integrate-and-fire neuron (no leak): $\tau\, D^{\alpha} U = I$; ``tau`` defaults to 1 so
+    that ``alpha = 1`` is SpikingJelly's ``IFNode``."""
+
+    leak = False
+
+    def __init__(self, alpha: Alpha = 0.5, tau: Positive = 1.0, **kwargs):
+        """An f-IF neuron; only ``tau``'s default differs from :class:`FractionalLIF`.
+
+        Args:
+            alpha: the order of the Caputo derivative, a number in $(0, 1]$; default ``0.5`` (``1``: SpikingJelly's
+                ``IFNode``).
+            tau: the time constant the input is divided by, a number $> 0$; default ``1.0`` (an IF neuron has no
+                leak, hence no stability bound).
+            **kwargs: any other argument of :class:`FractionalLIF` (``threshold``, ``reset``, ``method``,
+                ``engine``, ...), with the same meaning, range and default.
+        """
+        super().__init__(alpha=alpha, tau=tau, **kwargs)
+
+
+def collect_alphas(model: nn.Module) -> dict[str, float]:
+    """``{module name: alpha}`` of every fractional neuron in ``model`` (for logging).
+
+    Args:
+        model: any module; its :class:`FractionalNeuron` submodules (``model`` itself included) are read.
+    """
+    return {name: float(m.alpha.detach()) for name, m in model.named_modules() if isinstance(m, FractionalNeuron)}
+
+
+def describe_neurons(model: nn.Module) -> dict[str, dict]:
+    """What ``metrics.json`` records of every neuron of ``model`` (``{module name: entry}``): its class, the engine
+    of its last forward, its time constant as ``tau_mean`` / ``tau_std`` over the layer's elements (one value per
+    layer has std 0) with ``tau_learned``, and for fractional neurons ``alpha`` with ``alpha_learned``."""
+    out = {}
+    for name, m in model.named_modules():
+        if not isinstance(m, SpikingNeuron):
+            continue
+        entry = {"type": type(m).__name__, "engine": m.last_engine}
+        tau = m.time_constant()
+        if tau is not None:
+            tau = torch.as_tensor(tau).detach().double().flatten()
+            entry |= {"tau_mean": float(tau.mean()), "tau_std": float(tau.std(unbiased=False)),
+                      "tau_learned": bool(m.time_constant_parameters())}
+        if isinstance(m, FractionalNeuron):
+            entry |= {"alpha": float(m.alpha.detach()), "alpha_learned": hasattr(m, "alpha_raw")}
+        out[name] = entry
+    return out
+
+
+def learned_values(neurons: dict[str, dict]) -> dict[str, dict]:
+    """The learned part of :func:`describe_neurons` (``tau_mean``, ``tau_std``, ``alpha``): what changes in training."""
+    keep = {"tau_learned": ("tau_mean", "tau_std"), "alpha_learned": ("alpha",)}
+    out = {}
+    for name, entry in neurons.items():
+        values = {k: entry[k] for flag, keys in keep.items() if entry.get(flag) for k in keys}
+        if values:
+            out[name] = values
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry: backbones build neurons by name and never import a particular library.
+
+NEURONS = Registry("neuron")
+register_neuron = NEURONS.register
+
+
+def neuron_names(pattern: str = "*") -> list[str]:
+    """The registered neuron names, sorted.
+
+    Args:
+        pattern: a shell wildcard the names must match, e.g. ``"sj_*"``; default ``"*"`` (all).
+    """
+    return NEURONS.names(pattern)
+
+
+def neuron_params(name: str) -> set[str] | None:
+    """Keyword arguments the neuron registered as ``name`` takes (``None``: any).
+
+    Args:
+        name: a registered neuron name (:func:`neuron_names`); an unknown one is a ``ValueError`` naming the closest.
+    """
+    return NEURONS.params(name)
+
+
+def is_neuron(module: nn.Module) -> bool:
+    """Whether ``module`` is a neuron (for probes such as firing rates): a :class:`SpikingNeuron`, or an instance of
+    a class registered with :func:`register_neuron`."""
+    registered = tuple(f for f in NEURONS.loaded().values() if isinstance(f, type))
+    return isinstance(module, (SpikingNeuron, *registered))
+
+
+def build_neuron(name: str, **kwargs) -> nn.Module:
+    """Multi-step neuron ``[T, B, ...] -> [T, B, ...]`` registered under ``name``.
+
+    Args:
+        name: a registered neuron name: ``flif``, ``fif``, ``lif``, ``if`` (fsnn's), ``sj_lif``, ``sj_plif``,
+            ``sj_if`` (SpikingJelly), ``snntorch_leaky`` (snnTorch), or one added with :func:`register_neuron`.
+        **kwargs: the neuron's own arguments (:func:`neuron_params`; for ``flif`` those of :class:`FractionalLIF`);
+            one it does not take is a ``ValueError`` naming the closest it does.
+    """
+    return NEURONS.create(name, **kwargs)
+
+
+# Each neuron's metadata, read by the tables, figures and report page: ``label``, its name for a reader; ``order``,
+# fractional or integer (colours and verdicts); ``paper_baseline``, an integer-order neuron the paper compares
+# f-LIF / f-IF with.
+register_neuron("flif", label="f-LIF", order="fractional")(FractionalLIF)
+register_neuron("fif", label="f-IF", order="fractional")(FractionalIF)
+
+
+def _arguments_but(cls: type, dropped: tuple[str, ...]) -> str:
+    """An ``Args:`` section of every constructor argument of ``cls`` but ``dropped``, each entry read from the
+    nearest constructor docstring of its class hierarchy: the arguments of a factory that builds ``cls`` with those
+    fixed, documented once, where they are declared."""
+    entries: dict[str, list[str]] = {}
+    for klass in cls.__mro__:
+        init = vars(klass).get("__init__")
+        doc = inspect.getdoc(init) if init is not None else None
+        if not doc or "Args:" not in doc:
+            continue
+        name = None
+        for line in doc.split("Args:\n", 1)[1].splitlines():
+            if line and not line.startswith(" "):  # the next section
+                break
+            if not line.startswith("     "):  # an argument's first line (its continuation lines are deeper)
+                name = line.split(":", 1)[0].strip()
+                if name in entries or name.startswith("*") or name in dropped:
+                    name = None
+                else:
+                    entries[name] = []
+            if name is not None:
+                entries[name].append(line)
+    return "\n".join(["Args:", *(line for lines in entries.values() for line in lines)])
+
+
+def _first_order(cls: type[FractionalNeuron], name: str):
+    """Registry factory for fsnn's own first-order neuron: ``cls`` with ``alpha = 1`` (same code path); it takes
+    ``cls``'s arguments but ``alpha`` and ``learn_alpha``."""
+
+    def build(**kwargs) -> FractionalNeuron:
+        return cls(alpha=1.0, **kwargs)
+
+    build.__signature__ = inspect.Signature([
+        inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for option, (annotation, default) in option_fields(cls).items() if option not in ("alpha", "learn_alpha")])
+    build.__doc__ = (f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``.\n\n"
+                     + _arguments_but(cls, ("alpha", "learn_alpha")))
+    build.check_options = lambda options: cls.check_options({**options, "alpha": 1.0})
+    build.foreign_options = cls.foreign_options
+    return build
+
+
+register_neuron("lif", label="LIF (fsnn, alpha = 1)", order="integer")(_first_order(FractionalLIF, "lif"))
+register_neuron("if", label="IF (fsnn, alpha = 1)", order="integer")(_first_order(FractionalIF, "if"))
+# integer-order baselines (fsnn.neurons.baselines): listed always, their library imported only when one is built
+NEURONS.lazy("sj_lif", "fsnn.neurons.baselines:SJLIF", extra="baselines", label="LIF (SpikingJelly)", order="integer",
+             paper_baseline=True)
+NEURONS.lazy("sj_plif", "fsnn.neurons.baselines:SJPLIF", extra="baselines", label="PLIF (SpikingJelly)",
+             order="integer")
+NEURONS.lazy("sj_if", "fsnn.neurons.baselines:SJIF", extra="baselines", label="IF (SpikingJelly)", order="integer",
+             paper_baseline=True)
+NEURONS.lazy("snntorch_leaky", "fsnn.neurons.baselines:SnnTorchLeaky", extra="baselines", label="LIF (snnTorch)",
+             order="integer", paper_baseline=True)
+
+
+def _registered_prefix(name: str) -> str | None:
+    """The registered neuron that ``name`` is, or whose variant it is (``flif_learn_tau`` -> ``flif``)."""
+    key = NEURONS.key(name)
+    return max((n for n in NEURONS.names() if key == n or key.startswith(n + "_")), key=len, default=None)
+
+
+def neuron_label(name: str) -> str:
+    """How a reader sees the neuron (or neuron variant) ``name``: its registered ``label`` (``flif`` -> ``f-LIF``);
+    a variant keeps its suffix (``flif_learn_tau`` -> ``f-LIF learn_tau``); an unknown name stays as it is.
+
+    Args:
+        name: a neuron name (:func:`neuron_names`) or a ``neuron_variant`` name that starts with one.
+    """
+    base = _registered_prefix(name)
+    if base is None:
+        return str(name)
+    suffix = NEURONS.key(name)[len(base):].lstrip("_")
+    return NEURONS.meta(base)["label"] + (f" {suffix}" if suffix else "")
+
+
+def is_fractional(name: str) -> bool:
+    """Whether the neuron (or neuron variant) ``name`` is registered as of fractional order.
+
+    Args:
+        name: a neuron name or a ``neuron_variant`` name that starts with one; an unknown name is not fractional.
+    """
+    base = _registered_prefix(name)
+    return base is not None and NEURONS.meta(base).get("order") == "fractional"
+
+
+def paper_baselines() -> list[str]:
+    """The integer-order neurons the paper compares f-LIF and f-IF with (registered with ``paper_baseline``)."""
+    return NEURONS.names(paper_baseline=True)

@@ -1,0 +1,75 @@
+"""Run folders and their records, as both the suite (which writes them) and the reports (which read them) see
+them: where they live (the results root, the config root), how a folder name fits the file system, and how a
+``metrics.json`` is read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from fsnn.atomic import RunFileError
+
+#: the fsnn package; in a checkout, the repository holds it beside ``conf/``
+PACKAGE = Path(__file__).resolve().parent
+
+
+def config_root() -> Path:
+    """The suite's Hydra configs: the checkout's ``conf/`` beside the package (what ``train.py`` reads in a clone),
+    else the copy an installed wheel carries as ``fsnn/conf``."""
+    clone = PACKAGE.parent / "conf"
+    return clone if (clone / "config.yaml").is_file() else PACKAGE / "conf"
+
+
+def results_root() -> Path:
+    """The results folder runs are written to and the reports read: ``paths.results_dir`` of the default paths
+    config resolved as a run resolves it, ``$FSNN_RESULTS`` where it is set, else ``./results`` of the current
+    directory."""
+    from omegaconf import OmegaConf  # here: fsnn-train without fsnn[app] reads config_root() and says what is missing
+
+    paths = OmegaConf.to_container(OmegaConf.load(config_root() / "paths" / "default.yaml"), resolve=True)
+    return Path(paths["results_dir"]).expanduser()
+
+#: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in
+#: each as ``metric_unit``; what a person reads (console, tables, report) is in percent (:func:`percent`)
+METRIC_UNIT = "fraction"
+
+
+#: the longest name of one file or folder that common file systems take (ext4, xfs, btrfs, APFS, NTFS), in bytes
+NAME_MAX = 255
+
+
+def fitting_name(name: str, limit: int = NAME_MAX) -> str:
+    """``name`` if its UTF-8 fits in ``limit`` bytes, else its readable start (whole characters) + ``-`` + the first
+    12 hex digits of its SHA-256: a name too long for a folder (many overrides, a long ``run_name``) becomes one that
+    fits, and the same name always becomes the same folder, so that rerunning a command finds its run."""
+    encoded = name.encode()
+    if len(encoded) <= limit:
+        return name
+    digest = hashlib.sha256(encoded).hexdigest()[:12]
+    return f"{encoded[:limit - len(digest) - 1].decode(errors='ignore')}-{digest}"
+
+
+def read_run_record(run_dir: Path) -> dict | None:
+    """The run's ``metrics.json`` as a dict, or ``None`` when there is none or it is unreadable (a run never
+    finished writes it again). :class:`RunFileError` when something other than a file is in its place."""
+    path = Path(run_dir) / "metrics.json"
+    if path.exists() and not path.is_file():
+        kind = "folder" if path.is_dir() else "special file"
+        raise RunFileError(f"{path}: expected the run's record, a file, got a {kind}; move it away and rerun")
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+#: the folder ``force=true`` moves an earlier generation of a run into: ``previous.1`` (the oldest), ``previous.2``...
+GENERATION = re.compile(r"previous\.(\d+)")
+
+
+def is_earlier_generation(path: Path) -> bool:
+    """Whether ``path`` (a file such as ``metrics.json``) belongs to an earlier generation of a run set aside by
+    ``force=true`` (:func:`set_aside`), not to a run of its own."""
+    return GENERATION.fullmatch(Path(path).parent.name) is not None

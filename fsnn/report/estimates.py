@@ -1,0 +1,232 @@
+"""What the tables nobody ran here would cost: each experiment's sweep composed with Hydra, its jobs' training
+samples, and the measured step times of ``results/bench`` turned into CPU- or GPU-hours."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import tempfile
+import warnings
+from collections import defaultdict
+from functools import lru_cache
+from pathlib import Path
+
+from fsnn.records import config_root, results_root
+from fsnn.report.collect import (
+    read_record,
+)
+
+# a neuron with no timed train step of its own, timed as the neuron that runs the same kernels
+TIMED_AS = {"fif": "flif", "if": "lif", "sj_if": "sj_lif", "sj_plif": "sj_lif"}
+
+
+def graph_run_minutes(name: str, bench_dir: str | Path | None = None,
+                      experiment: str = "table2_node_classification") -> dict | None:
+    """Minutes of one run of ``experiment`` (one CPU core) on the graph ``name``: the whole run that
+    ``scripts/bench_graph.py runs --experiment <experiment>`` measured on it (the "after" rows of a benchmark file of
+    ``bench_dir`` whose setting names that experiment), else the largest graph it measured scaled by the number of
+    nodes: ``{"minutes", "basis", "basis_minutes", "backbone", "neuron"}`` (the slowest of the basis' rows);
+    ``None`` without either number."""
+    from fsnn.data.registry import dataset_info
+
+    rows = []
+    for path in sorted(Path(bench_dir if bench_dir is not None else results_root() / "bench").glob("*.json")):
+        try:
+            record = read_record(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if record.get("benchmark") == "graph_runs" and (record.get("setting") or {}).get("experiment") == experiment:
+            rows += [r for r in record.get("runs", []) if r.get("version") == "after" and "failed" not in r]
+    nodes = dataset_info(name).num_nodes
+    measured = [(dataset_info(r["dataset"]).num_nodes, r) for r in rows]
+    measured = [(n, r) for n, r in measured if n]
+    if not nodes or not measured:
+        return None
+    own = [item for item in measured if item[1]["dataset"] == name]
+    basis_nodes, basis = max(own or measured, key=lambda item: (item[0], item[1]["whole_run_s"]))
+    return {"minutes": basis["whole_run_s"] / 60 * nodes / basis_nodes, "basis": basis["dataset"],
+            "basis_minutes": basis["whole_run_s"] / 60, "backbone": basis.get("backbone", "?"),
+            "neuron": basis.get("neuron", "?")}
+
+
+def _get_it(name: str) -> str | None:
+    """The first address of the "How to get it" line of the dataset loader's own missing-data message (the loader is
+    asked for ``name`` in an empty folder, downloads off), or ``None`` for generated data."""
+    from fsnn.data import DatasetMissingError
+    from fsnn.data.registry import build_dataset, dataset_info, load_graph
+
+    kind = dataset_info(name).kind
+    if kind not in ("event", "static", "graph"):
+        return None
+    with tempfile.TemporaryDirectory() as empty, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            (load_graph if kind == "graph" else build_dataset)(name, empty, download=False)
+        except DatasetMissingError as missing:
+            how = next((line for line in str(missing).splitlines() if line.startswith("How to get it:")), "")
+            found = re.search(r"https?://[^\s,;)]+", how)
+            return found.group(0) if found else None
+    return None
+
+
+@lru_cache(maxsize=None)
+def dataset_source(name: str) -> dict:
+    """``{"name", "library", "url"}`` of a registered dataset: what reads it and where to get it."""
+    from fsnn.data.registry import dataset_info
+
+    info = dataset_info(name)
+    return {"name": info.name, "library": info.library.split(".")[0], "url": _get_it(info.name)}
+
+
+def sweep(experiment: str) -> dict[str, list[str]]:
+    """The sweep of ``conf/experiment/<experiment>.yaml``, ``{override key: [values]}`` (Hydra's own parser reads the
+    values: ``a,b``, ``range(0,20)``); ``{}`` for an experiment of one run."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    params = OmegaConf.select(OmegaConf.load(config_root() / "experiment" / f"{experiment}.yaml"), "hydra.sweeper.params") or {}
+    parser = OverridesParser.create()
+    out = {}
+    for key, value in params.items():
+        override = parser.parse_overrides([f"{key}={value}"])[0]
+        out[key] = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                    else [override.get_value_element_as_str()])
+    return out
+
+
+@lru_cache(maxsize=None)
+def jobs(experiment: str) -> list[dict]:
+    """The jobs of an experiment's sweep, one entry per composed setting: its resolved config, the neurons it runs
+    and how many jobs it stands for (neuron options x seeds). Neuron options (``neuron``, ``neuron.*``,
+    ``neuron_variant``) and seeds do not change dataset, backbone or epochs, so they are counted, not composed."""
+    from hydra import compose, initialize_config_dir
+
+    params = sweep(experiment)
+    counted = {k: v for k, v in params.items() if k == "seed" or k.lstrip("+").startswith("neuron")}
+    composed = {k: v for k, v in params.items() if k not in counted}
+    out = []
+    with initialize_config_dir(str(config_root()), version_base="1.3"):
+        for combination in itertools.product(*composed.values()):
+            overrides = [f"experiment={experiment}", *(f"{k}={v}" for k, v in zip(composed, combination))]
+            cfg = compose("config", overrides=overrides)
+            neurons = counted.get("neuron") or [cfg.neuron.name]
+            per_neuron = math.prod(len(v) for k, v in counted.items() if k != "neuron")
+            out.append({"cfg": cfg, "neurons": neurons, "jobs_per_neuron": per_neuron})
+    return out
+
+
+def step_costs(bench_dir: str | Path | None = None) -> list[dict]:
+    """The measured train steps on a GPU under ``bench_dir`` (``scripts/bench_train.py --device cuda``): per file the
+    setting (backbone, channels, T, size), the hardware and ``{neuron: (train samples/s, test samples/s)}``."""
+    out = []
+    for path in sorted(Path(bench_dir if bench_dir is not None else results_root() / "bench").glob("*.json")):
+        try:
+            record = read_record(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        config = record.get("config") or {}
+        if record.get("benchmark") != "dvsnet_train_step" or config.get("device") != "cuda":
+            continue
+        rates = {r["neuron"]: (r["train_samples_per_s"], r["test_samples_per_s"]) for r in record.get("results", [])
+                 if r.get("train_samples_per_s") and r.get("test_samples_per_s")}
+        out.append({"file": path.name, "backbone": "dvsnet", "channels": config.get("channels"), "T": config["T"],
+                    "size": config["size"], "batch": config.get("batch"), "hardware": record.get("hardware", "GPU"),
+                    "rates": rates})
+    return out
+
+
+def train_samples(cfg) -> int | None:
+    """Training samples per epoch of a composed config (the published split sizes, less validation), ``None`` where
+    fsnn does not know them."""
+    from fsnn.data import events
+
+    name = cfg.dataset.name
+    if name in events.TONIC_SPECS:
+        published = events.TONIC_SPECS[name].published
+        train = published.get("train") or round(published["all"] * (1 - events.TEST_FRACTION))
+        return round(train * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
+    if name == "hardvs":
+        return events.HARDVS_SIZES["train"]
+    return None
+
+
+def _step(cfg, costs: list[dict]) -> tuple[dict, float] | None:
+    """The measured step nearest to ``cfg`` (same backbone and width; nearest T x H x W) and the factor scaling its
+    time per sample to ``cfg``'s T x H x W (convolutions and neurons cost in proportion to both)."""
+    channels = cfg.backbone.get("channels")
+    size = cfg.dataset.get("size")
+    if not isinstance(size, int):
+        return None
+    candidates = [c for c in costs if c["backbone"] == cfg.backbone.name and c["channels"] == channels]
+    if not candidates:
+        return None
+    work = cfg.dataset.T * size * size
+    best = min(candidates, key=lambda c: abs(math.log(work / (c["T"] * c["size"] ** 2))))
+    return best, work / (best["T"] * best["size"] ** 2)
+
+
+def estimate(experiment: str, costs: list[dict]) -> dict:
+    """GPU-hours of an experiment's full sweep from measured train steps (:func:`step_costs`): per job, epochs x
+    training samples x the measured seconds per training sample of its neuron, scaled by :func:`_step`; validation,
+    data loading and the first epoch's frame integration are not counted. Jobs whose backbone, width or data size has
+    no measurement are counted in ``unestimated`` with the reason."""
+    hours, estimated, total, basis, notes = 0.0, 0, 0, set(), set()
+    unestimated: dict[str, int] = defaultdict(int)
+    for job in jobs(experiment):
+        cfg = job["cfg"]
+        count = len(job["neurons"]) * job["jobs_per_neuron"]
+        total += count
+        step, samples = _step(cfg, costs), train_samples(cfg)
+        if step is None:
+            unestimated[f"{cfg.backbone.name}" + (f" ({cfg.backbone.channels} channels)" if cfg.backbone.get("channels")
+                                                   else "") + ": no measured step"] += count
+            continue
+        if samples is None:
+            unestimated[f"{cfg.dataset.name}: size unknown"] += count
+            continue
+        bench, scale = step
+        for neuron in job["neurons"]:
+            timed = neuron if neuron in bench["rates"] else TIMED_AS.get(neuron)
+            if timed not in bench["rates"]:
+                unestimated[f"{neuron}: no measured step"] += job["jobs_per_neuron"]
+                continue
+            if timed != neuron:
+                notes.add(f"{neuron} timed as {timed}")
+            hours += job["jobs_per_neuron"] * cfg.trainer.max_epochs * samples * scale / bench["rates"][timed][0] / 3600
+            estimated += job["jobs_per_neuron"]
+        basis.add((bench["file"], bench["hardware"], bench["T"], bench["size"], bench["batch"]))
+    return {"jobs": total, "estimated": estimated, "hours": hours, "unestimated": dict(sorted(unestimated.items())),
+            "basis": sorted(basis), "notes": sorted(notes)}
+
+
+def spec_values(spec: dict, key: str) -> list[str]:
+    """Every value a table's cells match ``key`` against (table, rows and columns), in order."""
+    matches = [spec.get("match") or {}] + [part.get("match") or {} for part in spec["rows"] + spec["columns"]]
+    return list(dict.fromkeys(m[key] for m in matches if m.get(key) is not None))
+
+
+def evaluation_estimate(study: str, experiment: str, spec: dict, costs: list[dict]) -> dict | None:
+    """Seconds of the test passes of ``evaluate.py robustness=<study>`` on one run of ``experiment`` in the setting
+    of ``spec`` (its dataset and backbone) that has a measured step: 1 clean + one per corruption level passes over
+    the published test split, at the slowest measured neuron's test speed."""
+    from omegaconf import OmegaConf
+
+    from fsnn.data import events
+
+    corruptions = OmegaConf.load(config_root() / "robustness" / f"{study}.yaml").corruptions
+    passes = 1 + sum(len(c.levels) for c in corruptions.values())
+    out = []
+    datasets, backbones = spec_values(spec, "dataset"), spec_values(spec, "backbone")
+    for job in jobs(experiment):
+        cfg = job["cfg"]
+        if cfg.dataset.name not in datasets or cfg.backbone.name not in backbones:
+            continue
+        step = _step(cfg, costs)
+        published = events.TONIC_SPECS.get(cfg.dataset.name)
+        if step is None or published is None or "test" not in published.published:
+            continue
+        bench, scale = step
+        rate = min(r[1] for r in bench["rates"].values())
+        out.append(passes * published.published["test"] * scale / rate)
+    return {"passes": passes, "seconds": max(out)} if out else None

@@ -1,0 +1,83 @@
+"""One look for every figure: matplotlib settings, colours (fractional neurons warm, first-order cool),
+markers, legends, and the writer that saves PNG and PDF with fixed metadata."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Callable, Iterable
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from fsnn.neurons.modules import is_fractional
+
+MIN_FONT_PT = 9
+
+
+STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": MIN_FONT_PT,
+         "legend.title_fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT, "ytick.labelsize": MIN_FONT_PT,
+         "figure.titlesize": 11, "axes.spines.top": False, "axes.spines.right": False}
+
+
+# two hue families, each colour with its own marker so that the lines stay apart in grey print as well
+WARM = (("#b2182b", "o"), ("#e6550d", "s"), ("#f4a300", "^"), ("#8c510a", "D"), ("#de77ae", "v"))
+
+
+COOL = (("#08519c", "X"), ("#1ab2c4", "P"), ("#238b45", "h"), ("#6a51a3", "d"), ("#525252", "<"), ("#6baed6", ">"),
+        ("#74c476", "p"), ("#9e9ac8", "*"))
+
+
+METADATA = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
+
+
+def styled(draw: Callable) -> Callable:
+    """Run a figure function under :data:`STYLE` (fonts are fixed when a text is created, so the whole function)."""
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(STYLE):
+            return draw(*args, **kwargs)
+    return wrapper
+
+
+def save(fig: Figure, out: str | Path, name: str) -> list[Path]:
+    """``fig`` as ``<out>/<name>.png`` and ``.pdf``, without a date or version in the files' metadata."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "pdf"):
+        path = out / f"{name}.{ext}"
+        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+        paths.append(path)
+    return paths
+
+
+def _colors(name: str, n: int, stop: float = 0.85) -> np.ndarray:
+    return matplotlib.colormaps[name](np.linspace(0.0, stop, n))
+
+
+def family_styles(keys: Iterable[str], fractional: Callable[[str], bool] = is_fractional) -> dict[str, dict]:
+    """``{key: {color, marker}}``: fractional keys take the warm colours in order, the others the cool ones."""
+    styles, counts = {}, {True: 0, False: 0}
+    for key in keys:
+        family = bool(fractional(key))
+        palette = WARM if family else COOL
+        color, marker = palette[counts[family] % len(palette)]
+        styles[key] = {"color": color, "marker": marker}
+        counts[family] += 1
+    return styles
+
+
+def _note(captions: dict | None, name: str, text: str) -> None:
+    if captions is not None:
+        captions[name] = text
+
+
+def legend_below(fig: Figure, handles: list, labels: list[str], ncol: int = 1, title: str | None = None,
+                 axes_height: float = 4.4) -> None:
+    """A legend under the axes, never over the data: the figure grows by the legend's measured height."""
+    legend = fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, title=title)
+    height = legend.get_window_extent().height / fig.dpi + 0.1
+    fig.set_size_inches(fig.get_figwidth(), axes_height + height)
+    fig.tight_layout(rect=(0, height / (axes_height + height), 1, 1))

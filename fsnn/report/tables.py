@@ -1,0 +1,456 @@
+"""The paper's tables next to ours: collect ``results/**/metrics.json`` and fill the paper's transcribed tables
+(``paper_tables.yaml``, package data of fsnn).
+
+``fsnn-report tables [--results DIR] [--out DIR]`` (or ``fsnn-report tables``) prints every table and writes it
+as Markdown and LaTeX (booktabs) under ``<results>/tables/``; the results folder defaults to ``./results`` of the
+current directory. A cell is mean ± std (sample std, ddof=1) over the
+complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
+a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
+A table never mixes recipes (a run's ``recipe``: ``matched``, the default, or ``authors``, see ``conf/recipe/``):
+runs of another recipe fill their own copy of the table, ``<id>_<recipe>``. Nor does it mix protocols: where runs
+at the paper's epochs (``protocol`` in the YAML) and runs at other epochs fill one table, the latter fill their own
+copy, ``<id>_<E>ep``. A table with neither paper values nor runs (the suite's own studies before they are run) is
+not written, and a table file this command wrote before and no longer writes is removed (``tables.json`` lists what
+it wrote), so the folder always matches the runs.
+A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``evaluate.py study=energy``),
+beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
+and energy tables read them with list paths (see the YAML header).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import warnings
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fsnn.atomic import write_text_atomic
+from fsnn.numbers import DASH, number
+from fsnn.records import config_root, results_root
+from fsnn.report.collect import (
+    ALIASES,
+    DEFAULT_RECIPE,
+    SAFE_NAME,
+    Collection,
+    epochs_of,
+    experiment_of,
+    read_record,
+    recipe_of,
+    scan_runs,
+)
+
+SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
+# config fields that do not make two runs different experiments (for the mixed-config flag)
+INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra")
+PAPER_EPOCHS = "paper"  # build_table(epochs=...): only the runs trained for the paper's number of epochs
+MANIFEST = "tables.json"  # what make_tables wrote last, so that a table it no longer writes is removed
+
+
+def load_spec(path: str | Path | None = None) -> list[dict]:
+    """The paper tables of ``path``, by default the ones fsnn ships (:data:`SPEC`)."""
+    text = resources.files("fsnn.report").joinpath(SPEC).read_text() if path is None else Path(path).read_text()
+    return yaml.safe_load(text)["tables"]
+
+
+def _lookup(run: dict, key: str | list) -> tuple[bool, Any]:
+    """(found, value) of a match key in a run record.
+
+    A string is a match key (an alias or a dotted path into the run's config); a list is a path from the top of
+    the record, one element per level: a string or number is an object key (a number as its shortest text,
+    0.1 -> "0.1", so robustness levels can be addressed), an int also indexes a list.
+    """
+    if isinstance(key, list):
+        path = key
+    else:
+        path = ALIASES.get(key, key if key.startswith("config.") else f"config.{key}").split(".")
+    node: Any = run
+    for part in path:
+        if isinstance(node, list) and type(part) is int:  # not bool, a subclass of int
+            if not -len(node) <= part < len(node):
+                return False, None
+            node = node[part]
+            continue
+        name = part if isinstance(part, str) else f"{part:g}"
+        if not isinstance(node, dict) or name not in node:
+            return False, None
+        node = node[name]
+    return True, node
+
+
+def _equal(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual is expected
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-9)
+    return actual == expected
+
+
+def matches(run: dict, match: dict) -> bool:
+    """Whether ``run`` (a ``metrics.json``) has every ``dotted.key: value`` of a cell's ``match`` (``null``: absent or
+    null)."""
+    for key, expected in (match or {}).items():
+        found, actual = _lookup(run, key)
+        if expected is None:
+            if found and actual is not None:
+                return False
+        elif not found or not _equal(actual, expected):
+            return False
+    return True
+
+
+def _value(run: dict, source: str | list) -> float | None:
+    """A run's number: ``test`` is ``test_<metric>`` (at the best-validation checkpoint), else a path (a dotted
+    path into the config or a list path from the top of the record, see :func:`_lookup`). NaN and inf (a learned
+    parameter that diverged) count as no number: the cell's n says how many runs had one."""
+    if source == "test":
+        value = run.get(f"test_{run.get('metric', 'acc')}")
+    else:
+        value = _lookup(run, source)[1]
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _paper(value: Any) -> tuple[float | None, float | None]:
+    if isinstance(value, (list, tuple)):
+        return float(value[0]), (float(value[1]) if len(value) > 1 and value[1] is not None else None)
+    if isinstance(value, dict):
+        return value.get("mean"), value.get("std")
+    return (None if value is None else float(value)), None
+
+
+def _fingerprint(run: dict) -> str:
+    config = {k: v for k, v in (run.get("config") or {}).items() if k not in INCIDENTAL}
+    return json.dumps(config, sort_keys=True, default=str)
+
+
+def suite_experiments() -> set[str]:
+    """The suite's experiments: one per ``conf/experiment/<name>.yaml`` (whose ``task_name`` is ``<name>``), smoke
+    variants counted as their experiment; without the configs, the experiments the paper tables name."""
+    files = sorted((config_root() / "experiment").glob("*.yaml"))
+    if files:
+        return {f.stem.removesuffix("_smoke") for f in files}
+    return {name for spec in load_spec() for name in spec.get("experiments") or ()}
+
+
+def suite_runs(runs) -> tuple[list[dict], list[dict]]:
+    """``(runs of the suite's experiments, the others)``: what a user ran by hand (``python train.py``, a task_name
+    of their own) is not a result of the suite and stays out of its tables and figures."""
+    names = suite_experiments()
+    ours = [r for r in runs if experiment_of(r) in names]
+    return ours, [r for r in runs if experiment_of(r) not in names]
+
+
+def _own_runs(spec: dict, runs) -> list[dict]:
+    """The runs a table may read: those of its ``experiments`` (and their ``_smoke`` variants') when it names some,
+    since ablations share datasets and neurons with Table 1 and an alpha-0.2 ablation run must not land in Table 1's
+    f-LIF cell."""
+    return [r for r in runs if not spec.get("experiments") or experiment_of(r) in spec["experiments"]]
+
+
+def table_recipes(spec: dict, runs) -> list[str]:
+    """The recipes of the runs that fill a row of ``spec``, the matched one always first (its table is written even
+    empty); one table for all of them where the spec compares recipes itself (``all_recipes: true``)."""
+    if spec.get("all_recipes"):
+        return [DEFAULT_RECIPE]
+    # a table naming no experiments reads every run: Table 2's authors-recipe runs must not give Table 1's
+    # robustness tables an empty authors copy
+    others = {recipe_of(r) for r in _own_runs(spec, runs) if _row_of(spec, r) is not None} - {DEFAULT_RECIPE}
+    return [DEFAULT_RECIPE, *sorted(others)]
+
+
+def welch_p(a: list[float], b: list[float]) -> float | None:
+    """Two-sided p-value of Welch's t-test (unequal variances) that ``a`` and ``b`` have the same mean; ``None``
+    with fewer than 2 values on a side, ``1.0`` when both are constant and equal."""
+    if len(a) < 2 or len(b) < 2:
+        return None
+    from scipy.stats import ttest_ind
+
+    if statistics.pvariance(a) == statistics.pvariance(b) == 0.0:
+        return 1.0 if a[0] == b[0] else 0.0
+    with warnings.catch_warnings():  # a constant side (every seed at chance) warns of precision, harmlessly
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def _stand_in_for_same_computations(spec: dict, rows: list[dict], recipe: str) -> None:
+    """Cells that are the same computation as another row's (a row's ``same_as: {row: <key>, columns: [...]}``, e.g.
+    fsnn's alpha = 1 LIF and SpikingJelly's on SGCN; in the matched recipe unless ``recipes`` lists others) show that
+    row's runs, and ``same_as`` says whether the seeds run in both are identical, value for value (``identical``:
+    ``None`` where no seed was run in both)."""
+    keys = [c["key"] for c in spec["columns"]]
+    by_key = {row.get("key"): row for row in rows}
+    for row_spec, row in zip(spec["rows"], rows):
+        same = row_spec.get("same_as")
+        if not same or recipe not in same.get("recipes", [DEFAULT_RECIPE]):
+            continue
+        if same["row"] not in by_key:
+            raise ValueError(f"{spec['id']}: same_as row {same['row']!r} is not the key of a row")
+        other = by_key[same["row"]]
+        for column in same["columns"]:
+            i = keys.index(column)
+            own, theirs = row["cells"][i], other["cells"][i]
+            if not theirs["n"]:
+                continue
+            seeds = sorted(set(own.get("by_seed", {})) & set(theirs.get("by_seed", {})))
+            identical = all(own["by_seed"][s] == theirs["by_seed"][s] for s in seeds) if seeds else None
+            row["cells"][i] = {**theirs, "match": own["match"],  # the cell's own setting, its neighbour's runs
+                               "paper_mean": own["paper_mean"], "paper_std": own["paper_std"],
+                               "diff": None if own["paper_mean"] is None or theirs["mean"] is None
+                               else theirs["mean"] - own["paper_mean"],
+                               "same_as": {"label": other["label"], "seeds": seeds, "identical": identical}}
+
+
+def _compare_to_reference(rows: list[dict], reference: str) -> None:
+    """``diff`` of every judged cell against the same column of the row keyed ``reference`` (instead of a paper
+    value), ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations, and
+    ``p``: Welch's t-test of the two cells' seeds (:func:`welch_p`)."""
+    ref = next((row for row in rows if row.get("key") == reference), None)
+    if ref is None:
+        raise ValueError(f"reference_row {reference!r} is not the key of a row")
+    for row in rows:
+        for cell, base in zip(row["cells"], ref["cells"]):
+            if row is ref or cell["mean"] is None or base["mean"] is None or not cell["judge"]:
+                continue
+            cell["diff"] = cell["mean"] - base["mean"]
+            spread = max(cell["std"] or 0.0, base["std"] or 0.0)
+            cell["moved"] = cell["n"] > 1 and base["n"] > 1 and abs(cell["diff"]) > spread
+            cell["p"] = welch_p(cell["values"], base["values"])
+
+
+def paper_protocol(spec: dict, row: dict | None = None) -> dict:
+    """How the paper trained the runs behind ``spec`` (its row ``row``, where the row says otherwise): ``epochs``
+    and ``runs`` per cell (``None``: not stated) and ``source``; ``{}`` for a table that is not in the paper."""
+    protocol = dict(spec.get("protocol") or {})
+    protocol.update((row or {}).get("protocol") or {})
+    return protocol
+
+
+def _row_of(spec: dict, run: dict) -> dict | None:
+    """The first row of ``spec`` whose cells ``run`` may fill (``None``: it fills none)."""
+    return next((row for row in spec["rows"]
+                 if matches(run, {**(spec.get("match") or {}), **(row.get("match") or {})})), None)
+
+
+def protocol_key(spec: dict, run: dict) -> int | None:
+    """``None`` where ``run`` trained for the paper's epochs of its row of ``spec`` (or either number is unknown, or it
+    fills no row), else its epochs."""
+    row, epochs = _row_of(spec, run), epochs_of(run)
+    paper = None if row is None else paper_protocol(spec, row).get("epochs")
+    return None if paper is None or epochs is None or epochs == paper else epochs
+
+
+def table_variants(spec: dict, runs) -> list[tuple[str, int | str | None]]:
+    """``(recipe, epochs)`` of every copy of ``spec`` to build (the ``build_table`` arguments), one per recipe of its
+    runs (:func:`table_recipes`); where runs at the paper's epochs and at others both exist, one per epoch count:
+    ``(recipe, PAPER_EPOCHS)`` and ``(recipe, E)`` for each other ``E``. ``epochs=None``: every run of the recipe."""
+    variants: list[tuple[str, int | str | None]] = []
+    for recipe in table_recipes(spec, runs):
+        keys = {protocol_key(spec, r) for r in _own_runs(spec, runs)
+                if (spec.get("all_recipes") or recipe_of(r) == recipe) and _row_of(spec, r) is not None}
+        if len(keys) <= 1:
+            variants.append((recipe, None))
+        else:
+            variants += [(recipe, PAPER_EPOCHS)] + [(recipe, e) for e in sorted(k for k in keys if k is not None)]
+    return variants
+
+
+def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE,
+                epochs: int | str | None = None) -> dict:
+    """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
+    value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
+    ``epochs``: ``None`` takes every run; :data:`PAPER_EPOCHS` only the runs trained for the paper's epochs, a
+    number only those trained for that many epochs where the paper's differ (id ``<id>[_<recipe>]_<E>ep``)."""
+    def chosen(pool):  # a table comparing recipes itself (all_recipes) takes every recipe
+        pool = [r for r in _own_runs(spec, pool) if spec.get("all_recipes") or recipe_of(r) == recipe]
+        if epochs is None:
+            return pool
+        want = None if epochs == PAPER_EPOCHS else epochs
+        return [r for r in pool if protocol_key(spec, r) == want]
+
+    runs, failed = chosen(runs), chosen(failed)
+    rows = []
+    table_source = spec.get("value", "test")
+    for row in spec["rows"]:
+        cells = []
+        for col in spec["columns"]:
+            # a column's value/percent wins over its row's, the row's over the table's
+            source = col.get("value", row.get("value", table_source))
+            percent = col.get("percent", row.get("percent", spec.get("percent", True)))
+            scale = col.get("scale", row.get("scale", spec.get("scale", 100.0 if percent else 1.0)))
+            match = {**(spec.get("match") or {}), **(row.get("match") or {}), **(col.get("match") or {})}
+            paper_mean, paper_std = _paper((row.get("paper") or {}).get(col["key"]))
+            cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,
+                    "diff": None, "failed": 0, "mixed": False, "runs": [], "measured": source is not None,
+                    "match": match, "percent": bool(percent), "judge": col.get("judge", True),
+                    "paper_epochs": paper_protocol(spec, row).get("epochs"), "epochs": [], "seeds": [], "values": []}
+            if source is not None:
+                values = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
+                numbers = [v * scale for _, v in values]
+                cell["n"] = len(numbers)
+                cell["values"] = numbers
+                cell["runs"] = [r["_path"] for r, _ in values if "_path" in r]
+                cell["epochs"] = sorted({e for r, _ in values if (e := epochs_of(r)) is not None})
+                cell["seeds"] = sorted({r["seed"] for r, _ in values if isinstance(r.get("seed"), int)})
+                cell["by_seed"] = {r["seed"]: v * scale for r, v in values if isinstance(r.get("seed"), int)}
+                cell["failed"] = sum(matches(r, match) for r in failed)
+                cell["mixed"] = len({_fingerprint(r) for r, _ in values}) > 1
+                if numbers:
+                    cell["mean"] = statistics.fmean(numbers)
+                    cell["std"] = statistics.stdev(numbers) if len(numbers) > 1 else None
+                    if paper_mean is not None:
+                        cell["diff"] = cell["mean"] - paper_mean
+            cells.append(cell)
+        rows.append({"key": row.get("key"), "label": row["label"], "cells": cells})
+    _stand_in_for_same_computations(spec, rows, recipe)
+    if spec.get("reference_row"):
+        _compare_to_reference(rows, spec["reference_row"])
+    suffix = "" if recipe == DEFAULT_RECIPE else f"_{recipe}"
+    caption = spec.get("caption", "") + (f" Recipe: {recipe}." if suffix else "")
+    if isinstance(epochs, int):
+        suffix += f"_{epochs}ep"
+        paper = paper_protocol(spec).get("epochs")
+        caption += f" Runs trained for {epochs} epochs" + (f" (paper: {paper})." if paper else ".")
+    return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe, "epochs": epochs,
+            "recipes": sorted({recipe_of(r) for r in runs}),
+            "caption": caption, "section": spec.get("section", ""), "notes": spec.get("notes"),
+            "reference_row": spec.get("reference_row"),
+            "columns": [c["label"] for c in spec["columns"]], "rows": rows}
+
+
+def has_paper_values(spec: dict) -> bool:
+    """Whether the paper prints any number of ``spec`` (the suite's own studies have none)."""
+    return any(value is not None for row in spec["rows"] for value in (row.get("paper") or {}).values())
+
+
+def cell_text(cell: dict, pm: str = "±") -> str:
+    """``ours (n=k) / paper P / Δ d``; ``—`` where there is no run (or no paper value)."""
+    paper = "" if cell["paper_mean"] is None else "paper " + number(cell["paper_mean"], std=cell["paper_std"], pm=pm)
+    if not cell["measured"]:
+        return paper or DASH
+    ours = number(cell["mean"], std=cell["std"], pm=pm)
+    if cell["n"]:
+        ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''})"
+    if same := cell.get("same_as"):
+        seeds = ("seed " if len(same["seeds"]) == 1 else "seeds ") + ", ".join(str(s) for s in same["seeds"])
+        checked = ("identity not checked" if same["identical"] is None else
+                   f"identical on {seeds}" if same["identical"] else f"DIFFERENT on {seeds}")
+        ours += f" [the runs of {same['label']}: the same computation, {checked}]"
+    if cell["failed"]:
+        ours += f" [{cell['failed']} failed]"
+    text = f"{ours} / {paper}" if paper else ours
+    if cell["diff"] is not None:
+        text += f" / Δ {cell['diff']:+.2f}" + (" (moved)" if cell.get("moved") else "")
+        if cell.get("p") is not None:
+            text += f" p={cell['p']:.2g}"
+    return text
+
+
+def to_markdown(table: dict) -> str:
+    """A built table (:func:`build_table`) as Markdown: caption, paper reference, one row per setting."""
+    def esc(text: str) -> str:
+        return str(text).replace("|", "\\|")
+
+    if table.get("reference_row"):
+        legend = (f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
+                  "the larger of the two rows' seed-to-seed standard deviations; p: Welch's t-test over the seeds.")
+    else:
+        legend = "Cells: ours mean ± std (n) / paper / Δ = ours - paper."
+    lines = [f"### {table['id']} ({table['label']}): {esc(table['caption'])}", "",
+             f"Paper: {table['section']}. {legend}", "",
+             "| | " + " | ".join(esc(c) for c in table["columns"]) + " |",
+             "|---" * (len(table["columns"]) + 1) + "|"]
+    for row in table["rows"]:
+        lines.append(f"| {esc(row['label'])} | " + " | ".join(esc(cell_text(c)) for c in row["cells"]) + " |")
+    if table.get("notes"):
+        lines += ["", esc(table["notes"])]
+    return "\n".join(lines) + "\n"
+
+
+def _latex_escape(text: str) -> str:
+    out = str(text)
+    for char, repl in (("\\", r"\textbackslash "), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
+                       ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+        out = out.replace(char, repl)
+    return out.replace(DASH, "---").replace("Δ", r"$\Delta$").replace("±", r"$\pm$").replace("α", r"$\alpha$")
+
+
+def to_latex(table: dict) -> str:
+    """A built table (:func:`build_table`) as a LaTeX ``table`` with booktabs rules."""
+    cols = "l" + "c" * len(table["columns"])
+    lines = [r"\begin{table}[ht]", r"\centering", r"\small",
+             rf"\caption{{{_latex_escape(table['caption'])} (paper: {_latex_escape(table['label'] or '')})}}",
+             rf"\label{{repro:{table['id']}}}", rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
+             " & ".join([""] + [_latex_escape(c) for c in table["columns"]]) + r" \\", r"\midrule"]
+    for row in table["rows"]:
+        lines.append(" & ".join([_latex_escape(row["label"])]
+                                + [_latex_escape(cell_text(c)) for c in row["cells"]]) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
+                spec_path: str | Path | None = None, echo=print) -> tuple[Collection, list[dict]]:
+    """Build every table (one per recipe its runs used) from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and
+    ``all.md``) to ``out_dir``."""
+    results_dir = Path(results_dir) if results_dir is not None else results_root()
+    out_dir = Path(out_dir) if out_dir is not None else results_dir / "tables"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # corrupt files are listed below instead
+        found = scan_runs(results_dir)
+    echo(f"runs in {results_dir}: {found.summary()}")
+    for path, reason in found.corrupt:
+        echo(f"  corrupt, skipped: {path} ({reason})")
+    for path, keys in found.impossible:
+        echo(f"  impossible metrics, skipped: {path} ({keys})")
+    for run in found.failed:
+        echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
+    (complete, ad_hoc), (failed, _) = suite_runs(found.complete), suite_runs(found.failed)
+    if ad_hoc:
+        echo(f"  not of a suite experiment (conf/experiment/), not tabulated: {len(ad_hoc)} run(s) of "
+             + ", ".join(sorted({experiment_of(r) or "?" for r in ad_hoc})))
+    tables, markdown = [], []
+    for spec in load_spec(spec_path):
+        for recipe, epochs in table_variants(spec, complete + failed):
+            table = build_table(spec, complete, failed, recipe, epochs)
+            if not has_paper_values(spec) and not any(c["n"] or c["failed"] for r in table["rows"] for c in r["cells"]):
+                continue  # nothing to show: neither the paper's numbers nor a run
+            tables.append(table)
+            md = to_markdown(table)
+            markdown.append(md)
+            write_text_atomic(out_dir / f"{table['id']}.md", md)
+            write_text_atomic(out_dir / f"{table['id']}.tex", to_latex(table))
+            echo("\n" + md)
+    write_text_atomic(out_dir / "all.md", f"Runs: {found.summary()}\n\n" + "\n".join(markdown))
+    written = [t["id"] for t in tables]
+    remove_stale(out_dir, written, (".md", ".tex"))
+    echo(f"wrote {len(tables)} tables (Markdown + LaTeX) to {out_dir}")
+    return found, tables
+
+
+def remove_stale(out_dir: str | Path, names: list[str], suffixes: tuple[str, ...], manifest: str = MANIFEST,
+                 extra: dict | None = None) -> list[Path]:
+    """Remove from ``out_dir`` the files ``<name><suffix>`` of the names that its ``manifest`` listed last time and
+    ``names`` no longer holds, then write ``names`` (and ``extra``) as the new manifest. Only files this function
+    recorded are ever removed; an unreadable manifest removes nothing, and a listed name that is not a plain file
+    name (a path, ``..``) is ignored: nothing outside ``out_dir`` is removed. Returns the removed paths."""
+    path = Path(out_dir) / manifest
+    try:
+        before = read_record(path).get("written", []) if path.is_file() else []
+    except (OSError, UnicodeDecodeError, ValueError):
+        before = []
+    before = [name for name in before if isinstance(name, str) and SAFE_NAME.fullmatch(name)] \
+        if isinstance(before, list) else []
+    removed = []
+    for name in sorted(set(before) - set(names)):
+        for suffix in suffixes:
+            stale = Path(out_dir) / f"{name}{suffix}"
+            if stale.is_file():
+                stale.unlink()
+                removed.append(stale)
+    write_text_atomic(path, json.dumps({"written": list(names), **(extra or {})}, indent=2, sort_keys=True) + "\n")
+    return removed

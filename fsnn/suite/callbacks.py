@@ -1,0 +1,120 @@
+"""The Lightning callbacks of a training run: the progress bar in percent, the speed monitor, the learned
+parameters per epoch."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import TQDMProgressBar
+
+from fsnn.neurons.modules import (
+    describe_neurons,
+    learned_values,
+)
+
+
+class PercentProgressBar(TQDMProgressBar):
+    """Lightning's progress bar with accuracies shown in percent (``val/acc=81.25%``), the unit of every summary and
+    table; the logged metrics, checkpoints and ``metrics.json`` keep fractions."""
+
+    def get_metrics(self, trainer, pl_module):
+        metrics = super().get_metrics(trainer, pl_module)
+        return {k: f"{100 * v:.2f}%" if k.endswith("/acc") and isinstance(v, float) else v
+                for k, v in metrics.items()}
+
+
+class SpeedMonitor(L.Callback):
+    """Samples per second of training and of testing, and peak memory, for ``metrics.json``.
+
+    A train step is timed from ``on_train_batch_start`` to ``on_train_batch_end`` (forward, backward and
+    optimizer step; data loading excluded), a test step likewise; on CUDA both ends synchronize so the time
+    is the GPU's. ``samples`` counts labels (``len(batch[-1])``), or 1 for a batch that is one graph.
+    ``train_epoch_s``: the train steps' seconds per training epoch run by this process.
+    Peak memory: ``torch.cuda.max_memory_allocated`` since fit start on CUDA (the paper's "Memory (GB)"),
+    else the process's peak resident set size (``ru_maxrss``: data and model included)."""
+
+    def __init__(self):
+        self.totals = {"train": [0.0, 0], "test": [0.0, 0]}
+        self.train_epochs = 0
+        self._start = 0.0
+        self.cuda_device: torch.device | None = None
+
+    def _tick(self) -> float:
+        if self.cuda_device is not None:
+            torch.cuda.synchronize(self.cuda_device)
+        return time.perf_counter()
+
+    @staticmethod
+    def samples(batch) -> int:
+        last = batch[-1] if isinstance(batch, (tuple, list)) else None
+        return len(last) if isinstance(last, torch.Tensor) and last.dim() > 0 else 1
+
+    def on_fit_start(self, trainer, pl_module):
+        device = trainer.strategy.root_device
+        self.cuda_device = device if device.type == "cuda" else None
+        if self.cuda_device is not None:
+            torch.cuda.reset_peak_memory_stats(device)
+
+    def _begin(self, *_):
+        self._start = self._tick()
+
+    def _end(self, split, batch):
+        entry = self.totals[split]
+        entry[0] += self._tick() - self._start
+        entry[1] += self.samples(batch)
+
+    on_train_batch_start = on_test_batch_start = _begin
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._end("train", batch)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.train_epochs += 1
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        self._end("test", batch)
+
+    def reset_test(self) -> None:
+        self.totals["test"] = [0.0, 0]
+
+    def summary(self) -> dict:
+        out = {f"{split}_samples_per_s": (count / seconds if seconds > 0 else None)
+               for split, (seconds, count) in self.totals.items()}
+        out["train_epoch_s"] = self.totals["train"][0] / self.train_epochs if self.train_epochs else None
+        if self.cuda_device is not None:
+            out |= {"peak_memory_gib": torch.cuda.max_memory_allocated(self.cuda_device) / 2**30,
+                    "peak_memory_kind": "cuda max_memory_allocated"}
+        else:
+            out |= {"peak_memory_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                    "peak_memory_kind": "process peak RSS"}
+        return out
+
+
+class LearnedNeurons(L.Callback):
+    """The neurons' learned time constants and orders (:func:`fsnn.neurons.modules.learned_values`) before training and
+    after every training epoch, for ``metrics.json``'s ``neurons_by_epoch`` (empty when nothing of a neuron learns).
+    Kept in checkpoints, so a resumed run keeps the epochs it had."""
+
+    def __init__(self):
+        self.epochs: list[dict] = []
+
+    def _record(self, epoch: int, pl_module) -> None:
+        values = learned_values(describe_neurons(pl_module.model))
+        if values:
+            self.epochs.append({"epoch": epoch, "neurons": values})
+
+    def on_fit_start(self, trainer, pl_module):
+        if not self.epochs:
+            self._record(0, pl_module)
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self._record(trainer.current_epoch + 1, pl_module)
+
+    def state_dict(self) -> dict:
+        return {"epochs": self.epochs}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.epochs = list(state_dict["epochs"])

@@ -1,0 +1,248 @@
+"""Every config value checked before any work. The run's own keys (paths, seeds, the only classes a config may
+instantiate, :data:`TARGETS`) have their schemas here, and this machine's side of the paths (a writable
+``paths.results_dir``) is checked beside the file helpers (:func:`fsnn.suite.config.check_folders`); the training loop's
+groups (trainer, optimizer, scheduler, logger: their values, the arguments their classes take, a GPU for
+``trainer.accelerator=gpu``, a logger's library) are declared beside the modules that use them
+(:mod:`fsnn.suite.lightning`); a component's group (``dataset``, ``neuron``,
+``backbone``, ``study``) is checked by the schema its registry reads from the component's own signature
+(:meth:`fsnn.registry.Registry.schema`), so an option is declared once, by the component, and a check added to its
+option type (:mod:`fsnn.checks`) holds for every config.
+
+A schema is a pydantic model in strict mode: a value reaches the code exactly as the user wrote it, or the run stops
+with one line ``fsnn: error: <group>.<key>: expected <what>, got <value>`` (:class:`ConfigError`); a key nothing
+takes is refused by name with the closest valid ones.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+from pydantic import BaseModel, ValidationError
+
+from fsnn.checks import (
+    Check,
+    ConfigError,
+    OptionError,
+    foreign_option,
+    is_folder_name,
+    option_check,
+)
+from fsnn.data.registry import DATASETS
+from fsnn.models.registry import BACKBONES
+from fsnn.neurons.modules import NEURONS
+from fsnn.registry import UnknownNameError, did_you_mean
+from fsnn.suite.schemas import (
+    OptimizerSchema,
+    PathsSchema,
+    RunSchema,
+    SchedulerSchema,
+    Schema,
+    TrainerSchema,
+    check_arguments,
+    check_hardware,
+    check_logger_library,
+)
+from fsnn.suite.studies import STUDIES
+from fsnn.suite.tasks import TASKS
+
+#: the only classes a config may instantiate (``_target_``), per group: the optimizers, schedulers and loggers
+#: fsnn ships configs for. A run folder's ``.hydra/config.yaml`` is checked against it before anything is built.
+TARGETS = {
+    "optimizer": ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD"),
+    "scheduler": ("torch.optim.lr_scheduler.CosineAnnealingLR", "torch.optim.lr_scheduler.ReduceLROnPlateau",
+                  "torch.optim.lr_scheduler.StepLR", "torch.optim.lr_scheduler.MultiStepLR"),
+    "logger": ("lightning.pytorch.loggers.CSVLogger", "lightning.pytorch.loggers.WandbLogger",
+               "lightning.pytorch.loggers.TensorBoardLogger"),
+}
+#: the groups of a component, checked by its registry's schema
+COMPONENTS = {"dataset": DATASETS, "neuron": NEURONS, "backbone": BACKBONES, "study": STUDIES}
+#: the schemas of the training loop's groups and of the paths
+RUN_GROUPS = {"trainer": TrainerSchema, "optimizer": OptimizerSchema, "scheduler": SchedulerSchema,
+              "paths": PathsSchema}
+#: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
+#: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
+ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "logger", "paths", "study")
+
+
+def _show(value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return repr(value)
+
+
+def _validate(schema: type[BaseModel], values: dict, prefix: str, owner: str = "") -> None:
+    """One :class:`ConfigError` for the first value of ``values`` that ``schema`` refuses; ``owner`` names what a
+    key it does not know should be an option of."""
+    try:
+        schema.model_validate(values)
+    except ValidationError as error:
+        first = error.errors()[0]
+        refused = first.get("ctx", {}).get("error")
+        if isinstance(refused, OptionError):  # a combination of options (a component's check_options)
+            raise ConfigError(f"{prefix}{refused.option}: expected {refused.expected}, "
+                              f"got {_show(refused.value)}") from None
+        key = first["loc"][0]
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "
+                              f"got {key!r}{did_you_mean(key, schema.model_fields)}") from None
+        field = next((f for name, f in schema.model_fields.items() if key in (name, f.alias)), None)
+        # an option type's own message says more than a field's description, which says more than pydantic's
+        expected = (str(first["ctx"]["error"]) if first["type"] == "value_error"
+                    else field.description or _described(field) or first["msg"].lower())
+        got = values.get(key, first["input"]) if isinstance(values, dict) else values
+        raise ConfigError(f"{prefix}{key}: expected {expected}, got {_show(got)}") from None
+
+
+def _described(field) -> str | None:
+    """What a field's option type expects (``"null or an integer >= 1"`` for ``Count | None``)."""
+    check = next((m for m in field.metadata if isinstance(m, Check)), None)
+    optional = False
+    if check is None:
+        check, optional = option_check(field.annotation)
+    return None if check is None else f"null or {check.expected}" if optional else check.expected
+
+
+def _check_component(group: str, values: dict) -> None:
+    """``values["name"]`` is registered in the group's registry and the other keys pass its schema."""
+    name = values.get("name")
+    try:
+        schema = COMPONENTS[group].schema(name)
+    except UnknownNameError as error:
+        raise ConfigError(f"{group}.name: expected one of {', '.join(error.choices)}, got {_show(name)}"
+                          f"{error.suggestion}") from None
+    except ImportError as error:
+        raise ConfigError(f"{group}.name: {error}") from None
+    for key, value in values.items():  # another library's name for an option (SpikingJelly's v_threshold)
+        if (hint := foreign_option(COMPONENTS[group].get(name), key, value)) is not None:
+            raise ConfigError(f"{group}.{key}: {hint}")
+    _validate(schema, {k: v for k, v in values.items() if k != "name"}, f"{group}.", f"{group} {name!r}")
+
+
+def _container(cfg: DictConfig, key: str):
+    """``cfg[key]`` resolved to plain Python; an interpolation that fails is the user's error on that key. The
+    logger stays unresolved: only its ``_target_`` is checked, and its folder is Hydra's, known once a job runs."""
+    try:
+        node = cfg.get(key)
+        if not isinstance(node, (DictConfig, ListConfig)):
+            return node
+        return OmegaConf.to_container(node, resolve=key != "logger")
+    except MissingMandatoryValue as error:
+        raise ConfigError(f"{getattr(error, 'full_key', None) or key}: expected a value, got ??? (none given)") from None
+    except OmegaConfBaseException as error:
+        raise ConfigError(f"{getattr(error, 'full_key', None) or key}: {error.msg}") from None
+
+
+def _values(cfg: DictConfig, skip: tuple[str, ...] = ()) -> dict:
+    """The config's top-level keys as plain Python (Hydra's own node and ``skip`` left out)."""
+    return {key: _container(cfg, key) for key in cfg if key not in ("hydra", *skip)}
+
+
+def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
+    check_targets(values)
+    _validate(schema, values, "")
+    task = values.get("task")
+    if task is not None and task not in TASKS:
+        tasks = TASKS.names()
+        raise ConfigError(f"task: expected null or one of {', '.join(tasks)}, got {_show(task)}"
+                          f"{did_you_mean(task, tasks)}")
+    for group in ORDER:
+        if not values.get(group) or group in swept:
+            continue
+        if group in COMPONENTS:
+            _check_component(group, values[group])
+        else:
+            _validate(RUN_GROUPS.get(group, Schema), values[group], f"{group}.")
+            check_arguments(group, values[group])
+
+
+def _targets(node, path: str = "") -> list[tuple[str, str]]:
+    """Every ``(key, _target_)`` in a config tree."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            here = f"{path}.{key}" if path else str(key)
+            if key == "_target_":
+                found.append((here, value))
+            else:
+                found += _targets(value, here)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _targets(value, f"{path}[{i}]")
+    return found
+
+
+def check_targets(values: dict) -> None:
+    """Refuse any ``_target_`` outside :data:`TARGETS` anywhere in ``values`` (a task config without ``hydra``), so
+    that a config, typed or read from a shared run folder, can only build fsnn's own optimizers, schedulers and
+    loggers."""
+    for key, target in _targets(values):
+        group = key.split(".")[0]
+        allowed = TARGETS.get(group, ())
+        if key != f"{group}._target_" or target not in allowed:
+            expected = "one of " + ", ".join(allowed) if allowed and key == f"{group}._target_" else "no _target_ here"
+            raise ConfigError(f"{key}: expected {expected}, got {_show(target)}")
+
+
+def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: bool = True, swept=()) -> dict:
+    """Check a composed app config (the ``hydra`` node aside): its top-level keys with ``schema`` (``train.py``'s by
+    default), every group but those in ``swept`` (a multirun's base config: each job selects its own), the hardware
+    its accelerator needs and its paths (``results``: that the results folder is writable); :class:`ConfigError` on
+    the first bad value. Returns the values as plain Python. That a dataset, a backbone and a task fit together is
+    the task registry's to say (:func:`fsnn.suite.tasks.task_kind`)."""
+    values = _values(cfg, skip=("robustness",))  # the plan of the robustness study, which checks it
+    _validate_groups(values, schema, swept)
+    trainer = values.get("trainer")
+    check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
+    _validate(PathsSchema, values.get("paths") or {}, "paths.")  # also where a sweep varies them
+    check_folders(values["paths"], results)
+    check_logger_library(values.get("logger"))
+    check_logger_folders(values.get("logger"))
+    return values
+
+
+def check_logger_folders(logger: dict | None) -> None:
+    """A logger's ``name`` and ``version``, folders it makes under its ``save_dir`` (the run folder), each name one
+    folder there (``logger.name=../../x`` would write outside the run)."""
+    for key in ("name", "version"):
+        value = (logger or {}).get(key)
+        if isinstance(value, str) and value and not is_folder_name(value):  # "" or null: no folder of its own
+            raise ConfigError(f"logger.{key}: expected null or a folder name (not . or .., without / or control "
+                              f"characters, at most 255 bytes), got {value!r}")
+
+
+def check_run_config(run_cfg: DictConfig, source: Path) -> None:
+    """Check the config a run folder holds (``source``) before anything is built from it: the same schemas as a
+    command line, above all the allow-list of ``_target_``. Paths and hardware belong to this machine and are not
+    checked."""
+    try:
+        _validate_groups(_values(run_cfg, skip=("paths",)))
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def check_writable_folder(key: str, path: str) -> None:
+    """``path`` is, or can be created as, a folder this process can write into (tried, not guessed: root passes
+    every permission check)."""
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{key}: expected a folder, got {path!r} (a file)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ConfigError(f"{key}: expected a writable folder, got {path!r} ({error.strerror or error})") from None
+
+
+def check_folders(paths: dict, results: bool) -> None:
+    """This machine's side of ``paths.*``: ``data_dir`` is not a file; ``results_dir`` (when ``results``) is a
+    writable folder, created if needed."""
+    data_dir = Path(paths["data_dir"]).expanduser()
+    if data_dir.exists() and not data_dir.is_dir():
+        raise ConfigError(f"paths.data_dir: expected a folder, got {paths['data_dir']!r} (a file)")
+    if results:
+        check_writable_folder("paths.results_dir", paths["results_dir"])

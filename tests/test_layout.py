@@ -1,0 +1,136 @@
+"""The package's architecture, enforced: three layers with one-way imports.
+
+- the library: the flat modules of ``fsnn/`` (at most :data:`MAX_FLAT`), :mod:`fsnn.neurons`, :mod:`fsnn.models`
+  and :mod:`fsnn.data`; it imports neither the suite nor the reports;
+- the suite (:mod:`fsnn.suite`): the commands, the run lifecycle, the tasks and studies; it may import the
+  library and the reports;
+- the reports (:mod:`fsnn.report`): tables, figures, the page; it imports the library, never the suite.
+
+Checked twice: statically, over every import statement of the package (module level or inside a function), which
+also finds cycles; and by importing each package in a fresh interpreter and reading ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+PACKAGE = ROOT / "fsnn"
+MAX_FLAT = 8
+LIBRARY = ("fsnn.neurons", "fsnn.models", "fsnn.data")
+HEAVY = ("hydra", "lightning", "pydantic", "omegaconf")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer(module: str) -> str:
+    if module.startswith("fsnn.suite"):
+        return "suite"
+    if module.startswith("fsnn.report"):
+        return "report"
+    return "library"
+
+
+def imports(known: dict[str, Path]) -> dict[str, set[str]]:
+    """``{module: the fsnn modules it imports}``, each import resolved to the module it loads: ``from p import
+    name`` is the submodule ``p.name`` where there is one, else ``p`` itself (a name from its ``__init__``)."""
+    graph = {}
+    for name, path in known.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name.split(".")[0] == "fsnn"}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "fsnn":
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.add(sub if sub in known else node.module)
+        graph[name] = {t for t in targets if t in known and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per strongly connected component of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that goes against the layers: the library into the suite or the reports, the reports into the
+    suite."""
+    allowed = {"library": {"library"}, "report": {"library", "report"}, "suite": {"library", "report", "suite"}}
+    return sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
+                  if layer(target) not in allowed[layer(source)])
+
+
+def test_the_imports_go_one_way_and_in_no_circle():
+    graph = imports(modules())
+    assert upward(graph) == []
+    assert cycles(graph) == []
+
+
+def test_the_folder_tree_shows_the_layers():
+    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(flat) <= MAX_FLAT, flat
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert packages == ["data", "models", "neurons", "report", "suite"]
+
+
+def loaded(statement: str) -> list[str]:
+    """The modules a fresh interpreter holds after ``statement``."""
+    code = f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("package", ["fsnn", *LIBRARY])
+def test_the_library_loads_neither_the_suite_nor_the_reports(package):
+    held = loaded(f"import {package}")
+    assert [m for m in held if layer(m) != "library" and m.startswith("fsnn.")] == []
+    if package in ("fsnn", "fsnn.data"):  # the library needs torch, not the suite's configuration stack
+        assert [m for m in held if m.split(".")[0] in HEAVY] == []
+
+
+def test_the_reports_load_no_part_of_the_suite():
+    report = sorted(module_name(p) for p in (PACKAGE / "report").glob("*.py") if p.stem != "__main__")
+    held = loaded("; ".join(f"import {m}" for m in report))
+    assert [m for m in held if m.startswith("fsnn.suite")] == []
