@@ -35,7 +35,7 @@ report = {
     "spikes": list(spikes.shape),
     "grads_finite": bool(torch.isfinite(x.grad).all()) and neuron.alpha_raw.grad is not None,
     "flif": type(build_neuron("flif", alpha=0.3)).__name__,
-    "paper_tables": importlib.resources.files("fsnn").joinpath("paper_tables.yaml").is_file(),
+    "paper_tables": importlib.resources.files("fsnn.report").joinpath("paper_tables.yaml").is_file(),
 }
 try:
     build_neuron("sj_lif")
