@@ -6,7 +6,8 @@ activation checkpointing, and a one-line refusal of what it cannot support (``to
 ``gradcheck`` compares the analytic backward with finite differences. The spike is a step, so the test uses a
 piecewise-linear surrogate of width 1e-4 (zero away from the threshold, like the step's true derivative) and
 ``detach_reset=True`` (the reset current is then a constant in both, between the rare inputs that flip a spike).
-The Triton engine runs on CPU tensors through Triton's interpreter (``conftest.py``).
+The Triton engine runs on CPU tensors through Triton's interpreter (``conftest.py``); the compiled CPU engine
+(``cpp``) is skipped where it cannot be built.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from torch.func import functional_call
 from torch.utils.checkpoint import checkpoint
 
 from fsnn import FractionalLIF
-from fsnn.neurons import triton_kernels as kernels
+from fsnn.neurons import cpu_kernels, triton_kernels as kernels
 
-ENGINES = ["direct", "soe", "triton", "spikede"]
+ENGINES = ["direct", "soe", "triton", "cpp", "spikede"]
 FLAGS = ["none", "learn_alpha", "learn_tau", "learn_threshold"]
 STEPS = [1, 2, 8, 9, 64]  # 9: the SOE engine's exact head (FractionalNeuron.soe_head)
 
@@ -29,6 +30,8 @@ STEPS = [1, 2, 8, 9, 64]  # 9: the SOE engine's exact head (FractionalNeuron.soe
 def neuron(engine: str, **options) -> FractionalLIF:
     if engine == "triton" and (reason := kernels.unavailable_reason(torch.device("cpu"))) is not None:
         pytest.skip(f"engine='triton' cannot run on CPU tensors here: {reason}")
+    if engine == "cpp" and (reason := cpu_kernels.unavailable_reason()) is not None:
+        pytest.skip(f"engine='cpp' cannot run here: {reason}")
     kind = dict(convention="spikede") if engine == "spikede" else dict(engine=engine)
     m = FractionalLIF(alpha=0.6, tau=1.7, surrogate="piecewise_linear", surrogate_scale=1e-4, detach_reset=True,
                       **kind, **options)

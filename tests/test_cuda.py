@@ -19,6 +19,12 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 CUDA = torch.device("cuda")
 
 
+@pytest.fixture(autouse=True)
+def _torch_engines_on_the_cpu(monkeypatch):
+    """The CPU references are the torch engines (checked against the equations), not the compiled CPU loops."""
+    monkeypatch.setenv("FSNN_CPU_KERNELS", "0")
+
+
 def _run(neuron: torch.nn.Module, x: torch.Tensor):
     """Spikes, potentials and the gradients of a spike-and-potential loss w.r.t. input and parameters."""
     x = x.clone().requires_grad_(True)

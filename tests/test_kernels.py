@@ -21,6 +21,12 @@ pytestmark = pytest.mark.skipif(kernels.unavailable_reason(DEVICE) is not None,
                                 reason=str(kernels.unavailable_reason(DEVICE)))
 
 
+@pytest.fixture(autouse=True)
+def _torch_engines_on_the_cpu(monkeypatch):
+    """``auto`` on CPU tensors means the torch engines here (the references), not the compiled CPU loops."""
+    monkeypatch.setenv("FSNN_CPU_KERNELS", "0")
+
+
 def inputs(T, shape=(3, 23), dtype=torch.float32, seed=0):
     g = torch.Generator().manual_seed(seed)
     return (torch.randn(T, *shape, generator=g, dtype=torch.float64) * 0.9 + 0.7).to(dtype).to(DEVICE)
@@ -134,7 +140,7 @@ def test_half_precision_inputs(dtype):
 def test_engine_choice_and_errors(monkeypatch):
     m = FractionalLIF(alpha=0.5)
     m(inputs(8).cpu())
-    assert m.last_engine == "direct"  # auto uses the kernels on CUDA tensors only
+    assert m.last_engine == "direct"  # auto uses the Triton kernels on CUDA tensors only
     with pytest.raises(ValueError, match="triton.*spikede"):
         FractionalLIF(engine="triton", convention="spikede")
     monkeypatch.setattr(kernels, "interpreting", lambda: False)

@@ -226,7 +226,8 @@ def test_window_equals_truncated_sum_and_full_window_equals_direct():
     assert not torch.allclose(v1, direct[1])  # a window of 4 really forgets
 
 
-def test_auto_engine_choice():
+def test_auto_engine_choice_of_the_torch_engines(monkeypatch):
+    monkeypatch.setenv("FSNN_CPU_KERNELS", "0")  # the compiled CPU loops (test_cpu_kernels.py) off
     m = FractionalLIF(alpha=0.5)
     m(currents(T=16, dtype=torch.float32))
     assert m.last_engine == "direct"

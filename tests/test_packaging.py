@@ -18,6 +18,8 @@ import pytest
 from conftest import ROOT
 from packaging.requirements import Requirement
 
+from fsnn.neurons import cpu_kernels
+
 OPTIONAL = ("spikingjelly", "snntorch", "hydra", "lightning", "torch_geometric")
 
 CORE_USE = """
@@ -36,6 +38,7 @@ report = {
     "grads_finite": bool(torch.isfinite(x.grad).all()) and neuron.alpha_raw.grad is not None,
     "flif": type(build_neuron("flif", alpha=0.3)).__name__,
     "paper_tables": importlib.resources.files("fsnn.report").joinpath("paper_tables.yaml").is_file(),
+    "engine": neuron.last_engine,
 }
 try:
     build_neuron("sj_lif")
@@ -119,6 +122,8 @@ def test_core_installs_with_torch_alone(tmp_path):
     assert report["optional_found"] == []
     assert report["spikes"] == [12, 3, 5] and report["grads_finite"] and report["flif"] == "FractionalLIF"
     assert report["paper_tables"]
+    # the compiled CPU loops travel in the wheel (their C++ source) and build there wherever they build here
+    assert report["engine"] == ("cpp-direct" if cpu_kernels.unavailable_reason() is None else "direct")
     message = report["sj_lif"]
     assert "sj_lif" in message and "not installed" in message and "pip install 'fsnn[baselines]'" in message
     assert "\n" not in message

@@ -12,7 +12,8 @@ matrix-vector product); everything older than the block is added for the whole b
   carried as a ``[W, N]`` state updated once per block: O(T W) work, O(W N) state.
 
 ``backend="triton"`` runs the same recursion in one fused GPU kernel per direction
-(:mod:`fsnn.neurons.triton_kernels`); this Function then only allocates, launches and computes the parameter
+(:mod:`fsnn.neurons.triton_kernels`), ``backend="cpp"`` the direct engine's in one compiled CPU loop per direction
+(:mod:`fsnn.neurons.cpu_kernels`); this Function then only allocates, calls them and computes the parameter
 gradients, which are sums over the whole sequence.
 
 Backward is analytic and runs in reverse time. The adjoint of the causal convolution is the
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fsnn.neurons import dynamics, triton_kernels as kernels
+from fsnn.neurons import cpu_kernels, dynamics, triton_kernels as kernels
 from fsnn.neurons.surrogate import surrogate_derivative, surrogate_derivative_
 
 
@@ -47,7 +48,7 @@ class EngineConfig:
     memory: int | None  # direct engine only
     decays: torch.Tensor | None  # SOE decay factors lam_i; None for the direct engine
     return_state: bool = True  # False: keep only the last potential (saves a [T, N] buffer)
-    backend: str = "torch"  # "torch" | "triton" (fused kernels, fsnn.neurons.triton_kernels)
+    backend: str = "torch"  # "torch" | "triton" (fsnn.neurons.triton_kernels) | "cpp" (fsnn.neurons.cpu_kernels)
 
     @property
     def v_init(self) -> float:
@@ -146,16 +147,23 @@ class FractionalNeuronFunction(torch.autograd.Function):
         T, N = x.shape
         tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])
         kappa = k_head / k0
+        drive = k0 / tau_f  # H_k = Y_k + (K0/tau) (X_k + leak v_rest) - (K0/tau) leak V_{k-1}
+        offset = drive * cfg.v_rest if cfg.leak else 0.0
+        if cfg.backend == "cpp":
+            H, _, V = cpu_kernels.forward(x, kappa, drive=drive, offset=offset, c_leak=drive if cfg.leak else 0.0,
+                                          theta=theta_f, hard=cfg.reset == "hard", v_reset=cfg.v_reset,
+                                          v_init=cfg.v_init, store_v=cfg.return_state)
+            ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
+            ctx.kappa = kappa
+            return (H >= theta_f).to(x.dtype), V
         if cfg.decays is not None:  # exact head, SOE values up to the largest in-block lag 2B - 1
             lags = torch.arange(len(k_head), 2 * cfg.block, device=x.device, dtype=x.dtype)
             tail = (cfg.decays[None, :] ** lags[:, None]) @ (soe_w / k0)
             kappa = torch.cat([kappa, tail])
         hist = _History(kappa, cfg, soe_w / k0 if cfg.decays is not None else None, T)
         step = dynamics.ChargeFireReset(
-            leak=cfg.leak, reset=cfg.reset, threshold=theta_f, v_reset=cfg.v_reset, c_leak=k0 / tau_f
+            leak=cfg.leak, reset=cfg.reset, threshold=theta_f, v_reset=cfg.v_reset, c_leak=drive
         )
-        drive = k0 / tau_f  # H_k = Y_k + (K0/tau) (X_k + leak v_rest) - (K0/tau) leak V_{k-1}
-        offset = drive * cfg.v_rest if cfg.leak else 0.0
 
         G = torch.empty_like(x)  # gamma_k = K0 g_k: the current that enters the history
         H = torch.empty_like(x)
@@ -189,7 +197,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
             return _triton_backward(ctx, grad_spikes, grad_v)
         saved = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each saved tensor only once
         H, x, tau, theta, k_head, soe_w = saved
-        cfg, hist = ctx.cfg, ctx.hist
+        cfg = ctx.cfg
         T, N = H.shape
         tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])
         c_leak = k0 / tau_f if cfg.leak else 0.0
@@ -202,27 +210,35 @@ class FractionalNeuronFunction(torch.autograd.Function):
             v_reset=cfg.v_reset, detach_reset=cfg.detach_reset,
         )
         # coef becomes Hbar and drive becomes U in place, step by step, in reverse time
-        U, Hbar = drive, coef
-        state: list = [None]
-        B = cfg.block
-        zero = H.new_zeros(N)
-        U_rows, Hbar_rows = U.unbind(0), Hbar.unbind(0)  # views made once (see forward)
-        near_t = hist.near.t()
-        for s in reversed(range(0, T, B)):
-            e = min(s + B, T)
-            far = hist.backward_far(s, e, Hbar, state)
-            far_rows = far.unbind(0) if far is not None else None
-            for i in reversed(range(e - s)):
-                k = s + i
-                gbar = far_rows[i] if far is not None else zero
-                if i < e - s - 1:
-                    gbar = torch.addmv(gbar, Hbar[k + 1 : e].t(), near_t[i, i + 1 : e - s])
-                u_next = U_rows[k + 1] if (cfg.leak and k + 1 < T) else None
-                dynamics.adjoint_step(gbar, u_next, c_leak, U_rows[k], Hbar_rows[k])
-
+        U, Hbar = drive.contiguous(), coef.contiguous()
+        if cfg.backend == "cpp":
+            cpu_kernels.backward(Hbar, U, ctx.kappa, c_leak)
+        else:
+            _adjoint_recursion(ctx.hist, cfg, U, Hbar, c_leak)
         grads = _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v)
         grad_x = U.mul_(k0 / tau_f)
         return (grad_x, *grads, None)
+
+
+def _adjoint_recursion(hist: _History, cfg: EngineConfig, U: torch.Tensor, Hbar: torch.Tensor, c_leak: float):
+    """The torch engines' reverse-time loop: ``U`` (holding ``d``) and ``Hbar`` (holding ``c``) in place."""
+    T, N = U.shape
+    state: list = [None]
+    B = cfg.block
+    zero = U.new_zeros(N)
+    U_rows, Hbar_rows = U.unbind(0), Hbar.unbind(0)  # views made once (see forward)
+    near_t = hist.near.t()
+    for s in reversed(range(0, T, B)):
+        e = min(s + B, T)
+        far = hist.backward_far(s, e, Hbar, state)
+        far_rows = far.unbind(0) if far is not None else None
+        for i in reversed(range(e - s)):
+            k = s + i
+            gbar = far_rows[i] if far is not None else zero
+            if i < e - s - 1:
+                gbar = torch.addmv(gbar, Hbar[k + 1 : e].t(), near_t[i, i + 1 : e - s])
+            u_next = U_rows[k + 1] if (cfg.leak and k + 1 < T) else None
+            dynamics.adjoint_step(gbar, u_next, c_leak, U_rows[k], Hbar_rows[k])
 
 
 def _triton_backward(ctx, grad_spikes, grad_v):

@@ -5,7 +5,8 @@ forward/backward in :mod:`fsnn.neurons.engines`; this module validates arguments
 learnable) parameters and picks an engine.
 
 On CUDA tensors ``engine="auto"`` runs the fused Triton kernels of :mod:`fsnn.neurons.triton_kernels` (one kernel
-per direction instead of a few small ops per time step); everywhere else the torch engines.
+per direction instead of a few small ops per time step); on CPU tensors, up to ``cpu_kernels.AUTO_MAX_STEPS`` steps,
+the compiled loops of :mod:`fsnn.neurons.cpu_kernels` where they can be built; everywhere else the torch engines.
 
 ``FractionalLIF`` solves ``tau D^alpha U = -(U - v_rest) + I`` and ``FractionalIF`` solves
 ``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]); output step ``k``
@@ -34,14 +35,14 @@ from fsnn.checks import (
     number,
     one_of,
 )
-from fsnn.neurons import triton_kernels as kernels
+from fsnn.neurons import cpu_kernels, triton_kernels as kernels
 from fsnn.neurons.dynamics import spikede_sequence
 from fsnn.neurons.engines import EngineConfig, FractionalNeuronFunction
 from fsnn.neurons.memory import METHODS, SOE_METHODS, kernel_for, soe_bank, stable_tau
 from fsnn.neurons.surrogate import SURROGATES, check_surrogate
 from fsnn.registry import Registry, option_fields
 
-ENGINES = ("auto", "direct", "soe", "triton")
+ENGINES = ("auto", "direct", "soe", "triton", "cpp")
 CONVENTIONS = ("fsnn", "spikede")
 RESETS = ("soft", "hard")
 Alpha = number("a number in (0, 1]", lambda v: 0 < v <= 1)  # the order of the Caputo derivative
@@ -165,9 +166,11 @@ class FractionalNeuron(SpikingNeuron):
             memory: how many past steps the history keeps, ``None`` (default: the whole sequence) or an integer
                 $\ge 1$ (the short-memory principle: lags beyond it are dropped). Not with ``engine="soe"``.
             engine: how the history sum is computed, one of ``"auto"`` (default: the fastest exact-enough one,
-                fused Triton kernels on CUDA tensors), ``"direct"`` (exact, $O(T^2)$ work in blocked matrix
-                products), ``"soe"`` (a sum of about 20 exponentials within ``tol``, $O(T)$ work; ``pred`` and
-                ``gl`` only) or ``"triton"`` (the fused GPU kernels, an error where they cannot run).
+                fused Triton kernels on CUDA tensors, the compiled CPU loops on CPU tensors up to 256 steps),
+                ``"direct"`` (exact, $O(T^2)$ work in blocked matrix products), ``"soe"`` (a sum of about 20
+                exponentials within ``tol``, $O(T)$ work; ``pred`` and ``gl`` only), ``"triton"`` (the fused GPU
+                kernels) or ``"cpp"`` (the compiled CPU loops, exact as ``direct``); the last two are an error where
+                they cannot run.
             surrogate: the surrogate gradient of the spike's step function, one of ``"sigmoid"`` (default),
                 ``"arctan"``, ``"piecewise_linear"`` or ``"gaussian"`` (formulas in :mod:`fsnn.neurons.surrogate`).
             surrogate_scale: the surrogate's sharpness, ``None`` (default: the family's own, 5 for sigmoid, 2 for
@@ -192,8 +195,8 @@ class FractionalNeuron(SpikingNeuron):
             raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
         if engine == "soe" and method not in SOE_METHODS:
             raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
-        if engine == "triton" and convention != "fsnn":
-            raise ValueError("engine='triton' runs the fsnn convention; convention='spikede' has its own loop "
+        if engine in ("triton", "cpp") and convention != "fsnn":
+            raise ValueError(f"engine={engine!r} runs the fsnn convention; convention='spikede' has its own loop "
                              "(use engine='auto')")
         self.check_tau(alpha, tau, dt, method, memory, convention)
         self.v_reset = v_reset
@@ -237,10 +240,12 @@ class FractionalNeuron(SpikingNeuron):
     @classmethod
     def check_options(cls, options: dict) -> None:
         """The checks of a config (:meth:`fsnn.registry.Registry.schema`) beyond each option's type: ``tau``'s
-        stability bound, as the constructor checks it, and ``engine='triton'`` only where its kernels can run."""
+        stability bound, as the constructor checks it, and ``engine='triton'`` or ``'cpp'`` only where its kernels
+        can run."""
         cls.check_tau(*(options[k] for k in ("alpha", "tau", "dt", "method", "memory", "convention")))
-        if options["engine"] == "triton" and (reason := kernels.unavailable_here()) is not None:
-            raise OptionError("engine", f"auto, direct or soe ({reason})", "triton")
+        reason = {"triton": kernels.unavailable_here, "cpp": cpu_kernels.unavailable_reason}.get(options["engine"])
+        if reason is not None and (reason := reason()) is not None:
+            raise OptionError("engine", f"auto, direct or soe ({reason})", options["engine"])
 
     # -- parameters --------------------------------------------------------------------------
     @property
@@ -295,6 +300,18 @@ class FractionalNeuron(SpikingNeuron):
         return (self.engine == "auto" and device is not None and device.type == "cuda"
                 and kernels.unavailable_reason(device) is None)
 
+    def _compiled(self, steps: int, device: torch.device | None) -> bool:
+        """Whether this call runs the compiled CPU loops (``auto``: on CPU tensors, up to
+        ``cpu_kernels.AUTO_MAX_STEPS`` steps, where they can be built)."""
+        on_cpu = device is None or device.type == "cpu"
+        if self.engine == "cpp":
+            reason = cpu_kernels.unavailable_reason() if on_cpu else f"they take CPU tensors, got {device.type!r}"
+            if reason is not None:
+                raise ValueError(f"engine='cpp' cannot run here: {reason}; use engine='auto'")
+            return True
+        return (self.engine == "auto" and on_cpu and steps <= cpu_kernels.AUTO_MAX_STEPS
+                and cpu_kernels.unavailable_reason() is None)
+
     def resolve_engine(self, steps: int, alpha: float, device: torch.device | None = None):
         """``(engine, soe_bank or None)`` for a sequence of ``steps`` on ``device``.
 
@@ -302,6 +319,8 @@ class FractionalNeuron(SpikingNeuron):
         stay exact only while the whole history fits their registers (``kernels.R_DIRECT`` lags).
         """
         fused = self._fused(device)
+        if not fused and self._compiled(steps, device):
+            return "cpp-direct", None
         prefix = "triton-" if fused else ""
         want = "auto" if fused else self.engine
         if want == "direct" or self.memory is not None or self.method not in SOE_METHODS:
@@ -397,7 +416,7 @@ class FractionalNeuron(SpikingNeuron):
                 detach_reset=self.detach_reset, surrogate=self.surrogate,
                 surrogate_scale=self.surrogate_scale, block=self.block,
                 memory=self.memory, decays=decays, return_state=return_state,
-                backend="triton" if fused else "torch",
+                backend="triton" if fused else "cpp" if engine.startswith("cpp-") else "torch",
             )
             spikes, v = FractionalNeuronFunction.apply(flat.contiguous(), tau, theta, k_head, soe_w, cfg)
         spikes = spikes.reshape(shape).to(in_dtype)
