@@ -45,6 +45,9 @@ def disabled() -> bool:
 def _module():
     """The built extension, or the exception that stopped its build (cached: built once per process)."""
     try:
+        extension_log = logging.getLogger("torch.utils.cpp_extension")
+        if extension_log.level == logging.NOTSET:  # its import warns "No CUDA runtime is found" on CPU machines
+            extension_log.setLevel(logging.ERROR)
         from torch.utils import cpp_extension
 
         log.info("building fsnn's CPU kernels (once, about a minute; cached under %s)",
