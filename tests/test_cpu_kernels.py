@@ -8,6 +8,8 @@ Skipped where the loops cannot be built (no C++ compiler); the fallback itself i
 from __future__ import annotations
 
 import logging
+import os
+import time
 
 import pytest
 import torch
@@ -106,3 +108,23 @@ def test_cpp_refuses_the_spikede_convention_and_cuda_tensors():
     if torch.cuda.is_available():
         with pytest.raises(ValueError, match="CPU tensors"):
             FractionalLIF(engine="cpp").cuda()(torch.rand(4, 2, device="cuda"))
+
+
+def test_builds_go_to_one_folder_per_torch_version(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    folder = cpu_kernels.build_directory()
+    assert folder.parent.parent == tmp_path and folder.name == "fsnn_cpu_kernels"
+    assert f"torch{torch.__version__}" in folder.parent.name  # an upgraded torch builds anew
+
+
+def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_one_kept(tmp_path, caplog):
+    lock = tmp_path / "lock"
+    lock.touch()
+    cpu_kernels._clear_stale_lock(tmp_path)
+    assert lock.exists()  # another process may be building right now
+    old = time.time() - cpu_kernels.STALE_LOCK_S - 60
+    os.utime(lock, (old, old))
+    with caplog.at_level(logging.WARNING, logger=cpu_kernels.__name__):
+        cpu_kernels._clear_stale_lock(tmp_path)
+    assert not lock.exists() and "did not finish" in caplog.text
+    cpu_kernels._clear_stale_lock(tmp_path)  # no lock: nothing to do
