@@ -8,13 +8,11 @@ Skipped where the loops cannot be built (no C++ compiler); the fallback itself i
 from __future__ import annotations
 
 import logging
-import os
-import time
 
 import pytest
 import torch
 
-from fsnn import FractionalIF, FractionalLIF
+from fsnn import FractionalIF, FractionalLIF, compiled
 from fsnn.checks import OptionError
 from fsnn.neurons import cpu_kernels
 
@@ -85,21 +83,21 @@ def test_auto_picks_the_compiled_loops_on_the_cpu_up_to_its_limit(monkeypatch):
 
 
 def test_a_failed_build_falls_back_to_the_torch_engines_with_one_warning(monkeypatch, caplog):
-    monkeypatch.setattr(cpu_kernels, "_module", lambda: OSError("no C++ compiler found\ncommand 'c++' failed"))
-    cpu_kernels._warn_once.cache_clear()
-    with caplog.at_level(logging.WARNING, logger=cpu_kernels.__name__):
+    monkeypatch.setattr(cpu_kernels.EXTENSION, "module", lambda: OSError("no C++ compiler found\ncommand 'c++' failed"))
+    compiled._warn_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=compiled.__name__):
         m = FractionalLIF(alpha=0.5)
         m(torch.rand(16, 2, 3))
         m(torch.rand(12, 2, 3))
     assert m.last_engine == "direct"
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "command 'c++' failed" in warnings[0] and "torch engines" in warnings[0]
+    assert len(warnings) == 1 and "command 'c++' failed" in warnings[0] and "torch code runs instead" in warnings[0]
     with pytest.raises(ValueError, match=r"engine='cpp' cannot run here: their build failed .*use engine='auto'"):
         FractionalLIF(engine="cpp")(torch.rand(4, 2))
     with pytest.raises(OptionError, match="engine"):
         FractionalLIF.check_options(dict(alpha=0.5, tau=2.0, dt=1.0, method="pred", memory=None,
                                          convention="fsnn", engine="cpp"))
-    cpu_kernels._warn_once.cache_clear()
+    compiled._warn_once.cache_clear()
 
 
 def test_cpp_refuses_the_spikede_convention_and_cuda_tensors():
@@ -108,23 +106,3 @@ def test_cpp_refuses_the_spikede_convention_and_cuda_tensors():
     if torch.cuda.is_available():
         with pytest.raises(ValueError, match="CPU tensors"):
             FractionalLIF(engine="cpp").cuda()(torch.rand(4, 2, device="cuda"))
-
-
-def test_builds_go_to_one_folder_per_torch_version(monkeypatch, tmp_path):
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    folder = cpu_kernels.build_directory()
-    assert folder.parent.parent == tmp_path and folder.name == "fsnn_cpu_kernels"
-    assert f"torch{torch.__version__}" in folder.parent.name  # an upgraded torch builds anew
-
-
-def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_one_kept(tmp_path, caplog):
-    lock = tmp_path / "lock"
-    lock.touch()
-    cpu_kernels._clear_stale_lock(tmp_path)
-    assert lock.exists()  # another process may be building right now
-    old = time.time() - cpu_kernels.STALE_LOCK_S - 60
-    os.utime(lock, (old, old))
-    with caplog.at_level(logging.WARNING, logger=cpu_kernels.__name__):
-        cpu_kernels._clear_stale_lock(tmp_path)
-    assert not lock.exists() and "did not finish" in caplog.text
-    cpu_kernels._clear_stale_lock(tmp_path)  # no lock: nothing to do

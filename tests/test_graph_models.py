@@ -146,11 +146,14 @@ def _encode(x, steps=30, seed=3, frozen=False):
     return poisson_encode(x, steps, generator=torch.Generator().manual_seed(seed), frozen=frozen)
 
 
-@pytest.mark.parametrize("path", ["sparse", "dense"])
+@pytest.mark.parametrize("path", ["sparse", "dense", "compiled"])
 def test_poisson_linear_equals_the_layer_on_dense_spikes(path, monkeypatch):
-    """Both paths of PoissonSpikes.linear give the layer's currents and gradients on the same spikes (a seeded
+    """Every path of PoissonSpikes.linear gives the layer's currents and gradients on the same spikes (a seeded
     encoding draws the same spikes whichever way it is consumed)."""
+    if path == "compiled" and (reason := poisson.EXTENSION.unavailable_reason()) is not None:
+        pytest.skip(f"the Poisson kernels cannot be built here: {reason}")
     monkeypatch.setattr(poisson, "DENSE_FROM", 0.0 if path == "dense" else math.inf)
+    monkeypatch.setattr(poisson, "COMPILED_FROM", 0.0 if path == "compiled" else math.inf)
     torch.manual_seed(0)
     x = _mixed_probabilities()
     x[:, :10] = 1.5  # always fire
@@ -173,7 +176,8 @@ def test_poisson_linear_equals_the_layer_on_dense_spikes(path, monkeypatch):
 @pytest.mark.parametrize("frozen", [False, True])
 def test_poisson_draws_one_stream_in_chunks_of_bounded_size(frozen, monkeypatch):
     """Every chunk size draws the same spikes (step by step, rows in order), and no draw is larger than the chunk
-    budget whatever the batch: evaluation memory is bounded by the chunk, not by the batch."""
+    budget whatever the batch: evaluation memory is bounded by the chunk, not by the batch (the torch sampler)."""
+    monkeypatch.setattr(poisson, "COMPILED_FROM", math.inf)
     x = _mixed_probabilities(rows=40, features=30, certain=0.3)
     whole = _encode(x, steps=12, frozen=frozen).dense()
     layer = nn.Linear(30, 5)

@@ -18,6 +18,7 @@ import pytest
 from conftest import ROOT
 from packaging.requirements import Requirement
 
+from fsnn.models import poisson
 from fsnn.neurons import cpu_kernels
 
 OPTIONAL = ("spikingjelly", "snntorch", "hydra", "lightning", "torch_geometric")
@@ -26,6 +27,7 @@ CORE_USE = """
 import importlib.util, json, torch
 import fsnn
 from fsnn import FractionalLIF, build_neuron
+from fsnn.models.poisson import poisson_encode
 
 x = torch.randn(12, 3, 5, requires_grad=True)
 neuron = FractionalLIF(alpha=0.5, learn_alpha=True)
@@ -39,6 +41,7 @@ report = {
     "flif": type(build_neuron("flif", alpha=0.3)).__name__,
     "paper_tables": importlib.resources.files("fsnn.report").joinpath("paper_tables.yaml").is_file(),
     "engine": neuron.last_engine,
+    "sampler": poisson_encode(torch.rand(4, 6), 3).sampler,
 }
 try:
     build_neuron("sj_lif")
@@ -124,6 +127,7 @@ def test_core_installs_with_torch_alone(tmp_path):
     assert report["paper_tables"]
     # the compiled CPU loops travel in the wheel (their C++ source) and build there wherever they build here
     assert report["engine"] == ("cpp-direct" if cpu_kernels.unavailable_reason() is None else "direct")
+    assert report["sampler"] == ("compiled" if poisson.EXTENSION.unavailable_reason() is None else "torch")
     message = report["sj_lif"]
     assert "sj_lif" in message and "not installed" in message and "pip install 'fsnn[baselines]'" in message
     assert "\n" not in message

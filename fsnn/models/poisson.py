@@ -5,22 +5,35 @@
 
 A Poisson encoder fires entry ``i`` at step ``t`` with probability ``p_i = clamp(x_i, 0, 1)``, independently at every
 step: ``s_{t,i} = 1[u_{t,i} < p_i]`` with ``u ~ U[0, 1)``. Entries with ``p = 1`` fire at every step and entries with
-``p = 0`` never do, so only the *uncertain* entries (``0 < p < 1``) carry random numbers. They are drawn in one order,
-the stream of the generator: step by step, and within a step the uncertain entries in row-major order. Every way of
-consuming the spikes (:meth:`PoissonSpikes.linear` on either of its two paths, :meth:`PoissonSpikes.dense`, any chunk
-size) draws that same stream, so a seeded encoding gives the same spikes whichever path computes with them.
+``p = 0`` never do, so only the *uncertain* entries (``0 < p < 1``) carry random numbers. An encoding draws them with
+one of two samplers (its :attr:`PoissonSpikes.sampler`), chosen from its inputs before anything is drawn:
+
+* ``"compiled"`` (CPU tensors, at least :data:`COMPILED_FROM` of the entries uncertain, where the C++ extension
+  ``poisson_kernels.cpp`` builds): ``u = u24 / 2^24`` with ``u24`` from SplitMix64, a counter-based generator, at
+  positions fixed by the entry and step, seeded with one 63-bit integer drawn from ``generator``; it decides
+  ``u24 < ceil(p 2^24)`` (the same event) from the first byte of ``u24``, and draws the other 16 bits only when that
+  byte does not decide (1 time in 256). It adds the weight columns of the entries that fired, per step, and keeps
+  the spikes as one byte per uncertain entry and step for the backward pass.
+* ``"torch"``: ``u`` from ``generator`` (``torch.rand``), step by step, and within a step the uncertain entries in
+  row-major order.
+
+Every way of consuming the spikes (:meth:`PoissonSpikes.linear` on any of its paths, :meth:`PoissonSpikes.dense`,
+any chunk size) draws its sampler's same stream, so a seeded encoding gives the same spikes whichever path computes
+with them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from fsnn.checks import check_int, check_number
+from fsnn.compiled import CompiledExtension
 
 # Elements of the largest intermediate of one chunk ([steps, rows, features] spikes on the dense path, [steps,
 # uncertain entries, out features] currents on the sparse one): 4M float32 entries, 16 MiB, whatever the batch.
@@ -31,6 +44,13 @@ CHUNK_ELEMENTS = 1 << 22
 # a batch of 32 nodes at T = 100: the dense path costs about 3 ns per spike entry, the sparse one about 8 ns per
 # uncertain entry and output, so they break even near 0.4; Cora's z-scored features sit at 0.06 and Photo's at 2.1.
 DENSE_FROM = 0.5
+# The compiled sampler draws an encoding once this share of its entries is uncertain: Photo's and Computers' z-scored
+# features (27 % and 29 %; 94-97 % with the legacy two-hop unstandardised ones), where it costs a fraction of the
+# torch paths' random numbers, scatter and GEMM (results/bench/graph_runs.json). Below it the torch sampler keeps
+# the stream of the runs committed before the compiled one existed: Cora's and CiteSeer's z-scored features (0.8 %
+# and 0.4 %, 1.7 % and 0.8 % with DRSGNN's positional encoding) and their legacy two-hop ones (19 % and 7 %).
+COMPILED_FROM = 0.22
+EXTENSION = CompiledExtension("fsnn_poisson_kernels", Path(__file__).with_name("poisson_kernels.cpp"))
 
 
 class PoissonSpikes:
@@ -42,7 +62,8 @@ class PoissonSpikes:
     whose encoder saw its own binary output from the second step on); the default draws anew at every step.
 
     A sample is used once: a second :meth:`linear` or :meth:`dense` raises, since the random numbers were spent (a
-    new sample is a new :func:`poisson_encode`). :meth:`count` is known once it is drawn.
+    new sample is a new :func:`poisson_encode`). :meth:`count` is known once it is drawn, :attr:`sampler` (``"compiled"``
+    or ``"torch"``, see the module's docstring) from the start.
     """
 
     def __init__(self, p: torch.Tensor, T: int, generator: torch.Generator | None = None, frozen: bool = False):
@@ -52,6 +73,7 @@ class PoissonSpikes:
         # [rows, features]: row-major order of the entries is the order of p's elements
         self._p: torch.Tensor | None = p.reshape(-1, p.shape[-1]) if p.dim() > 1 else p.reshape(1, -1)
         self._spike_count: float | None = None
+        self.sampler = _sampler_for(self._p)
 
     def numel(self) -> int:
         return math.prod((self.T, *self.p_shape))
@@ -98,26 +120,42 @@ class PoissonSpikes:
                 torch.lt(draws, q[a:b], out=draws)  # 1[u < q] as p's dtype, in place
                 fired += draws.sum()
                 yield slice(t0, t1), slice(r0, r1), flat[a:b] - r0 * features, draws
-        always = float((p >= 1.0).sum())
-        self._spike_count = always * self.T + float(fired) * (self.T // self.steps)
+        self._count(p, fired)
+
+    def _count(self, p: torch.Tensor, fired: torch.Tensor) -> None:
+        """Record the spike count: the certain entries at every step, the ``fired`` draws at each repeat."""
+        self._spike_count = float((p >= 1.0).sum()) * self.T + float(fired) * (self.T // self.steps)
+
+    def _seed(self) -> int:
+        """The compiled sampler's key: one 63-bit integer from the generator (the encoding's only draw from it)."""
+        return int(torch.empty((), dtype=torch.int64).random_(generator=self.generator))
 
     # -------------------------------------------------------------------------------------------------- consumers
     def dense(self) -> torch.Tensor:
         """The spikes as a ``[T, *p.shape]`` 0/1 tensor (the whole tensor: for small inputs and tests)."""
         p = self._take()
         rows, features = p.shape
-        spikes = (p >= 1.0).to(p.dtype).flatten().expand(self.steps, -1).clone()
-        for steps, block, index, draws in self._draw(p, 1, True):
-            spikes[steps, block.start * features:block.stop * features].scatter_(1, index.expand_as(draws), draws)
+        certain = (p >= 1.0).to(p.dtype).flatten()
+        if self.sampler == "compiled":
+            flat, q = _uncertain(p)
+            drawn = EXTENSION.module().spikes(flat, q, rows, features, self.steps, self._seed())
+            self._count(p, drawn.sum())
+            spikes = drawn + certain
+        else:
+            spikes = certain.expand(self.steps, -1).clone()
+            for steps, block, index, draws in self._draw(p, 1, True):
+                spikes[steps, block.start * features:block.stop * features].scatter_(1, index.expand_as(draws),
+                                                                                   draws)
         return spikes.view(self.steps, *self.p_shape).expand(self.T, *self.p_shape)
 
     def linear(self, weight: torch.Tensor, bias: torch.Tensor | None = None, noise_std: float = 0.0) -> torch.Tensor:
         """``F.linear(spikes + noise, weight, bias)`` for ``[T, B, F]`` spikes, ``[T, B, C]``, chunk by chunk.
 
         ``W 1[p = 1] + b`` once for the certain entries, plus, per step, ``W`` times the uncertain entries that fired:
-        either as dense spike chunks and one GEMM each (dense path, when the uncertain entries times ``C`` reach
-        :data:`DENSE_FROM` of the ``B x F`` entries), or as the sum of the weight columns of the entries that fired
-        (sparse path). ``noise_std > 0`` (the spike-noise robustness probe) adds ``W n_t`` with ``n_t ~ N(0,
+        with the compiled sampler (:attr:`sampler`) as the sum of the weight columns of the entries that fired; with
+        the torch sampler either as dense spike chunks and one GEMM each (dense
+        path, when the uncertain entries times ``C`` reach :data:`DENSE_FROM` of the ``B x F`` entries), or as that
+        sum (sparse path). ``noise_std > 0`` (the spike-noise robustness probe) adds ``W n_t`` with ``n_t ~ N(0,
         noise_std^2)`` per entry and step, from the global generator."""
         if len(self.p_shape) != 2:
             raise ValueError(f"linear needs spikes of [B, F] features, got features of shape {self.p_shape}")
@@ -129,7 +167,12 @@ class PoissonSpikes:
         dense = uncertain * out >= DENSE_FROM * rows * features
         weight_t = weight.t()
         chunks = []
-        if dense:
+        if self.sampler == "compiled":
+            flat, q = _uncertain(p)
+            drawn, fired = _CompiledCurrents.apply(weight.to(p.dtype), flat, q, rows, self.steps, self._seed())
+            self._count(p, fired.sum())
+            chunks.append((slice(0, self.steps), slice(0, rows), drawn))
+        elif dense:
             for steps, block, index, draws in self._draw(p, 1, True):
                 n, m = draws.shape[0], block.stop - block.start
                 spikes = draws.new_zeros(n, m * features).scatter_(1, index.expand_as(draws), draws)
@@ -147,6 +190,44 @@ class PoissonSpikes:
             sampled = sampled.expand(self.T, rows, out) + _noise_currents(self.T, rows, features, weight, noise_std)
         # under autocast F.linear gives bf16/fp16 while the sparse sum stays fp32: return what F.linear would
         return (certain + sampled.to(certain.dtype)).expand(self.T, rows, out)
+
+
+def _sampler_for(p: torch.Tensor) -> str:
+    """``"compiled"`` where the compiled sampler runs and pays (CPU, float32/64, :data:`COMPILED_FROM` of the
+    entries uncertain), else ``"torch"``."""
+    if p.device.type != "cpu" or p.dtype not in (torch.float32, torch.float64) or p.numel() == 0:
+        return "torch"
+    if float(((p > 0) & (p < 1)).sum()) < COMPILED_FROM * p.numel():
+        return "torch"
+    return "compiled" if EXTENSION.unavailable_reason() is None else "torch"
+
+
+def _uncertain(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The row-major flat positions of the uncertain entries of ``p [rows, features]`` and their probabilities."""
+    flat = ((p > 0) & (p < 1)).flatten().nonzero().squeeze(1)
+    return flat, p.flatten()[flat].contiguous()
+
+
+class _CompiledCurrents(torch.autograd.Function):
+    """``[steps, rows, C]`` currents ``W s_t`` of the uncertain entries' spikes, drawn by the compiled sampler
+    with key ``seed``, and the number of spikes per step. When the weight needs a gradient, the spikes are kept as
+    one byte per uncertain entry and step for the backward pass."""
+
+    @staticmethod
+    def forward(ctx, weight, flat, q, rows, steps, seed):
+        record = weight.requires_grad
+        currents, fired, bits = EXTENSION.module().currents(weight.detach().t().contiguous(), flat, q, rows, steps,
+                                                             seed, record)
+        ctx.save_for_backward(flat, bits)
+        ctx.features = weight.shape[1]
+        ctx.mark_non_differentiable(fired)
+        return currents, fired
+
+    @staticmethod
+    def backward(ctx, grad, _fired):
+        flat, bits = ctx.saved_tensors
+        grad_weight_t = EXTENSION.module().currents_backward(grad.contiguous(), flat, bits, ctx.features)
+        return grad_weight_t.t(), None, None, None, None, None
 
 
 def _assemble(chunks: list[tuple[slice, slice, torch.Tensor]], steps: int, rows: int) -> torch.Tensor:

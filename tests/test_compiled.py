@@ -1,0 +1,62 @@
+"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.compiled`): where they are built, a build's lock, and
+a build that fails. The kernels themselves: ``test_cpu_kernels.py`` and ``test_poisson_sampler.py``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import torch
+
+from fsnn import compiled
+from fsnn.compiled import CompiledExtension
+
+
+def test_builds_go_to_one_folder_per_torch_version_and_source(monkeypatch, tmp_path):
+    """An upgraded torch builds anew; two checkouts of one source share a build; an edited source gets its own."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "builds"))
+    one, other = tmp_path / "a" / "k.cpp", tmp_path / "b" / "k.cpp"
+    for path in (one, other):
+        path.parent.mkdir()
+        path.write_text("int f() { return 1; }\n")
+    folder = CompiledExtension("fsnn_k", one).build_directory()
+    assert folder.parent.parent == tmp_path / "builds" and folder.name.startswith("fsnn_k-")
+    assert f"torch{torch.__version__}" in folder.parent.name
+    assert CompiledExtension("fsnn_k", other).build_directory() == folder
+    other.write_text("int f() { return 2; }\n")
+    assert CompiledExtension("fsnn_k", other).build_directory() != folder
+
+
+def test_a_failed_build_is_reported_once_and_remembered(monkeypatch, tmp_path, caplog):
+    """A source that does not compile: unavailable_reason names the failure, logs one warning, and the build is not
+    retried in the process (the exception is cached)."""
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "builds"))
+    source = tmp_path / "broken.cpp"
+    source.write_text("this is not C++\n")
+    extension = CompiledExtension("fsnn_broken_test", source)
+    compiled._warn_once.cache_clear()
+    with caplog.at_level(logging.WARNING, logger=compiled.__name__):
+        reason = extension.unavailable_reason()
+        assert extension.unavailable_reason() == reason
+    assert reason is not None and reason.startswith("their build failed")
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+    assert extension.module() is extension.module()  # built (tried) once
+    # compiled from a copy beside the build, so that its path is the same for every checkout
+    assert (extension.build_directory() / "broken.cpp").read_text() == "this is not C++\n"
+    monkeypatch.setenv("FSNN_CPU_KERNELS", "0")
+    assert extension.unavailable_reason() == "FSNN_CPU_KERNELS=0 turns them off"
+    compiled._warn_once.cache_clear()
+
+
+def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_one_kept(tmp_path, caplog):
+    lock = tmp_path / "lock"
+    lock.touch()
+    compiled.clear_stale_lock(tmp_path)
+    assert lock.exists()  # another process may be building right now
+    old = time.time() - compiled.STALE_LOCK_S - 60
+    os.utime(lock, (old, old))
+    with caplog.at_level(logging.WARNING, logger=compiled.__name__):
+        compiled.clear_stale_lock(tmp_path)
+    assert not lock.exists() and "did not finish" in caplog.text
+    compiled.clear_stale_lock(tmp_path)  # no lock: nothing to do
