@@ -1,4 +1,4 @@
-"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.compiled`): where they are built, a build's lock, and
+"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.neurons.compiled`): where they are built, a build's lock, and
 a build that fails. The kernels themselves: ``test_cpu_kernels.py`` and ``test_poisson_sampler.py``."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 
 import torch
 
-from fsnn import compiled
-from fsnn.compiled import CompiledExtension
+from fsnn.neurons import compiled
+from fsnn.neurons.compiled import CompiledExtension
 
 
 def test_builds_go_to_one_folder_per_torch_version_and_source(monkeypatch, tmp_path):

@@ -12,9 +12,9 @@ import logging
 import pytest
 import torch
 
-from fsnn import FractionalIF, FractionalLIF, compiled
+from fsnn import FractionalIF, FractionalLIF
 from fsnn.checks import OptionError
-from fsnn.neurons import cpu_kernels
+from fsnn.neurons import compiled, cpu_kernels
 
 built = pytest.mark.skipif(cpu_kernels.unavailable_reason() is not None,
                            reason=f"the CPU kernels cannot be built here: {cpu_kernels.unavailable_reason()}")

@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn.checks import check_int, check_number
-from fsnn.compiled import CompiledExtension
+from fsnn.neurons.compiled import CompiledExtension
 
 # Elements of the largest intermediate of one chunk ([steps, rows, features] spikes on the dense path, [steps,
 # uncertain entries, out features] currents on the sparse one): 4M float32 entries, 16 MiB, whatever the batch.
