@@ -1,12 +1,11 @@
-"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.neurons.compiled`): where they are built, a build's lock, and
-a build that fails. The kernels themselves: ``test_cpu_kernels.py`` and ``test_poisson_sampler.py``."""
+"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.neurons.compiled`): where they are built, a finished
+build imported without building, and a build that fails. The kernels themselves: ``test_cpu_kernels.py`` and ``test_poisson_sampler.py``."""
 
 from __future__ import annotations
 
 import logging
-import os
-import time
 
+import pytest
 import torch
 
 from fsnn.neurons import compiled
@@ -49,14 +48,22 @@ def test_a_failed_build_is_reported_once_and_remembered(monkeypatch, tmp_path, c
     compiled._warn_once.cache_clear()
 
 
-def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_one_kept(tmp_path, caplog):
-    lock = tmp_path / "lock"
-    lock.touch()
-    compiled.clear_stale_lock(tmp_path)
-    assert lock.exists()  # another process may be building right now
-    old = time.time() - compiled.STALE_LOCK_S - 60
-    os.utime(lock, (old, old))
-    with caplog.at_level(logging.WARNING, logger=compiled.__name__):
-        compiled.clear_stale_lock(tmp_path)
-    assert not lock.exists() and "did not finish" in caplog.text
-    compiled.clear_stale_lock(tmp_path)  # no lock: nothing to do
+def test_a_finished_build_is_imported_without_building_again(monkeypatch):
+    """Once built (the ``built`` marker beside it), a fresh process imports the extension without
+    ``torch.utils.cpp_extension.load`` (which checks the build with ninja under the folder's lock every time)."""
+    from torch.utils import cpp_extension
+
+    from fsnn.models import poisson
+
+    if (reason := poisson.EXTENSION.unavailable_reason()) is not None:
+        pytest.skip(f"the Poisson kernels cannot be built here: {reason}")
+    assert (poisson.EXTENSION.build_directory() / compiled.BUILT).exists()
+    fresh = CompiledExtension(poisson.EXTENSION.name, poisson.EXTENSION.source)
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(cpp_extension, "load", no_build)
+    module = fresh.module()
+    assert not isinstance(module, Exception), module
+    assert module.splitmix64_sequence(1, 1) == poisson.EXTENSION.module().splitmix64_sequence(1, 1)

@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-# a build takes about a minute; a lock file older than this was left by a build that was killed, and would make
-# every later load wait for it forever (torch's FileBaton has no timeout)
-STALE_LOCK_S = 900
+# written into a build folder once its extension was built and loaded: later processes import it without a build
+BUILT = "built"
 
 log = logging.getLogger(__name__)
 
@@ -29,19 +28,6 @@ log = logging.getLogger(__name__)
 def disabled() -> bool:
     """Whether ``FSNN_CPU_KERNELS=0`` (or ``false``/``off``/``no``) turns the compiled extensions off."""
     return os.environ.get("FSNN_CPU_KERNELS", "1").strip().lower() in ("0", "false", "off", "no")
-
-
-def clear_stale_lock(folder: Path) -> None:
-    """Remove ``folder/lock`` if a build that was killed left it more than :data:`STALE_LOCK_S` seconds ago."""
-    lock = folder / "lock"
-    try:
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return
-    if age > STALE_LOCK_S:
-        log.warning("removing %s, left %d minutes ago by a build of fsnn's CPU kernels that did not finish", lock,
-                    age // 60)
-        lock.unlink(missing_ok=True)
 
 
 class CompiledExtension:
@@ -65,16 +51,25 @@ class CompiledExtension:
 
     @functools.cache  # noqa: B019 - one build per extension and process; extensions live as long as the process
     def module(self):
-        """The built extension, or the exception that stopped its build."""
+        """The built extension, or the exception that stopped its build.
+
+        A finished build (its folder's ``built`` marker, written after ``torch.utils.cpp_extension.load`` returned)
+        is imported directly: ``load`` takes the folder's lock and runs ninja to check the build at every call, a
+        second or more at every process start. Concurrent builds wait for each other on that lock (an OS lock,
+        released if its holder is killed)."""
+        folder = self.build_directory()
+        if (folder / BUILT).exists():
+            try:
+                return _import(self.name, folder / f"{self.name}.so")
+            except ImportError:  # a build from another torch ABI or a damaged file: build it again below
+                pass
         try:
             extension_log = logging.getLogger("torch.utils.cpp_extension")
             if extension_log.level == logging.NOTSET:  # its import warns "No CUDA runtime is found" on CPU machines
                 extension_log.setLevel(logging.ERROR)
             from torch.utils import cpp_extension
 
-            folder = self.build_directory()
             folder.mkdir(parents=True, exist_ok=True)
-            clear_stale_lock(folder)
             # compiled from a copy inside the folder: ninja's build file names the source's path, and a path that
             # changed (another checkout of the same code) would rebuild the extension under a running process
             source = folder / self.source.name
@@ -84,10 +79,12 @@ class CompiledExtension:
                 partial.replace(source)
             if not any(folder.glob("*.so")):
                 log.info("building fsnn's CPU kernels %s in %s (once, about a minute)", self.name, folder)
-            return cpp_extension.load(name=self.name, sources=[str(source)], extra_cflags=["-O3"],
-                                      build_directory=str(folder), verbose=False)
+            module = cpp_extension.load(name=self.name, sources=[str(source)], extra_cflags=["-O3"],
+                                        build_directory=str(folder), verbose=False)
         except Exception as error:  # noqa: BLE001 - no compiler, no ninja, a failed build: all mean "use torch"
             return error
+        (folder / BUILT).touch()
+        return module
 
     def unavailable_reason(self) -> str | None:
         """Why the extension cannot run here (``None`` if it can); builds it on the first call."""
@@ -99,6 +96,16 @@ class CompiledExtension:
             _warn_once(self.name, reason)
             return reason
         return None
+
+
+def _import(name: str, path: Path):
+    """The compiled extension module ``name`` from the shared library ``path``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or not path.exists():
+        raise ImportError(f"no extension at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @functools.cache
