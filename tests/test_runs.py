@@ -582,19 +582,25 @@ def test_force_keeps_every_earlier_generation(tmp_path):
 def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
     from fsnn.signals import Interrupted, interruptible
 
-    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        with pytest.raises(Interrupted) as stopped:
-            with interruptible():
-                try:
-                    os.kill(os.getpid(), signum)
-                    time.sleep(5)
-                    pytest.fail("the signal did not interrupt")
-                finally:
-                    os.kill(os.getpid(), signal.SIGTERM)  # a second signal while stopping: ignored
-                    time.sleep(0.05)
-        assert stopped.value.signum == signum and 128 + stopped.value.signum in (143, 130)
-    assert {s: signal.getsignal(s) for s in before} == before
+    # tests started as a background job inherit SIGINT ignored, which interruptible() keeps ignored (as it should):
+    # start from Python's own handler, as in a foreground process
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with pytest.raises(Interrupted) as stopped:
+                with interruptible():
+                    try:
+                        os.kill(os.getpid(), signum)
+                        time.sleep(5)
+                        pytest.fail("the signal did not interrupt")
+                    finally:
+                        os.kill(os.getpid(), signal.SIGTERM)  # a second signal while stopping: ignored
+                        time.sleep(0.05)
+            assert stopped.value.signum == signum and 128 + stopped.value.signum in (143, 130)
+        assert {s: signal.getsignal(s) for s in before} == before
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 @pytest.mark.parametrize("what", ["checkpoint", "metrics.json", "torch's RuntimeError"])
