@@ -153,9 +153,8 @@ class PoissonSpikes:
 
         ``W 1[p = 1] + b`` once for the certain entries, plus, per step, ``W`` times the uncertain entries that fired:
         with the compiled sampler (:attr:`sampler`) as the sum of the weight columns of the entries that fired; with
-        the torch sampler either as dense spike chunks and one GEMM each (dense
-        path, when the uncertain entries times ``C`` reach :data:`DENSE_FROM` of the ``B x F`` entries), or as that
-        sum (sparse path). ``noise_std > 0`` (the spike-noise robustness probe) adds ``W n_t`` with ``n_t ~ N(0,
+        the torch sampler either as dense spike chunks and one GEMM each (dense path, when the uncertain entries times
+        ``C`` reach :data:`DENSE_FROM` of the ``B x F`` entries), or as that sum (sparse path). ``noise_std > 0`` (the spike-noise robustness probe) adds ``W n_t`` with ``n_t ~ N(0,
         noise_std^2)`` per entry and step, from the global generator."""
         if len(self.p_shape) != 2:
             raise ValueError(f"linear needs spikes of [B, F] features, got features of shape {self.p_shape}")
@@ -163,16 +162,26 @@ class PoissonSpikes:
         rows, features = p.shape
         out = weight.shape[0]
         certain = F.linear((p >= 1.0).to(weight.dtype), weight, bias)
-        uncertain = int(((p > 0) & (p < 1)).sum())
-        dense = uncertain * out >= DENSE_FROM * rows * features
-        weight_t = weight.t()
-        chunks = []
         if self.sampler == "compiled":
             flat, q = _uncertain(p)
-            drawn, fired = _CompiledCurrents.apply(weight.to(p.dtype), flat, q, rows, self.steps, self._seed())
+            sampled, fired = _CompiledCurrents.apply(weight.to(p.dtype), flat, q, rows, self.steps, self._seed())
             self._count(p, fired.sum())
-            chunks.append((slice(0, self.steps), slice(0, rows), drawn))
-        elif dense:
+        else:
+            sampled = self._torch_currents(p, weight)
+        if noise_std > 0.0:
+            sampled = sampled.expand(self.T, rows, out) + _noise_currents(self.T, rows, features, weight, noise_std)
+        # under autocast F.linear gives bf16/fp16 while the sparse sum stays fp32: return what F.linear would
+        return (certain + sampled.to(certain.dtype)).expand(self.T, rows, out)
+
+    def _torch_currents(self, p: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """``[steps, rows, C]`` currents of the uncertain entries drawn by the torch sampler, chunk by chunk, on the
+        dense path or the sparse one (:data:`DENSE_FROM`)."""
+        rows, features = p.shape
+        out = weight.shape[0]
+        dense = int(((p > 0) & (p < 1)).sum()) * out >= DENSE_FROM * rows * features
+        weight_t = weight.t()
+        chunks = []
+        if dense:
             for steps, block, index, draws in self._draw(p, 1, True):
                 n, m = draws.shape[0], block.stop - block.start
                 spikes = draws.new_zeros(n, m * features).scatter_(1, index.expand_as(draws), draws)
@@ -185,11 +194,7 @@ class PoissonSpikes:
                 fired = draws[:, :, None] * weight_t[cols][None]  # [steps, uncertain, C]
                 sampled = fired.new_zeros(draws.shape[0], block.stop - block.start, out)
                 chunks.append((steps, block, sampled.index_add_(1, index_rows, fired)))
-        sampled = _assemble(chunks, self.steps, rows)
-        if noise_std > 0.0:
-            sampled = sampled.expand(self.T, rows, out) + _noise_currents(self.T, rows, features, weight, noise_std)
-        # under autocast F.linear gives bf16/fp16 while the sparse sum stays fp32: return what F.linear would
-        return (certain + sampled.to(certain.dtype)).expand(self.T, rows, out)
+        return _assemble(chunks, self.steps, rows)
 
 
 def _sampler_for(p: torch.Tensor) -> str:
