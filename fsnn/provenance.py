@@ -43,9 +43,22 @@ def source_commit() -> str | None:
     return f"{head}-dirty" if changed else head
 
 
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux's ``/proc/cpuinfo``), else what :mod:`platform` knows (its architecture at least),
+    so that runs from two machines of one architecture can be told apart."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_description(device: torch.device | str) -> str:
-    """What a run ran on, for ``metrics.json``: the GPU's name, or the CPU and its torch threads."""
+    """What a run ran on, for ``metrics.json``: the GPU's name, or the CPU's model and torch's threads."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    return f"cpu ({cpu_name()}, {torch.get_num_threads()} threads)"
