@@ -374,3 +374,20 @@ def test_learned_tau_figure_draws_tau_per_epoch_per_delay(tmp_path, drawn):
     assert list(solid[1].get_ydata()) == pytest.approx([2.5 + 2 * e for e in range(4)])
     assert legend_texts(fig) == ["delay 4", "delay 8"] and small_text(fig) == []
     assert figures.learned_tau_figure([_horizon_run("lif", 4, 0, 0.3)], tmp_path / "none") == []
+
+
+def test_graph_robustness_caption_says_where_flif_is_the_integer_lif(tmp_path, drawn):
+    """Where the runs' tab:alpha_gnn table gives f-LIF alpha = 1.0, the caption says f-LIF is fsnn's LIF there (one
+    line stands for both); elsewhere it says nothing of it."""
+    records = [_graph_study("lif", 0.1, "photo", corruption="edge_dropping") for _ in range(2)]
+    records += [_graph_study("flif", 0.1, "computers", corruption="edge_dropping") for _ in range(2)]
+    for r in records:
+        r["config"]["alpha_per_dataset"] = {"sgcn": {"photo": 1.0, "computers": 0.8}}
+    captions = {}
+    figures.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
+    assert "On photo/sgcn tab:alpha_gnn sets f-LIF's alpha to 1.0" in captions["graph_edge_dropping"]
+    assert "computers/sgcn tab" not in captions["graph_edge_dropping"]
+    for r in records:
+        del r["config"]["alpha_per_dataset"]
+    figures.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
+    assert "alpha to 1.0" not in captions["graph_edge_dropping"]

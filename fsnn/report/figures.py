@@ -301,6 +301,12 @@ def _level_stats(group: list[dict], corruption: str) -> tuple[list[float], list[
     return levels, [_mean_std([100 * v for v in points[lv]]) for lv in levels]
 
 
+def _table_alpha(record: dict, dataset: str, backbone: str) -> float | None:
+    """f-LIF's alpha for ``dataset`` and ``backbone`` in the run's ``alpha_per_dataset`` table (tab:alpha_gnn), if
+    it has one."""
+    return ((record.get("config") or {}).get("alpha_per_dataset") or {}).get(backbone, {}).get(dataset)
+
+
 @styled
 def graph_robustness_figure(records: list[dict], corruption: str, out: str | Path,
                             captions: dict | None = None) -> list[Path]:
@@ -340,10 +346,13 @@ def graph_robustness_figure(records: list[dict], corruption: str, out: str | Pat
                                                         f"(n={n})")
     summary = "; ".join(f"{dataset}/{backbone} at {level:g}: {', '.join(items)}"
                         for (dataset, backbone, level), items in at_strongest.items())
+    integer = [f"{d}/{b}" for d, b in panels if {_table_alpha(r, d, b) for r in chosen} & {1.0}]
+    same = (f" On {' and '.join(integer)} tab:alpha_gnn sets f-LIF's alpha to 1.0, which makes f-LIF fsnn's LIF "
+            f"(alpha = 1): one computation, drawn once, under the name with more runs." if integer else "")
     _note(captions, name, f"{CORRUPTION_LABELS[corruption]} at test time (the trained model tested on the corrupted "
           f"graph, its input rebuilt with the run's own preprocessing), test accuracy against the ratio, mean ± std "
           f"over seeds (Table 2's matched runs). The paper claims: {study['claim']}. Measured at the strongest level: "
-          f"{summary}.")
+          f"{summary}.{same}")
     return save(fig, out, name)
 
 
