@@ -346,7 +346,7 @@ def graph_robustness_figure(records: list[dict], corruption: str, out: str | Pat
                                                         f"(n={n})")
     summary = "; ".join(f"{dataset}/{backbone} at {level:g}: {', '.join(items)}"
                         for (dataset, backbone, level), items in at_strongest.items())
-    integer = [f"{d}/{b}" for d, b in panels if {_table_alpha(r, d, b) for r in chosen} & {1.0}]
+    integer = [f"{d}/{b}" for d, b in panels if any(_table_alpha(r, d, b) == 1.0 for r in chosen)]
     same = (f" On {' and '.join(integer)} tab:alpha_gnn sets f-LIF's alpha to 1.0, which makes f-LIF fsnn's LIF "
             f"(alpha = 1): one computation, drawn once, under the name with more runs." if integer else "")
     _note(captions, name, f"{CORRUPTION_LABELS[corruption]} at test time (the trained model tested on the corrupted "
