@@ -38,6 +38,15 @@ TINY = ["trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_
         "dataset.batch_size=16"]
 
 
+@pytest.fixture
+def hydra_context():
+    """One initialised Hydra context for many compositions (``compose_cfg`` opens a new one per call)."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield
+    GlobalHydra.instance().clear()
+
+
 def _composes(*overrides: str) -> DictConfig:
     """The config of ``overrides`` (inside an initialised Hydra context), its neuron and optimizer resolved: f-LIF's
     alpha interpolates the dataset and the backbone, the optimizer's learning rate the dataset."""
@@ -48,28 +57,22 @@ def _composes(*overrides: str) -> DictConfig:
 
 
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_every_config_composes_with_every_dataset(dataset):
+def test_every_config_composes_with_every_dataset(hydra_context, dataset):
     # every pair of config groups composes (the whole dataset x backbone x neuron product costs twice the time and
     # adds no case: the one three-way interpolation, f-LIF's alpha per backbone and dataset, runs with every pair)
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        for backbone in BACKBONE_CFGS:
-            cfg = _composes(f"dataset={dataset}", f"backbone={backbone}", "neuron=flif")
-            assert (cfg.dataset.name, cfg.hydra.runtime.choices.backbone) == (dataset, backbone)
-        for neuron in NEURONS:
-            assert _composes(f"dataset={dataset}", f"neuron={neuron}").neuron.name == neuron
-        for experiment in EXPERIMENTS:
-            assert _composes(f"experiment={experiment}", f"dataset={dataset}").task_name
-    GlobalHydra.instance().clear()
+    for backbone in BACKBONE_CFGS:
+        cfg = _composes(f"dataset={dataset}", f"backbone={backbone}", "neuron=flif")
+        assert (cfg.dataset.name, cfg.hydra.runtime.choices.backbone) == (dataset, backbone)
+    for neuron in NEURONS:
+        assert _composes(f"dataset={dataset}", f"neuron={neuron}").neuron.name == neuron
+    for experiment in EXPERIMENTS:
+        assert _composes(f"experiment={experiment}", f"dataset={dataset}").task_name
 
 
-def test_every_backbone_composes_with_every_neuron():
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        for backbone, neuron in itertools.product(BACKBONE_CFGS, NEURONS):
-            cfg = _composes(f"backbone={backbone}", f"neuron={neuron}")
-            assert (cfg.hydra.runtime.choices.backbone, cfg.neuron.name) == (backbone, neuron)
-    GlobalHydra.instance().clear()
+def test_every_backbone_composes_with_every_neuron(hydra_context):
+    for backbone, neuron in itertools.product(BACKBONE_CFGS, NEURONS):
+        cfg = _composes(f"backbone={backbone}", f"neuron={neuron}")
+        assert (cfg.hydra.runtime.choices.backbone, cfg.neuron.name) == (backbone, neuron)
 
 
 @pytest.mark.parametrize("dataset,backbone", [("cora", "dvsnet"), ("dvsgesture", "sgcn"), ("digits_dvs", "msg")])
