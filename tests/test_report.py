@@ -266,8 +266,8 @@ def test_graph_columns_not_run_with_their_cost(tmp_path):
 
 def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     """On Photo, f-LIF at tab:alpha_gnn's alpha = 1 is fsnn's LIF: its cell shows fsnn LIF's runs and says whether
-    the seed run in both agrees; on Computers SpikingJelly's SGCN cell shows fsnn LIF's runs (the same computation
-    step for step), and a seed that differs is flagged."""
+    the seed run in both agrees; on CiteSeer fsnn LIF's SGCN cell shows SpikingJelly's runs, and a seed that differs
+    is flagged; on Computers each LIF row shows its own runs."""
     root = tmp_path / "results"
     for s, acc in enumerate([0.91, 0.92, 0.93]):
         _write(root, _record(T2, f"lif{s}", "photo", "sgcn", "lif", s, acc))
@@ -275,18 +275,25 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     _write(root, _record(T2, "sj0", "photo", "sgcn", "sj_lif", 0, 0.90))  # SpikingJelly's own run on Photo
     for s, acc in enumerate([0.86, 0.87]):
         _write(root, _record(T2, f"clif{s}", "computers", "sgcn", "lif", s, acc))
-    _write(root, _record(T2, "csj0", "computers", "sgcn", "sj_lif", 0, 0.95))  # not the same: flagged
+    _write(root, _record(T2, "csj0", "computers", "sgcn", "sj_lif", 0, 0.95))
+    for s, acc in enumerate([0.74, 0.75]):
+        _write(root, _record(T2, f"ssj{s}", "citeseer", "sgcn", "sj_lif", s, acc))
+    _write(root, _record(T2, "slif0", "citeseer", "sgcn", "lif", 0, 0.70))  # not the same: flagged
     spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
     table = tables.build_table(spec, collect.collect_runs(root))
     shown = verdicts.shown_table(table)
-    photo, computers = shown["columns"].index("Photo"), shown["columns"].index("Computers")
+    photo, computers, citeseer = (shown["columns"].index(c) for c in ("Photo", "Computers", "Citeseer"))
     cells = {row["label"]: row["cells"][photo] for row in shown["rows"]}
     assert cells["SGCN (f-SNN)"]["n"] == 3 and cells["SGCN (f-SNN)"]["ours"] == cells["SGCN (fsnn LIF alpha=1)"]["ours"]
     assert cells["SGCN (f-SNN)"]["same"] == ("the runs of SGCN (fsnn LIF alpha=1), the same computation "
                                              "(identical on seed 0)")
     assert cells["SGCN (SJ)"]["n"] == 1 and cells["SGCN (SJ)"]["same"] is None  # Photo: its own runs
     on_computers = {row["label"]: row["cells"][computers] for row in shown["rows"]}
-    assert on_computers["SGCN (SJ)"]["n"] == 2 and "DIFFERENT on seed 0" in on_computers["SGCN (SJ)"]["same"]
+    assert on_computers["SGCN (SJ)"]["n"] == 1 and on_computers["SGCN (SJ)"]["same"] is None
+    assert on_computers["SGCN (fsnn LIF alpha=1)"]["n"] == 2
+    on_citeseer = {row["label"]: row["cells"][citeseer] for row in shown["rows"]}
+    assert on_citeseer["SGCN (fsnn LIF alpha=1)"]["n"] == 2
+    assert "DIFFERENT on seed 0" in on_citeseer["SGCN (fsnn LIF alpha=1)"]["same"]
     assert "[the runs of SGCN (fsnn LIF alpha=1): the same computation, identical on seed 0]" in tables.cell_text(
         next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3])
     # the verdict compares f-LIF (fsnn LIF's runs, 92 %) with SpikingJelly's own run on Photo (90 %): above by more
