@@ -189,6 +189,10 @@ def test_families_of_colours():
     assert {styles[k]["color"] for k in ("flif_a02", "flif_a05")} <= warm
     assert {styles[k]["color"] for k in ("lif", "sj_lif", "sj_plif", "snntorch_leaky")} <= cool
     assert len({(s["color"], s["marker"]) for s in styles.values()}) == len(styles)  # every line its own
+    # one key per run: repeats keep the first style, so two neurons never end up on the same colour
+    per_run = style.family_styles(["lif"] * 5 + ["sj_lif"] * 5 + ["snntorch_leaky"] * 3 + ["lif"])
+    assert per_run == style.family_styles(["lif", "sj_lif", "snntorch_leaky"])
+    assert len({(s["color"], s["marker"]) for s in per_run.values()}) == 3
 
 
 def test_saved_files_carry_no_date_or_version(tmp_path):

@@ -58,9 +58,12 @@ def _colors(name: str, n: int, stop: float = 0.85) -> np.ndarray:
 
 
 def family_styles(keys: Iterable[str], fractional: Callable[[str], bool] = is_fractional) -> dict[str, dict]:
-    """``{key: {color, marker}}``: fractional keys take the warm colours in order, the others the cool ones."""
+    """``{key: {color, marker}}``: fractional keys take the warm colours in order of first appearance, the others the
+    cool ones (a key given again keeps its style: one per run is fine)."""
     styles, counts = {}, {True: 0, False: 0}
     for key in keys:
+        if key in styles:
+            continue
         family = bool(fractional(key))
         palette = WARM if family else COOL
         color, marker = palette[counts[family] % len(palette)]
