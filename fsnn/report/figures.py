@@ -20,6 +20,8 @@ From runs (:func:`run_figures`; only runs of the suite's experiments, see :func:
   of the robustness scores, from the ``robustness.json`` files written by ``evaluate.py robustness=...``.
 * :func:`graph_robustness_figure` (paper Figs. ``fig:robustness_feature_masking``, ``fig:robustness_edge_dropout``):
   the two graph studies across their datasets and both backbones, the paper's claim in the caption.
+* :func:`claims_figure` (not in the paper): the paper's claimed gaps (f-LIF or f-IF over a baseline) against our
+  differences with their 95 % Welch intervals, one row per claim, one panel per table (:func:`claim_sections`).
 * :func:`memory_horizon_figure` (not in the paper): delayed-cue test accuracy against the delay, one line per neuron
   variant, chance marked, and the seconds per training epoch against the delay, from the ``memory_horizon`` runs.
 * :func:`alpha_curve_figure`: test accuracy against f-LIF's alpha from an alpha sweep (``ablation_alpha_node``),
@@ -51,7 +53,8 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 
 from fsnn.neurons.modules import neuron_label
 from fsnn.records import fitting_name
-from fsnn.report.collect import epochs_of, experiment_of, recipe_of, scan_runs
+from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, REJECTED, claims, tally
+from fsnn.report.collect import DEFAULT_RECIPE, epochs_of, experiment_of, recipe_of, scan_runs
 from fsnn.report.style import MIN_FONT_PT, _note, family_styles, is_fractional, legend_below, save, styled
 from fsnn.report.tables import (
     build_table,
@@ -60,6 +63,7 @@ from fsnn.report.tables import (
     paper_protocol,
     remove_stale,
     suite_runs,
+    table_variants,
 )
 from fsnn.report.theory import kernel_figure, relaxation_figure
 
@@ -356,6 +360,62 @@ def graph_robustness_figure(records: list[dict], corruption: str, out: str | Pat
     return save(fig, out, name)
 
 
+VERDICT_COLORS = {CONFIRMED: "#238b45", REJECTED: "#b2182b", INCONCLUSIVE: "#737373"}
+
+
+@styled
+def claims_figure(sections: list[tuple[str, list[dict]]], out: str | Path, name: str = "claims",
+                  captions: dict | None = None) -> list[Path]:
+    """The paper's claimed gaps against ours: one panel per table, one row per claim (:func:`fsnn.report.claims.claims`
+    with a claimed size): our difference with its confidence interval (a bar, coloured by the decision), the paper's
+    claimed difference (a cross) and 0 (a line)."""
+    sections = [(title, [c for c in found if c["size"] is not None]) for title, found in sections]
+    sections = [(title, found) for title, found in sections if found]
+    if not sections:
+        return []
+    heights = [len(found) + 2.0 for _, found in sections]
+    fig = Figure(figsize=(8.0, 0.3 * sum(heights) + 1.0))
+    axes = fig.subplots(len(sections), 1, squeeze=False, gridspec_kw={"height_ratios": heights}).ravel()
+    for ax, (title, found) in zip(axes, sections):
+        y = np.arange(len(found))[::-1]
+        for row, entry in zip(y, found):
+            decision = entry["size"]
+            color = VERDICT_COLORS[decision.verdict]
+            ax.errorbar([decision.diff], [row], xerr=[[decision.diff - decision.low], [decision.high - decision.diff]],
+                        fmt="o", color=color, capsize=3, ms=5)
+            ax.plot([decision.claim], [row], "x", color="black", ms=7, mew=1.5)
+        ax.axvline(0.0, color="#525252", lw=0.8)
+        ax.set_yticks(y, [f"{c['setting']} vs {c['baseline']} (n={c['size'].n_a}/{c['size'].n_b})" for c in found])
+        ax.set_title(title, loc="left")
+        ax.grid(axis="x", alpha=0.3, lw=0.5)
+    fractional = " / ".join(dict.fromkeys(c["fractional"] for _, found in sections for c in found))
+    axes[-1].set_xlabel(f"difference, {fractional} - baseline (percentage points)")
+    handles = [Line2D([], [], color=c, marker="o", ls="-", label=v) for v, c in VERDICT_COLORS.items()]
+    handles.append(Line2D([], [], color="black", marker="x", ls="", mew=1.5, label="the paper's claimed difference"))
+    legend_below(fig, handles, [h.get_label() for h in handles], ncol=4, axes_height=0.3 * sum(heights) + 1.0)
+    counts = [f"{title}: {', '.join(f'{n} {v}' for v, n in tally(found).items() if n)}" for title, found in sections]
+    _note(captions, name, f"The paper's claimed gaps against the runs: per pair of cells that differ only in the "
+          f"neuron, our difference with its {LEVEL:.0%} confidence interval ({METHOD}), coloured by the decision on "
+          f"the claimed size (rejected: the claim lies outside the interval; confirmed: the interval contains it and "
+          f"excludes 0; else inconclusive); the cross is the paper's difference. {'; '.join(counts)}.")
+    return save(fig, out, name)
+
+
+def claim_sections(runs: list[dict]) -> list[tuple[str, list[dict]]]:
+    """``(title, claims)`` of every table of the matched recipe whose runs test a claimed size, in the spec's order."""
+    specs = load_spec()
+    sections = []
+    for spec in specs:
+        for recipe, epochs in table_variants(spec, runs):
+            if recipe != DEFAULT_RECIPE:
+                continue
+            table = build_table(spec, runs, (), recipe, epochs)
+            found = claims(spec, table, specs)
+            if any(c["size"] is not None for c in found):
+                sections.append((f"{spec.get('title') or spec['id']} ({table['id']})", found))
+    return sections
+
+
 def _variant_labels(table_id: str) -> dict[str, str]:
     """``{neuron_variant: row label}`` of a table of ``paper_tables.yaml``, so figure and table name rows alike."""
     spec = next(t for t in load_spec() if t["id"] == table_id)
@@ -648,6 +708,7 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
                and experiment_of(run) == "table2_node_classification"]
     for corruption in GRAPH_STUDIES:
         paths += graph_robustness_figure(matched, corruption, out, captions)
+    paths += claims_figure(claim_sections(runs), out, captions=captions)
     horizon = memory_horizon_figure(runs, out, captions=captions)
     horizon += learned_tau_figure(runs, out, captions=captions)
     if not horizon:

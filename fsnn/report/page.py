@@ -12,6 +12,10 @@ only listed) and writes ``<out>/index.html`` (default ``<results>/report``):
 * each such table with only its measured rows and columns; a cell is coloured by where ours lies against the paper
   (:func:`compare_cell`): within two standard deviations (neutral), above, below; sigma is the paper's std where it
   prints one, else the std of our runs;
+* under each such table, the paper's claims it holds, decided (:mod:`fsnn.report.claims`): per pair of cells that
+  differ only in the neuron, the difference with its 95 % Welch interval, the paper's claimed difference, the
+  smallest difference the runs could detect, and whether the claimed gap (and the direction alone) is confirmed,
+  rejected or inconclusive; the verdict's words on the claims come from the same decisions;
 * the figures that ``make figures`` drew (``figures.json``), embedded with their captions;
 * the tables nobody ran here, in one short list: the data each needs and where to get it (the dataset loader's own
   words), the command, and an estimate of the GPU-hours from the per-step costs measured in ``results/bench``
@@ -39,6 +43,7 @@ from fsnn.atomic import write_text_atomic
 from fsnn.numbers import percent
 from fsnn.provenance import source_commit
 from fsnn.records import config_root, results_root
+from fsnn.report.claims import COLUMNS, LEGEND, claim_cells, claims
 from fsnn.report.collect import (
     epochs_of,
     experiment_of,
@@ -325,7 +330,8 @@ def build(results_dir: str | Path | None = None, out_dir: str | Path | None = No
             shown.append({"id": table["id"], "spec": spec["id"], "variant": table["id"] != spec["id"],
                           "title": spec.get("title") or spec["id"], "label": table["label"],
                           "caption": table["caption"], "section": table["section"], "notes": table["notes"],
-                          "verdict": verdict(spec, table), **content,
+                          "verdict": verdict(spec, table, specs), **content,
+                          "claims": [claim_cells(c) for c in claims(spec, table, specs)],
                           "not_run_columns": not_run_columns(spec, content["hidden_columns"], bench_dir)})
     others = ad_hoc + ad_hoc_failed + ad_hoc_running
     costs = step_costs(bench_dir)
@@ -333,7 +339,7 @@ def build(results_dir: str | Path | None = None, out_dir: str | Path | None = No
     used = {basis[0] for entry in todo if entry["estimate"] for basis in entry["estimate"]["basis"]}
     return {
         "commit": _commit({"versions": {"fsnn_commit": source_commit()}}), "results": _display(results_dir), "sigmas": SIGMAS,
-        "summary": found.summary(), "tables": shown, "glance": glance(shown, sum(len(e["titles"]) for e in todo)),
+        "summary": found.summary(), "tables": shown, "claim_columns": COLUMNS, "claims_legend": LEGEND, "glance": glance(shown, sum(len(e["titles"]) for e in todo)),
         "coverage": coverage(specs, shown, todo),
         "also": [t["title"].removesuffix(" (not in the paper)") for t in shown
                  if not has_paper_values(next(s for s in specs if s["id"] == t["spec"]))],

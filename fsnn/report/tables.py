@@ -12,6 +12,8 @@ at the paper's epochs (``protocol`` in the YAML) and runs at other epochs fill o
 copy, ``<id>_<E>ep``. A table with neither paper values nor runs (the suite's own studies before they are run) is
 not written, and a table file this command wrote before and no longer writes is removed (``tables.json`` lists what
 it wrote), so the folder always matches the runs.
+Every table's claims (the fractional neuron against each first-order one, :mod:`fsnn.report.claims`) are decided
+and written together to ``claims.md``.
 A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``evaluate.py study=energy``),
 beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
 and energy tables read them with list paths (see the YAML header).
@@ -32,6 +34,7 @@ import yaml
 from fsnn.atomic import write_text_atomic
 from fsnn.numbers import DASH, number
 from fsnn.records import config_root, results_root
+from fsnn.report.claims import claims, claims_markdown
 from fsnn.report.collect import (
     ALIASES,
     DEFAULT_RECIPE,
@@ -49,6 +52,7 @@ SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcr
 INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra")
 PAPER_EPOCHS = "paper"  # build_table(epochs=...): only the runs trained for the paper's number of epochs
 MANIFEST = "tables.json"  # what make_tables wrote last, so that a table it no longer writes is removed
+CLAIMS = "claims"  # <out>/claims.md: every table's claims, decided (fsnn.report.claims)
 
 
 def load_spec(path: str | Path | None = None) -> list[dict]:
@@ -316,6 +320,7 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
         paper = paper_protocol(spec).get("epochs")
         caption += f" Runs trained for {epochs} epochs" + (f" (paper: {paper})." if paper else ".")
     return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe, "epochs": epochs,
+            "in_paper": has_paper_values(spec),
             "recipes": sorted({recipe_of(r) for r in runs}),
             "caption": caption, "section": spec.get("section", ""), "notes": spec.get("notes"),
             "reference_row": spec.get("reference_row"),
@@ -413,8 +418,9 @@ def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | Non
     if ad_hoc:
         echo(f"  not of a suite experiment (conf/experiment/), not tabulated: {len(ad_hoc)} run(s) of "
              + ", ".join(sorted({experiment_of(r) or "?" for r in ad_hoc})))
-    tables, markdown = [], []
-    for spec in load_spec(spec_path):
+    tables, markdown, decided = [], [], []
+    specs = load_spec(spec_path)
+    for spec in specs:
         for recipe, epochs in table_variants(spec, complete + failed):
             table = build_table(spec, complete, failed, recipe, epochs)
             if not has_paper_values(spec) and not any(c["n"] or c["failed"] for r in table["rows"] for c in r["cells"]):
@@ -425,8 +431,14 @@ def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | Non
             write_text_atomic(out_dir / f"{table['id']}.md", md)
             write_text_atomic(out_dir / f"{table['id']}.tex", to_latex(table))
             echo("\n" + md)
+            if found_claims := claims(spec, table, specs):
+                decided.append(claims_markdown(table, found_claims))
     write_text_atomic(out_dir / "all.md", f"Runs: {found.summary()}\n\n" + "\n".join(markdown))
     written = [t["id"] for t in tables]
+    if decided:
+        write_text_atomic(out_dir / f"{CLAIMS}.md", "\n".join(decided))
+        echo("\n" + "\n".join(decided))
+        written.append(CLAIMS)
     remove_stale(out_dir, written, (".md", ".tex"))
     echo(f"wrote {len(tables)} tables (Markdown + LaTeX) to {out_dir}")
     return found, tables

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from fsnn.neurons.modules import NEURONS, neuron_label, paper_baselines
 from fsnn.numbers import number
+from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, REJECTED, claims, decide, tally
 from fsnn.report.collect import (
     DEFAULT_RECIPE,
 )
@@ -48,12 +49,12 @@ def _neuron(cell: dict) -> str | None:
 
 
 def rankings(table: dict, spec: dict) -> list[dict]:
-    """The paper's claim cell by cell: in every setting (cells that differ only in the neuron) where ours and the
+    """The paper's ranking cell by cell: in every setting (cells that differ only in the neuron) where ours and the
     paper have the fractional neuron and at least one baseline, whether the fractional one is above every baseline,
-    here (``ours``, over the baselines we ran) and in the paper (``paper``, over the same baselines). Ours counts as
-    above only by more than the seed-to-seed spread (the larger std of the fractional cell and the best baseline's,
-    the rule of ``moved`` cells); a smaller difference either way is a ``tie``. Only percent cells that are compared
-    (accuracy, AUC)."""
+    here (over the baselines we ran) and in the paper (over the same baselines). Here it is decided against our best
+    baseline by :func:`fsnn.report.claims.decide` on the direction alone: ``ours`` where the Welch interval of the
+    difference lies above 0, ``behind`` where it holds no positive difference, ``tie`` (undecided) otherwise. Only
+    percent cells that are compared (accuracy, AUC)."""
     groups: dict[str, dict[str, dict]] = defaultdict(dict)
     labels: dict[str, str] = {}
     for row_spec, row in zip(spec["rows"], table["rows"]):
@@ -77,9 +78,9 @@ def rankings(table: dict, spec: dict) -> list[dict]:
         fractional = cells[name]
         best_cell = max(baselines, key=lambda c: c["mean"])
         best, paper_best = best_cell["mean"], max(c["paper_mean"] for c in baselines)
-        spread = max(fractional["std"] or 0.0, best_cell["std"] or 0.0)
-        out.append({"setting": labels[key], "neuron": neuron_label(name), "ours": fractional["mean"] - best > spread,
-                    "tie": abs(fractional["mean"] - best) <= spread,
+        decided = decide(fractional["values"], best_cell["values"]).verdict
+        out.append({"setting": labels[key], "neuron": neuron_label(name), "ours": decided == CONFIRMED,
+                    "tie": decided == INCONCLUSIVE, "behind": decided == REJECTED,
                     "paper": fractional["paper_mean"] > paper_best, "mean": fractional["mean"], "best": best,
                     "paper_mean": fractional["paper_mean"], "paper_best": paper_best})
     return out
@@ -168,7 +169,18 @@ def moved_rows(table: dict) -> str:
     return head + "."
 
 
-def verdict(spec: dict, table: dict) -> dict:
+def claims_sentence(found: list[dict]) -> str | None:
+    """What the runs decide of the paper's claimed gaps (:func:`fsnn.report.claims.claims`), in one sentence;
+    ``None`` where no claim has a size."""
+    sized = tally(found, "size")
+    if not sum(sized.values()):
+        return None
+    return (f"The paper's claimed gaps ({found[0]['fractional']} - baseline): {sized[REJECTED]} of "
+            f"{sum(sized.values())} rejected, {sized[CONFIRMED]} confirmed, {sized[INCONCLUSIVE]} inconclusive "
+            f"({LEVEL:.0%} Welch intervals over the seeds).")
+
+
+def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
     """The table's verdict from its runs: ``{"word", "kind", "sentence"}``. ``kind`` is ``reproduces``, ``partly``,
     ``not`` (does not reproduce), ``setting`` (a table of hyperparameters: the word says whether the runs used the
     paper's), ``measured`` (not in the paper) or ``none`` (no runs).
@@ -200,6 +212,8 @@ def verdict(spec: dict, table: dict) -> dict:
         if table.get("reference_row"):
             short = moved_count(table) + f" ({len(measured)} cells; not in the paper)."
             text = moved_rows(table) + " " + text
+        if decided := claims_sentence(claims(spec, table, specs)):
+            short, text = f"{short} {decided}", f"{decided} {text}"
         return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail,
                 "short": short}
     papered = [(r, c, cell) for r, c, cell in cells if cell["paper_mean"] is not None and cell.get("judge", True)]
@@ -224,15 +238,20 @@ def verdict(spec: dict, table: dict) -> dict:
         shown = "; ".join(f"{k['setting']} {number(k['mean'])} vs {number(k['best'])} (paper {number(k['paper_mean'])} vs "
                           f"{number(k['paper_best'])})" for k in ranks[:4])
         wins, paper_wins = sum(k["ours"] for k in ranks), sum(k["paper"] for k in ranks)
-        ties = sum(k["tie"] for k in ranks)
-        tied = f" ({ties} within the seed spread)" if ties else ""
-        sentences.append(f"{epochs_note}{ranks[0]['neuron']} beats the best baseline by more than the seed spread in "
-                         f"{wins} of {len(ranks)} settings here{tied}, in {paper_wins} of {len(ranks)} in the paper: "
-                         f"{shown}"
-                         f"{'; …' if len(ranks) > 4 else ''}.")
+        ties, behind = sum(k["tie"] for k in ranks), sum(k["behind"] for k in ranks)
+        undecided = f" ({ties} undecided, {behind} behind)" if ties or behind else ""
+        sentences.append(f"{epochs_note}{ranks[0]['neuron']} beats the best baseline (the {LEVEL:.0%} Welch interval "
+                         f"of the difference above 0) in {wins} of {len(ranks)} settings here{undecided}, in "
+                         f"{paper_wins} of {len(ranks)} in the paper: {shown}{'; …' if len(ranks) > 4 else ''}.")
         short.append(f"{ranks[0]['neuron']} ahead of the best baseline in {wins} of {len(ranks)} settings"
-                     f" ({f'{ties} tie{chr(115) * (ties != 1)}; ' if ties else ''}paper: {paper_wins} of {len(ranks)})")
+                     f" ({f'{ties} undecided; ' if ties else ''}paper: {paper_wins} of {len(ranks)})")
         epochs_note = ""
+    found = claims(spec, table, specs)
+    if decided := claims_sentence(found):
+        sized = tally(found, "size")
+        sentences.append(decided)
+        short.append(f"the paper's claimed gaps: {sized[REJECTED]} of {sum(sized.values())} rejected, "
+                     f"{sized[CONFIRMED]} confirmed")
     if compared:
         r, c, cell, v = max(compared, key=lambda item: abs(item[3]["z"]))
         sentences.append(f"{epochs_note}{count['within']} of {len(compared)} compared cells within {SIGMAS:g}σ of the "
