@@ -223,6 +223,9 @@ def is_folder_name(value: str, *, slash: bool = False, limit: int | None = 255) 
 #: a value that becomes one folder's name (``task_name``: ``results/<task_name>/``), which must stay in its root
 FolderName = Annotated[str, Check("a folder name (not empty, . or .., without / or control characters, at most 255 "
                                   "bytes)", is_folder_name)]
+#: a folder given by its path (``paths.results_dir``): a blank one would be the file system's root once a name is
+#: joined to it (``'' + '/train'``)
+FolderPath = Annotated[str, Check("a folder (a path, not blank)", lambda value: value.strip() != "")]
 #: ``run_name``: as :data:`FolderName`, but a ``/`` becomes ``_`` and a long name is shortened with a hash
 RunName = Annotated[str, Check("null or a folder name (not empty, . or .., without control characters)",
                                lambda value: is_folder_name(value, slash=True, limit=None))]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -22,12 +23,30 @@ def config_root() -> Path:
     return clone if (clone / "config.yaml").is_file() else PACKAGE / "conf"
 
 
+def env_setting(name: str, default=None):
+    """``$name``, or ``default`` where it is unset or blank: the ``${fsnn.env:NAME,default}`` of the configs.
+    A variable set to nothing is the shell's way of saying "none": taken as given, ``FSNN_RESULTS=`` would make the
+    results folder ``''`` and put every run at the file system's root (``/train/...``)."""
+    value = os.environ.get(name, "")
+    return value if value.strip() else default
+
+
+def register_resolvers() -> None:
+    """Make ``${fsnn.env:...}`` (:func:`env_setting`) known to OmegaConf, once: everything that resolves fsnn's
+    configs (the commands, :func:`results_root`, :mod:`fsnn.suite.config`) calls this first."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("fsnn.env"):
+        OmegaConf.register_new_resolver("fsnn.env", env_setting)
+
+
 def results_root() -> Path:
     """The results folder runs are written to and the reports read: ``paths.results_dir`` of the default paths
-    config resolved as a run resolves it, ``$FSNN_RESULTS`` where it is set, else ``./results`` of the current
-    directory."""
+    config resolved as a run resolves it, ``$FSNN_RESULTS`` where it is set and not blank, else ``./results`` of the
+    current directory."""
     from omegaconf import OmegaConf  # here: fsnn-train without fsnn[app] reads config_root() and says what is missing
 
+    register_resolvers()
     paths = OmegaConf.to_container(OmegaConf.load(config_root() / "paths" / "default.yaml"), resolve=True)
     return Path(paths["results_dir"]).expanduser()
 

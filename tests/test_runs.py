@@ -163,6 +163,23 @@ def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
     assert base["optimizer"]["lr"] == 5e-3 and base["scheduler"]["T_max"] == 10  # resolved
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, monkeypatch, tmp_path, blank):
+    from fsnn.records import results_root
+
+    for name in ("FSNN_RESULTS", "FSNN_DATA", "FSNN_SLURM_PARTITION", "WANDB_MODE"):
+        monkeypatch.setenv(name, blank)
+    cfg = compose_cfg("launcher=slurm", "logger=wandb")
+    assert (cfg.paths.results_dir, cfg.paths.data_dir) == ("./results", "./data")  # not '' (runs in /train/...)
+    assert cfg.hydra.launcher.partition is None and cfg.logger.mode == "offline"
+    assert results_root() == Path("results")
+    monkeypatch.setenv("FSNN_RESULTS", str(tmp_path))
+    assert compose_cfg().paths.results_dir == str(tmp_path) and results_root() == tmp_path
+    # given blank on purpose, it is refused by name
+    assert _config_error(compose_cfg("paths.results_dir=''")) == (
+        "paths.results_dir: expected a folder (a path, not blank), got ''")
+
+
 @pytest.mark.parametrize("args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"],
                                   ["paths.results_dir=a_file/results"]])
 def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, args):

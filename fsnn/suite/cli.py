@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fsnn.records import config_root
+from fsnn.records import config_root, register_resolvers
 from fsnn.registry import MissingExtraError
 
 #: where the commands read their configs (see the module's docstring)
@@ -57,6 +57,7 @@ def _run(config_name: str, command: str) -> None:
             import fsnn.suite.run  # noqa: F401
         except ImportError as error:
             _missing_extra(error, command)
+    register_resolvers()
     OmegaConf.register_new_resolver("run_dir", _run_dir, replace=True)
 
     @hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name=config_name)

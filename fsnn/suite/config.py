@@ -34,6 +34,7 @@ from fsnn.checks import (
 from fsnn.data.registry import DATASETS
 from fsnn.models.registry import BACKBONES
 from fsnn.neurons.modules import NEURONS
+from fsnn.records import register_resolvers
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (
     OptimizerSchema,
@@ -48,6 +49,8 @@ from fsnn.suite.schemas import (
 )
 from fsnn.suite.studies import STUDIES
 from fsnn.suite.tasks import TASKS
+
+register_resolvers()  # the configs it checks read the environment through ${fsnn.env:...}
 
 #: the only classes a config may instantiate (``_target_``), per group: the optimizers, schedulers and loggers
 #: fsnn ships configs for. A run folder's ``.hydra/config.yaml`` is checked against it before anything is built.

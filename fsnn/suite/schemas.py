@@ -17,6 +17,7 @@ from fsnn.checks import (
     Count,
     Flag,
     FolderName,
+    FolderPath,
     NonNegative,
     NonNegativeInt,
     Positive,
@@ -47,8 +48,8 @@ class Schema(BaseModel):
 class PathsSchema(Schema):
     """``paths.*``: where data is read and results are written."""
 
-    data_dir: str = _expect("a folder")
-    results_dir: str = _expect("a folder")
+    data_dir: FolderPath = None
+    results_dir: FolderPath = None
 
 
 class RunSchema(Schema):
