@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, run_app
+from conftest import CONF, ROOT, run_app
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import CompactHydraException
 from interrupt import FillingUp
 from omegaconf import OmegaConf
@@ -178,6 +180,55 @@ def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, mon
     # given blank on purpose, it is refused by name
     assert _config_error(compose_cfg("paths.results_dir=''")) == (
         "paths.results_dir: expected a folder (a path, not blank), got ''")
+
+
+def _folder(*overrides: str) -> str:
+    """The run folder name ``train.py <overrides>`` gets (a sweep's job: the overrides the sweeper gives it), from
+    the config Hydra composes, as the ``run_dir`` resolver names it."""
+    from fsnn.suite.run import run_dir_name
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+        return run_dir_name(cfg.get("run_name"), cfg.hydra.overrides.task, cfg)
+
+
+def test_one_configuration_one_folder_whichever_default_values_are_given():
+    # the seed is always named; a key at its default value is the configuration without it
+    assert _folder() == _folder("seed=0") == _folder("neuron=flif", "seed=0") == "seed-0"
+    assert _folder("neuron=lif") == "neuron-lif+seed-0" and _folder("seed=3") == "seed-3"
+    # +smoke=vision sets its sweep's seed: a single run and the sweep's job (seed=0 given) are one folder
+    assert _folder("+smoke=vision") == _folder("+smoke=vision", "seed=0") == "+smoke-vision+seed-0"
+    # a key the experiment sweeps is named at its default too, as every job of the sweep names it
+    cell = ["experiment=table2_node_classification", "dataset=cora", "backbone=sgcn", "neuron=flif", "seed=0"]
+    assert _folder(*cell) == "backbone-sgcn+dataset-cora+neuron-flif+seed-0"
+    assert _folder(*cell, "recipe=matched") == _folder(*cell)  # the default recipe
+    assert _folder(*cell, "recipe=authors") == "backbone-sgcn+dataset-cora+neuron-flif+recipe-authors+seed-0"
+
+
+def test_every_committed_run_is_found_by_its_command():
+    """Rerunning the command of a committed run (its recorded overrides) names the run's own folder, so the rerun
+    finds it finished. Records whose overrides differ only in the values of swept keys share one composition."""
+    from fsnn.suite.run import folder_keys, rendered_run_name
+
+    groups: dict[tuple, list[dict]] = {}
+    for path in sorted((ROOT / "results").glob("*/*/metrics.json")):
+        record = json.loads(path.read_text())
+        keys = [o.split("=")[0] for o in record["overrides"]]
+        swept = ("seed", "dataset", "backbone", "neuron", "+neuron_variant", "+recipe_switch", "+cue_variant",
+                 "dataset.delay", "dataset.permute", "neuron.alpha", "neuron.tau", "tau_lr_scale")
+        shape = (*sorted(keys), *sorted(o for o, key in zip(record["overrides"], keys) if key not in swept))
+        groups.setdefault(shape, []).append({**record, "folder": path.parent.name})
+    assert sum(map(len, groups.values())) > 1000 and len(groups) < 30
+    for records in groups.values():
+        first = records[0]
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            cfg = compose("config", overrides=first["overrides"], return_hydra_config=True)
+            keys = folder_keys(cfg, cfg.hydra)
+        for record in records:
+            assert rendered_run_name(None, record["overrides"], *keys) == record["folder"], record["overrides"]
+    GlobalHydra.instance().clear()
 
 
 @pytest.mark.parametrize("args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"],

@@ -32,12 +32,12 @@ def _missing_extra(error: ImportError, command: str):
     raise SystemExit(2) from None
 
 
-def _run_dir(run_name, overrides) -> str:
-    """The ``run_dir`` resolver of ``conf/hydra/default.yaml`` (:func:`fsnn.suite.run.run_dir_name`): only a run resolves
-    its folder, so Lightning is loaded here, not for ``--help``."""
+def _run_dir(run_name, overrides, *, _root_) -> str:
+    """The ``run_dir`` resolver of ``conf/hydra/default.yaml`` (:func:`fsnn.suite.run.run_dir_name`, which reads the
+    composed config, ``_root_``): only a run resolves its folder, so Lightning is loaded here, not for ``--help``."""
     from fsnn.suite.run import run_dir_name
 
-    return run_dir_name(run_name, overrides)
+    return run_dir_name(run_name, overrides, _root_)
 
 
 def _run(config_name: str, command: str) -> None:

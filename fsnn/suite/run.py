@@ -28,6 +28,7 @@ at the best-validation checkpoint (and, for reference, with the last weights).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import hydra
 import lightning as L
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
@@ -92,25 +94,93 @@ GENERATION_FILES = (".hydra", "metrics.json", "checkpoints", "eval.json", "energ
                     "robustness_*.*")
 
 
-def rendered_run_name(run_name: str | None, overrides) -> str:
+#: keys every run folder names, given on the command line or not: the seed tells a sweep's cells apart, so a name
+#: without it would stand for the runs of every seed at once
+ALWAYS_NAMED = ("seed",)
+
+
+def _parse(overrides) -> list[Override]:
+    return OverridesParser.create().parse_overrides(list(overrides or []))
+
+
+def rendered_run_name(run_name: str | None, overrides, named: dict[str, str] | None = None,
+                      unchanged=frozenset()) -> str:
     """The name a run's folder stands for: ``run_name`` if given, else its command-line overrides (``key=value``
-    strings) less those of :data:`fsnn.suite.checkpoint.FOLDER_EXCLUDED`, as ``key-value`` joined by ``+`` in sorted order,
-    else ``default``; a ``/`` becomes ``_``. Each override is rendered from its parsed value, as Hydra's sweepers
-    render a job's overrides, and a key given twice keeps its last value (as Hydra applies it): ``x=true`` typed and
-    ``x=true`` swept both render ``x-True``, ``x=1e-3`` renders ``x-0.001``, so one configuration has one folder
-    whether it comes from a single run or a sweep. Names are also valid Hydra values (``evaluate.py run_dir=...``)."""
+    strings) less those of :data:`fsnn.suite.checkpoint.FOLDER_EXCLUDED` and the keys in ``unchanged``, with the
+    ``named`` ``{key: value}`` of the keys it carries even when not given, as ``key-value`` joined by ``+`` in sorted
+    order, else ``default``; a ``/`` becomes ``_``. Each override is rendered from its parsed value, as Hydra's
+    sweepers render a job's overrides, and a key given twice keeps its last value (as Hydra applies it): ``x=true``
+    typed and ``x=true`` swept both render ``x-True``, ``x=1e-3`` renders ``x-0.001``, so one configuration has one
+    folder whether it comes from a single run or a sweep (:func:`folder_keys` gives ``named`` and ``unchanged``).
+    Names are also valid Hydra values (``evaluate.py run_dir=...``)."""
     kept = {}
-    for override in OverridesParser.create().parse_overrides(list(overrides or [])):
-        if not non_result(override.key_or_group, FOLDER_EXCLUDED):
-            key = override.get_key_element()
-            kept[key] = f"{key}={Override._get_value_element_as_str(override.value())}"
+    for override in _parse(overrides):
+        if not non_result(override.key_or_group, FOLDER_EXCLUDED) and override.key_or_group not in unchanged:
+            value = Override._get_value_element_as_str(override.value())
+            kept[override.key_or_group] = f"{override.get_key_element()}={value}"
+    for key, value in (named or {}).items():
+        kept.setdefault(key.lstrip("+~"), f"{key}={value}")
     return (run_name or "+".join(sorted(kept.values())).replace("=", "-") or "default").replace("/", "_")
 
 
-def run_dir_name(run_name: str | None, overrides) -> str:
-    """Folder name of a run: :func:`rendered_run_name`, shortened to a readable start and a hash where it is longer
-    than a file system takes (:func:`fsnn.records.fitting_name`; ``metrics.json`` records the whole name)."""
-    return fitting_name(rendered_run_name(run_name, overrides))
+def folder_keys(cfg: DictConfig, hydra_cfg: DictConfig) -> tuple[dict[str, str], frozenset[str]]:
+    """``(named, unchanged)`` of :func:`rendered_run_name` for the run of ``cfg`` (its composed config) and
+    ``hydra_cfg`` (Hydra's node of it): one configuration, one folder, whichever keys at their default value a
+    command gives.
+
+    ``named``: the keys a folder carries even where the command does not give them (:data:`ALWAYS_NAMED`, the seed),
+    with their value in ``cfg``. ``unchanged``: the given keys whose override leaves the run's result config as it is
+    without it (``neuron=flif`` where f-LIF is the default), found by composing the config without it
+    (:func:`_unchanged_keys`); a key the config sweeps (``hydra.sweeper.params``) is never one of them, since every job
+    of the sweep names it, at its default value too (``neuron-flif`` in Table 2's folders)."""
+    task = list(hydra_cfg.overrides.task)
+    given = {o.key_or_group for o in _parse(task) if not non_result(o.key_or_group, FOLDER_EXCLUDED)}
+    named = {key: Override._get_value_element_as_str(cfg[key]) for key in ALWAYS_NAMED
+             if key not in given and cfg.get(key) is not None}
+    swept = {key.lstrip("+~") for key in OmegaConf.select(hydra_cfg, "sweeper.params") or {}}
+    candidates = tuple(sorted(given - swept - set(ALWAYS_NAMED)))
+    if not candidates or not GlobalHydra.instance().is_initialized():
+        return named, frozenset()
+    return named, _unchanged_keys(hydra_cfg.job.config_name, tuple(hydra_cfg.overrides.hydra), tuple(task),
+                                  candidates, _search_path())
+
+
+def _search_path() -> tuple:
+    """Where the running Hydra finds its configs (part of what a composition depends on)."""
+    path = GlobalHydra.instance().config_loader().get_search_path().get_path()
+    return tuple((element.provider, element.path) for element in path)
+
+
+@functools.lru_cache(maxsize=64)
+def _unchanged_keys(config_name: str, hydra_overrides: tuple, task: tuple, candidates: tuple,
+                    search_path: tuple) -> frozenset[str]:
+    """The ``candidates`` (keys of ``task``'s overrides) whose overrides leave the result config
+    (:func:`fsnn.suite.checkpoint.result_config`) as the command composes it: each left out alone, then all together
+    (two keys can matter together and not alone: then none is left out). Composed by the running Hydra;
+    ``search_path`` only keys the cache."""
+    loader = GlobalHydra.instance().config_loader()
+
+    def composed(without: set[str]) -> dict | None:
+        lines = [line for line, o in zip(task, _parse(task)) if o.key_or_group not in without]
+        try:
+            cfg = loader.load_configuration(config_name, [*hydra_overrides, *lines], RunMode.RUN,
+                                            validate_sweep_overrides=False)
+            return result_config(cfg)
+        except Exception:  # noqa: BLE001 - a config that does not compose without the key: the key matters
+            return None
+
+    whole = composed(set())
+    same = {key for key in candidates if whole is not None and composed({key}) == whole}
+    return frozenset(same) if len(same) <= 1 or composed(same) == whole else frozenset()
+
+
+def run_dir_name(run_name: str | None, overrides, root: DictConfig | None = None) -> str:
+    """Folder name of a run: :func:`rendered_run_name`, with :func:`folder_keys` of ``root`` (the composed config
+    with its ``hydra`` node, as the ``run_dir`` resolver of ``conf/hydra/default.yaml`` sees it) when given, shortened
+    to a readable start and a hash where it is longer than a file system takes (:func:`fsnn.records.fitting_name`;
+    ``metrics.json`` records the whole name)."""
+    keys = folder_keys(root, root.hydra) if root is not None and "hydra" in root else ()
+    return fitting_name(rendered_run_name(run_name, overrides, *keys))
 
 
 class CheckConfig(Callback):
@@ -240,7 +310,7 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
               "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
               "config": relative_to_run(config, run_dir), "seed": cfg.get("seed"),
               "recipe": cfg.get("recipe"), "versions": package_versions()}
-    whole = rendered_run_name(cfg.get("run_name"), hydra_cfg.overrides.task)
+    whole = rendered_run_name(cfg.get("run_name"), hydra_cfg.overrides.task, *folder_keys(cfg, hydra_cfg))
     if whole != run_dir.name and fitting_name(whole) == run_dir.name:  # a name too long for a folder, shortened
         record["run_whole_name"] = whole
         log.info("run folder %s: its whole name (%d bytes, recorded in metrics.json as run_whole_name) is longer "
