@@ -32,6 +32,8 @@ from fsnn.checks import ConfigError
 from fsnn.data.modules import ShardSampler, SplitDataModule
 from fsnn.suite.checkpoint import (
     CheckpointError,
+    RunCheckpointIO,
+    check_fits,
     load_checkpoint,
     result_config,
     save_checkpoint,
@@ -328,6 +330,44 @@ def test_damaged_checkpoint_is_one_error_naming_the_file(tmp_path, how, problem)
         load_checkpoint(path, CONFIG)
     assert str(path) in str(error.value) and "\n" not in str(error.value)
     assert not (tmp_path / "PAYLOAD_RAN").exists()  # weights_only: no code runs
+
+
+def test_weights_that_do_not_fit_the_model_built_now_are_one_error_naming_the_tensor(tmp_path):
+    path = tmp_path / "best.ckpt"
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    for state, problem in (({"0.weight": torch.zeros(2, 5), "0.bias": torch.zeros(2)},
+                            r"its 0.weight has shape \[2, 5\] where the model built now has \[2, 3\]"),
+                           ({"0.weight": torch.zeros(2, 3)}, "it lacks 0.bias"),
+                           ({**model.state_dict(), "1.weight": torch.zeros(1)}, "it holds 1.weight")):
+        with pytest.raises(CheckpointError, match=problem) as error:
+            check_fits(model, {"state_dict": state}, path)
+        assert str(error.value).startswith(f"checkpoint {path}: ") and "force=true" in str(error.value)
+    check_fits(model, {"state_dict": model.state_dict()}, path)
+    # what Lightning resumes and tests from goes through the same check
+    save_checkpoint({"state_dict": {"0.weight": torch.zeros(2, 5), "0.bias": torch.zeros(2)}}, path, CONFIG)
+    with pytest.raises(CheckpointError, match="its 0.weight has shape"):
+        RunCheckpointIO(CONFIG, model).load_checkpoint(path)
+
+
+def test_evaluate_on_data_with_another_feature_count_is_one_error_naming_it(tmp_path, compose_cfg, data_root):
+    """A run evaluated where its data changed shape since training (here its first layer saved for 1000 features,
+    as the data once had): one error naming the tensor and both shapes, no load_state_dict traceback."""
+    from fsnn.suite.evaluate import evaluate_run
+    from fsnn.suite.tasks import build_task
+
+    cfg = compose_cfg("dataset=cora", "backbone=sgcn", "logger=none", "dataset.T=2", f"paths.data_dir={data_root}")
+    cfg = OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"})
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    state = build_task(cfg).module.state_dict()
+    first = next(k for k, v in state.items() if v.dim() == 2 and v.shape[1] == 1433)
+    state[first] = torch.zeros(state[first].shape[0], 1000)
+    save_checkpoint({"state_dict": state}, run / "checkpoints" / "best.ckpt", result_config(cfg))
+    with pytest.raises(CheckpointError, match=rf"its {first} has shape \[\d+, 1000\] where the model built now has "
+                                              r"\[\d+, 1433\]: the data or fsnn changed") as error:
+        evaluate_run(run, data_dir=str(data_root))
+    assert "\n" not in str(error.value) and not (run / "eval.json").exists()
 
 
 def test_a_shared_run_folder_builds_nothing_outside_fsnn(tmp_path, compose_cfg):

@@ -109,18 +109,46 @@ def load_checkpoint(path: str | Path, config: dict | None = None, map_location: 
     return checkpoint
 
 
+def check_fits(module: torch.nn.Module, checkpoint: dict, path: str | Path) -> None:
+    """The weights of ``checkpoint`` fit ``module`` as the run's config and data build it now, tensor by tensor (name
+    and shape): :class:`CheckpointError` naming the first that does not, where ``load_state_dict`` would fail with a
+    traceback. A run's config is checked with its checkpoint (:func:`load_checkpoint`); what changes a model's shapes
+    besides is the data (another feature count) or the code that builds it."""
+    state, own = checkpoint.get("state_dict") or {}, module.state_dict()
+    shapes = [(key, tuple(getattr(state[key], "shape", ())), tuple(value.shape)) for key, value in own.items()
+              if key in state and tuple(getattr(state[key], "shape", ())) != tuple(value.shape)]
+    missing, extra = [k for k in own if k not in state], [k for k in state if k not in own]
+    if shapes:
+        key, saved, built = shapes[0]
+        problem = f"its {key} has shape {list(saved)} where the model built now has {list(built)}"
+    elif missing or extra:
+        problem = (f"it lacks {missing[0]}, which the model built now has" if missing
+                   else f"it holds {extra[0]}, which the model built now lacks")
+    else:
+        return
+    count = len(shapes) + len(missing) + len(extra)
+    raise CheckpointError(path, f"{problem}{f' ({count} tensors differ)' if count > 1 else ''}: the data or fsnn "
+                                "changed since the run was trained (e.g. another feature count)",
+                          "use it with the data and fsnn it was trained with (its metrics.json records its split "
+                          "sizes and versions), or rerun its train.py command with force=true to train it on these")
+
+
 class RunCheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint IO for fsnn runs: atomic writes with an integrity record, verified safe reads.
-    ``config``: the run's result config, stored in every checkpoint and required of every checkpoint read."""
+    ``config``: the run's result config, stored in every checkpoint and required of every checkpoint read;
+    ``module``: the model the checkpoints read are loaded into (:func:`check_fits`)."""
 
-    def __init__(self, config: dict | None = None):
-        self.config = config
+    def __init__(self, config: dict | None = None, module: torch.nn.Module | None = None):
+        self.config, self.module = config, module
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
         save_checkpoint(checkpoint, path, self.config)
 
     def load_checkpoint(self, path, map_location: Any | None = None, weights_only: bool | None = None) -> dict:
-        return load_checkpoint(path, self.config, map_location="cpu" if map_location is None else map_location)
+        checkpoint = load_checkpoint(path, self.config, map_location="cpu" if map_location is None else map_location)
+        if self.module is not None:
+            check_fits(self.module, checkpoint, path)
+        return checkpoint
 
 
 class RelativeModelCheckpoint(ModelCheckpoint):

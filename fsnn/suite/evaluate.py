@@ -16,7 +16,7 @@ from fsnn.provenance import device_description
 from fsnn.records import METRIC_UNIT, read_run_record
 from fsnn.signals import telling
 from fsnn.suite.callbacks import PercentProgressBar, SpeedMonitor
-from fsnn.suite.checkpoint import CheckpointError, load_checkpoint, result_config
+from fsnn.suite.checkpoint import CheckpointError, check_fits, load_checkpoint, result_config
 from fsnn.suite.config import check_config, check_run_config, check_writable_folder
 from fsnn.suite.lightning import quiet_libraries, reuse_freed_memory
 from fsnn.suite.runfiles import RunLockedError, describe_holder, lock_holder
@@ -111,6 +111,7 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
     seed = run_cfg.seed if seed is None else int(seed)
     L.seed_everything(run_cfg.seed, workers=True, verbose=False)
     task = build_task(run_cfg)
+    check_fits(task.module, state, ckpt)
     task.module.load_state_dict(state["state_dict"])
     # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
     quiet_libraries()

@@ -282,7 +282,7 @@ def _save_config(run_dir: Path, cfg: DictConfig) -> None:
     write_text_atomic(folder / "hydra.yaml", OmegaConf.to_yaml(HydraConfig.instance().cfg))
 
 
-def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict) -> L.Trainer:
+def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict, module: L.LightningModule) -> L.Trainer:
     logger = hydra.utils.instantiate(cfg.logger) if cfg.get("logger") else False
     options = {k: v for k, v in OmegaConf.to_container(cfg.trainer, resolve=True).items() if v is not None}
     # Lightning's summary table has a FLOPs column that stays 0 without an example input; _fit logs the size instead
@@ -290,7 +290,7 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict) -> L
     if options.get("enable_progress_bar", True):
         callbacks = [*callbacks, PercentProgressBar()]
     quiet_libraries()
-    plugins = [RunCheckpointIO(config)]
+    plugins = [RunCheckpointIO(config, module)]
     if SLURMEnvironment.detect():
         # a requeued job resumes from last.ckpt; Lightning's own requeue would save a mid-epoch checkpoint
         plugins.append(SLURMEnvironment(auto_requeue=False))
@@ -420,7 +420,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1,
                                       enable_version_counter=False)
     speed, learned = SpeedMonitor(), LearnedNeurons()
-    trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed, learned], config)
+    trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed, learned], config, module)
     if record is not None:
         for stale in checkpoints.glob(".*.tmp-*"):  # a write cut short by a kill (the lock keeps writers out)
             stale.unlink()
