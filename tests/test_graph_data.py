@@ -4,11 +4,13 @@ and the sparse feature preprocessing (propagation, LapPE, RWPE, perturbations, c
 from __future__ import annotations
 
 import io
+import pickle
 import resource
 import shutil
 import time
 import urllib.error
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from zipdata import member_span
 from fsnn.checks import round_count
 from fsnn.data import (
     DATASETS,
+    DatasetDamagedError,
     DatasetMissingError,
     build_dataset,
     dataset_info,
@@ -529,13 +532,146 @@ def test_damaged_pyg_processed_cache_is_named_and_rebuilt(graph_root, tmp_path, 
     data = load_graph(name, data_dir=tmp_path, download=False)
     path = tmp_path / folder / "processed" / "data.pt"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2] if damage == "truncated" else b"")
-    with caplog.at_level("WARNING", logger="fsnn.data.graphs"):
+    with caplog.at_level("WARNING", logger="fsnn.data"):
         again = load_graph(name, data_dir=tmp_path, download=False)
-    assert str(path) in caplog.text and "cannot be read" in caplog.text and "rebuilding it" in caplog.text
+    assert str(path) in caplog.text and "truncated, damaged" in caplog.text and "rebuilt from the raw" in caplog.text
     assert torch.equal(again.x, data.x) and torch.equal(again.edge_index, data.edge_index)
     caplog.clear()
     load_graph(name, data_dir=tmp_path, download=False)  # rebuilt for good
     assert not caplog.text
+
+
+class Payload:
+    """A pickle that creates a file when it is loaded."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+def _copy_raw(graph_root: Path, tmp_path: Path, *folders: str) -> Path:
+    for folder in folders:
+        shutil.copytree(graph_root / folder / "raw", tmp_path / folder / "raw")
+    return tmp_path
+
+
+@pytest.mark.parametrize("file", ["data.pt", "pre_transform.pt", "pre_filter.pt"])
+@pytest.mark.parametrize("form", ["torch.save", "bare pickle"])
+def test_a_processed_cache_holding_a_pickle_runs_nothing_and_is_rebuilt(graph_root, tmp_path, caplog, file, form):
+    # PyG reads pre_transform.pt with weights_only=False, and data.pt too once weights_only fails
+    root = _copy_raw(graph_root, tmp_path, "Cora")
+    data = load_graph("cora", data_dir=root, download=False)
+    marker, path = tmp_path / "PAYLOAD_RAN", root / "Cora" / "processed" / file
+    if form == "torch.save":
+        torch.save(Payload(str(marker)), path)
+    else:
+        path.write_bytes(pickle.dumps(Payload(str(marker))))
+    with caplog.at_level("WARNING", logger="fsnn.data"):
+        again = load_graph("cora", data_dir=root, download=False)
+    assert not marker.exists() and str(path) in caplog.text and "rebuilt from the raw files" in caplog.text
+    assert torch.equal(again.x, data.x) and torch.equal(again.edge_index, data.edge_index)
+
+
+def test_a_foreign_or_stale_processed_cache_is_rebuilt_from_the_raw_files(graph_root, tmp_path, caplog):
+    root = _copy_raw(graph_root, tmp_path, "Cora", "CiteSeer")
+    cora = load_graph("cora", data_dir=root, download=False)
+    load_graph("citeseer", data_dir=root, download=False)
+    # CiteSeer's cache copied into Cora/processed: Cora's graph all the same
+    shutil.rmtree(root / "Cora" / "processed")
+    shutil.copytree(root / "CiteSeer" / "processed", root / "Cora" / "processed")
+    with caplog.at_level("WARNING", logger="fsnn.data"):
+        again = load_graph("cora", data_dir=root, download=False)
+    assert "made from other raw files" in caplog.text and str(root / "Cora" / "processed") in caplog.text
+    assert again.x.shape == cora.x.shape and torch.equal(again.x, cora.x)
+    # the raw files replaced after processing (a label changed): the graph of the new files
+    ally = root / "Cora" / "raw" / "ind.cora.ally"
+    labels = pickle.loads(ally.read_bytes(), encoding="latin1")
+    labels[0] = np.roll(labels[0], 1)
+    ally.write_bytes(pickle.dumps(labels, protocol=2))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="fsnn.data"):
+        changed = load_graph("cora", data_dir=root, download=False)
+    assert "made from other raw files" in caplog.text and not torch.equal(changed.y, cora.y)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="fsnn.data"):
+        load_graph("cora", data_dir=root, download=False)  # rebuilt for good
+    assert not caplog.text
+
+
+def _edit_pickle(path: Path, edit) -> None:
+    obj = pickle.loads(path.read_bytes(), encoding="latin1")
+    path.write_bytes(pickle.dumps(edit(obj), protocol=2))
+
+
+def _edge_beyond(graph):
+    graph[0].append(99_999)
+    return graph
+
+
+def _nan_feature(x):
+    x = x.tolil()
+    x[3, 5] = float("nan")
+    return x.tocsr()
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _npz_edge_beyond(path: Path) -> None:
+    arrays = dict(np.load(path))
+    arrays["adj_indices"][0] = 99_999
+    np.savez(path, **arrays)
+
+
+def _citeseer_as_cora(raw: Path) -> None:
+    citeseer = raw.parent.parent / "CiteSeer" / "raw"
+    for path in raw.iterdir():
+        shutil.copy(citeseer / path.name.replace("cora", "citeseer"), path)
+
+
+CORRUPT = {  # (dataset, its folder, the damage, the file or text named, the problem)
+    "truncated features": ("cora", "Cora", lambda raw: _truncate(raw / "ind.cora.x"), "ind.cora.x",
+                           "cannot be read .*truncated"),
+    "truncated test index": ("cora", "Cora", lambda raw: _truncate(raw / "ind.cora.test.index"),
+                             "ind.cora.test.index", "lists 15 test nodes"),
+    "edge beyond the nodes": ("cora", "Cora", lambda raw: _edit_pickle(raw / "ind.cora.graph", _edge_beyond),
+                              "ind.cora.graph", "an edge names node 99999, outside the graph's 550 nodes"),
+    "pickle payload in a raw file": ("cora", "Cora", lambda raw: (raw / "ind.cora.graph").write_bytes(
+        pickle.dumps(Payload(str(raw / "PAYLOAD_RAN")))), "ind.cora.graph", "a pickle that could run code"),
+    "NaN feature": ("cora", "Cora", lambda raw: _edit_pickle(raw / "ind.cora.allx", _nan_feature), "ind.cora.allx",
+                    "a feature value is not finite .*node 3, feature 5"),
+    "another dataset's files": ("cora", "Cora", _citeseer_as_cora, "ind.cora.x", "3,703 features per node where "
+                                "cora has 2,708 nodes, 1,433 features and 7 classes: these are not cora's files"),
+    "truncated npz": ("photo", "Photo", lambda raw: _truncate(raw / "amazon_electronics_photo.npz"),
+                      "amazon_electronics_photo.npz", "cannot be read"),
+    "npz edge beyond the nodes": ("photo", "Photo", lambda raw: _npz_edge_beyond(raw / "amazon_electronics_photo.npz"),
+                                  "Photo/raw", "PyG cannot read the raw files"),
+    "truncated gzip": ("ogbn_arxiv", "ogbn_arxiv", lambda raw: _truncate(raw / "edge.csv.gz"), "edge.csv.gz",
+                       "cannot be read"),
+}
+
+
+@pytest.mark.parametrize("case", CORRUPT)
+def test_corrupt_raw_graph_files_are_one_error_naming_the_file(graph_root, tmp_path, case):
+    name, folder, damage, named, problem = CORRUPT[case]
+    shutil.copytree(graph_root / folder, tmp_path / folder, ignore=shutil.ignore_patterns("processed"))
+    shutil.copytree(graph_root / "CiteSeer", tmp_path / "CiteSeer", ignore=shutil.ignore_patterns("processed"))
+    damage(tmp_path / folder / "raw")
+    with pytest.raises(DatasetDamagedError, match=problem) as error:
+        load_graph(name, data_dir=tmp_path, download=False)
+    message = str(error.value)
+    assert named in message and "\n" not in message and message.startswith(f"dataset {name!r}: ")
+    assert "replace the dataset's files" in message and not (tmp_path / folder / "raw" / "PAYLOAD_RAN").exists()
+
+
+def test_with_verification_a_graph_has_its_published_node_count(graph_root, monkeypatch):
+    monkeypatch.setenv("FSNN_DATA_VERIFY", "1")
+    with pytest.raises(DatasetDamagedError, match="the graph read has 550 nodes where cora has 2,708 nodes"):
+        load_graph("cora", data_dir=graph_root, download=False)
+    assert load_graph("karate").num_nodes == 34  # built in: nothing published to compare with
 
 
 # -- scale ---------------------------------------------------------------------------------------------

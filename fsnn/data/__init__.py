@@ -13,11 +13,12 @@ frames by event count and cached under ``data_dir/fsnn_cache``; static ones (``c
 come from PyG / OGB or are generated; sequence tasks (``delayed_cue``, ``seq_digits``: ``build_sequences``, items
 ``[T, C]``) are generated and cached. Modules:
 :mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.events`, :mod:`.digits_dvs`,
-:mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing), :mod:`.fixtures` and
+:mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing),
+:mod:`.graph_checks` (graph files and caches checked before use), :mod:`.fixtures` and
 :mod:`.graph_fixtures` (tiny fakes in the real formats), :mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
 """
 
-from fsnn.data.common import DatasetInfo, DatasetMissingError, stratified_split
+from fsnn.data.common import DatasetDamagedError, DatasetInfo, DatasetMissingError, stratified_split
 from fsnn.data.events import events_to_frames, frame_slices
 from fsnn.data.registry import (
     DATASETS,
@@ -30,6 +31,7 @@ from fsnn.data.registry import (
 
 __all__ = [
     "DATASETS",
+    "DatasetDamagedError",
     "DatasetInfo",
     "DatasetMissingError",
     "build_dataset",

@@ -32,6 +32,18 @@ class DatasetMissingError(FileNotFoundError):
         return self.args[0]
 
 
+class DatasetDamagedError(ValueError):
+    """A dataset's files are there but do not hold what they should (a truncated file, values out of range, another
+    dataset's files). ``str(err)`` is one line naming the file, or the quantity, and what to do.
+
+    Attributes: ``dataset`` (registry name), ``path`` (the file or files named, ``""`` when none)."""
+
+    def __init__(self, message: str, *, dataset: str = "", path: Path | str = ""):
+        super().__init__(message)
+        self.dataset = dataset
+        self.path = str(path)
+
+
 def dataset_missing(name: str, directory: Path, problem: str, layout: list[str], get_it: str,
                     cause: BaseException | None = None) -> DatasetMissingError:
     """The :class:`DatasetMissingError` of every loader: what is wrong (with the library's error, ``cause``), where,
@@ -172,4 +184,4 @@ class DatasetInfo:
     library: str = ""
     directory: str = ""
     builder: Callable | None = field(default=None, repr=False, compare=False)
-    num_nodes: int | None = None  # a graph's published number of nodes (for cost estimates before it is loaded)
+    num_nodes: int | None = None  # a graph's published number of nodes (cost estimates; checked when verifying)

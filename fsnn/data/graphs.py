@@ -41,12 +41,15 @@ import torch
 
 from fsnn.data.cache import file_lock
 from fsnn.data.common import (
+    DatasetDamagedError,
     DatasetInfo,
     abspath,
     dataset_missing,
     resolve_download,
+    resolve_verify,
     stratified_split,
 )
+from fsnn.data.graph_checks import check_graph, check_raw_files, damaged, record_processed, use_or_clear_processed
 
 __all__ = ["PAPER_RATIOS", "build_graph", "make_synthetic_graph", "read_graph", "stratified_masks"]
 
@@ -62,6 +65,15 @@ _RAW_FILES = {
                                                                 "test.index")],
     "amazon": lambda stem: [f"amazon_electronics_{stem}.npz"],
     "coauthor": lambda stem: [f"ms_academic_{stem[:3]}.npz"],
+}
+#: which raw files of a library hold the features, the labels and the edges (named when their values are wrong)
+_HOLDS = {
+    "planetoid": lambda stem: {"x": [f"ind.{stem}.{e}" for e in ("x", "tx", "allx")],
+                               "y": [f"ind.{stem}.{e}" for e in ("y", "ty", "ally")],
+                               "edge_index": [f"ind.{stem}.graph"]},
+    "amazon": lambda stem: dict.fromkeys(("x", "y", "edge_index"), _RAW_FILES["amazon"](stem)),
+    "coauthor": lambda stem: dict.fromkeys(("x", "y", "edge_index"), _RAW_FILES["coauthor"](stem)),
+    "ogb": lambda stem: {"x": ["node-feat.csv.gz"], "y": ["node-label.csv.gz"], "edge_index": ["edge.csv.gz"]},
 }
 _URLS = {
     "planetoid": "https://github.com/kimiyoung/planetoid/raw/master/data/",
@@ -191,36 +203,37 @@ def _load_pyg_files(info: DatasetInfo, root: Path, download: bool):
     cls = {"planetoid": Planetoid, "amazon": Amazon, "coauthor": Coauthor}[info.library]
     existed = folder.exists()
     try:
-        dataset = _pyg_dataset(cls, root, info.directory, missing)
+        if missing:  # PyG downloads them, then builds its processed cache from them
+            dataset = cls(str(root), info.directory)
+            record_processed(folder / "processed", [raw_dir / f for f in files])
+        else:
+            dataset = _checked_dataset(info, folder, [raw_dir / f for f in files],
+                                       lambda: cls(str(root), info.directory))
+    except DatasetDamagedError:
+        raise
     except Exception as err:
         if missing:
             if not existed:
                 _remove_empty_dirs(folder)
             raise dataset_missing(info.name, folder, f"missing {', '.join(missing)} and the automatic download failed",
                                   layout, get_it, err) from err
-        raise dataset_missing(info.name, folder, "the raw files are present but could not be read (partial download "
-                              "or wrong format?)", layout, get_it, err) from err
+        raise damaged(info, raw_dir, f"PyG cannot read the raw files ({type(err).__name__}: "
+                      f"{str(err).strip().splitlines()[0][:200] if str(err).strip() else ''})", folder) from err
     return dataset[0]
 
 
-def _pyg_dataset(cls, root: Path, name: str, missing: list[str]):
-    """``cls(root, name)``, a PyG dataset; its processed cache (``<root>/<name>/processed/``) is rebuilt from the raw
-    files, with a warning naming it, when it cannot be read (truncated, damaged), as fsnn's own caches are."""
-    processed = root / name / "processed"
-    try:
-        return cls(str(root), name)
-    except Exception as error:
-        if missing or not processed.is_dir():
-            raise
-        files = ", ".join(str(p) for p in sorted(processed.iterdir()))
-        reason = str(error).split(". ")[0].splitlines()[0] if str(error) else ""
-        log.warning("PyG's processed cache %s cannot be read (%s: %s); rebuilding it from the raw files", files,
-                    type(error).__name__, reason)
-    with file_lock(root / name / ".processed.lock"):  # parallel runs rebuild it once
-        with contextlib.suppress(Exception):
-            return cls(str(root), name)  # rebuilt by another process meanwhile
-        shutil.rmtree(processed, ignore_errors=True)
-        return cls(str(root), name)
+def _checked_dataset(info: DatasetInfo, folder: Path, raw: list[Path], make, safe: tuple = ()):
+    """``make()``, the library's dataset of ``folder``, read from a processed cache made from the ``raw`` files as
+    they are now and holding only tensors and plain data (and the classes ``safe``), else built from the raw files
+    once they are checked (:mod:`fsnn.data.graph_checks`), under a lock: parallel runs check and build it once."""
+    processed = folder / "processed"
+    with file_lock(folder / ".processed.lock"):
+        if not use_or_clear_processed(processed, raw, safe):
+            return make()
+        check_raw_files(info, raw, folder)
+        dataset = make()
+        record_processed(processed, raw)
+        return dataset
 
 
 def _ogb_missing(folder: Path) -> list[str]:
@@ -230,6 +243,11 @@ def _ogb_missing(folder: Path) -> list[str]:
     split_dir = folder / "split" / "time"
     has_split = all((split_dir / f).is_file() for f in OGB_SPLIT) or (split_dir / "split_dict.pt").is_file()
     return [str(p.relative_to(folder)) for p in absent] + ([] if has_split else ["split/time/*.csv.gz"])
+
+
+def _ogb_folder(root: Path) -> Path:
+    """ogbn-arxiv's folder under ``root``: OGB prefers an existing ``ogbn_arxiv_pyg``."""
+    return root / "ogbn_arxiv_pyg" if (root / "ogbn_arxiv_pyg").is_dir() else root / "ogbn_arxiv"
 
 
 def _download_ogb_arxiv(root: Path) -> None:
@@ -259,9 +277,7 @@ def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     """
     for leftover in (root / "ogbn_arxiv", root / "ogbn_arxiv_pyg"):
         _remove_empty_dirs(leftover)  # an empty folder from a failed download would trigger OGB's input() prompt
-    folder = root / "ogbn_arxiv"
-    if (root / "ogbn_arxiv_pyg").is_dir():  # OGB prefers an existing *_pyg folder
-        folder = root / "ogbn_arxiv_pyg"
+    folder = _ogb_folder(root)
     release = folder / "RELEASE_v1.txt"
     raw_needed = [folder / "raw" / f for f in OGB_RAW]
     split_dir = folder / "split" / "time"
@@ -280,17 +296,22 @@ def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
     from torch_geometric.data.storage import GlobalStorage
 
-    safe = [DataEdgeAttr, DataTensorAttr, GlobalStorage]
+    safe = (DataEdgeAttr, DataTensorAttr, GlobalStorage)
     existed = folder.exists()
-    try:
-        if not existed:
-            _download_ogb_arxiv(root)
-        with torch.serialization.safe_globals(safe), warnings.catch_warnings():
+
+    def make():
+        with torch.serialization.safe_globals(list(safe)), warnings.catch_warnings():
             # pandas >= 3 hands ogb read-only arrays; torch.from_numpy then warns once (harmless: ogb copies)
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
             dataset = PygNodePropPredDataset(name="ogbn-arxiv", root=str(root))
-            data = dataset[0]
-            split = dataset.get_idx_split()
+            return dataset[0], dataset.get_idx_split()
+
+    try:
+        if not existed:
+            _download_ogb_arxiv(root)
+        data, split = _checked_dataset(info, folder, raw_needed, make, safe)
+    except DatasetDamagedError:
+        raise
     except (Exception, SystemExit) as err:
         if not existed:
             _remove_empty_dirs(folder)
@@ -309,6 +330,16 @@ def _load_karate():
     from torch_geometric.datasets import KarateClub
 
     return KarateClub()[0]
+
+
+def _sources(info: DatasetInfo, root: Path) -> dict[str, list[Path]]:
+    """The raw files that hold the features, labels and edges of ``info`` under ``root`` (none for a graph built in
+    code: ``karate``, ``synthetic``, or one registered with a builder of its own)."""
+    holds = _HOLDS.get(info.library)
+    if holds is None or info.builder is not read_graph:
+        return {}
+    raw_dir = (_ogb_folder(root) if info.library == "ogb" else root / info.directory) / "raw"
+    return {key: [raw_dir / name for name in names] for key, names in holds(info.directory.lower()).items()}
 
 
 def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
@@ -365,6 +396,7 @@ def build_graph(info: DatasetInfo, data_dir: str | Path, split: str = "ratio", s
     n = int(raw.num_nodes)
     x = torch.as_tensor(raw.x).to(torch.float32).contiguous()
     y = torch.as_tensor(raw.y).reshape(-1).to(torch.long)
+    check_graph(info, x, y, torch.as_tensor(raw.edge_index), n, _sources(info, abspath(data_dir)), resolve_verify(None))
     edge_index = _clean_edges(raw.edge_index, n)
     if split == "public":
         masks = (raw.train_mask.clone(), raw.val_mask.clone(), raw.test_mask.clone())

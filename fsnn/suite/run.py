@@ -49,7 +49,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
-from fsnn.data import DatasetMissingError
+from fsnn.data import DatasetDamagedError, DatasetMissingError
 from fsnn.neurons.modules import collect_alphas, describe_neurons
 from fsnn.numbers import percent
 from fsnn.provenance import device_description, package_versions
@@ -87,8 +87,8 @@ log = logging.getLogger("fsnn")
 
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
-USER_ERRORS = (DatasetMissingError, ConfigError, NonFiniteLossError, CheckpointError, RunLockedError,
-               MissingExtraError, RunFileError)
+USER_ERRORS = (DatasetMissingError, DatasetDamagedError, ConfigError, NonFiniteLossError, CheckpointError,
+               RunLockedError, MissingExtraError, RunFileError)
 #: what one generation of a run is (glob patterns in its folder): ``force=true`` moves it into ``previous.<n>/``
 GENERATION_FILES = (".hydra", "metrics.json", "checkpoints", "eval.json", "energy.json", "robustness.json",
                     "robustness_*.*")
