@@ -152,3 +152,12 @@ def test_the_sampler_is_chosen_from_the_share_of_uncertain_entries(monkeypatch):
     monkeypatch.setenv("FSNN_CPU_KERNELS", "0")
     assert poisson_encode(dense, 5).sampler == "torch"
     assert poisson_encode(dense.half(), 5).sampler == "torch"
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_inputs_are_refused_not_encoded_as_never_or_always(bad):
+    x = torch.rand(6, 5)
+    x[2, 3] = bad
+    with pytest.raises(ValueError, match=r"x must be finite .* got 1 NaN or infinite of its 30 values \(the first at "
+                                         r"index \(2, 3\)\)"):
+        poisson_encode(x, 4)

@@ -261,6 +261,11 @@ def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = 
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() == 0:
         raise ValueError(f"x must be a floating-point tensor of at least one dimension, got "
                          f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' {tuple(x.shape)}'}")
+    finite = torch.isfinite(x)
+    if not bool(finite.all()):  # a NaN probability would silently never fire
+        raise ValueError(f"x must be finite to be encoded as spike probabilities, got {int((~finite).sum())} NaN or "
+                         f"infinite of its {x.numel()} values (the first at index "
+                         f"{tuple((~finite).nonzero()[0].tolist())})")
     return PoissonSpikes(x.detach().clamp(0.0, 1.0), check_int("T", T), generator, frozen)
 
 
