@@ -1,8 +1,10 @@
 """Files written whole or not at all: the one atomic writer (bytes, text, JSON) that run records, checkpoints
-and caches go through, and the content digest that checkpoints and caches are checked against."""
+and caches go through, the content digests that checkpoints, caches and builds are checked against, and the advisory
+lock under which parallel processes build one of them once."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -12,6 +14,11 @@ import sys
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
+
+try:  # POSIX advisory locks; elsewhere there is no locking
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
 
 
 def write_atomic(path: str | Path, write: Callable[[BinaryIO], object], *, sync: bool = True) -> Path:
@@ -79,6 +86,31 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 def write_json_atomic(path: str | Path, payload: Any) -> Path:
     """``payload`` as indented JSON, written atomically (:func:`write_text_atomic`)."""
     return write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=_jsonable))
+
+
+@contextlib.contextmanager
+def file_lock(path: str | Path):
+    """Exclusive advisory lock on ``path`` (created if needed) for the duration of the block, so that parallel
+    processes (e.g. a Hydra multirun) do not build the same cache or extension at once."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        if fcntl is not None:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def content_digest(obj) -> str:

@@ -7,7 +7,6 @@ read half a file.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 from pathlib import Path
@@ -15,13 +14,8 @@ from typing import Callable
 
 import torch
 
-from fsnn.atomic import content_digest, write_atomic
+from fsnn.atomic import content_digest, file_lock, write_atomic
 from fsnn.data.common import abspath
-
-try:  # POSIX advisory locks; elsewhere the cache falls back to no locking
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None
 
 CACHE_DIRNAME = "fsnn_cache"
 log = logging.getLogger(__name__)
@@ -38,22 +32,6 @@ def read_json(path: Path):
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-
-
-@contextlib.contextmanager
-def file_lock(path: Path):
-    """Exclusive advisory lock on ``path`` (created if needed) for the duration of the block, so that parallel
-    runs (e.g. a Hydra multirun) do not build the same cache at once."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        if fcntl is not None:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if fcntl is not None:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 def cached_tensor(cache_dir: str | Path | None, key: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fsnn.atomic import write_atomic, write_json_atomic
-from fsnn.data.cache import file_lock, read_json
+from fsnn.atomic import file_lock, write_atomic, write_json_atomic
+from fsnn.data.cache import read_json
 from fsnn.data.common import DatasetInfo, abspath
 from fsnn.data.events import EventSource, splits_from_sources
 

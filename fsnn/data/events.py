@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.atomic import content_digest, write_atomic, write_json_atomic
-from fsnn.data.cache import file_lock, read_json
+from fsnn.atomic import content_digest, file_lock, write_atomic, write_json_atomic
+from fsnn.data.cache import read_json
 from fsnn.data.common import (
     DatasetInfo,
     DatasetMissingError,

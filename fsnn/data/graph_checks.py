@@ -18,7 +18,6 @@ to do.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import logging
 import pickle
@@ -31,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fsnn.atomic import write_text_atomic
+from fsnn.atomic import file_digest, write_text_atomic
 from fsnn.data.common import DatasetDamagedError, DatasetInfo
 
 log = logging.getLogger(__name__)
@@ -154,15 +153,6 @@ def _check_planetoid(info: DatasetInfo, parts: dict, paths: list[Path], folder: 
 
 
 # -- processed caches ---------------------------------------------------------------------------
-
-
-def file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _stamps(files: list[Path]) -> dict:

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fsnn.data.cache import file_lock
+from fsnn.atomic import file_lock
 from fsnn.data.common import (
     DatasetDamagedError,
     DatasetInfo,
