@@ -4,9 +4,13 @@ build imported without building, and a build that fails. The kernels themselves:
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
+from conftest import ROOT
 
 from fsnn.neurons import compiled
 from fsnn.neurons.compiled import CompiledExtension
@@ -67,3 +71,55 @@ def test_a_finished_build_is_imported_without_building_again(monkeypatch):
     module = fresh.module()
     assert not isinstance(module, Exception), module
     assert module.splitmix64_sequence(1, 1) == poisson.EXTENSION.module().splitmix64_sequence(1, 1)
+
+
+DAMAGE = """
+import json, os, shutil, sys
+from pathlib import Path
+from torch.utils import cpp_extension
+from fsnn.models import poisson
+from fsnn.neurons import compiled
+real = poisson.EXTENSION.build_directory() / (poisson.EXTENSION.name + ".so")
+os.environ["TORCH_EXTENSIONS_DIR"] = sys.argv[1]
+fresh = compiled.CompiledExtension(poisson.EXTENSION.name, poisson.EXTENSION.source)
+folder = fresh.build_directory()
+folder.mkdir(parents=True)
+library = folder / real.name
+shutil.copy(real, library)
+compiled._write_marker(folder, library)
+how = sys.argv[2]
+if how in ("truncated", "legacy marker, truncated"):
+    library.write_bytes(real.read_bytes()[: real.stat().st_size // 2])
+if how.startswith("legacy marker"):
+    (folder / compiled.BUILT).write_text("")
+builds = []
+def load(name, sources, build_directory, **kwargs):  # a build: the whole library again
+    builds.append(name)
+    shutil.copy(real, library)
+    return compiled._import(name, library)
+cpp_extension.load = load
+module = fresh.module()
+assert not isinstance(module, Exception), module
+marker = json.loads((folder / compiled.BUILT).read_text())
+print("OK", len(builds), marker["size"] == real.stat().st_size, module.splitmix64_sequence(1, 1))
+"""
+
+
+@pytest.mark.parametrize("how, builds", [("whole", 0), ("truncated", 1), ("legacy marker", 0),
+                                         ("legacy marker, truncated", 1)])
+def test_a_damaged_build_is_built_again_not_imported(tmp_path, how, builds):
+    """A library cut short under its ``built`` marker would kill every process that maps it with SIGBUS: it is
+    checked against the size and SHA-256 its marker records (an older marker without them: against its own ELF
+    tables) and built again, with a warning naming it; a whole one is imported without building. In a process of
+    its own, so that a SIGBUS fails the test instead of ending the session."""
+    from fsnn.models import poisson
+
+    if (reason := poisson.EXTENSION.unavailable_reason()) is not None:
+        pytest.skip(f"the Poisson kernels cannot be built here: {reason}")
+    proc = subprocess.run([sys.executable, "-c", DAMAGE, str(tmp_path / "builds"), how], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[:3] == ["OK", str(builds), "True"]
+    assert ("building them again" in proc.stderr) == (builds == 1)
+    if builds:
+        assert "fsnn_poisson_kernels.so" in proc.stderr and ("cut short" in proc.stderr or "truncated" in proc.stderr)
