@@ -161,3 +161,18 @@ def test_non_finite_inputs_are_refused_not_encoded_as_never_or_always(bad):
     with pytest.raises(ValueError, match=r"x must be finite .* got 1 NaN or infinite of its 30 values \(the first at "
                                          r"index \(2, 3\)\)"):
         poisson_encode(x, 4)
+
+
+def test_the_encoder_names_the_samplers_that_drew_its_spikes(monkeypatch):
+    """The compiled and the torch sampler draw different streams from one seed: a run's record names the ones used."""
+    from fsnn.models.poisson import PoissonEncoder, describe_encoders
+
+    model = nn.Sequential(PoissonEncoder(5))
+    assert describe_encoders(model) == {"0": {"type": "PoissonEncoder", "T": 5, "frozen": False, "samplers": []}}
+    model[0](torch.rand(40, 100)).dense()
+    expected = "compiled" if poisson.EXTENSION.unavailable_reason() is None else "torch"
+    assert describe_encoders(model)["0"]["samplers"] == [expected]
+    monkeypatch.setenv("FSNN_CPU_KERNELS", "0")
+    model[0](torch.rand(40, 100)).dense()
+    assert describe_encoders(model)["0"]["samplers"] == sorted({expected, "torch"})
+    assert describe_encoders(nn.Linear(2, 2)) == {}

@@ -270,7 +270,9 @@ def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = 
 
 
 class PoissonEncoder(nn.Module):
-    """Module form of :func:`poisson_encode` (so that firing-rate probes can see the input spikes)."""
+    """Module form of :func:`poisson_encode` (so that firing-rate probes can see the input spikes). :attr:`samplers`
+    holds the samplers that drew its spikes in this process (``"compiled"``, ``"torch"``): a seeded run's numbers
+    depend on them, so a run records them (:func:`describe_encoders`)."""
 
     emits_spikes = True  # counted by fsnn.suite.lightning.SpikeRateMeter
 
@@ -279,12 +281,23 @@ class PoissonEncoder(nn.Module):
         self.T = check_int("T", T)
         self.frozen = bool(frozen)
         self.generator: torch.Generator | None = None
+        self.samplers: set[str] = set()
 
     def extra_repr(self) -> str:
         return f"T={self.T}" + (", frozen=True" if self.frozen else "")
 
     def forward(self, x: torch.Tensor) -> PoissonSpikes:
-        return poisson_encode(x, self.T, self.generator, self.frozen)
+        spikes = poisson_encode(x, self.T, self.generator, self.frozen)
+        self.samplers.add(spikes.sampler)
+        return spikes
+
+
+def describe_encoders(model: nn.Module) -> dict[str, dict]:
+    """What a run's record says of every spike encoder of ``model`` (``{module name: entry}``): its class, ``T``,
+    whether it repeats one pattern (``frozen``) and the samplers that drew its spikes (sorted; empty before any
+    forward), since the compiled and the torch sampler draw different streams from one seed."""
+    return {name: {"type": type(m).__name__, "T": m.T, "frozen": m.frozen, "samplers": sorted(m.samplers)}
+            for name, m in model.named_modules() if isinstance(m, PoissonEncoder)}
 
 
 def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:

@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import write_json_atomic
 from fsnn.checks import ConfigError, Flag, one_of
+from fsnn.models.poisson import describe_encoders
 from fsnn.numbers import percent
 from fsnn.provenance import device_description
 from fsnn.records import METRIC_UNIT, read_run_record
@@ -127,6 +128,7 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
         metric = task.metric
         run.clean = test[f"test/{metric}"]
         result |= {f"test_{metric}": run.clean, "test_metrics": test, "firing_rates": task.module.test_rates,
+                   "encoders": describe_encoders(task.module.model),
                    "device": device_description(trainer.strategy.root_device),
                    "evaluated": coverage(counted, limit_test_batches, run_cfg.trainer.get("limit_test_batches"))}
         write_json_atomic(run_dir / "eval.json", result)

@@ -50,6 +50,7 @@ from omegaconf import DictConfig, OmegaConf
 from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
 from fsnn.data import DatasetDamagedError, DatasetMissingError
+from fsnn.models.poisson import describe_encoders
 from fsnn.neurons.modules import collect_alphas, describe_neurons
 from fsnn.numbers import percent
 from fsnn.provenance import device_description, package_versions
@@ -460,6 +461,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
             "firing_rates": module.test_rates,
             "alphas": collect_alphas(module.model),
             "neurons": describe_neurons(module.model),  # at the best checkpoint: tau, alpha, the engine it ran
+            "encoders": describe_encoders(module.model),  # the Poisson samplers that drew the run's input spikes
             "neurons_by_epoch": by_epoch,
             "num_parameters": sum(p.numel() for p in module.model.parameters()),
             "world_size": trainer.world_size,
