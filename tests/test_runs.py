@@ -37,6 +37,7 @@ from fsnn.suite.checkpoint import (
     load_checkpoint,
     result_config,
     save_checkpoint,
+    strip_non_result,
 )
 from fsnn.suite.config import check_config
 from fsnn.suite.evaluate import open_run
@@ -209,9 +210,11 @@ def test_one_configuration_one_folder_whichever_default_values_are_given():
 
 
 def test_every_committed_run_is_found_by_its_command():
-    """Rerunning the command of a committed run (its recorded overrides) names the run's own folder, so the rerun
-    finds it finished. Records whose overrides differ only in the values of swept keys share one composition."""
+    """Rerunning the command of a committed run (its recorded overrides) names the run's own folder, and the config
+    it composes is the recorded one (keys added to fsnn's configs since aside), so the rerun finds it finished.
+    Records whose overrides differ only in the values of swept keys share one composition."""
     from fsnn.suite.run import folder_keys, rendered_run_name
+    from fsnn.suite.runfiles import tree_changes
 
     groups: dict[tuple, list[dict]] = {}
     for path in sorted((ROOT / "results").glob("*/*/metrics.json")):
@@ -228,6 +231,8 @@ def test_every_committed_run_is_found_by_its_command():
         with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
             cfg = compose("config", overrides=first["overrides"], return_hydra_config=True)
             keys = folder_keys(cfg, cfg.hydra)
+            changes = tree_changes(strip_non_result(first["config"]), result_config(cfg), added=False)
+            assert not changes, (first["folder"], changes)
         for record in records:
             assert rendered_run_name(None, record["overrides"], *keys) == record["folder"], record["overrides"]
     GlobalHydra.instance().clear()

@@ -58,14 +58,15 @@ def make_records_relative(results_dir: str | Path) -> list[Path]:
     return done
 
 
-def tree_changes(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """``key: old -> new`` for every value that differs between two config trees (nested dicts)."""
+def tree_changes(old: dict, new: dict, prefix: str = "", *, added: bool = True) -> list[str]:
+    """``key: old -> new`` for every value that differs between two config trees (nested dicts); ``added=False``
+    leaves out the keys only ``new`` has."""
     changes = []
     for key in sorted(set(old) | set(new), key=str):
         a, b = old.get(key, "<absent>"), new.get(key, "<absent>")
         if isinstance(a, dict) and isinstance(b, dict):
-            changes += tree_changes(a, b, f"{prefix}{key}.")
-        elif a != b:
+            changes += tree_changes(a, b, f"{prefix}{key}.", added=added)
+        elif a != b and (added or key in old):
             changes.append(f"{prefix}{key}: {a!r} -> {b!r}")
     return changes
 
