@@ -134,6 +134,8 @@ def folder_keys(cfg: DictConfig, hydra_cfg: DictConfig) -> tuple[dict[str, str],
     without it (``neuron=flif`` where f-LIF is the default), found by composing the config without it
     (:func:`_unchanged_keys`); a key the config sweeps (``hydra.sweeper.params``) is never one of them, since every job
     of the sweep names it, at its default value too (``neuron-flif`` in Table 2's folders)."""
+    if cfg.get("run_name"):  # a name given: nothing of the overrides is in it
+        return {}, frozenset()
     task = list(hydra_cfg.overrides.task)
     given = {o.key_or_group for o in _parse(task) if not non_result(o.key_or_group, FOLDER_EXCLUDED)}
     named = {key: Override._get_value_element_as_str(cfg[key]) for key in ALWAYS_NAMED
