@@ -15,9 +15,12 @@ fresh folder on tiny fixture data, and gets one outcome:
 ``lost`` counts the cases where a complete ``metrics.json`` written before was overwritten or removed, ``security``
 those where a file outside the folder it belongs in was written, replaced, removed or read (a string of a config or
 a record that became a path). Further categories: ``confined`` (strings that become paths), ``folders`` (one
-configuration, one folder), ``signals`` (every command on a signal) and ``library`` (learned parameters, engines'
-autograd, impossible metrics). Prints one table per category and the totals, and writes them to
-``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
+configuration, one folder), ``signals`` (every command on a signal), ``library`` (learned parameters, engines'
+autograd, impossible metrics), ``environment`` (variables set to nothing), ``mismatch`` (data that no longer matches
+a run, corrupt graph files) and ``inputs`` (caches and inputs that lie: processed caches holding pickles, foreign or
+stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record). ``--fast`` keeps,
+in those of :data:`FAST`, the cases that train nothing: what the test suite runs. Prints one table per category and
+the totals, and writes them to ``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
 not a test: it records what a checkout does, including the failures.
 """
 
@@ -38,6 +41,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 
 HERE = Path(__file__).resolve().parents[1]
@@ -98,8 +102,9 @@ with run_lock(Path(sys.argv[1])):
 
 class Probe:
     def __init__(self, root: Path, work: Path, data: Path, values: list[tuple[str, str]] = BAD_VALUES,
-                 journal: Path | None = None):
+                 journal: Path | None = None, fast: bool = False):
         self.root, self.work, self.data, self.values, self.journal = root, work, data, values, journal
+        self.fast = fast  # only the cases that train nothing (FAST)
         self.rows: list[dict] = []
         self.count = 0
 
@@ -163,10 +168,7 @@ class Probe:
 
     @staticmethod
     def metrics(run: Path) -> dict | None:
-        try:
-            return json.loads((run / "metrics.json").read_text())
-        except (OSError, ValueError):
-            return None
+        return _read_json(run / "metrics.json")
 
     def complete_run(self, name: str, *args: str) -> Path:
         """A finished tiny run to damage, trained once and copied for each case."""
@@ -630,16 +632,50 @@ class Probe:
                     security=touched, note="the victim file was deleted or read" if touched else "")
 
     def folders(self) -> None:
-        """One configuration, one folder: a sweep and a single run of it, a key given twice."""
+        """One configuration, one folder: a sweep and a single run of it, a key given twice or at its default value,
+        and the command of a committed run, which must find it finished."""
+        self.committed_rerun()
+        if self.fast:
+            return
         cwd = self.folder("sweep-then-single")
         self.train(cwd, "-m", *TINY, "neuron.learn_alpha=true", timeout=600)
         for label, args in (("-m neuron.learn_alpha=true, then neuron.learn_alpha=true", ["neuron.learn_alpha=true"]),
                             ("then neuron.learn_alpha=false neuron.learn_alpha=true",
                              ["neuron.learn_alpha=false", "neuron.learn_alpha=true"])):
             rc, out = self.train(cwd, *TINY, *args)
-            folders = list((cwd / "results" / "train").glob("*/metrics.json"))
-            self.record("folders", label, "clear" if len(folders) == 1 and "is finished" in out else "silent",
-                        note=f"{len(folders)} folders for one configuration")
+            self.one_folder(cwd, label, out)
+        # a smoke config sets its sweep's seed: the sweep's job is given seed=0, the single run is not
+        cwd = self.folder("smoke-sweep-then-single")
+        self.train(cwd, "-m", "+smoke=vision", timeout=600)
+        rc, out = self.train(cwd, "+smoke=vision")
+        self.one_folder(cwd, "-m +smoke=vision, then +smoke=vision", out)
+        cwd = self.folder("defaults-given")
+        self.train(cwd, *TINY)
+        rc, out = self.train(cwd, *TINY, "seed=0", "neuron=flif")
+        self.one_folder(cwd, "train.py, then seed=0 neuron=flif (the defaults)", out)
+
+    def one_folder(self, cwd: Path, label: str, out: str) -> None:
+        folders = list((cwd / "results" / "train").glob("*/metrics.json"))
+        self.record("folders", label, "traceback" if "Traceback" in out else
+                    "clear" if len(folders) == 1 and "is finished" in out else "silent",
+                    note=f"{len(folders)} folders for one configuration")
+
+    def committed_rerun(self) -> None:
+        """The recorded command of a committed run (its overrides, the data where this checkout has it) in a copy of
+        its folder: finished, nothing trained."""
+        committed = HERE / "results" / "table2_node_classification" / "backbone-sgcn+dataset-cora+neuron-flif+seed-0"
+        cwd = self.folder("committed-rerun")
+        run = cwd / "results" / committed.parent.name / committed.name
+        shutil.copytree(committed, run)
+        overrides = [o for o in json.loads((committed / "metrics.json").read_text())["overrides"]
+                     if not o.startswith("paths.data_dir=")]
+        rc, out = self.run("train.py", *overrides, f"paths.data_dir={HERE / 'tests' / 'data' / 'planetoid'}",
+                           cwd=cwd)
+        found = sorted(p.parent.name for p in (cwd / "results").rglob("metrics.json"))
+        self.record("folders", "a committed run's own command (backbone-sgcn+...+seed-0)",
+                    "traceback" if "Traceback" in out else
+                    "clear" if rc == 0 and "is finished" in out and found == [committed.name] else "silent",
+                    note=f"folders {found}")
 
     def signals(self) -> None:
         """Every command stopped by a signal exits 128 + n with one line saying what it wrote."""
@@ -739,6 +775,246 @@ class Probe:
                     "clear" if str(run / "metrics.json") in out and "test_acc" in out else "unclear")
 
 
+    # -- the environment, data that no longer matches, caches and inputs that lie ---------------------------------
+    def environment(self) -> None:
+        """A variable set to nothing (``FSNN_RESULTS=``, ``FSNN_DATA=``) counts as unset; the run fails at its data
+        (an empty data folder), once Hydra has made its folder, so the case shows where the folder went."""
+        task = f"fsnn-probe-{os.getpid()}"
+        cwd = self.folder("FSNN_RESULTS-empty")
+        (cwd / "empty").mkdir()
+        rc, out = self.run("train.py", *GRAPH, f"task_name={task}", f"paths.data_dir={cwd / 'empty'}", cwd=cwd,
+                           env={"FSNN_RESULTS": ""})
+        at_root = Path("/") / task
+        escaped = at_root.exists()
+        if escaped:
+            shutil.rmtree(at_root)  # the probe's own folder at the file system's root
+        self.record("environment", "FSNN_RESULTS= (set, empty)", "traceback" if "Traceback" in out else
+                    "silent" if escaped else "clear" if (cwd / "results" / task).is_dir() else self.behaviour(rc, out),
+                    security=escaped, note=f"the run folder was made in {at_root}" if escaped else "")
+        cwd = self.folder("FSNN_DATA-empty")
+        rc, out = self.run("train.py", *GRAPH, cwd=cwd, env={"FSNN_DATA": ""})
+        looked = str(cwd / "data" / "Cora")
+        self.record("environment", "FSNN_DATA= (set, empty)", "traceback" if "Traceback" in out else
+                    "clear" if rc == 2 and looked in out else "unclear" if rc else "silent",
+                    note="" if looked in out else "it did not look in ./data")
+
+    def private_data(self, cwd: Path, *folders: str) -> Path:
+        """A data folder of the case's own with the raw files of ``folders`` (fixtures)."""
+        data = cwd / "data"
+        for folder in folders:
+            shutil.copytree(self.data / folder / "raw", data / folder / "raw")
+        return data
+
+    def fabricated_run(self, cwd: Path, data: Path, shape: str = "same") -> Path:
+        """A run folder of ``GRAPH`` on ``data`` with its config and an untrained ``best.ckpt`` written by the
+        checkout's own functions (``shape="other"``: its first matrix saved one of another width, as a model built
+        by other code or data would have it)."""
+        run = cwd / "results" / "train" / "fabricated"
+        proc = subprocess.run([sys.executable, "-c", FABRICATE, str(self.root / "conf"), str(run), shape, *GRAPH,
+                               f"paths.data_dir={data}"], cwd=cwd, env=self.env(), capture_output=True, text=True,
+                              timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"fabricating a run failed:\n{proc.stderr[-3000:]}")
+        return run
+
+    def mismatch(self) -> None:
+        """Data that no longer matches the run, and graph files whose content is corrupt."""
+        cwd = self.folder("evaluate-data-changed")
+        data = self.private_data(cwd, "Cora", "CiteSeer")
+        run = self.fabricated_run(cwd, data)
+        shutil.rmtree(data / "Cora")  # the data folder replaced by another dataset's files (3703 features)
+        (data / "Cora" / "raw").mkdir(parents=True)
+        for path in (data / "CiteSeer" / "raw").iterdir():
+            shutil.copy(path, data / "Cora" / "raw" / path.name.replace("citeseer", "cora"))
+        rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
+        self.record("mismatch", "evaluate.py after the data changed (another feature count)",
+                    self.classify_error(rc, out, "ind.cora"), note=self.first_error(out)[:100])
+        cwd = self.folder("evaluate-weights-shape")
+        data = self.private_data(cwd, "Cora")
+        run = self.fabricated_run(cwd, data, shape="other")
+        rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
+        self.record("mismatch", "evaluate.py: best.ckpt's weights of another shape, its own config",
+                    self.classify_error(rc, out, "best.ckpt"), note=self.first_error(out)[:100])
+        for label, folder, damage, name in (
+                ("an edge beyond the node count in ind.cora.graph", "Cora", _edge_beyond, "ind.cora.graph"),
+                ("a truncated ind.cora.x", "Cora", _truncated("ind.cora.x"), "ind.cora.x"),
+                ("a truncated amazon_electronics_photo.npz", "Photo", _truncated("amazon_electronics_photo.npz"),
+                 "amazon_electronics_photo.npz")):
+            cwd = self.folder(f"corrupt-{folder}")  # a folder name that does not name the file
+            data = self.private_data(cwd, folder)
+            damage(data / folder / "raw")
+            rc, out = self.run("train.py", *GRAPH, f"dataset={folder.lower()}", f"paths.data_dir={data}", cwd=cwd)
+            self.record("mismatch", f"train.py on {label}", self.classify_error(rc, out, f"raw/{name}"),
+                        note=self.first_error(out)[:100])
+
+    def load_graph(self, cwd: Path, data: Path, name: str = "cora") -> tuple[int | None, str]:
+        """``load_graph(name)`` of the checkout in a process of its own: ``(exit status, output)``, the output
+        ending with ``x <features> y <labels digest>``."""
+        code = ("import sys, hashlib; from fsnn.data import load_graph\n"
+                "g = load_graph(sys.argv[1], data_dir=sys.argv[2], download=False)\n"
+                "print('x', g.x.shape[1], 'y', hashlib.sha256(g.y.numpy().tobytes()).hexdigest()[:12])\n")
+        proc = subprocess.run([sys.executable, "-c", code, name, str(data)], cwd=cwd, env=self.env(),
+                              capture_output=True, text=True, timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def inputs(self) -> None:
+        """Caches and inputs that lie: a processed cache holding a pickle, another dataset's or a stale one, a NaN
+        feature, a truncated compiled extension, and the Poisson sampler a run's numbers depend on."""
+        for file, form in (("data.pt", "torch.save"), ("pre_transform.pt", "torch.save"), ("data.pt", "bare pickle")):
+            cwd = self.folder(f"processed-payload-{file}-{form}")
+            data = self.private_data(cwd, "Cora")
+            self.load_graph(cwd, data)
+            marker, path = cwd / "PAYLOAD_RAN", data / "Cora" / "processed" / file
+            if form == "torch.save":
+                torch.save(Payload(str(marker)), path)
+            else:
+                path.write_bytes(pickle.dumps(Payload(str(marker))))
+            rc, out = self.load_graph(cwd, data)
+            ran = marker.exists()
+            self.record("inputs", f"a pickle payload in Cora/processed/{file} ({form}), then load_graph",
+                        "silent" if ran else "traceback" if "Traceback" in out else
+                        "clear" if rc == 0 and str(path.parent) in out else "unclear", security=ran,
+                        note="payload ran" if ran else "")
+        cwd = self.folder("foreign-processed")
+        data = self.private_data(cwd, "Cora", "CiteSeer")
+        rc, cora = self.load_graph(cwd, data)
+        self.load_graph(cwd, data, "citeseer")
+        shutil.rmtree(data / "Cora" / "processed")
+        shutil.copytree(data / "CiteSeer" / "processed", data / "Cora" / "processed")
+        rc, out = self.load_graph(cwd, data)
+        same = out.strip().splitlines()[-1:] == cora.strip().splitlines()[-1:]
+        self.record("inputs", "CiteSeer's processed cache in Cora/processed, then load_graph",
+                    "traceback" if "Traceback" in out else "clear" if same and "processed" in out else "silent",
+                    note=out.strip().splitlines()[-1][:60] if out.strip() else "")
+        cwd = self.folder("stale-processed")
+        data = self.private_data(cwd, "Cora")
+        self.load_graph(cwd, data)
+        _edit_pickle(data / "Cora" / "raw" / "ind.cora.ally", lambda y: np.roll(y, 1, axis=1))  # other labels
+        fresh = self.private_data(self.folder("stale-processed-reference"), "Cora")
+        shutil.copy(data / "Cora" / "raw" / "ind.cora.ally", fresh / "Cora" / "raw" / "ind.cora.ally")
+        _, expected = self.load_graph(cwd, fresh)
+        rc, out = self.load_graph(cwd, data)
+        same = out.strip().splitlines()[-1:] == expected.strip().splitlines()[-1:]
+        self.record("inputs", "raw labels replaced after processing, then load_graph",
+                    "traceback" if "Traceback" in out else "clear" if same and "processed" in out else "silent",
+                    note="" if same else "the graph of the old files")
+        cwd = self.folder("nan-feature")
+        data = self.private_data(cwd, "Cora")
+        _edit_pickle(data / "Cora" / "raw" / "ind.cora.allx", _with_nan)
+        rc, out = self.run("train.py", *GRAPH, f"paths.data_dir={data}", cwd=cwd)
+        self.record("inputs", "one NaN in the raw features, then train.py", self.classify_error(rc, out, "ind.cora"),
+                    note=self.first_error(out)[:100] or f"exit {rc}")
+        if not self.fast:  # built again: a compilation
+            self.truncated_extension()
+        cwd = self.folder("sampler-recorded-eval")
+        data = self.private_data(cwd, "Cora")
+        run = self.fabricated_run(cwd, data)
+        rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
+        self.record("inputs", "eval.json names the Poisson sampler that drew the spikes",
+                    _names_sampler(_read_json(run / "eval.json"), out))
+        if not self.fast:
+            cwd = self.folder("sampler-recorded-train")
+            rc, out = self.train(cwd, *GRAPH)
+            self.record("inputs", "metrics.json names the Poisson sampler that drew the spikes",
+                        _names_sampler(self.metrics(self.run_dir_matching(cwd, "dataset")), out))
+
+    def truncated_extension(self) -> None:
+        """The Poisson sampler's compiled extension, copied with its ``built`` marker into a build folder of the
+        case's own, its library cut in half: then a process that draws spikes with it."""
+        find = ("from fsnn.models import poisson as p\nfrom torch.utils import cpp_extension as c\nimport os\n"
+                "ok = p.EXTENSION.unavailable_reason() is None\n"
+                "root = os.environ.get('TORCH_EXTENSIONS_DIR') or c.get_default_build_root()\n"
+                "print(root if ok else '', p.EXTENSION.build_directory() if ok else '')\n")
+        proc = subprocess.run([sys.executable, "-c", find], env=self.env(), capture_output=True, text=True,
+                              timeout=900)
+        words = proc.stdout.split()
+        if proc.returncode != 0 or len(words) != 2:
+            print("  (the Poisson kernels cannot be built here: no truncated-extension case)", flush=True)
+            return
+        root, folder = Path(words[0]), Path(words[1])
+        cwd = self.folder("truncated-extension")
+        copy = cwd / "extensions" / folder.relative_to(root)
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("lock", ".fsnn.lock"))
+        library = copy / "fsnn_poisson_kernels.so"
+        library.write_bytes(library.read_bytes()[: library.stat().st_size // 2])
+        code = ("import torch; from fsnn.models.poisson import poisson_encode\n"
+                "print('sampler', poisson_encode(torch.rand(40, 100), 5).sampler)\n")
+        env = {"TORCH_EXTENSIONS_DIR": str(cwd / "extensions")}
+        try:
+            done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=self.env(**env), capture_output=True,
+                                  text=True, timeout=900)
+            rc, out = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired:
+            rc, out = None, ""
+        outcome = ("unclear" if rc is not None and rc < 0 else "traceback" if "Traceback" in out else
+                   "clear" if rc == 0 and library.name in out else "silent")
+        self.record("inputs", "a truncated compiled extension with its built marker",
+                    outcome, note=f"killed by signal {-rc}" if rc is not None and rc < 0 else out.strip()[-80:])
+
+
+# a run folder made by the checkout's own functions: conf dir, run dir, "same"/"other" shape, overrides
+FABRICATE = """
+import sys, torch
+from pathlib import Path
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from fsnn.suite.checkpoint import result_config, save_checkpoint
+from fsnn.suite.tasks import build_task
+conf, run, shape = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+    cfg = compose("config", overrides=sys.argv[4:])
+(run / ".hydra").mkdir(parents=True)
+OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+state = build_task(cfg).module.state_dict()
+if shape == "other":
+    key = next(k for k, v in state.items() if v.dim() == 2)
+    state[key] = torch.zeros(state[key].shape[0], state[key].shape[1] + 7)
+save_checkpoint({"state_dict": state}, run / "checkpoints" / "best.ckpt", result_config(cfg))
+"""
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _names_sampler(record: dict | None, out: str) -> str:
+    """``clear`` when a record names the samplers of its Poisson encoders."""
+    if "Traceback" in out:
+        return "traceback"
+    encoders = (record or {}).get("encoders") or {}
+    return "clear" if encoders and all(e.get("samplers") for e in encoders.values()) else "silent"
+
+
+def _edit_pickle(path: Path, edit) -> None:
+    obj = pickle.loads(path.read_bytes(), encoding="latin1")
+    path.write_bytes(pickle.dumps(edit(obj), protocol=2))
+
+
+def _with_nan(x):
+    x = x.tolil()
+    x[3, 5] = float("nan")
+    return x.tocsr()
+
+
+def _edge_beyond(raw: Path) -> None:
+    def edit(graph):
+        graph[0].append(99_999)
+        return graph
+
+    _edit_pickle(raw / "ind.cora.graph", edit)
+
+
+def _truncated(name: str):
+    def damage(raw: Path) -> None:
+        path = raw / name
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    return damage
+
+
 class Payload:
     """A pickle that creates a file when it is loaded."""
 
@@ -752,7 +1028,10 @@ class Payload:
 CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
               "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values,
               "lifecycle": Probe.lifecycle, "confined": Probe.confined, "folders": Probe.folders,
-              "signals": Probe.signals, "library": Probe.library}
+              "signals": Probe.signals, "library": Probe.library,
+              "environment": Probe.environment, "mismatch": Probe.mismatch, "inputs": Probe.inputs}
+#: the categories whose cases (with ``--fast``) run in seconds each, without training: the test suite runs them
+FAST = ("environment", "mismatch", "inputs", "folders")
 
 
 def summary(rows: list[dict]) -> str:
@@ -774,6 +1053,8 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=HERE, help="the fsnn checkout to probe (default: this one)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "probe", help="where probe.json/md go")
     parser.add_argument("--only", nargs="+", choices=sorted(CATEGORIES), help="run only these categories")
+    parser.add_argument("--fast", action="store_true", help=f"in {', '.join(FAST)}, only the cases that train "
+                        "nothing (what the test suite runs)")
     parser.add_argument("--values", nargs="+", metavar="OVERRIDE",
                         help="try only these of the bad values (as listed in BAD_VALUES), e.g. on a busy machine")
     args = parser.parse_args(argv)
@@ -790,7 +1071,7 @@ def main(argv=None) -> int:
             parser.error(f"--values: expected overrides listed in BAD_VALUES, got {unknown}")
         args.out.mkdir(parents=True, exist_ok=True)
         (journal := args.out / "probe.jsonl").write_text("")
-        probe = Probe(root, work, data, values, journal)
+        probe = Probe(root, work, data, values, journal, fast=args.fast)
         for name, method in CATEGORIES.items():
             if args.only is None or name in args.only:
                 print(f"{name}:", flush=True)
