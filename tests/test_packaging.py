@@ -183,7 +183,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     done = subprocess.run([bin_dir / "fsnn-train", "+smoke=vision", "logger=tensorboard", *common],
                           capture_output=True, text=True, env=env, cwd=work, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    run = work / "results" / "train" / "+smoke-vision"
+    run = work / "results" / "train" / "+smoke-vision+seed-0"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["status"] == "complete" and metrics["config"]["dataset"]["name"] == "digits_dvs"
     assert list((run / "tensorboard").glob("version_0/events.out.tfevents.*"))

@@ -153,11 +153,12 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     assert "Traceback" not in proc.stderr
     # the sweep ends with a table of its two jobs, though one failed (then the sweeper raises before its end)
     table = proc.stdout[proc.stdout.index("sweep of 2 runs:"):].splitlines()
-    rows = [line for line in table if line.startswith("| ") and "task-" in line]
+    rows = [line for line in table if line.startswith("| ") and "seed-0" in line]  # every folder names its seed
     assert len(rows) == 2 and {row.split(" | ")[1] for row in rows} == {"failed", "complete"}
     assert not list((tmp_path / "results" / "train").glob(".sweep-*"))  # its job list is removed
     # rerunning the sweep runs only what is missing or failed: the finished job is left as it is
-    done = next(p for p in (tmp_path / "results" / "train").glob("*/metrics.json") if "task-null" in str(p))
+    # task=null is the default: its folder is the one without the key, as the single run's would be
+    done = next(p for p in (tmp_path / "results" / "train").glob("*/metrics.json") if "task-" not in p.parent.name)
     files = {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()}
     again = run_app("train.py", "-m", "task=nonsense,null", *SMALL_GESTURE, "dataset.num_workers=0", *TINY,
                     f"paths.data_dir={data_root}", cwd=tmp_path, timeout=300)
