@@ -672,6 +672,8 @@ def test_with_verification_a_graph_has_its_published_node_count(graph_root, monk
     with pytest.raises(DatasetDamagedError, match="the graph read has 550 nodes where cora has 2,708 nodes"):
         load_graph("cora", data_dir=graph_root, download=False)
     assert load_graph("karate").num_nodes == 34  # built in: nothing published to compare with
+    # generated: its options set its sizes, not the registry's defaults
+    assert int(load_graph("synthetic", num_nodes=60, num_classes=9, num_features=3).y.max()) == 8
 
 
 # -- scale ---------------------------------------------------------------------------------------------

@@ -114,16 +114,15 @@ def check_raw_files(info: DatasetInfo, paths: list[Path], folder: Path) -> None:
         except (OSError, EOFError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile, zlib.error, AttributeError,
                 ImportError, TypeError, IndexError, KeyError) as error:
             raise damaged(info, path, f"cannot be read ({_reason(error)})", folder) from None
-    if info.library == "planetoid":
-        _check_planetoid(info, {name.rsplit(".", 1)[-1] if not name.endswith("test.index") else "test.index": value
-                                for name, value in contents.items()}, paths, folder)
+    if info.library == "planetoid":  # ind.<name>.<part>: x, tx, allx, y, ty, ally, graph, test.index
+        path = {p.name.split(".", 2)[-1]: p for p in paths}
+        _check_planetoid(info, {part: contents[p.name] for part, p in path.items()}, path, folder)
 
 
-def _check_planetoid(info: DatasetInfo, parts: dict, paths: list[Path], folder: Path) -> None:
-    """Planetoid's eight files agree: ``x``/``y``, ``allx``/``ally``, ``tx``/``ty`` and ``test.index`` have as many
-    rows as each other, every feature matrix the same columns, every label matrix the same classes, the test
-    indices are distinct and the adjacency lists are of node indices."""
-    path = {p.name.split(".", 2)[-1]: p for p in paths}
+def _check_planetoid(info: DatasetInfo, parts: dict, path: dict[str, Path], folder: Path) -> None:
+    """Planetoid's eight files (``parts`` and ``path`` by part) agree: ``x``/``y``, ``allx``/``ally``, ``tx``/``ty``
+    and ``test.index`` have as many rows as each other, every feature matrix the same columns, every label matrix the
+    same classes, the test indices are distinct and the adjacency lists are of node indices."""
 
     def rows(key):
         return np.shape(parts[key])[0] if np.ndim(parts[key]) else 0
@@ -246,7 +245,8 @@ def check_graph(info: DatasetInfo, x: torch.Tensor, y: torch.Tensor, edge_index:
     if sources and x.shape[1] != info.in_channels:
         raise refuse("x", f"the graph read has {x.shape[1]:,} features per node where {counts}: these are not "
                      f"{info.name}'s files")
-    if y.numel() != num_nodes or (y.numel() and (int(y.min()) < 0 or int(y.max()) >= info.num_classes)):
+    classes = info.num_classes if sources else None  # a generated graph's options set its classes
+    if y.numel() != num_nodes or (y.numel() and (int(y.min()) < 0 or classes and int(y.max()) >= classes)):
         raise refuse("y", f"labels {int(y.min()) if y.numel() else '-'}..{int(y.max()) if y.numel() else '-'} for "
                      f"{y.numel()} of {num_nodes} nodes where {counts}")
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
