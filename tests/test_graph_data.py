@@ -600,6 +600,21 @@ def test_a_foreign_or_stale_processed_cache_is_rebuilt_from_the_raw_files(graph_
     assert not caplog.text
 
 
+def test_a_processed_cache_the_library_cannot_read_is_rebuilt(graph_root, tmp_path, caplog):
+    """Tensors and plain data, recorded as made from these raw files, in a layout this PyG does not read (another
+    version of it wrote them): rebuilt, with a warning."""
+    from fsnn.data.graph_checks import record_processed
+
+    root = _copy_raw(graph_root, tmp_path, "Cora")
+    data = load_graph("cora", data_dir=root, download=False)
+    torch.save({"not": torch.zeros(2)}, root / "Cora" / "processed" / "data.pt")
+    record_processed(root / "Cora" / "processed", sorted((root / "Cora" / "raw").iterdir()))
+    with caplog.at_level("WARNING", logger="fsnn.data"):
+        again = load_graph("cora", data_dir=root, download=False)
+    assert "cannot be read" in caplog.text and "rebuilt from the raw files" in caplog.text
+    assert torch.equal(again.x, data.x) and torch.equal(again.edge_index, data.edge_index)
+
+
 def _edit_pickle(path: Path, edit) -> None:
     obj = pickle.loads(path.read_bytes(), encoding="latin1")
     path.write_bytes(pickle.dumps(edit(obj), protocol=2))

@@ -229,7 +229,13 @@ def _checked_dataset(info: DatasetInfo, folder: Path, raw: list[Path], make, saf
     processed = folder / "processed"
     with file_lock(folder / ".processed.lock"):
         if not use_or_clear_processed(processed, raw, safe):
-            return make()
+            try:
+                return make()
+            except Exception as error:  # noqa: BLE001 - a cache another version of the library wrote
+                reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+                log.warning("the processed cache %s cannot be read (%s: %s); it is rebuilt from the raw files",
+                            processed, type(error).__name__, reason)
+                shutil.rmtree(processed)
         check_raw_files(info, raw, folder)
         dataset = make()
         record_processed(processed, raw)
