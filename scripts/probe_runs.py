@@ -847,15 +847,16 @@ class Probe:
             self.record("mismatch", f"train.py on {label}", self.classify_error(rc, out, f"raw/{name}"),
                         note=self.first_error(out)[:100])
 
-    def load_graph(self, cwd: Path, data: Path, name: str = "cora") -> tuple[int | None, str]:
-        """``load_graph(name)`` of the checkout in a process of its own: ``(exit status, output)``, the output
-        ending with ``x <features> y <labels digest>``."""
+    def load_graph(self, cwd: Path, data: Path, name: str = "cora") -> tuple[str | None, str]:
+        """``load_graph(name)`` of the checkout in a process of its own: ``(what it read, output)``, what it read as
+        ``x <features> y <labels digest>`` (``None`` when it read nothing)."""
         code = ("import sys, hashlib; from fsnn.data import load_graph\n"
                 "g = load_graph(sys.argv[1], data_dir=sys.argv[2], download=False)\n"
-                "print('x', g.x.shape[1], 'y', hashlib.sha256(g.y.numpy().tobytes()).hexdigest()[:12])\n")
+                "print('read: x', g.x.shape[1], 'y', hashlib.sha256(g.y.numpy().tobytes()).hexdigest()[:12])\n")
         proc = subprocess.run([sys.executable, "-c", code, name, str(data)], cwd=cwd, env=self.env(),
                               capture_output=True, text=True, timeout=600)
-        return proc.returncode, proc.stdout + proc.stderr
+        read = next((line for line in proc.stdout.splitlines() if line.startswith("read: ")), None)
+        return read, proc.stdout + proc.stderr
 
     def inputs(self) -> None:
         """Caches and inputs that lie: a processed cache holding a pickle, another dataset's or a stale one, a NaN
@@ -869,35 +870,35 @@ class Probe:
                 torch.save(Payload(str(marker)), path)
             else:
                 path.write_bytes(pickle.dumps(Payload(str(marker))))
-            rc, out = self.load_graph(cwd, data)
+            read, out = self.load_graph(cwd, data)
             ran = marker.exists()
             self.record("inputs", f"a pickle payload in Cora/processed/{file} ({form}), then load_graph",
                         "silent" if ran else "traceback" if "Traceback" in out else
-                        "clear" if rc == 0 and str(path.parent) in out else "unclear", security=ran,
+                        "clear" if read and str(path.parent) in out else "unclear", security=ran,
                         note="payload ran" if ran else "")
         cwd = self.folder("foreign-processed")
         data = self.private_data(cwd, "Cora", "CiteSeer")
-        rc, cora = self.load_graph(cwd, data)
+        cora, _ = self.load_graph(cwd, data)
         self.load_graph(cwd, data, "citeseer")
         shutil.rmtree(data / "Cora" / "processed")
         shutil.copytree(data / "CiteSeer" / "processed", data / "Cora" / "processed")
-        rc, out = self.load_graph(cwd, data)
-        same = out.strip().splitlines()[-1:] == cora.strip().splitlines()[-1:]
+        read, out = self.load_graph(cwd, data)
         self.record("inputs", "CiteSeer's processed cache in Cora/processed, then load_graph",
-                    "traceback" if "Traceback" in out else "clear" if same and "processed" in out else "silent",
-                    note=out.strip().splitlines()[-1][:60] if out.strip() else "")
+                    "traceback" if "Traceback" in out else
+                    "clear" if read == cora and str(data / "Cora" / "processed") in out else "silent",
+                    note=f"{read} where Cora's files give {cora}" if read != cora else "")
         cwd = self.folder("stale-processed")
         data = self.private_data(cwd, "Cora")
         self.load_graph(cwd, data)
         _edit_pickle(data / "Cora" / "raw" / "ind.cora.ally", lambda y: np.roll(y, 1, axis=1))  # other labels
         fresh = self.private_data(self.folder("stale-processed-reference"), "Cora")
         shutil.copy(data / "Cora" / "raw" / "ind.cora.ally", fresh / "Cora" / "raw" / "ind.cora.ally")
-        _, expected = self.load_graph(cwd, fresh)
-        rc, out = self.load_graph(cwd, data)
-        same = out.strip().splitlines()[-1:] == expected.strip().splitlines()[-1:]
+        expected, _ = self.load_graph(cwd, fresh)
+        read, out = self.load_graph(cwd, data)
         self.record("inputs", "raw labels replaced after processing, then load_graph",
-                    "traceback" if "Traceback" in out else "clear" if same and "processed" in out else "silent",
-                    note="" if same else "the graph of the old files")
+                    "traceback" if "Traceback" in out else
+                    "clear" if read == expected and str(data / "Cora" / "processed") in out else "silent",
+                    note="" if read == expected else "the graph of the old files")
         cwd = self.folder("nan-feature")
         data = self.private_data(cwd, "Cora")
         _edit_pickle(data / "Cora" / "raw" / "ind.cora.allx", _with_nan)
