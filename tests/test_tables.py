@@ -160,6 +160,18 @@ def test_mixed_configs_flagged(results):
     assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in tables.cell_text(cell)
 
 
+def test_a_study_on_some_seeds_is_not_another_config(results):
+    """A robustness study run on the trained model of some seeds (not others) leaves their metrics alone."""
+    root, _ = results
+    run = _record("table1_neuromorphic", "flif_study", "dvsgesture", "dvsnet", "flif", 8, 0.90)
+    run["config"]["study"] = {"name": "robustness", "plan": {"name": "events"}}
+    run["config"]["robustness"] = {"name": "events"}
+    _write(root, run)
+    cell = _cell(tables.build_table(_spec("neuromorphic"), collect.collect_runs(root)), "DVS128 Gesture / CNN (T=16)",
+                 "f-LIF (f-SNN)")
+    assert cell["n"] == 4 and not cell["mixed"]
+
+
 def test_recipes_never_share_a_cell(results):
     root, _ = results
     for seed, acc in enumerate([0.80, 0.82]):
