@@ -48,9 +48,10 @@ from fsnn.report.collect import (
 )
 
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
-# config fields that do not make two runs different experiments (for the mixed-config flag); a study (robustness,
-# energy) runs on the trained run and writes its own file, so it changes none of the run's metrics
-INCIDENTAL = ("seed", "run_name", "paths", "logger", "hydra", "study", "robustness")
+# config fields that do not make two runs different experiments (for the mixed-config flag): force only trains a run
+# again in its folder; a study (robustness, energy) runs on the trained run and writes its own file, so it changes
+# none of the run's metrics
+INCIDENTAL = ("seed", "run_name", "force", "paths", "logger", "hydra", "study", "robustness")
 PAPER_EPOCHS = "paper"  # build_table(epochs=...): only the runs trained for the paper's number of epochs
 MANIFEST = "tables.json"  # what make_tables wrote last, so that a table it no longer writes is removed
 CLAIMS = "claims"  # <out>/claims.md: every table's claims, decided (fsnn.report.claims)
