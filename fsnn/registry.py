@@ -3,7 +3,10 @@ post-training studies are each a :class:`Registry`, looked up, listed, built and
 
 - ``register(name, entry=None, *, options=(), **meta)`` adds an entry (a decorator when ``entry`` is left out) with
   its metadata (a backbone's ``supports``, a dataset's ``kind``, a corruption's ``family``);
-  ``lazy(name, "module:attribute", extra=...)`` lists one now and imports it when first used (optional libraries);
+  ``lazy(name, "module:attribute", extra=...)`` lists one now and imports it when first used (optional libraries).
+  Every registry takes the same names, identifiers (:data:`NAME_RULE`: a name becomes a config group's option, a
+  ``conf/`` file name and part of a run folder's name), and entries of one kind (a callable unless the registry
+  says otherwise); anything else is refused where it is registered;
 - ``names("sj_*", supports="graph")``: the registered names, with shell wildcards and metadata filters;
 - ``get(name)`` (or ``registry[name]``): the entry; an unknown name is an :class:`UnknownNameError` that names the
   closest registered ones ("did you mean 'flif'?");
@@ -27,6 +30,7 @@ import difflib
 import fnmatch
 import importlib
 import inspect
+import re
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +40,10 @@ from fsnn.checks import foreign_option, option_check
 
 #: the kinds of data: what a dataset is (``DatasetInfo.kind``), what a backbone and a task take
 DATA_KINDS = ("event", "static", "graph", "sequence")
+#: what every registry's names must be: they become config values, ``conf/<group>/<name>.yaml`` files and parts of run
+#: folders' names, where a ``/``, a ``..``, a space or an empty name would escape or break them
+NAME_RULE = "an identifier (ASCII letters, digits and _, not starting with a digit)"
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def did_you_mean(word, choices: Collection) -> str:
@@ -86,10 +94,14 @@ class _Entry:
 class Registry(Mapping):
     """``name -> entry`` for one kind of component; ``what`` names it in messages. ``supplied``: arguments the code
     that builds an entry passes itself (a backbone's ``num_classes``), which are therefore no options of its config.
-    A name is looked up as written or with ``-`` for ``_`` and any case (``ogbn-arxiv``)."""
+    ``entries``: what an entry must be, ``(words, test)``; default: a callable (a class or a factory). A name is
+    registered as an identifier (:data:`NAME_RULE`) and looked up as written or with ``-`` for ``_`` and any case
+    (``ogbn-arxiv``)."""
 
-    def __init__(self, what: str, *, supplied: Collection[str] = ()):
+    def __init__(self, what: str, *, supplied: Collection[str] = (),
+                 entries: tuple[str, Callable[[Any], bool]] = ("callable (a class or a function)", callable)):
         self.what, self.supplied = what, frozenset(supplied)
+        self.entry_rule, self._entry_test = entries
         self._entries: dict[str, _Entry] = {}
         self._schemas: dict[str, type] = {}
 
@@ -98,19 +110,38 @@ class Registry(Mapping):
         return str(name).strip().lower().replace("-", "_")
 
     # -- adding ---------------------------------------------------------------------------------------------------
+    def check_name(self, name) -> str:
+        """``name`` if it is one this registry takes (:data:`NAME_RULE`), else a ``ValueError`` naming the registry,
+        the name and the rule."""
+        if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
+            raise ValueError(f"a {self.what} name must be {NAME_RULE}, got {name!r}")
+        return name
+
+    def check_entry(self, name: str, entry):
+        """``entry`` if it is what this registry holds (``entries`` of the constructor), else a ``TypeError`` naming
+        the registry, the name and what an entry must be."""
+        if not self._entry_test(entry):
+            raise TypeError(f"{self.what} {name!r} must be {self.entry_rule}, got {entry!r}")
+        return entry
+
     def register(self, name: str, entry=None, *, options: Collection = (), **meta):
         """Add ``entry`` under ``name`` (as a decorator without ``entry``); a second, different entry for a name is
         refused.
 
         Args:
-            name: the name to register, any string; looked up in any case and with ``-`` for ``_``.
-            entry: the class or factory; default ``None``: returns a decorator that registers what it decorates.
+            name: the name to register, an identifier (:data:`NAME_RULE`; a ``ValueError`` otherwise); looked up in
+                any case and with ``-`` for ``_``.
+            entry: the class or factory (what the registry holds, a ``TypeError`` otherwise); default ``None``:
+                returns a decorator that registers what it decorates.
             options: the annotated callables or classes that declare its options, when its own signature does not;
                 default ``()`` (its signature).
             **meta: what :meth:`names` filters on and :meth:`meta` returns (a backbone's ``supports``, ...).
         """
 
+        self.check_name(name)
+
         def add(obj):
+            self.check_entry(name, obj)
             key = self.key(name)
             old = self._entries.get(key)
             if old is not None and old.obj is not obj:
@@ -123,7 +154,12 @@ class Registry(Mapping):
 
     def lazy(self, name: str, target: str, *, extra: str, **meta) -> None:
         """Register ``target`` (``"package.module:attribute"``), imported when ``name`` is first used; without its
-        library that use fails with one message naming the ``fsnn[extra]`` to install."""
+        library that use fails with one message naming the ``fsnn[extra]`` to install. ``name`` follows
+        :data:`NAME_RULE`."""
+        self.check_name(name)
+        module, _, attribute = str(target).partition(":")
+        if not module or not attribute:
+            raise ValueError(f"{self.what} {name!r}: target must be 'package.module:attribute', got {target!r}")
         self._entries[self.key(name)] = _Entry(target=target, extra=extra, meta=dict(meta))
 
     # -- looking up -----------------------------------------------------------------------------------------------
@@ -152,7 +188,8 @@ class Registry(Mapping):
         entry = self._entry(name)
         if entry.obj is None:
             module, attribute = entry.target.split(":")
-            entry.obj = getattr(require(module, f"{self.what} {self.key(name)!r}", entry.extra), attribute)
+            found = getattr(require(module, f"{self.what} {self.key(name)!r}", entry.extra), attribute)
+            entry.obj = self.check_entry(self.key(name), found)
         return entry.obj
 
     def loaded(self) -> dict:

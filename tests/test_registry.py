@@ -3,6 +3,8 @@ and typos on the command line answered like every other bad value."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import CONF, registries, run_app
 from hydra import compose, initialize_config_dir
@@ -11,7 +13,10 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from fsnn.checks import ConfigError, Count, Positive, checked, one_of
+from fsnn.data.common import DatasetInfo
+from fsnn.data.registry import register_dataset
 from fsnn.models import BACKBONES, register_backbone
+from fsnn.neurons import register_neuron
 from fsnn.registry import Registry, UnknownNameError
 from fsnn.suite.config import check_config
 from fsnn.suite.overrides import swept_groups
@@ -137,3 +142,53 @@ def test_a_typo_is_one_line_with_a_suggestion_before_any_folder(tmp_path, overri
     assert len(lines) == 1 and lines[0].startswith(f"fsnn: error: {key}: expected "), proc.stderr
     assert f"did you mean {suggestion}" in lines[0] and "common" not in lines[0]
     assert not any(tmp_path.iterdir())  # no run folder, no results folder
+
+
+@pytest.mark.parametrize("what", KINDS)
+@pytest.mark.parametrize("name", ["../evil", "a b", "", "a/b", "1st", "flif.yaml", "é", None])
+def test_every_registry_refuses_a_name_that_is_no_identifier(what, name):
+    components = registries()[what]
+    before = components.names()
+    with pytest.raises(ValueError, match=rf"^a {what} name must be an identifier \(ASCII letters, digits and _, not "
+                                         rf"starting with a digit\), got {re.escape(repr(name))}$"):
+        components.register(name, throwaway_net)
+    with pytest.raises(ValueError, match=rf"^a {what} name must be an identifier"):
+        components.lazy(name, "fsnn.neurons.baselines:SJLIF", extra="baselines")
+    assert components.names() == before
+
+
+@pytest.mark.parametrize("what", KINDS)
+def test_every_registry_refuses_an_entry_of_the_wrong_kind(what):
+    components = registries()[what]
+    rule = "callable (a class or a function)" if what in ("neuron", "backbone", "corruption", "study") else \
+        {"dataset": "a DatasetInfo with a callable builder", "task": "a TaskKind"}[what]
+    assert components.entry_rule == rule
+    with pytest.raises(TypeError, match=rf"^{what} 'not_callable' must be {re.escape(rule)}, got 3$"):
+        components.register("not_callable", 3)
+    assert "not_callable" not in components
+    for name in components.names():  # every registered entry passes the rule (lazy ones are left unimported)
+        if name in components.loaded():
+            components.check_entry(name, components.get(name))
+
+
+def test_register_neuron_and_register_dataset_check_the_name_and_the_entry():
+    with pytest.raises(ValueError, match=r"^a neuron name must be an identifier .*, got '\.\./evil'$"):
+        register_neuron("../evil")(nn.Identity)
+    with pytest.raises(TypeError, match=r"^neuron 'not_callable' must be callable \(a class or a function\), got 3$"):
+        register_neuron("not_callable")(3)
+    with pytest.raises(ValueError, match=r"^a dataset name must be an identifier .*, got 'a b'$"):
+        register_dataset(DatasetInfo("a b", "graph", 2, 2, None, 4, builder=lambda *a, **k: None))
+    with pytest.raises(TypeError, match=r"^dataset 'no_builder' must be a DatasetInfo with a callable builder"):
+        register_dataset(DatasetInfo("no_builder", "graph", 2, 2, None, 4, builder="not a function"))
+    with pytest.raises(ValueError, match=r"^a backbone name must be an identifier .*, got ''$"):
+        register_backbone("")(throwaway_net)
+    assert not {"not_callable", "no_builder"} & set(registries()["neuron"].names() + registries()["dataset"].names())
+
+
+def test_a_lazy_entry_is_checked_when_it_is_imported():
+    components = Registry("neuron")
+    with pytest.raises(ValueError, match=r"^neuron 'pi': target must be 'package.module:attribute', got 'math'$"):
+        components.lazy("pi", "math", extra="baselines")
+    components.lazy("pi", "math:pi", extra="baselines")
+    with pytest.raises(TypeError, match=r"^neuron 'pi' must be callable \(a class or a function\), got 3\.14"):
+        components.get("pi")

@@ -30,7 +30,9 @@ from fsnn.data.common import (
 from fsnn.registry import DATA_KINDS, Registry
 
 # what the loaders take from the run rather than from the dataset's config
-DATASETS = Registry("dataset", supplied=("info", "data_dir", "seed", "cache_dir"))
+DATASETS = Registry("dataset", supplied=("info", "data_dir", "seed", "cache_dir"),
+                    entries=("a DatasetInfo with a callable builder",
+                             lambda entry: isinstance(entry, DatasetInfo) and callable(entry.builder)))
 Size = Annotated[int | list[int], Check("an integer >= 1 or an [H, W] pair of them", lambda v: (
     v >= 1 if isinstance(v, int) else len(v) == 2 and all(isinstance(s, int) and s >= 1 for s in v)))]
 
@@ -94,6 +96,9 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None, options
     with ``x``, ``edge_index`` and ``y``; a sequence task's ``builder(info, data_dir, seed, val_fraction, *,
     cache_dir, **options)`` returns ``(train, val, test)`` :class:`fsnn.data.sequences.SequenceDataset` s with items
     ``(float32 [T, C], int)``."""
+    if not isinstance(info, DatasetInfo):
+        raise TypeError(f"register_dataset takes a DatasetInfo, got {info!r}")
+    DATASETS.check_name(info.name)
     if builder is not None:
         info = DatasetInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "builder": builder})
     if info.builder is None:

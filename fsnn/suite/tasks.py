@@ -35,7 +35,7 @@ from fsnn.suite.lightning import (
 )
 from fsnn.suite.robustness import CORRUPTIONS, CorruptedDataset
 
-TASKS = Registry("task")
+TASKS = Registry("task", entries=("a TaskKind", lambda entry: isinstance(entry, TaskKind)))
 
 
 class Task(NamedTuple):
