@@ -1,7 +1,7 @@
 """Every engine supports autograd's features: exact gradients (``gradcheck``) of the input and of every learnable
 parameter at every sequence length, including lengths shorter than the SOE engine's exact head, non-reentrant
 activation checkpointing, and a one-line refusal of what it cannot support (``torch.func`` transforms,
-``torch.jit.script``).
+``torch.jit.script``, second derivatives through the analytic backward).
 
 ``gradcheck`` compares the analytic backward with finite differences. The spike is a step, so the test uses a
 piecewise-linear surrogate of width 1e-4 (zero away from the threshold, like the step's true derivative) and
@@ -103,3 +103,43 @@ def test_jit_script_is_refused_in_one_line():
         with pytest.raises(TypeError, match=r"^torch.jit.script cannot compile FractionalLIF \(.*\); call the "
                                             r"module eagerly$"):
             torch.jit.script(model)
+
+
+@pytest.mark.parametrize("engine", ["direct", "soe", "triton", "cpp"])
+def test_a_second_derivative_is_refused_in_one_line(engine):
+    # the engines' analytic backward runs in place, in compiled loops or Triton kernels: create_graph=True through it
+    # would give a gradient without (or with a wrong) derivative of its own
+    m = neuron(engine, learn_tau=True)
+    x = currents(6).requires_grad_()
+    spikes, v = m(x, return_state=True)
+    with pytest.raises(RuntimeError, match=r"^the backward of fsnn's fractional neurons \(FractionalLIF, FractionalIF, "
+                                           r"every engine of convention='fsnn'\) is differentiable once: "
+                                           r"create_graph=True through it \(for a second derivative"):
+        torch.autograd.grad(v.square().sum() + spikes.sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="is differentiable once"):
+        torch.autograd.gradgradcheck(lambda x: m(x, return_state=True)[1], (currents(3).requires_grad_(),))
+    (grad,) = torch.autograd.grad(v.square().sum(), x)  # a first derivative is unaffected
+    assert torch.isfinite(grad).all() and grad.abs().sum() > 0
+
+
+def test_the_spikede_convention_has_exact_second_derivatives():
+    # its loop is differentiated by autograd, the spike's surrogate included (out of place, so twice)
+    m = FractionalLIF(alpha=0.6, tau=1.7, surrogate="sigmoid", surrogate_scale=2.0, convention="spikede").double()
+    x = currents(6).requires_grad_()
+    assert torch.autograd.gradgradcheck(lambda x: [*m(x, return_state=True)], (x,), eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("surrogate", ["sigmoid", "arctan", "piecewise_linear", "gaussian"])
+def test_the_spike_function_has_exact_second_derivatives(surrogate):
+    from fsnn.neurons.surrogate import spike
+
+    x = torch.linspace(-2.1, 1.9, 9, dtype=torch.float64, requires_grad=True)  # none at the box's edges
+    assert torch.autograd.gradgradcheck(lambda x: spike(x, surrogate, 1.5), (x,))
+
+
+def test_the_confined_parameters_have_exact_second_derivatives_inside_their_bounds():
+    from fsnn.neurons.modules import Confine
+
+    # at a bound the gradient is projected on purpose (a first derivative that finite differences do not see)
+    x = torch.tensor([-0.9, -0.5, 0.3, 1.5, 1.9], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda x: Confine.apply(x, -1.0, 2.0).pow(3), (x,))

@@ -176,3 +176,15 @@ def test_the_encoder_names_the_samplers_that_drew_its_spikes(monkeypatch):
     model[0](torch.rand(40, 100)).dense()
     assert describe_encoders(model)["0"]["samplers"] == sorted({expected, "torch"})
     assert describe_encoders(nn.Linear(2, 2)) == {}
+
+
+@built
+def test_a_second_derivative_through_the_compiled_currents_is_refused_in_one_line():
+    x = torch.rand(9, 16, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * 0.8 + 0.1
+    layer = nn.Linear(16, 3).double()
+    spikes = _encode(x, 4)
+    currents = spikes.linear(layer.weight, layer.bias)
+    assert spikes.sampler == "compiled"
+    with pytest.raises(RuntimeError, match=r"^the compiled Poisson sampler's backward \(fsnn.models.poisson\) is "
+                                           r"differentiable once: create_graph=True through it"):
+        torch.autograd.grad(currents.square().sum(), layer.weight, create_graph=True)

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 
 from fsnn.checks import check_int, check_number
 from fsnn.neurons.compiled import CompiledExtension
+from fsnn.neurons.engines import once_differentiable
 
 # Elements of the largest intermediate of one chunk ([steps, rows, features] spikes on the dense path, [steps,
 # uncertain entries, out features] currents on the sparse one): 4M float32 entries, 16 MiB, whatever the batch.
@@ -229,6 +230,7 @@ class _CompiledCurrents(torch.autograd.Function):
         return currents, fired
 
     @staticmethod
+    @once_differentiable("the compiled Poisson sampler's backward (fsnn.models.poisson)")
     def backward(ctx, grad, _fired):
         flat, bits = ctx.saved_tensors
         grad_weight_t = EXTENSION.module().currents_backward(grad.contiguous(), flat, bits, ctx.features)

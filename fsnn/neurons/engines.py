@@ -21,10 +21,15 @@ time-reversed convolution with the same kernel, so the same two engines serve it
 charged potentials ``H`` (and the input when ``tau``/``alpha`` learn) are saved. Learnable
 ``alpha`` gets ``dL/dK_m = sum_k <Hbar_k, g_{k-m}>`` (one FFT cross-correlation), which autograd
 maps through ``torch.lgamma`` onto ``alpha``.
+
+The backward is differentiable once (:func:`once_differentiable`): it runs in place, in compiled loops or in
+Triton kernels that autograd cannot follow, so ``create_graph=True`` through it (a second derivative) is refused
+in one line instead of coming out silently wrong.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -55,6 +60,37 @@ class EngineConfig:
         return self.v_reset if self.reset == "hard" else 0.0
 
     v_rest = v_init  # the leak pulls towards the same potential the membrane starts from
+
+
+def once_differentiable(what: str):
+    """Decorator of an autograd Function's ``backward`` that autograd cannot differentiate (in-place adjoints,
+    compiled or Triton kernels): asked for a graph of the gradient (``create_graph=True``), it refuses with one
+    ``RuntimeError`` naming ``what`` before computing anything. A gradient it returned under ``create_graph`` would
+    carry no derivative of its own, and a second derivative through it would come out silently wrong, or as
+    torch's error about a tensor "not used in the graph" (torch's ``once_differentiable`` only refuses when an
+    incoming gradient requires one).
+
+    Args:
+        what: what the message names, e.g. ``"the backward of FractionalLIF / FractionalIF"``.
+    """
+    message = (f"{what} is differentiable once: create_graph=True through it (for a second derivative: a backward "
+               "of a gradient, gradgradcheck, a penalty on a gradient) is not supported")
+
+    def decorate(backward):
+        @functools.wraps(backward)
+        def wrapper(ctx, *grads):
+            if torch.is_grad_enabled():  # autograd runs a backward with grad mode on only under create_graph=True
+                raise RuntimeError(message)
+            return backward(ctx, *grads)
+
+        return wrapper
+
+    return decorate
+
+
+#: the words of a refused second derivative through the neurons' engines
+NEURON_BACKWARD = ("the backward of fsnn's fractional neurons (FractionalLIF, FractionalIF, every engine of "
+                   "convention='fsnn')")
 
 
 def _toeplitz(kappa: torch.Tensor, rows: range, cols: range) -> torch.Tensor:
@@ -192,6 +228,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
         return spikes, V if cfg.return_state else V[:0]
 
     @staticmethod
+    @once_differentiable(NEURON_BACKWARD)
     def backward(ctx, grad_spikes, grad_v):
         if ctx.cfg.backend == "triton":
             return _triton_backward(ctx, grad_spikes, grad_v)

@@ -63,8 +63,20 @@ def surrogate_derivative_(x: torch.Tensor, name: str, scale: float) -> torch.Ten
 
 
 def surrogate_derivative(x: torch.Tensor, name: str, scale: float) -> torch.Tensor:
-    """``s(x)``: the surrogate for ``dH/dx`` evaluated at ``x = potential - threshold``."""
-    return surrogate_derivative_(x.clone(), name, scale)
+    """``s(x)``: the surrogate for ``dH/dx`` evaluated at ``x = potential - threshold``.
+
+    The operations of :func:`surrogate_derivative_` in the same order (the same numbers), each out of place, so
+    that autograd can differentiate it: a second derivative through :func:`spike` is ``grad * s'(x)``."""
+    if name == "sigmoid":
+        sg = torch.mul(x, scale).sigmoid()
+        return torch.addcmul(sg, sg, sg, value=-1.0).mul(scale)
+    if name == "arctan":
+        return torch.mul(x, 0.5 * math.pi * scale).square().add(1.0).reciprocal().mul(0.5 * scale)
+    if name == "piecewise_linear":
+        return x.abs().le(scale).to(x.dtype).div(2.0 * scale)
+    if name == "gaussian":
+        return torch.div(x, scale).square().mul(-0.5).exp().div(scale * math.sqrt(2.0 * math.pi))
+    raise ValueError(f"surrogate must be one of {list(SURROGATES)}, got {name!r}")
 
 
 class _Spike(torch.autograd.Function):
