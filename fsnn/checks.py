@@ -99,11 +99,18 @@ def as_generator(generator) -> torch.Generator:
     return torch.Generator().manual_seed(0 if generator is None else int(generator))
 
 
+#: what a neuron says of a NaN or inf input
+FINITE_INPUT = "x must be finite, got NaN or inf values"
+
+
 def check_spike_input(x) -> None:
     """Multi-step neuron input: a floating tensor ``[T, B, ...]`` with finite values.
 
-    Finiteness is checked on the CPU only: on a GPU the check would synchronise the device on every
-    call of every neuron layer (there, NaN inputs give NaN potentials and no spikes).
+    The finiteness check never synchronises a device: on CPU tensors it reads the values (a ``ValueError``);
+    inside ``torch.compile`` it is an assertion in the graph (``torch._assert_async``: no read back to Python, a
+    ``RuntimeError`` with the same words when it fails); on a GPU, where a read would synchronise the device on
+    every call of every neuron layer, it runs only while anomaly detection is on
+    (``torch.autograd.set_detect_anomaly(True)``), and otherwise NaN inputs give NaN potentials and no spikes.
     """
     import torch  # already loaded by the neuron that calls this: a lookup, not an import
 
@@ -112,10 +119,16 @@ def check_spike_input(x) -> None:
         raise ValueError(f"x must be a floating-point tensor of shape [T, B, ...], got {got}")
     if x.dim() < 2 or x.shape[0] < 1:
         raise ValueError(f"x must have shape [T, B, ...] (rank >= 2, T >= 1), got shape {tuple(x.shape)}")
+    if torch.compiler.is_compiling():
+        if x.device.type == "cpu":  # on a GPU a failed assertion is a device-side assert: the device is lost
+            torch._assert_async(torch.isfinite(x).all(), FINITE_INPUT)
+        return
+    if x.device.type != "cpu" and not torch.is_anomaly_enabled():
+        return
     # one reduction decides for all-finite input (the usual case); only a non-finite sum (a NaN or inf entry, or, in
     # theory, finite entries whose sum overflows) needs the entry-by-entry check
-    if x.device.type == "cpu" and not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):
-        raise ValueError("x must be finite, got NaN or inf values")
+    if not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):
+        raise ValueError(FINITE_INPUT)
 
 
 class OptionError(ValueError):

@@ -1,7 +1,8 @@
 """Every engine supports autograd's features: exact gradients (``gradcheck``) of the input and of every learnable
 parameter at every sequence length, including lengths shorter than the SOE engine's exact head, non-reentrant
-activation checkpointing, and a one-line refusal of what it cannot support (``torch.func`` transforms,
-``torch.jit.script``, second derivatives through the analytic backward).
+activation checkpointing, ``torch.compile`` (a graph break at each neuron), and a one-line refusal of what it
+cannot support (``torch.func`` transforms, ``torch.jit.script``, second derivatives through the analytic backward,
+``torch.compile(fullgraph=True)``, ``torch.export``).
 
 ``gradcheck`` compares the analytic backward with finite differences. The spike is a step, so the test uses a
 piecewise-linear surrogate of width 1e-4 (zero away from the threshold, like the step's true derivative) and
@@ -12,6 +13,7 @@ The Triton engine runs on CPU tensors through Triton's interpreter (``conftest.p
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -143,3 +145,50 @@ def test_the_confined_parameters_have_exact_second_derivatives_inside_their_boun
     # at a bound the gradient is projected on purpose (a first derivative that finite differences do not see)
     x = torch.tensor([-0.9, -0.5, 0.3, 1.5, 1.9], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(lambda x: Confine.apply(x, -1.0, 2.0).pow(3), (x,))
+
+
+def test_torch_compile_runs_a_network_with_a_graph_break_at_each_neuron():
+    # the finiteness check is an assertion in the graph (no read back to Python); the engines run eagerly between
+    # the compiled pieces, with the same numbers and gradients
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(1)  # both neuron layers fire
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), FractionalLIF(learn_tau=True), torch.nn.Linear(4, 4),
+                              FractionalLIF(alpha=0.7, engine="direct", threshold=0.1), torch.nn.Linear(4, 2))
+    x = torch.rand(5, 2, 3) * 6
+    graphs = []
+
+    def backend(graph, inputs):  # dynamo's graphs, run as they are (backend="eager"), kept to be looked at
+        graphs.append(graph)
+        return graph.forward
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(net, backend=backend)
+    outputs, grads = [], []
+    for run in (net, compiled):
+        out = run(x)
+        torch.autograd.backward(out, torch.linspace(-1, 1, out.numel()).view_as(out))
+        outputs.append(out)
+        grads.append([p.grad.clone() for p in net.parameters()])
+        net.zero_grad()
+    assert torch.equal(*outputs)
+    assert all(torch.equal(a, b) for a, b in zip(*grads)) and all(g.abs().sum() > 0 for g in grads[0])
+    breaks = counters["graph_break"]
+    assert breaks and all("FractionalNeuron._integrate" in reason for reason in breaks)  # only at the engines
+    assert any(node.target is torch._assert_async for graph in graphs for node in graph.graph.nodes)
+    with pytest.raises(RuntimeError, match=r"x must be finite, got NaN or inf values"):
+        compiled(torch.full_like(x, float("nan")))
+    torch._dynamo.reset()
+
+
+def test_fullgraph_compilation_and_export_are_refused_naming_the_neuron():
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), FractionalLIF())
+    x = torch.rand(5, 2, 3)
+    reason = re.escape("its engines run outside the graph")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=reason):  # torch's Unsupported, with the reason of torch.compiler.disable
+        torch.compile(net, backend="eager", fullgraph=True)(x)
+    with pytest.raises(RuntimeError, match=rf"^torch.export cannot export FractionalLIF: {reason}"):
+        torch.export.export(net, (x,))
+    torch._dynamo.reset()

@@ -58,6 +58,10 @@ def inverse_softplus(y: float) -> float:
 #: the range a learned alpha is held in: the constructor's start values, away from 0 (where the kernels' Gamma
 #: functions are inf and NaN); 1 is reached within 1e-4, as close as the sigmoid's gradient lets it get anyway
 LEARNED_ALPHA = (1e-4, 1 - 1e-4)
+#: why the engines run outside a torch.compile graph, and what that allows
+OUTSIDE_GRAPH = ("its engines run outside the graph (they read tau, the threshold and the kernel as numbers and run "
+                 "Python, compiled or Triton loops): torch.compile runs it with a graph break at each neuron layer; "
+                 "torch.compile(fullgraph=True) and torch.export cannot")
 #: a learned or alpha-dependent tau is held this far (relatively) above the stability bound, so that it stays
 #: strictly above it after a rounding to float32 (a relative 6e-8)
 TAU_MARGIN = 1e-6
@@ -391,7 +395,8 @@ class FractionalNeuron(SpikingNeuron):
             The spikes, 0 or 1, with the shape, dtype and device of ``x``; with ``return_state``, ``(spikes, v)``
                 where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
         """
-        if torch._C._functorch.is_functorch_wrapped_tensor(x):  # the engines read tau and the kernel as numbers
+        # the engines read tau and the kernel as numbers (torch.compile has no functorch wrappers to look for)
+        if not torch.compiler.is_compiling() and torch._C._functorch.is_functorch_wrapped_tensor(x):
             raise TypeError(f"{type(self).__name__} does not run under torch.func transforms (vmap, grad, jacrev, "
                             "...); use loss.backward(), and fold a mapped dimension into the batch: x of shape "
                             "[T, B * V, ...]")
@@ -399,6 +404,14 @@ class FractionalNeuron(SpikingNeuron):
         if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
             raise ValueError("x must hold values (a cpu or cuda tensor): the meta device is not supported by "
                              f"{type(self).__name__}, got device 'meta'")
+        return self._integrate(x, return_state)
+
+    @torch.compiler.disable(reason=OUTSIDE_GRAPH)
+    def _integrate(self, x: torch.Tensor, return_state: bool):
+        """:meth:`forward` past its checks: the engines, outside any ``torch.compile`` graph (they read parameters
+        and kernel weights as numbers, keep caches and run compiled loops or Triton kernels)."""
+        if torch.compiler.is_exporting():
+            raise RuntimeError(f"torch.export cannot export {type(self).__name__}: {OUTSIDE_GRAPH}")
         shape, in_dtype = x.shape, x.dtype
         T = shape[0]
         flat = x.reshape(T, -1)
