@@ -58,7 +58,7 @@ def test_create_refuses_an_argument_by_name_with_the_closest():
 def test_a_schema_is_the_component_s_own_signature():
     schema = registries()["neuron"].schema("flif")
     assert schema.model_fields["alpha"].description == "a number in (0, 1]"
-    assert schema.model_fields["memory"].description == "null or an integer >= 1"
+    assert schema.model_fields["memory"].description == "null or an integer in [1, 65536]"
     assert "alpha" not in registries()["neuron"].schema("lif").model_fields  # fsnn's LIF has alpha fixed to 1
     backbone = registries()["backbone"].schema("sgcn").model_fields
     assert {"T", "dropout"} <= set(backbone) and not {"num_classes", "in_features", "neuron"} & set(backbone)

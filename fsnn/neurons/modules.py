@@ -25,15 +25,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn.checks import (
-    Count,
     Flag,
     OptionError,
     Positive,
     Real,
     check_spike_input,
     checked,
+    integer,
     number,
     one_of,
+    option_check,
 )
 from fsnn.neurons import cpu_kernels, triton_kernels as kernels
 from fsnn.neurons.dynamics import spikede_sequence
@@ -46,8 +47,20 @@ ENGINES = ("auto", "direct", "soe", "triton", "cpp")
 CONVENTIONS = ("fsnn", "spikede")
 RESETS = ("soft", "hard")
 Alpha = number("a number in (0, 1]", lambda v: 0 < v <= 1)  # the order of the Caputo derivative
+#: the longest history window: the stability bound of a window is computed on a grid of 16 points per lag
+#: (:func:`fsnn.neurons.memory.stable_tau`), and a window longer than any sequence it meets is memory=None
+MAX_MEMORY = 1 << 16
+Memory = integer(f"an integer in [1, {MAX_MEMORY}]", lambda v: 1 <= v <= MAX_MEMORY)
 Reset = one_of(*RESETS)
 Surrogate = one_of(*SURROGATES)
+
+
+def _checked(option_type, name: str, value):
+    """``value`` (a number or a one-element tensor, as an assignment may give it) checked as the constructor checks
+    an argument of ``option_type``: one ``ValueError`` naming ``name`` and what it takes."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    return option_check(option_type)[0](name, value)
 
 
 def inverse_softplus(y: float) -> float:
@@ -58,6 +71,17 @@ def inverse_softplus(y: float) -> float:
 #: the range a learned alpha is held in: the constructor's start values, away from 0 (where the kernels' Gamma
 #: functions are inf and NaN); 1 is reached within 1e-4, as close as the sigmoid's gradient lets it get anyway
 LEARNED_ALPHA = (1e-4, 1 - 1e-4)
+#: a learned threshold is held at or above this share of its starting value: softplus reaches 0 in float32 (below
+#: a raw value of about -104), and a threshold of 0 fires at every step
+LEARNED_THRESHOLD = 1e-4
+#: the domains of the raw parameters the learned ones are made of
+RAW_DOMAINS = {
+    "alpha_raw": f"a finite number (the learned alpha is sigmoid(alpha_raw), held in [{LEARNED_ALPHA[0]:g}, "
+                 f"{LEARNED_ALPHA[1]:g}])",
+    "tau_raw": "a finite number (the learned tau is softplus(tau_raw), held above the stability bound)",
+    "theta_raw": f"a finite number (the learned threshold is softplus(theta_raw), held at or above {LEARNED_THRESHOLD:g} "
+                 "times its starting value)",
+}
 #: why the engines run outside a torch.compile graph, and what that allows
 OUTSIDE_GRAPH = ("its engines run outside the graph (they read tau, the threshold and the kernel as numbers and run "
                  "Python, compiled or Triton loops): torch.compile runs it with a graph break at each neuron layer; "
@@ -134,7 +158,7 @@ class FractionalNeuron(SpikingNeuron):
         v_reset: Real = 0.0,
         dt: Positive = 1.0,
         method: one_of(*METHODS) = "pred",
-        memory: Count | None = None,
+        memory: Memory | None = None,
         engine: one_of(*ENGINES) = "auto",
         surrogate: Surrogate = "sigmoid",
         surrogate_scale: Positive | None = None,
@@ -167,8 +191,8 @@ class FractionalNeuron(SpikingNeuron):
             method: the discretisation of the Caputo derivative (type ``one_of(*METHODS)``), one of ``"pred"``
                 (default: the paper's fractional Adams-Bashforth predictor), ``"gl"`` (Grünwald-Letnikov) or
                 ``"l1"`` (the L1 scheme); their kernels are in :mod:`fsnn.neurons.memory`.
-            memory: how many past steps the history keeps, ``None`` (default: the whole sequence) or an integer
-                $\ge 1$ (the short-memory principle: lags beyond it are dropped). Not with ``engine="soe"``.
+            memory: how many past steps the history keeps, ``None`` (default: the whole sequence) or an integer in
+                $[1, 65536]$ (the short-memory principle: lags beyond it are dropped). Not with ``engine="soe"``.
             engine: how the history sum is computed, one of ``"auto"`` (default: the fastest exact-enough one,
                 fused Triton kernels on CUDA tensors, the compiled CPU loops on CPU tensors up to 256 steps),
                 ``"direct"`` (exact, $O(T^2)$ work in blocked matrix products), ``"soe"`` (a sum of about 20
@@ -184,8 +208,8 @@ class FractionalNeuron(SpikingNeuron):
             learn_alpha: ``True`` makes ``alpha`` a trained parameter, kept in $(0, 1)$ by a sigmoid; default
                 ``False``.
             learn_tau: ``True`` makes ``tau`` a trained parameter, kept $> 0$ by a softplus; default ``False``.
-            learn_threshold: ``True`` makes ``threshold`` a trained parameter, kept $> 0$ by a softplus; default
-                ``False``.
+            learn_threshold: ``True`` makes ``threshold`` a trained parameter, kept $> 0$ by a softplus and held at
+                or above $10^{-4}$ times its starting value; default ``False``.
             convention: the numerics, ``"fsnn"`` (default: spike on the charged membrane, exact reset current) or
                 ``"spikede"`` (the official toolbox's: spike on a one-step look-ahead, reset as a
                 $\vartheta / \tau$ current), for replaying its published pipelines; see :mod:`fsnn.neurons.dynamics`.
@@ -220,6 +244,7 @@ class FractionalNeuron(SpikingNeuron):
         self.tau_value = tau
         self.theta_raw = nn.Parameter(torch.tensor(inverse_softplus(threshold))) if learn_threshold else None
         self.threshold_value = threshold
+        self._checks_assignments = True  # from here on, setting alpha, tau or the threshold is checked
 
     @classmethod
     def check_tau(cls, alpha: float, tau: float, dt: float, method: str, memory: int | None,
@@ -254,21 +279,51 @@ class FractionalNeuron(SpikingNeuron):
     # -- parameters --------------------------------------------------------------------------
     @property
     def alpha(self) -> torch.Tensor:
+        """The order, a float64 tensor: ``sigmoid(alpha_raw)`` when learned, held in :data:`LEARNED_ALPHA`.
+        Assigning a number (``neuron.alpha = 0.3``) checks it as the constructor does (and, for a fixed tau, the
+        stability bound at it) and sets the fixed order or the learned one's raw value."""
         if hasattr(self, "alpha_raw"):  # float64's sigmoid reaches 0 (NaN kernels) and 1: held in LEARNED_ALPHA
             return Confine.apply(torch.sigmoid(self.alpha_raw.to(torch.float64)), *LEARNED_ALPHA)
         return self.alpha_value
+
+    @alpha.setter
+    def alpha(self, value) -> None:
+        alpha = _checked(Alpha, "alpha", value)
+        if hasattr(self, "alpha_raw"):
+            start = min(max(alpha, LEARNED_ALPHA[0]), LEARNED_ALPHA[1])
+            with torch.no_grad():
+                self.alpha_raw.fill_(math.log(start / (1 - start)))
+        else:
+            if self.tau_raw is None:
+                self.check_tau(alpha, self.tau_value, self.dt, self.method, self.memory, self.convention)
+            self._buffers["alpha_value"] = torch.tensor(alpha, dtype=torch.float64, device=self.alpha_value.device)
+            self._alpha_host = alpha
+        self._prepared.clear()
 
     @property
     def tau(self) -> torch.Tensor:
         """``softplus(tau_raw)`` when learned; held (:class:`Confine`) just above the stability bound of the current
         ``alpha`` whenever tau or alpha learns: an optimiser step can cross the bound, which the constructor checks
-        only at the start. Above it, values and gradients are exactly the unconstrained ones."""
+        only at the start. Above it, values and gradients are exactly the unconstrained ones. Assigning a number
+        checks it against the bound at the current ``alpha``, as the constructor does."""
         tau = F.softplus(self.tau_raw) if self.tau_raw is not None else torch.tensor(self.tau_value)
         if self.leak and (self.tau_raw is not None or self._alpha_host is None):
             alpha = self._alpha_host if self._alpha_host is not None else float(self.alpha.detach())
             bound = self.tau_bound(alpha, self.dt, self.method, self.memory, self.convention)
             tau = Confine.apply(tau, bound * (1 + TAU_MARGIN), None)
         return tau
+
+    @tau.setter
+    def tau(self, value) -> None:
+        tau = _checked(Positive, "tau", value)
+        alpha = self._alpha_host if self._alpha_host is not None else float(self.alpha.detach())
+        self.check_tau(alpha, tau, self.dt, self.method, self.memory, self.convention)
+        if self.tau_raw is not None:
+            with torch.no_grad():
+                self.tau_raw.fill_(inverse_softplus(tau))
+        else:
+            self.__dict__["tau_value"] = tau
+        self._prepared.clear()
 
     def time_constant(self) -> torch.Tensor:
         return self.tau
@@ -278,7 +333,58 @@ class FractionalNeuron(SpikingNeuron):
 
     @property
     def threshold(self) -> torch.Tensor:
-        return F.softplus(self.theta_raw) if self.theta_raw is not None else torch.tensor(self.threshold_value)
+        """``softplus(theta_raw)`` when learned, held (:class:`Confine`) at or above :data:`LEARNED_THRESHOLD` times
+        its starting value; the fixed value otherwise. Assigning a number checks it (``> 0``)."""
+        if self.theta_raw is None:
+            return torch.tensor(self.threshold_value)
+        return Confine.apply(F.softplus(self.theta_raw), self._threshold_floor, None)
+
+    @property
+    def _threshold_floor(self) -> float:
+        return LEARNED_THRESHOLD * self.threshold_value  # a learned threshold's threshold_value is where it started
+
+    @threshold.setter
+    def threshold(self, value) -> None:
+        threshold = _checked(Positive, "threshold", value)
+        if self.theta_raw is not None:
+            with torch.no_grad():
+                self.theta_raw.fill_(inverse_softplus(max(threshold, self._threshold_floor)))
+        else:
+            self.__dict__["threshold_value"] = threshold
+        self._prepared.clear()
+
+    #: what an assignment of each name sets, through the checks of the property
+    _CHECKED_NAMES = {"alpha": "alpha", "alpha_value": "alpha", "tau": "tau", "tau_value": "tau",
+                      "threshold": "threshold", "threshold_value": "threshold"}
+
+    def __setattr__(self, name, value) -> None:
+        # alpha_value (a buffer), tau_value and threshold_value are the stored fixed values: after the constructor
+        # every assignment of them goes through the same checks as the constructor's arguments
+        if name in self._CHECKED_NAMES and self.__dict__.get("_checks_assignments"):
+            getattr(FractionalNeuron, self._CHECKED_NAMES[name]).fset(self, value)
+            return
+        super().__setattr__(name, value)
+
+    @property
+    def _fixed(self) -> bool:
+        """Whether nothing learns (alpha, tau and the threshold are numbers)."""
+        return self._alpha_host is not None and self.tau_raw is None and self.theta_raw is None
+
+    def _raw_parameters(self) -> list[tuple[str, nn.Parameter]]:
+        """``(name, parameter)`` of every learned raw parameter (``alpha_raw``, ``tau_raw``, ``theta_raw``)."""
+        return [(name, raw) for name in RAW_DOMAINS if (raw := getattr(self, name, None)) is not None]
+
+    def _read_learned(self, alpha: torch.Tensor) -> float:
+        """``float(alpha)``, read from its device together with every learned raw parameter, each refused in one
+        ``ValueError`` when it is NaN or inf (after an optimiser step or a loaded state): the engines would turn it
+        into a NaN membrane and no spikes, without a word."""
+        raws = self._raw_parameters()
+        values = torch.stack([alpha.detach().to(torch.float64).reshape(()),
+                              *(raw.detach().to(alpha.device, torch.float64).reshape(()) for _, raw in raws)]).tolist()
+        for (name, _), value in zip(raws, values[1:]):
+            if not math.isfinite(value):
+                raise OptionError(name, RAW_DOMAINS[name], value)
+        return values[0]
 
     def extra_repr(self) -> str:
         kind = "learnable " if hasattr(self, "alpha_raw") else ""
@@ -350,12 +456,12 @@ class FractionalNeuron(SpikingNeuron):
         Made once per sequence length, device and dtype while nothing learns: the per-call
         alternative costs host-device copies and a synchronisation on every forward.
         """
-        fixed = self._alpha_host is not None and self.tau_raw is None and self.theta_raw is None
+        fixed = self._fixed
         key = (steps, self.block, self.engine, like.device, like.dtype)
         if fixed and key in self._prepared:
             return self._prepared[key]
         alpha = self.alpha
-        engine, bank = self.resolve_engine(steps, self._alpha_host if fixed else float(alpha.detach()), like.device)
+        engine, bank = self.resolve_engine(steps, self._alpha_host if fixed else self._read_learned(alpha), like.device)
         if bank is None:
             length = steps if self.memory is None else min(steps, self.memory + 1)
             k_head = kernel_for(self.method, alpha, length, self.dt, like)
@@ -369,13 +475,56 @@ class FractionalNeuron(SpikingNeuron):
         return out
 
     def _apply(self, fn, *args, **kwargs):
+        """``.to()``, ``.cuda()``, ``.half()``, ...: the order and the raw parameters never lose precision (the fixed
+        alpha stays float64, a raw parameter its dtype under a cast to a coarser one, such as ``.half()`` rounding
+        alpha 0.3 to 0.30005); they follow a move to another device."""
         self._prepared.clear()  # .to() / .double() / .cuda(): the cached tensors would be stale
-        return super()._apply(fn, *args, **kwargs)
+        precise = {id(t) for t in (self._buffers.get("alpha_value"), *(raw for _, raw in self._raw_parameters()),
+                                   *(raw.grad for _, raw in self._raw_parameters())) if t is not None}
+
+        def keep_precision(tensor):
+            out = fn(tensor)
+            if (id(tensor) in precise and out.dtype != tensor.dtype and out.is_floating_point()
+                    and torch.finfo(out.dtype).eps > torch.finfo(tensor.dtype).eps):
+                return tensor.to(device=out.device)
+            return out
+
+        return super()._apply(keep_precision, *args, **kwargs)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        if self._alpha_host is not None:
-            self._alpha_host = float(self.alpha_value)
+        """Every value is checked before any is copied: a fixed alpha in (0, 1] (and a fixed tau above the stability
+        bound at it), learned raw parameters finite; a refused one is one ``ValueError`` naming the parameter, its
+        domain and its state-dict key. A fixed alpha stored at a coarser precision that is this neuron's own alpha
+        rounded (a ``.half()`` copy's) leaves the full-precision value in place."""
+        alpha = None
+        key = prefix + "alpha_value"
+        if self._alpha_host is not None and isinstance(stored := state_dict.get(key), torch.Tensor) \
+                and stored.numel() == 1:
+            alpha = float(stored.item())
+            own = torch.tensor(self._alpha_host, dtype=torch.float64)
+            if stored.is_floating_point() and stored.dtype != torch.float64 and own.to(stored.dtype).item() == alpha:
+                alpha = self._alpha_host
+            if not 0 < alpha <= 1:
+                raise ValueError(f"alpha must be a number in (0, 1], got {alpha!r} (state dict key {key!r})")
+            if self.tau_raw is None:
+                try:
+                    self.check_tau(alpha, self.tau_value, self.dt, self.method, self.memory, self.convention)
+                except OptionError as error:
+                    raise ValueError(f"{error} (at alpha={alpha:g}, state dict key {key!r})") from None
+        for name, _ in self._raw_parameters():
+            stored = state_dict.get(prefix + name)
+            if isinstance(stored, torch.Tensor) and stored.numel() == 1 and not math.isfinite(stored.item()):
+                raise ValueError(f"{name} must be {RAW_DOMAINS[name]}, got {stored.item()!r} (state dict key "
+                                 f"{prefix + name!r})")
+        guarded = self.__dict__.get("_checks_assignments", False)
+        self._checks_assignments = False  # load_state_dict(assign=True) sets the buffer itself, checked above
+        try:
+            super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        finally:
+            self._checks_assignments = guarded
+        if alpha is not None:
+            self._buffers["alpha_value"] = torch.tensor(alpha, dtype=torch.float64, device=self.alpha_value.device)
+            self._alpha_host = alpha
         self._prepared.clear()
 
     # -- forward -----------------------------------------------------------------------------
@@ -438,6 +587,8 @@ class FractionalNeuron(SpikingNeuron):
         return spikes
 
     def _spikede(self, flat: torch.Tensor):
+        if not self._fixed:
+            self._read_learned(self.alpha)
         self.last_engine = "spikede"
         if flat.dtype in (torch.float16, torch.bfloat16):
             flat = flat.float()
