@@ -481,6 +481,18 @@ def test_drsgnn_threshold_modes():
                        neuron_kwargs={"learn_threshold": True}, T=T, threshold_mode="scale", pe_dim=4)
 
 
+def test_drsgnn_scaled_threshold_pushed_to_zero_is_held_at_its_floor():
+    """A softplus gone to 0 would scale the currents to inf: held at 1e-4 of its start, as a neuron's own."""
+    from fsnn.neurons.modules import LEARNED_THRESHOLD
+
+    model = build_backbone("drsgnn", in_features=12, num_classes=5, neuron="sj_lif", neuron_kwargs={"threshold": 1.5},
+                           T=4, pe="rw", pe_dim=4, threshold_mode="scale")
+    with torch.no_grad():
+        model.theta_raw.fill_(-200.0)
+    assert float(model.learned_threshold.detach()) == pytest.approx(LEARNED_THRESHOLD * 1.5, rel=1e-6)
+    assert torch.isfinite(model.scale_currents(torch.ones(3))).all()
+
+
 @pytest.mark.parametrize("neuron", ["sj_lif", "flif"])
 def test_drsgnn_scaled_currents_equal_a_neuron_with_that_threshold(neuron):
     """'scale' mode: currents x theta0/theta into a threshold-theta0 neuron == a neuron with threshold theta."""

@@ -38,7 +38,7 @@ from fsnn.models.energy import SynapticLayer
 from fsnn.models.poisson import PoissonEncoder, check_noise_std
 from fsnn.models.registry import register_backbone
 from fsnn.neurons.memory import history_kernel
-from fsnn.neurons.modules import FractionalNeuron, inverse_softplus, neuron_params
+from fsnn.neurons.modules import LEARNED_THRESHOLD, Confine, FractionalNeuron, inverse_softplus, neuron_params
 
 
 # ------------------------------------------------------------------------------------------------------- SGCN
@@ -176,7 +176,7 @@ class DRSGNN(SpikingGCN):
       linear in the membrane potential with rest and reset at 0 (IF, LIF, f-IF, f-LIF; soft reset, or hard reset to
       0), this is exactly a neuron with threshold ``theta`` in the forward pass (only the surrogate's width differs by
       the factor ``theta0 / theta``), so baselines whose threshold is a plain float (SpikingJelly, snnTorch) get the
-      same trainable parameter.
+      same trainable parameter, held as the neurons' own at or above ``1e-4 theta0``.
     * ``"auto"`` (default): ``"neuron"`` when the neuron takes ``learn_threshold``, else ``"scale"``.
     * ``"fixed"``: no learnable threshold.
 
@@ -240,10 +240,15 @@ class DRSGNN(SpikingGCN):
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, pe={self.pe}, pe_dim={self.pe_dim}, threshold_mode={self.threshold_mode}"
 
+    def _scaled_threshold(self) -> torch.Tensor:
+        """``softplus(theta_raw)``, held (projected gradient) at or above ``LEARNED_THRESHOLD`` times its start, as
+        the neurons' own learned threshold: a softplus gone to 0 would scale the currents to inf."""
+        return Confine.apply(F.softplus(self.theta_raw), LEARNED_THRESHOLD * self.threshold0, None)
+
     @property
     def learned_threshold(self) -> torch.Tensor:
         if self.theta_raw is not None:
-            return F.softplus(self.theta_raw)
+            return self._scaled_threshold()
         value = getattr(self.neuron, "threshold", self.threshold0)
         return value if isinstance(value, torch.Tensor) else torch.tensor(float(value))
 
@@ -256,4 +261,4 @@ class DRSGNN(SpikingGCN):
     def scale_currents(self, currents: torch.Tensor) -> torch.Tensor:
         if self.theta_raw is None:
             return currents
-        return currents * (self.threshold0 / F.softplus(self.theta_raw))
+        return currents * (self.threshold0 / self._scaled_threshold())
