@@ -17,9 +17,12 @@ those where a file outside the folder it belongs in was written, replaced, remov
 a record that became a path). Further categories: ``confined`` (strings that become paths), ``folders`` (one
 configuration, one folder), ``signals`` (every command on a signal), ``library`` (learned parameters, engines'
 autograd, impossible metrics), ``environment`` (variables set to nothing), ``mismatch`` (data that no longer matches
-a run, corrupt graph files) and ``inputs`` (caches and inputs that lie: processed caches holding pickles, foreign or
-stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record). ``--fast`` keeps,
-in those of :data:`FAST`, the cases that train nothing: what the test suite runs. Prints one table per category and
+a run, corrupt graph files), ``inputs`` (caches and inputs that lie: processed caches holding pickles, foreign or
+stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record), ``parameters``
+(the neuron's parameters set outside their domain), ``autograd`` (second derivatives and compilation: a correct
+result or a clear refusal) and ``registries`` (names that become paths, entries of the wrong kind); these last three
+are Python snippets (:data:`SNIPPETS`), whose fast ones ``tests/test_probe_snippets.py`` runs. ``--fast`` keeps, in
+those of :data:`FAST`, the cases that train nothing: what the test suite runs. Prints one table per category and
 the totals, and writes them to ``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
 not a test: it records what a checkout does, including the failures.
 """
@@ -88,6 +91,149 @@ MODULE_VALUES = [
     ("FractionalLIF on meta tensors", "FractionalLIF()(torch.ones(4, 2, 3, device='meta'))", "meta"),
     ("FractionalLIF(engine='triton') on CPU tensors", "FractionalLIF(engine='triton')(torch.ones(4, 2, 3))", "triton"),
 ]
+
+# a Python user of the library: {category: [(case, code, the word a clear refusal names, fast)]}. The code runs with
+# torch, math, FractionalLIF and FractionalIF imported; it ends normally on a correct result, raises an
+# AssertionError when it got a wrong one or a bad value was accepted (silent), and a clear refusal is a ValueError,
+# TypeError or RuntimeError whose message names the word (run_snippets)
+_LOAD_ALPHA = ("m = FractionalLIF(alpha=0.3)\n"
+               "m.load_state_dict({{'alpha_value': torch.tensor({value}, dtype=torch.float64)}})\n"
+               "raise AssertionError(f'alpha {{float(m.alpha)!r}} loaded')")
+_NAN_RAW = ("m = FractionalLIF(learn_alpha=True, learn_tau=True)\n"
+            "with torch.no_grad():\n    m.{name}.fill_(float('nan'))\n"
+            "s, v = m(torch.rand(20, 2, 3) * 2, return_state=True)\n"
+            "raise AssertionError(f'{{int(s.sum())}} spikes, membrane finite: {{bool(torch.isfinite(v).all())}}')")
+_CAST = ("m = FractionalLIF(alpha=0.3).{cast}()\n"
+         "assert float(m.alpha) == 0.3, f'alpha {{float(m.alpha)!r}} after .{cast}()'")
+# the second derivative of a loss of the membrane and the spikes, against finite differences of the first
+_SECOND = ("m = FractionalLIF(alpha=0.6, tau=1.7, {options}).double()\n"
+           "x = torch.rand(8, 1, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 0.5 + 0.6\n"
+           "def loss(x):\n    s, v = m(x, return_state=True)\n    return (v ** 2).sum() + s.sum()\n"
+           "def first(x):\n    x = x.detach().clone().requires_grad_()\n"
+           "    return torch.autograd.grad(loss(x), x)[0]\n"
+           "x.requires_grad_()\n(g,) = torch.autograd.grad(loss(x), x, create_graph=True)\n"
+           "(h,) = torch.autograd.grad(g[0, 0, 0], x)\n"
+           "e = torch.zeros_like(x)\ne[0] = 1e-6\n"
+           "fd = float((first(x + e) - first(x - e))[0, 0, 0] / 2e-6)\n"
+           "assert abs(float(h[0, 0, 0]) - fd) < 1e-4 * max(1.0, abs(fd)), "
+           "f'second derivative {{float(h[0, 0, 0]):.4g}}, finite differences {{fd:.4g}}'")
+# a fresh dynamo: what an earlier compilation cached must not decide the case
+_NET = "torch._dynamo.reset()\ntorch._dynamo.utils.counters.clear()\n" \
+       "net = torch.nn.Sequential(torch.nn.Linear(3, 4), FractionalLIF(), torch.nn.Linear(4, 2))\n" \
+       "x = torch.rand(5, 2, 3)\n"
+_REGISTER = ("from fsnn.neurons import register_neuron\n"
+             "register_neuron({name!r})(torch.nn.Identity)\n"
+             "raise AssertionError('registered the neuron name ' + repr({name!r}))")
+SNIPPETS = {
+    "parameters": [
+        *[(f"load_state_dict with alpha {v}", _LOAD_ALPHA.format(value=v), "alpha must be", True)
+          for v in ("1.5", "0.0", "float('nan')")],
+        ("learned threshold pushed to 0, neuron at rest",
+         "m = FractionalLIF(learn_threshold=True)\nwith torch.no_grad():\n    m.theta_raw.fill_(-200.0)\n"
+         "s = m(torch.zeros(20, 2, 3))\n"
+         "assert not s.any(), f'fires at {float(s.mean()):.0%} of the steps at rest, threshold "
+         "{float(m.threshold.detach())!r}'", "threshold", True),
+        *[(f"NaN {name}, forward", _NAN_RAW.format(name=name), f"{name} must be", True)
+          for name in ("alpha_raw", "tau_raw")],
+        *[(f".{cast}() keeps alpha 0.3", _CAST.format(cast=cast), "alpha", True) for cast in ("half", "bfloat16")],
+        ("state dict of a .half() copy keeps alpha 0.3",
+         "n = FractionalLIF(alpha=0.3)\nn.load_state_dict(FractionalLIF(alpha=0.3).half().state_dict())\n"
+         "assert float(n.alpha) == 0.3, f'alpha {float(n.alpha)!r} after the round trip'", "alpha", True),
+        ("FractionalLIF(memory=10**12)", "FractionalLIF(memory=10**12)\n"
+         "raise AssertionError('memory=10**12 accepted')", "memory must be", True),
+        ("assigned tau below the stability bound",
+         "m = FractionalLIF(alpha=0.5)\nm.tau_value = 0.1\n_, v = m(torch.rand(200, 2, 3), return_state=True)\n"
+         "raise AssertionError(f'tau 0.1 assigned; membrane finite: {bool(torch.isfinite(v).all())}')",
+         "tau must be", True),
+    ],
+    "autograd": [
+        *[(f"second derivative, engine={engine}", _SECOND.format(options=f"engine={engine!r}"),
+           "differentiable once", True) for engine in ("cpp", "direct", "soe")],
+        ("second derivative, convention=spikede (gradgradcheck)",
+         "m = FractionalLIF(alpha=0.6, tau=1.7, surrogate_scale=2.0, convention='spikede').double()\n"
+         "x = torch.rand(6, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 1.6 + 0.4\n"
+         "assert torch.autograd.gradgradcheck(lambda x: [*m(x.requires_grad_(), return_state=True)], (x,), "
+         "eps=1e-6, atol=1e-5)", "differentiable once", True),
+        ("second derivative, compiled Poisson sampler",
+         "from fsnn.models.poisson import poisson_encode\nw = torch.randn(3, 16, requires_grad=True)\n"
+         "p = torch.rand(9, 16, generator=torch.Generator().manual_seed(2)) * 0.8 + 0.1\n"
+         "spikes = poisson_encode(p, 4, generator=torch.Generator().manual_seed(1))\n"
+         "currents = spikes.linear(w, None)\n"
+         "assert spikes.sampler == 'compiled', 'the compiled sampler is not built here'\n"
+         "(g,) = torch.autograd.grad(currents.square().sum(), w, create_graph=True)\n"
+         "(h,) = torch.autograd.grad(g.square().sum(), w)\nassert h.abs().sum() > 0, 'a zero second derivative'",
+         "differentiable once", True),
+        ("torch.compile: graph breaks only at the engines",
+         _NET + "from torch._dynamo.utils import counters\n"
+         "y = torch.compile(net, backend='eager')(x)\n"
+         "assert torch.equal(y, net(x)), 'different outputs'\n"
+         "others = [r.splitlines()[0] for r in counters['graph_break'] if 'torch.compiler.disable' not in r]\n"
+         "assert not others, f'{len(others)} graph breaks besides the engines: {others[:3]}'",
+         "graph", True),
+        ("torch.compile(fullgraph=True)", _NET + "torch.compile(net, backend='eager', fullgraph=True)(x)\n"
+         "raise AssertionError('compiled')", "engines run outside the graph", True),
+        ("torch.export", _NET + "torch.export.export(net, (x,))\nraise AssertionError('exported')",
+         "engines run outside the graph", True),
+    ],
+    "registries": [
+        *[(f"register_neuron({name!r})", _REGISTER.format(name=name), "must be an identifier", True)
+          for name in ("../evil", "a b", "")],
+        ("register_neuron('not_callable')(3)", "from fsnn.neurons import register_neuron\n"
+         "register_neuron('not_callable')(3)\nraise AssertionError('3 registered as a neuron')", "must be callable",
+         True),
+        ("every registry with the name '../evil'",
+         "from fsnn.data.registry import DATASETS\nfrom fsnn.models.registry import BACKBONES\n"
+         "from fsnn.neurons.modules import NEURONS\nfrom fsnn.suite.robustness import CORRUPTIONS\n"
+         "from fsnn.suite.studies import STUDIES\nfrom fsnn.suite.tasks import TASKS\naccepted = []\n"
+         "for registry in (NEURONS, BACKBONES, DATASETS, TASKS, CORRUPTIONS, STUDIES):\n"
+         "    try:\n        registry.register('../evil', DATASETS['cora'] if registry is DATASETS else "
+         "TASKS['node'] if registry is TASKS else print)\n        accepted.append(registry.what)\n"
+         "    except ValueError as error:\n        assert 'identifier' in str(error), str(error)\n"
+         "assert not accepted, f'accepted by {accepted}'", "identifier", True),
+    ],
+}
+_DRIVER = """
+import json, math, sys
+import torch
+from fsnn import FractionalIF, FractionalLIF
+for code, word in json.loads(sys.argv[1]):
+    try:
+        exec(compile(code, "<snippet>", "exec"), {"torch": torch, "math": math, "FractionalLIF": FractionalLIF,
+                                                  "FractionalIF": FractionalIF, "__name__": "__snippet__"})
+    except AssertionError as error:
+        outcome = ["silent", str(error)]
+    except (ValueError, TypeError, RuntimeError) as error:
+        text = str(error).strip()
+        outcome = ["clear" if word in text else "unclear", text.splitlines()[0] if text else type(error).__name__]
+    except Exception as error:  # an error no refusal raises: a traceback for a user
+        outcome = ["traceback", f"{type(error).__name__}: {error}".splitlines()[0]]
+    else:
+        outcome = ["clear", "a correct result"]
+    print(json.dumps(outcome), flush=True)
+"""
+
+
+def run_snippets(root: Path, cases: list[tuple[str, str]], timeout: int = 600) -> list[tuple[str, str]]:
+    """``(outcome, note)`` of each :data:`SNIPPETS` case ``(code, word)``, run in turn in one fresh process against
+    the checkout ``root``; a case that kills the process, and those after it, is a ``traceback``."""
+    env = {**os.environ, "PYTHONPATH": str(root), "WANDB_MODE": "disabled"}
+    try:
+        proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(cases)], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=timeout)
+        out, err = proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as expired:
+        out, err = expired.stdout or "", f"still running after {timeout} s"
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+    results = []
+    for line in out.strip().splitlines():
+        try:
+            outcome, note = json.loads(line)
+        except ValueError:  # something the library printed
+            continue
+        results.append((outcome, note[:200]))
+    tail = ((err or "").strip().splitlines() or ["the process died"])[-1][:200]
+    return results + [("traceback", tail)] * (len(cases) - len(results))
+
 
 # a process holding a run folder's lock, as a run in training does
 HOLD = """
@@ -1016,6 +1162,16 @@ def _truncated(name: str):
     return damage
 
 
+def _snippets(category: str):
+    def cases(self) -> None:
+        for case, code, word, _fast in SNIPPETS[category]:
+            ((outcome, note),) = run_snippets(self.root, [(code, word)])  # a process each: nothing carries over
+            self.record(category, case, outcome, note=note[:90])
+
+    cases.__doc__ = f"The library's {category} cases (:data:`SNIPPETS`), each a Python snippet in a fresh process."
+    return cases
+
+
 class Payload:
     """A pickle that creates a file when it is loaded."""
 
@@ -1030,7 +1186,9 @@ CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkp
               "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values,
               "lifecycle": Probe.lifecycle, "confined": Probe.confined, "folders": Probe.folders,
               "signals": Probe.signals, "library": Probe.library,
-              "environment": Probe.environment, "mismatch": Probe.mismatch, "inputs": Probe.inputs}
+              "environment": Probe.environment, "mismatch": Probe.mismatch, "inputs": Probe.inputs,
+              "parameters": _snippets("parameters"), "autograd": _snippets("autograd"),
+              "registries": _snippets("registries")}
 #: the categories whose cases (with ``--fast``) run in seconds each, without training: the test suite runs them
 FAST = ("environment", "mismatch", "inputs", "folders")
 
