@@ -200,3 +200,27 @@ def test_train_app_end_to_end_on_the_gpu(tmp_path, data_root, overrides, precisi
     assert m["peak_memory_kind"] == "cuda max_memory_allocated" and m["firing_rates"]
     engines = {entry["engine"] for entry in m["neurons"].values()}
     assert engines and all(e.startswith("triton-") for e in engines), engines  # the fused kernels ran
+
+
+def test_parameters_input_check_second_derivatives_and_compile_on_the_gpu():
+    """On a GPU: a cast never rounds alpha, NaN inputs are checked only under anomaly detection (a check would read
+    the device at every layer), a NaN raw parameter is refused, a second derivative through the kernels is refused,
+    and torch.compile runs around the kernels."""
+    neuron = FractionalLIF(alpha=0.3, learn_tau=True).to(CUDA).half()
+    assert neuron.alpha.device.type == "cuda" and neuron.alpha.dtype == torch.float64 and float(neuron.alpha) == 0.3
+    assert neuron.tau_raw.device.type == "cuda" and neuron.tau_raw.dtype == torch.float32
+    x = (torch.rand(12, 2, 8, device=CUDA) * 2).requires_grad_()
+    spikes, v = neuron(x, return_state=True)
+    assert neuron.last_engine.startswith("triton")
+    with pytest.raises(RuntimeError, match="is differentiable once"):
+        torch.autograd.grad(v.square().sum(), x, create_graph=True)
+    compiled = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), neuron).to(CUDA), backend="eager")
+    assert compiled(x).shape == x.shape
+    nan = torch.full((4, 2, 8), float("nan"), device=CUDA)
+    neuron(nan)  # not checked
+    with torch.autograd.detect_anomaly(), pytest.raises(ValueError, match="x must be finite"):
+        neuron(nan)
+    with torch.no_grad():
+        neuron.tau_raw.fill_(float("nan"))
+    with pytest.raises(ValueError, match="tau_raw must be a finite number"):
+        neuron(x)
