@@ -233,7 +233,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
                            timeout=900)
     assert paged.returncode == 0, paged.stderr[-3000:]
     page = (work / "elsewhere_results" / "report" / "index.html").read_text()
-    assert "<code>train/+smoke-vision</code>" in page
+    assert "<code>train/+smoke-vision+seed-0</code>" in page
 
 
 def test_importing_the_core_loads_no_optional_library():
