@@ -27,10 +27,10 @@ def write_atomic(path: str | Path, write: Callable[[BinaryIO], object], *, sync:
     one, never half of one. ``sync=False`` skips the ``fsync`` where a damaged file is detected and rebuilt anyway
     (cache samples checked against a synced manifest)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     # unique per writer (processes of a multirun, threads integrating a cache), created with the usual permissions
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as handle:
             write(handle)
             if sync:
@@ -38,7 +38,9 @@ def write_atomic(path: str | Path, write: Callable[[BinaryIO], object], *, sync:
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException as error:
-        tmp.unlink(missing_ok=True)
+        # on a read-only file system even removing a file that was never made fails: the first error is the one
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         # a failed write, not an interruption (KeyboardInterrupt, SystemExit), becomes one message naming the file
         cause = _os_error(error) if isinstance(error, Exception) else None
         if cause is None:

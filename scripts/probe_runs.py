@@ -16,8 +16,9 @@ fresh folder on tiny fixture data, and gets one outcome:
 those where a file outside the folder it belongs in was written, replaced, removed or read (a string of a config or
 a record that became a path). Further categories: ``confined`` (strings that become paths), ``folders`` (one
 configuration, one folder), ``signals`` (every command on a signal), ``library`` (learned parameters, engines'
-autograd, impossible metrics), ``environment`` (variables set to nothing), ``mismatch`` (data that no longer matches
-a run, corrupt graph files), ``inputs`` (caches and inputs that lie: processed caches holding pickles, foreign or
+autograd, impossible metrics), ``report`` (``fsnn-report`` on a damaged or hostile results tree, a full disk, a
+read-only or linked-out output folder), ``environment`` (variables set to nothing), ``mismatch`` (data that no
+longer matches a run, corrupt graph files), ``inputs`` (caches and inputs that lie: processed caches holding pickles, foreign or
 stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record), ``parameters``
 (the neuron's parameters set outside their domain), ``autograd`` (second derivatives and compilation: a correct
 result or a clear refusal) and ``registries`` (names that become paths, entries of the wrong kind); these last three
@@ -30,6 +31,7 @@ not a test: it records what a checkout does, including the failures.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import os
@@ -43,6 +45,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -244,6 +247,37 @@ with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(600)
 """
+
+# a complete run of Table 2 on Cora: the healthy record each report case damages a copy of
+REPORT_TASK = "table2_node_classification"
+HEALTHY = {"status": "complete", "task": REPORT_TASK, "run": "healthy", "metric": "acc", "metric_unit": "fraction",
+           "test_acc": 0.8, "val_acc_best": 0.8, "recipe": "matched", "seed": 0, "device": "cpu",
+           "overrides": ["dataset=cora"], "versions": {"fsnn_commit": "0" * 40},
+           "config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"},
+                      "trainer": {"max_epochs": 1}, "paths": {"results_dir": "results"}}}
+
+# fsnn-report of --root with its atomic writer on a disk that fills up after 4 KiB, or on a read-only file system:
+# python -c FAILING_DISK <full|read-only> <fsnn-report arguments...>
+FAILING_DISK = """
+import errno, io, os, runpy, sys
+sys.path.insert(0, {tests!r})
+from interrupt import FillingUp
+import fsnn.atomic as files
+how, *args = sys.argv[1:]
+def failing_open(path, mode="r", *rest, **options):
+    if ".tmp-" not in os.path.basename(str(path)):
+        return open(path, mode, *rest, **options)
+    if how == "read-only":
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+    return io.BufferedWriter(FillingUp(path, "wb"))
+files.open = failing_open
+sys.argv[:] = ["fsnn-report", *args]
+runpy.run_module("fsnn.report", run_name="__main__")
+"""
+
+# a link on the report page whose value starts with a scheme; data: (the icon, the figures) and the datasets' web
+# addresses are the page's own
+SCHEME_LINK = re.compile(r"""(?:href|src)\s*=\s*["']\s*(?!data:|https?:)[a-zA-Z][a-zA-Z0-9+.-]*:""")
 
 
 class Probe:
@@ -920,6 +954,180 @@ class Probe:
                     "traceback" if "Traceback" in out else "silent" if counted else
                     "clear" if str(run / "metrics.json") in out and "test_acc" in out else "unclear")
 
+    # -- fsnn-report on a damaged or hostile results tree ---------------------------------------------------------
+    def report(self) -> None:
+        """``fsnn-report`` on a results tree with one hostile part (a link loop, a record that cannot be one, a
+        value of the wrong type, a folder name that is not UTF-8, a scheme-like folder name), writing to a full disk, a
+        read-only or linked-out output folder, or told by a manifest to follow a path: every bad record is skipped
+        and named, a write that cannot happen is one ``fsnn: error:`` line naming the folder with no partial file
+        left, and nothing outside the results tree is read into the page, written or removed. ``--fast``: only the
+        cases that run ``fsnn-report tables`` and take no minute (what the test suite runs)."""
+        self.report_reads()
+        self.report_writes()
+        self.report_links()
+
+    def report_tree(self, name: str) -> tuple[Path, Path]:
+        """``(folder, results)``: a fresh folder for a report case and its results tree holding one healthy run."""
+        cwd = self.folder(f"report-{name}")
+        report_record(cwd / "results", "healthy")
+        return cwd, cwd / "results"
+
+    def report_reads(self) -> None:
+        """Each record or folder that cannot be a run's, among healthy ones: skipped and named, the rest reported."""
+        def nested(results: Path) -> Path:
+            path = results / REPORT_TASK / "nested" / "metrics.json"
+            path.parent.mkdir(parents=True)
+            path.write_text("[" * 100_000 + "]" * 100_000)
+            return path
+
+        def fifo(results: Path) -> Path:
+            path = results / REPORT_TASK / "fifo" / "metrics.json"
+            path.parent.mkdir(parents=True)
+            os.mkfifo(path)
+            return path
+
+        def loop(results: Path) -> Path:
+            (results / REPORT_TASK / "loop").symlink_to("..")
+            return results / REPORT_TASK / "loop"
+
+        def deep_tree(results: Path) -> str:
+            folder = results / "deep"
+            for _ in range(1100):  # one by one: os.makedirs recurses as deep as the tree
+                folder.mkdir()
+                folder = folder / "d"
+            return "1 complete"  # the healthy run: the walk ends and reports it
+
+        def not_utf8(results: Path) -> str:
+            report_record(results, os.fsdecode(b"run-\xff"))
+            return "run-\\xff"  # as the reports print a byte that is not UTF-8
+
+        def wrong(key: str, value):
+            def change(run: dict) -> None:
+                *parents, last = key.split(".")
+                node = run
+                for part in parents:
+                    node = node[part]
+                node[last] = value
+            return lambda results: report_record(results, f"bad-{key.replace('.', '-')}", change)
+
+        # (case, what damages the tree, the commands that read it, fast)
+        reads = [("a symlink loop under the results folder", loop, ("tables", "page"), True),
+                 ("a folder tree 1,100 levels deep", deep_tree, ("tables",), True),
+                 ("metrics.json of 100,000 nested arrays", nested, ("tables",), True),
+                 ("metrics.json is a fifo", fifo, ("tables",), False),
+                 ("a run folder whose name is not UTF-8", not_utf8, ("tables", "page"), False),
+                 ("a record whose config is a string", wrong("config", "x"), ("tables", "page"), False),
+                 ("a record whose config.paths is a string", wrong("config.paths", "x"), ("page",), False),
+                 ("a record whose config.trainer is a string", wrong("config.trainer", "x"), ("tables",), True),
+                 ("a record whose versions is a string", wrong("versions", "x"), ("page",), False),
+                 ("a record whose status is a number", wrong("status", 3), ("tables", "page"), False)]
+        for label, damage, commands, quick in reads:
+            for command in commands:
+                if self.fast and not (quick and command == "tables"):
+                    continue
+                cwd, results = self.report_tree(f"{command}-{label}")
+                named = damage(results)
+                rc, out = self.run("fsnn-report", command, "--results", str(results), cwd=cwd, timeout=240)
+                page = results / "report" / "index.html"
+                said = page.read_text(errors="replace") if command == "page" and page.is_file() else out
+                if command == "page" and isinstance(named, Path):
+                    named = os.path.relpath(named, results)  # the page lists paths in the results folder
+                outcome = ("traceback" if "Traceback (most recent call last)" in out else
+                           "silent" if rc is None else "unclear" if rc != 0 else
+                           "clear" if str(named) in said else "silent")
+                self.record("report", f"{command}: {label}", outcome,
+                            note="timed out after 240 s" if rc is None else self.first_error(out)[:90])
+                remove_deep(results / "deep")
+        if self.fast:
+            return
+        # a run folder named like a script link, under the results tree (here its report folder)
+        cwd, results = self.report_tree("javascript-folder")
+        report_record(results / "report", "javascript:document.title='x'")
+        rc, out = self.run("fsnn-report", "page", "--results", str(results), cwd=cwd, timeout=240)
+        page = results / "report" / "index.html"
+        links = SCHEME_LINK.findall(page.read_text()) if page.is_file() else []
+        self.record("report", "page: a run folder named javascript:document.title='x'",
+                    "traceback" if "Traceback" in out else "silent" if rc != 0 or links else "clear",
+                    security=bool(links), note=f"links with a scheme: {links}" if links else "")
+
+    def report_writes(self) -> None:
+        """Writes that cannot happen: one line naming the folder, no partial file left."""
+        failing = [("tables", "full", "disk full"), ("tables", "read-only", "read-only --out"),
+                   ("page", "full", "disk full"), ("page", "read-only", "read-only --out")]
+        for command, how, label in failing:
+            if self.fast and command != "tables":
+                continue
+            cwd, results = self.report_tree(f"{command}-{how}")
+            (out_dir := cwd / "out").mkdir()
+            proc = subprocess.run([sys.executable, "-c", FAILING_DISK.format(tests=str(HERE / "tests")), how, command,
+                                   "--results", str(results), "--out", str(out_dir)], cwd=cwd, env=self.env(),
+                                  capture_output=True, text=True, timeout=240)
+            partial = [p.name for p in out_dir.iterdir() if ".tmp-" in p.name]
+            outcome = self.classify_error(proc.returncode, proc.stdout + proc.stderr, str(out_dir))
+            self.record("report", f"{command}: {label}", "silent" if partial else outcome,
+                        note=f"partial files left: {partial}" if partial else self.first_error(proc.stderr)[:90])
+        cwd, results = self.report_tree("out-unmakeable")
+        rc, out = self.run("fsnn-report", "tables", "--results", str(results), "--out",
+                           "/proc/fsnn-probe/tables", cwd=cwd)
+        self.record("report", "tables: an --out that cannot be made (/proc/...)",
+                    self.classify_error(rc, out, "/proc/fsnn-probe/tables"), note=self.first_error(out)[:90])
+
+    def report_links(self) -> None:
+        """Output folders that a link leads out of the results tree, and manifests that name a path: refused or
+        ignored, nothing outside read into the page, written or removed."""
+        for command, folder, victim in (("tables", "tables", "all.md"), ("page", "report", "index.html"),
+                                        ("figures", "figures", "figures.json")):
+            if self.fast and command != "tables":
+                continue
+            cwd, results = self.report_tree(f"{folder}-link-out")
+            (elsewhere := cwd / "elsewhere").mkdir()
+            (elsewhere / victim).write_text("kept")
+            (results / folder).symlink_to(elsewhere)
+            rc, out = self.run("fsnn-report", command, "--results", str(results), cwd=cwd, timeout=600)
+            touched = sorted(p.name for p in elsewhere.iterdir() if p.name != victim) \
+                + ([victim] if (elsewhere / victim).read_text() != "kept" else [])
+            self.record("report", f"{command}: results/{folder} a link out of the results tree",
+                        self.classify_error(rc, out, str(results / folder)), security=bool(touched),
+                        note=f"wrote outside: {touched}" if touched else self.first_error(out)[:90])
+        cwd, results = self.report_tree("manifests")
+        secret = b"\x89PNG\r\n\x1a\n" + b"fsnn-probe-secret" * 8
+        (cwd / "secret.png").write_bytes(secret)
+        (cwd / "victim.md").write_text("kept")
+        listed = ["../../secret", "../../victim", str(cwd / "secret"), str(cwd / "victim")]
+        for folder, manifest in (("figures", "figures.json"), ("tables", "tables.json")):
+            (results / folder).mkdir()
+            (results / folder / manifest).write_text(json.dumps({"written": listed, "captions": {}}))
+        for command in ("tables",) if self.fast else ("tables", "page"):
+            rc, out = self.run("fsnn-report", command, "--results", str(results), cwd=cwd, timeout=240)
+            page = results / "report" / "index.html"
+            read = page.is_file() and base64.b64encode(secret).decode() in page.read_text()
+            gone = not (cwd / "victim.md").exists()
+            self.record("report", f"{command}: a manifest naming ../../x and an absolute path",
+                        "traceback" if "Traceback" in out else "clear" if rc == 0 else "unclear",
+                        security=read or gone, note="read into the page" if read else "removed" if gone else "")
+
+
+def remove_deep(top: Path) -> None:
+    """Remove a tree of folders too deep for ``shutil.rmtree`` (which recurses), bottom up; nothing if absent."""
+    folders = []
+    while top.is_dir() and not top.is_symlink():
+        folders.append(top)
+        inner = [p for p in top.iterdir() if p.is_dir() and not p.is_symlink()]
+        top = inner[0] if inner else top / "none"
+    for folder in reversed(folders):
+        shutil.rmtree(folder)
+
+
+def report_record(results: Path, name: str, change: Callable[[dict], None] | None = None) -> Path:
+    """A copy of :data:`HEALTHY` (``change`` applied) as ``<results>/<REPORT_TASK>/<name>/metrics.json``."""
+    run = json.loads(json.dumps(HEALTHY))
+    if change is not None:
+        change(run)
+    path = results / REPORT_TASK / name / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(run))
+    return path
+
 
     # -- the environment, data that no longer matches, caches and inputs that lie ---------------------------------
     def environment(self) -> None:
@@ -1185,12 +1393,12 @@ class Payload:
 CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
               "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values,
               "lifecycle": Probe.lifecycle, "confined": Probe.confined, "folders": Probe.folders,
-              "signals": Probe.signals, "library": Probe.library,
+              "signals": Probe.signals, "library": Probe.library, "report": Probe.report,
               "environment": Probe.environment, "mismatch": Probe.mismatch, "inputs": Probe.inputs,
               "parameters": _snippets("parameters"), "autograd": _snippets("autograd"),
               "registries": _snippets("registries")}
 #: the categories whose cases (with ``--fast``) run in seconds each, without training: the test suite runs them
-FAST = ("environment", "mismatch", "inputs", "folders")
+FAST = ("environment", "mismatch", "inputs", "folders", "report")
 
 
 def summary(rows: list[dict]) -> str:

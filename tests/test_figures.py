@@ -395,3 +395,68 @@ def test_graph_robustness_caption_says_where_flif_is_the_integer_lif(tmp_path, d
         del r["config"]["alpha_per_dataset"]
     figures.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
     assert "alpha to 1.0" not in captions["graph_edge_dropping"]
+
+
+def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A disk that fills up while a figure is saved: the error names the file, the previous figure stays whole and
+    no partial file is left; a link in the figure's place is replaced, never followed."""
+    import errno
+    import io
+
+    import fsnn.atomic
+
+    fig = matplotlib.figure.Figure(figsize=(2, 2))
+    fig.subplots().plot([0, 1], [1, 0])
+    out = tmp_path / "figures"
+    out.mkdir()
+    elsewhere = tmp_path / "victim.png"
+    elsewhere.write_bytes(b"kept")
+    (out / "f.png").symlink_to(elsewhere)
+    (out / "f.pdf").write_bytes(b"the previous figure")
+
+    class Full(io.FileIO):
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsnn.atomic, "open", lambda path, mode="r": io.BufferedWriter(Full(path, "wb")), raising=False)
+    with pytest.raises(OSError, match=f"cannot write {out / 'f.png'}: No space left on device"):
+        figures.save(fig, out, "f")
+    assert sorted(p.name for p in out.iterdir()) == ["f.pdf", "f.png"] and (out / "f.pdf").read_bytes() == \
+        b"the previous figure"
+    monkeypatch.undo()
+    figures.save(fig, out, "f")
+    assert not (out / "f.png").is_symlink() and elsewhere.read_bytes() == b"kept"
+    assert (out / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_figures_folder_as_a_link_out_of_the_results_tree_is_refused(tmp_path, capsys):
+    from fsnn.report import cli
+
+    results, elsewhere = tmp_path / "results", tmp_path / "elsewhere"
+    results.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "figures.json").write_text(json.dumps({"written": ["kept"]}))
+    (elsewhere / "kept.png").write_bytes(b"kept")
+    (results / "figures").symlink_to(elsewhere)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["figures", "--results", str(results)])
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"fsnn: error: {results / 'figures'}: a link leads it to {elsewhere}")
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["figures.json", "kept.png"]
+
+
+def test_the_claims_figure_of_a_first_run_per_neuron(tmp_path, drawn):
+    """One run of f-LIF beside two of the baseline (a first sweep, one seed): the claim is undecided and drawn as
+    its difference without an interval; a pair without a run on one side draws no point."""
+    from test_report import T2, _record
+
+    runs = [_record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc + 0.01 * s)
+            for n, acc, seeds in (("flif", 0.86, 1), ("sj_lif", 0.85, 2)) for s in range(seeds)]
+    for i, run in enumerate(runs):
+        run["_path"] = f"/r/{i}/metrics.json"
+    sections = figures.claim_sections(runs)
+    assert [c["size"].low for _, found in sections for c in found if c["size"]] == [None]
+    assert [p.name for p in figures.claims_figure(sections, tmp_path)] == ["claims.png", "claims.pdf"]
+    ax = drawn["claims"].axes[0]
+    assert len(ax.lines) >= 2 and not ax.collections  # the point and the paper's cross; no interval's bar

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+from html import escape, unescape
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from conftest import ROOT, run_app
 
-from fsnn.report import collect, estimates, page as report, tables, verdicts
+from fsnn.atomic import RunFileError
+from fsnn.report import cli, collect, estimates, outputs, page as report, tables, verdicts
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
@@ -341,7 +345,7 @@ def test_report_page_in_a_browser(results, tmp_path):
     assert "Not tabulated" in facts["text"] and "train/default" in facts["text"]
     assert [line.split(":")[0] for line in facts["provenance"]] == [T2]
     assert "1 failed" in facts["provenance"][0] and "commit 0123456789ab" in facts["provenance"][0]
-    assert all((page.parent / href).is_file() for href in facts["links"]) and len(facts["links"]) == 7
+    assert all((page.parent / unquote(href)).is_file() for href in facts["links"]) and len(facts["links"]) == 7
     # the tables nobody ran: one short list with data, command and estimate
     table1 = next(t for t in facts["todo"] if t.startswith("Neuromorphic classification (Table 1)"))
     assert "python train.py experiment=table1_neuromorphic" in table1 and "GPU-hours" in table1
@@ -390,7 +394,7 @@ def test_repository_report_in_a_browser(tmp_path):
         assert facts["scrollWidth"] <= facts["innerWidth"] == width
         assert facts["tables"] == [t["id"] for t in built["tables"]] == facts["lines"] and all(facts["verdicts"])
         assert [i["alt"] for i in facts["images"]] == drawn and all(i["ok"] and i["inside"] for i in facts["images"])
-        assert all((page.parent / href).is_file() for href in facts["links"])
+        assert all((page.parent / unquote(href)).is_file() for href in facts["links"])
         assert (page.parent / f"screenshot-{width}.png").stat().st_size > 10_000
     # the summary and the coverage grid above the fold at 1280 x 800 (screenshot kept: screenshot-1280x800.png)
     screen = first_screen(page, tmp_path / "profile", page.with_name("screenshot-1280x800.png"))
@@ -501,3 +505,146 @@ def test_a_table_compared_with_its_own_row():
     alone = [r for r in runs if r["config"]["recipe_switch"] == "none"]
     assert _verdict(alone, "recipe_ablation_cora")["sentence"].startswith(
         'No row has runs beside the row "none (the matched recipe)" to compare with.')
+
+
+# -- a hostile or broken results tree: the page lists what it skipped, links only to its own files -----------------
+
+
+@pytest.fixture
+def quick_page(monkeypatch):
+    """The page without the estimates of the tables nobody ran (a minute of composing their sweeps' configs), which
+    read no run."""
+    monkeypatch.setattr(report, "not_run", lambda specs, costs: [])
+    monkeypatch.setattr(report, "not_run_columns", lambda spec, hidden, bench_dir: [])
+
+
+SCHEME = re.compile(r"""(?:href|src)\s*=\s*["']\s*(?!data:|https?:)[a-zA-Z][a-zA-Z0-9+.-]*:""")
+
+
+def test_a_relative_link_never_starts_with_a_scheme(tmp_path, quick_page):
+    """A run folder named like a script link (``javascript:...``), or holding ``#``, ``?``, ``%`` or a space: each
+    run's link is percent-encoded, so that it is never a scheme, a fragment or a query, and still finds its file."""
+    root = tmp_path / "results"
+    names = ["javascript:document.title='x'", "a#b", "c?d", "e%41f", "g h"]
+    for seed, name in enumerate(names):
+        _write(root, _record(T2, name, "cora", "sgcn", "flif", seed, 0.86))
+    # where the page is written: a link relative to it starts with the folder's name
+    script = root / "report" / "javascript:document.title='x'" / "metrics.json"
+    script.parent.mkdir(parents=True)
+    script.write_text(json.dumps(_record(T2, "script", "cora", "sgcn", "sj_lif", 0, 0.82)))
+    page = report.write_report(root)
+    html = page.read_text()
+    assert SCHEME.findall(html) == []
+    links = re.findall(r'<a href="([^"]+/metrics\.json)"', html)
+    assert len(links) == len(names) + 1
+    assert all((page.parent / unquote(unescape(href))).is_file() for href in links)
+    assert 'href="javascript%3Adocument.title=&#39;x&#39;/metrics.json"' in html
+    assert outputs.relative_url("../javascript:x/metrics.json") == "../javascript%3Ax/metrics.json"
+    assert outputs.relative_url(os.fsdecode(b"run-\xff/metrics.json")) == "run-%FF/metrics.json"
+    assert outputs.relative_url("a#b/c?d/e%f/g h") == "a%23b/c%3Fd/e%25f/g%20h"
+
+
+def test_the_page_of_a_hostile_tree_lists_what_it_skipped(tmp_path, quick_page):
+    """Records that cannot be runs (a folder name that is not UTF-8, a string where an object belongs, a number where
+    text belongs, JSON nested past the recursion limit, a link loop) are listed with their reason and the page is
+    written from the others, as UTF-8."""
+    root = tmp_path / "results"
+    _write(root, _record(T2, "healthy", "cora", "sgcn", "flif", 0, 0.86))
+    _write(root, _record(T2, os.fsdecode(b"run-\xff"), "cora", "sgcn", "flif", 1, 0.86))
+    for key, value in (("versions", "x"), ("status", 3), ("config", "x")):
+        _write(root, {**_record(T2, f"bad-{key}", "cora", "sgcn", "flif", 2, 0.86), key: value})
+    paths = _record(T2, "bad-paths", "cora", "sgcn", "flif", 3, 0.86)
+    paths["config"]["paths"] = "x"
+    _write(root, paths)
+    nested = root / T2 / "nested" / "metrics.json"
+    nested.parent.mkdir()
+    nested.write_text("[" * 100_000 + "]" * 100_000)
+    (root / T2 / "loop").symlink_to("..")
+    html = report.write_report(root).read_bytes().decode()  # UTF-8, or this raises
+    listed = re.search(r'<p class="note" id="corrupt">(.*?)</p>', html, re.S).group(1)
+    for name, reason in (("run-\\xff/metrics.json", "its path is not valid UTF-8"),
+                         ("bad-versions/metrics.json", "versions: expected an object"),
+                         ("bad-status/metrics.json", "status: expected text, got a number (3)"),
+                         ("bad-config/metrics.json", "config: expected an object"),
+                         ("bad-paths/metrics.json", "config.paths: expected an object"),
+                         ("nested/metrics.json", "ValueError: nested deeper than"), ("loop", "a link to a folder, not followed")):
+        assert f"<code>{T2}/{name}</code> ({escape(reason)}" in listed, (name, listed)
+    assert "1 complete, 0 failed, 0 running/unfinished, 7 corrupt" in html
+
+
+def test_a_figures_manifest_never_leads_out_of_its_folder(tmp_path):
+    """``figures.json`` naming ``../../x`` or an absolute path, or a listed PNG that is a link out of the folder: none
+    is read into the page; the figures of the folder itself are."""
+    figures = tmp_path / "results" / "figures"
+    figures.mkdir(parents=True)
+    png = (ROOT / "results" / "figures" / "claims.png").read_bytes()
+    secret = png + b"secret"
+    (tmp_path / "secret.png").write_bytes(secret)
+    (figures / "own.png").write_bytes(png)
+    (figures / "linked.png").symlink_to(tmp_path / "secret.png")
+    (figures / "figures.json").write_text(json.dumps({
+        "written": ["../../secret", str(tmp_path / "secret"), "linked", "own", 7],
+        "captions": {"own": "its caption"}}))
+    shown = report._figures(figures)
+    assert [(f["name"], f["caption"]) for f in shown] == [("own", "its caption")]
+    # captions of the wrong type, a manifest that is a link out of its folder: no caption, no figure
+    (figures / "figures.json").write_text(json.dumps({"written": ["own"], "captions": "x"}))
+    assert [f["caption"] for f in report._figures(figures)] == [""]
+    (figures / "figures.json").unlink()
+    (tmp_path / "elsewhere.json").write_text(json.dumps({"written": ["own"]}))
+    (figures / "figures.json").symlink_to(tmp_path / "elsewhere.json")
+    assert report._figures(figures) == []
+
+
+@pytest.mark.parametrize("folder, option", [("report", None), ("figures", None), ("report", "--out")])
+def test_a_report_folder_that_a_link_leads_out_of_the_results_tree_is_refused(tmp_path, capsys, folder, option):
+    """``results/report`` (written) or ``results/figures`` (read into the page) as a link to a folder outside the
+    results tree: one line naming the folder, exit 2, nothing written or read there; also when ``--out`` names the
+    link inside the results folder."""
+    root = tmp_path / "results"
+    _write(root, _record(T2, "healthy", "cora", "sgcn", "flif", 0, 0.86))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "index.html").write_text("kept")
+    (root / folder).symlink_to(elsewhere)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["page", "--results", str(root), *([option, str(root / folder)] if option else [])])
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [f"fsnn: error: {root / folder}: a link leads it to {elsewhere}, outside the results folder "
+                     f"{root}; a report's folder stays inside it (the reports overwrite and remove files in their "
+                     "folders): remove the link, or name a folder outside the results folder (--out, --figures)"]
+    assert [p.name for p in elsewhere.iterdir()] == ["index.html"] and (elsewhere / "index.html").read_text() == "kept"
+    with pytest.raises(RunFileError):
+        outputs.output_folder(root / folder / "sub", root)
+
+
+def test_benchmark_files_of_another_shape_estimate_nothing(tmp_path):
+    """``results/bench`` is read by the page's estimates: a benchmark file whose values have another type or leave
+    their range (a time or speed that is not positive, a T of 0 the estimates would divide by), that names a dataset
+    fsnn does not know, that measured nothing, or whose name is not UTF-8, is not read; the well-formed files beside
+    it still are."""
+    good = {"benchmark": "graph_runs", "setting": {"experiment": T2}, "runs": [
+        {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0}]}
+    step = {"benchmark": "dvsnet_train_step", "hardware": "GPU", "config": {
+        "device": "cuda", "T": 16, "size": 128, "channels": 128, "batch": 16}, "results": [
+        {"neuron": "flif", "train_samples_per_s": 400.0, "test_samples_per_s": 1600.0},
+        {"neuron": "lif", "train_samples_per_s": None, "test_samples_per_s": None}]}
+    (tmp_path / "a.json").write_text(json.dumps(good))
+    (tmp_path / "step.json").write_text(json.dumps(step))
+    run, result = good["runs"][0], step["results"][0]
+    for name, bad in (("b", {**good, "runs": "x"}), ("c", {**good, "setting": "x"}),
+                      ("d", {**good, "runs": [{**run, "dataset": "nosuch", "whole_run_s": 1.0}]}),
+                      ("e", {**good, "runs": [{**run, "whole_run_s": "fast"}]}),
+                      ("e2", {**good, "runs": [{**run, "whole_run_s": -5.0}]}),
+                      ("f", {**step, "config": "cuda"}),
+                      ("g", {**step, "results": [{**result, "neuron": ["flif"]}]}),
+                      ("g2", {**step, "config": {**step["config"], "T": 0}}),
+                      ("g3", {**step, "config": {**step["config"], "batch": {"x": 1}}}),
+                      ("g4", {**step, "results": [{**result, "train_samples_per_s": -1.0}]}),
+                      ("g5", {**step, "results": []}),
+                      ("h", [1, 2])):
+        (tmp_path / f"{name}.json").write_text(json.dumps(bad))
+    (tmp_path / os.fsdecode(b"step-\xff.json")).write_text(json.dumps(step))
+    assert estimates.graph_run_minutes("computers", tmp_path)["minutes"] == 20.0
+    assert [(c["file"], c["rates"]) for c in estimates.step_costs(tmp_path)] == [("step.json", {"flif": (400.0, 1600.0)})]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -500,7 +502,188 @@ def test_a_manifest_that_names_a_path_removes_nothing_outside_its_folder(tmp_pat
     out.mkdir()
     victim = tmp_path / "victim.md"
     victim.write_text("keep me")
-    (out / tables.MANIFEST).write_text(json.dumps({"written": ["../victim", "old"]}))
+    (out / tables.MANIFEST).write_text(json.dumps({"written": ["../victim", str(tmp_path / "victim"), "old"]}))
     (out / "old.md").write_text("stale")
     removed = tables.remove_stale(out, [], (".md",))
     assert removed == [out / "old.md"] and victim.read_text() == "keep me"
+
+
+# -- a hostile or broken results tree: every bad record skipped and named, every write whole or refused -----------
+
+
+def _nested(root: Path) -> Path:
+    path = root / "t" / "nested" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return path
+
+
+def _fifo(root: Path) -> Path:
+    path = root / "t" / "fifo" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    return path
+
+
+def _loop(root: Path) -> Path:
+    (root / "neuro" / "loop").symlink_to("..")
+    return root / "neuro" / "loop"
+
+
+def _link_out(root: Path) -> Path:
+    outside = root.parent / "outside.json"
+    outside.write_text(json.dumps(_record("table1_neuromorphic", "x", "dvsgesture", "dvsnet", "flif", 7, 0.5)))
+    path = root / "t" / "linked" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.symlink_to(outside)
+    return path
+
+
+def _not_utf8(root: Path) -> Path:
+    return _write(root, _record("table1_neuromorphic", os.fsdecode(b"run-\xff"), "dvsgesture", "dvsnet", "flif", 7, 0.5))
+
+
+def _changed(key: str, value):
+    def damage(root: Path) -> Path:
+        record = _record("table1_neuromorphic", f"bad-{key}", "dvsgesture", "dvsnet", "flif", 7, 0.5)
+        *parents, last = key.split(".")
+        node = record
+        for part in parents:
+            node = node[part]
+        node[last] = value
+        return _write(root, record)
+    return damage
+
+
+@pytest.mark.parametrize("damage, said", [
+    (_loop, "a link to a folder, not followed"),
+    (_nested, "nested deeper than a record's 32 levels"),
+    (_fifo, "not a file but a special file"),
+    (_link_out, "a link to "),
+    (_not_utf8, "its path is not valid UTF-8"),
+    (_changed("config", "x"), 'config: expected an object, got text ("x")'),
+    (_changed("config.paths", "x"), "config.paths: expected an object"),
+    (_changed("config.trainer", "x"), "config.trainer: expected an object"),
+    (_changed("versions", "x"), "versions: expected an object"),
+    (_changed("status", 3), "status: expected text, got a number (3)"),
+    (_changed("config.dataset.name", ["cora"]), "config.dataset.name: expected text, got a list"),
+    (_changed("overrides", [1]), "overrides[0]: expected text"),
+    (_changed("test_acc", "0.5"), 'test_acc: expected a number, got text ("0.5")'),
+    (_changed("firing_rates", {"layer": "high"}), "firing_rates.layer: expected a number"),
+    (_changed("device", "lone \udcff surrogate"), "text that is not valid Unicode"),
+], ids=["loop", "nested", "fifo", "link-out", "not-utf8", "config", "paths", "trainer", "versions", "status", "name",
+        "overrides", "test_acc", "firing_rates", "surrogate"])
+def test_a_record_that_cannot_be_one_is_skipped_and_named(results, damage, said):
+    """Whatever lies in a results tree (a link loop, a fifo that would block the reader, JSON nested past the
+    recursion limit, a folder name that is not UTF-8, a value of the wrong type where a report reads it), the reader
+    sets it aside with its reason and reads the others; the tables name it on the console and are written."""
+    root, corrupt = results
+    bad = damage(root)
+    with pytest.warns(UserWarning, match="skipping"):
+        found = collect.scan_runs(root)
+    reasons = dict(found.corrupt)
+    assert said in reasons[collect.printable(bad)], reasons
+    assert len(found.complete) == 13 and str(corrupt) in reasons
+    lines = []
+    tables.make_tables(root, root / "tables", echo=lines.append)
+    assert f"  corrupt, skipped: {collect.printable(bad)} (" in "\n".join(lines)
+    assert (root / "tables" / "all.md").is_file()
+
+
+def test_a_sibling_study_of_the_wrong_shape_is_skipped_and_its_run_counts(results):
+    root, _ = results
+    path = root / "table1_neuromorphic" / "flif_s0"
+    (path / "robustness.json").write_text(json.dumps({"metric": "acc", "clean": 0.9, "corruptions": {
+        "noise": {"levels": [0.1], "acc": "high"}}}))
+    with pytest.warns(UserWarning):
+        found = collect.scan_runs(root)
+    assert dict(found.corrupt)[str(path / "robustness.json")] == "corruptions.noise.acc: expected a list, got text (\"high\")"
+    assert "robustness" not in next(r for r in found.complete if r["run"] == "flif_s0")
+
+
+def test_a_complete_run_without_its_test_metric_is_impossible(results):
+    root, _ = results
+    record = _record("table1_neuromorphic", "no_test", "dvsgesture", "dvsnet", "flif", 7, 0.5)
+    del record["test_acc"]
+    path = _write(root, record)
+    with pytest.warns(UserWarning):
+        found = collect.scan_runs(root)
+    assert found.impossible == [(str(path), "test_acc (not recorded)")]
+
+
+def test_the_tables_folder_as_a_link_out_of_the_results_tree_is_refused(tmp_path, results):
+    root, _ = results
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "all.md").write_text("kept")
+    (root / "tables").symlink_to(elsewhere)
+    done = run_app("fsnn-report", "tables", "--results", str(root), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines() == [
+        f"fsnn: error: {root / 'tables'}: a link leads it to {elsewhere}, outside the results folder {root}; a report's "
+        "folder stays inside it (the reports overwrite and remove files in their folders): remove the link, or name "
+        "a folder outside the results folder (--out, --figures)"]
+    assert [p.name for p in elsewhere.iterdir()] == ["all.md"] and (elsewhere / "all.md").read_text() == "kept"
+    # named outside the results folder, the same folder is the user's own choice; a results folder reached through a
+    # link (the tree on another disk) keeps its tables inside it
+    tables.make_tables(root, elsewhere, echo=lambda *a: None)
+    assert (elsewhere / "all.md").read_text() != "kept"
+    (root / "tables").unlink()
+    linked = tmp_path / "linked-results"
+    linked.symlink_to(root)
+    tables.make_tables(linked, echo=lambda *a: None)
+    assert (root / "tables" / "all.md").is_file()
+
+
+@pytest.mark.parametrize("how", ["full", "read-only", "unmakeable"])
+def test_a_write_that_cannot_happen_is_one_line_naming_the_folder(tmp_path, results, monkeypatch, capsys, how):
+    """A full disk or a read-only ``--out``: ``fsnn: error:`` naming the folder, exit 2, no partial file; the files
+    written before are whole."""
+    import errno
+    import io
+
+    import fsnn.atomic
+    from fsnn.report import cli
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from interrupt import FillingUp
+
+    root, _ = results
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "all.md").write_text("the previous all.md")
+
+    def failing_open(path, mode="r", *args, **kwargs):
+        if how == "read-only":
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return io.BufferedWriter(FillingUp(path, "wb"))
+
+    if how == "unmakeable":
+        out = tmp_path / "a-file" / "out"
+        out.parent.write_text("a file where the folder's parent belongs")
+    else:
+        monkeypatch.setattr(fsnn.atomic, "open", failing_open, raising=False)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["tables", "--results", str(root), "--out", str(out)])
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"fsnn: error: cannot write {out}"), lines
+    assert {"full": "No space left on device", "read-only": "Read-only file system",
+            "unmakeable": "Not a directory"}[how] in lines[0]
+    if how != "unmakeable":
+        assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]
+        assert (out / "all.md").read_text() == "the previous all.md"
+
+
+def test_a_stale_table_that_cannot_be_removed_is_named(tmp_path, monkeypatch):
+    out = tmp_path / "tables"
+    out.mkdir()
+    (out / tables.MANIFEST).write_text(json.dumps({"written": ["old"]}))
+    (out / "old.md").write_text("stale")
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    with pytest.raises(OSError, match=f"cannot remove {out / 'old.md'}: Permission denied"):
+        tables.remove_stale(out, [], (".md",))

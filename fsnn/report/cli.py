@@ -9,15 +9,19 @@
 
 The results folder defaults to the one runs are written to: ``paths.results_dir``, ``$FSNN_RESULTS`` where it is
 set, else ``./results`` (:func:`fsnn.records.results_root`). On a signal each command says in one line what it
-wrote and exits 128 + n.
+wrote and exits 128 + n. A file that cannot be written (a full disk, a read-only folder, an output folder that a link
+leads out of the results folder) is one line ``fsnn: error: ...`` naming it, exit status 2; every file is written
+whole or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fsnn.records import results_root
+from fsnn.report.collect import printable
 from fsnn.signals import telling
 
 RESULTS_HELP = "results folder to read (default: paths.results_dir: $FSNN_RESULTS, else ./results)"
@@ -82,12 +86,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``fsnn-report tables|figures|page [options]``: run the report asked for; exit 2 naming ``--results`` when it is
-    not a folder."""
+    not a folder, or the file or folder that cannot be written."""
+    # a file name that is not UTF-8 is printed escaped, never a UnicodeEncodeError
+    sys.stdout.reconfigure(errors="backslashreplace")
     top = parser()
     args = top.parse_args(argv)
     args.results = args.results if args.results is not None else results_root()
     if not args.results.is_dir():
-        top.exit(2, f"fsnn: error: --results {args.results}: not a folder (expected a results folder with "
+        top.exit(2, f"fsnn: error: --results {printable(args.results)}: not a folder (expected a results folder with "
                     "<experiment>/<run>/metrics.json)\n")
-    args.run(args)
+    try:
+        args.run(args)
+    except OSError as error:  # fsnn.atomic.RunFileError names the file; any other names its path
+        top.exit(2, f"fsnn: error: {printable(error)}\n")
     return 0

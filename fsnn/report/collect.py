@@ -1,13 +1,19 @@
 """The one reader of run records: every ``metrics.json`` under a results folder (with the ``robustness.json``
 and ``energy.json`` beside it), checked when read (a metric outside its documented range, a recipe that is not
 the suite's, an unreadable file set aside by name), and what a record says of itself (experiment, recipe,
-epochs)."""
+epochs).
+
+A results tree may be damaged or hostile, and every report reads it: a file that is not a record (a folder, a fifo,
+a link out of the tree, a name that is not UTF-8, JSON nested past any record's depth, a value of the wrong type
+where a report reads it, :data:`RECORD`) is set aside with its reason, never met by a report as a traceback."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +33,133 @@ SIBLINGS = ("robustness", "energy")
 
 
 DEFAULT_RECIPE = "matched"
+
+
+# -- what a record must look like where the reports read it ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A value's type as a message names it (``text``, ``a number``...), and its test."""
+
+    name: str
+    test: Any
+
+    def problem(self, value: Any, where: str) -> str | None:
+        return None if self.test(value) else f"{where}: expected {self.name}, got {_kind(value)}"
+
+
+@dataclass(frozen=True)
+class Each:
+    """A list whose every item has ``shape``."""
+
+    shape: Any
+
+
+@dataclass(frozen=True)
+class Values:
+    """An object whose every value has ``shape``."""
+
+    shape: Any
+
+
+@dataclass(frozen=True)
+class Required:
+    """A key that must be present (the others of a shape are checked where they are present)."""
+
+    shape: Any
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+TEXT = Kind("text", lambda value: isinstance(value, str))
+NUMBER = Kind("a number", _number)
+INTEGER = Kind("an integer", lambda value: isinstance(value, int) and not isinstance(value, bool))
+OBJECT = Kind("an object", lambda value: isinstance(value, dict))
+
+
+def _kind(value: Any) -> str:
+    name = {str: "text", bool: "true or false", int: "a number", float: "a number", dict: "an object",
+            list: "a list", type(None): "null"}.get(type(value), type(value).__name__)
+    return f"{name} ({printable(json.dumps(value))[:40]})" if isinstance(value, (str, int, float)) else name
+
+
+def shape_problem(value: Any, shape: Any, where: str = "") -> str | None:
+    """What in ``value`` does not have ``shape`` (``key.key: expected ..., got ...``), or ``None``. A shape is a
+    :class:`Kind`, an :class:`Each`, a :class:`Values` or an object ``{key: shape}`` whose keys are checked where
+    present (:class:`Required` ones always); keys it does not name may hold anything."""
+    if isinstance(shape, Kind):
+        return shape.problem(value, where or "the record")
+    if isinstance(shape, (Each, Values)):
+        container = list if isinstance(shape, Each) else dict
+        if not isinstance(value, container):
+            return f"{where or 'the record'}: expected {'a list' if container is list else 'an object'}, got {_kind(value)}"
+        items = enumerate(value) if container is list else value.items()
+        for key, item in items:
+            inner = f"{where}[{key}]" if container is list else f"{where}.{key}" if where else key
+            if problem := shape_problem(item, shape.shape, inner):
+                return problem
+        return None
+    if not isinstance(value, dict):
+        return f"{where or 'the record'}: expected an object, got {_kind(value)}"
+    for key, inner in shape.items():
+        required = isinstance(inner, Required)
+        here = f"{where}.{key}" if where else key
+        if key not in value:
+            if required:
+                return f"{here}: missing"
+            continue
+        if problem := shape_problem(value[key], inner.shape if required else inner, here):
+            return problem
+    return None
+
+
+#: a run's resolved config where the reports read it: names that group runs, numbers that place them on an axis
+CONFIG = {
+    "dataset": {"name": TEXT, "delay": INTEGER, "num_cues": INTEGER},
+    "backbone": {"name": TEXT},
+    "neuron": {"name": TEXT, "alpha": NUMBER},
+    "trainer": OBJECT,
+    "paths": OBJECT,
+    "alpha_per_dataset": Values(OBJECT),
+}
+
+#: a ``robustness.json``: the clean metric and, per corruption, its levels (the metric's list per level is checked
+#: by :func:`record_problem`, its key being the study's ``metric``)
+ROBUSTNESS = {"metric": Required(TEXT), "clean": Required(NUMBER), "config": CONFIG,
+              "corruptions": Required(Values({"levels": Required(Each(NUMBER)), "score": NUMBER}))}
+
+#: a ``metrics.json`` where the tables, figures and page read it (``val_*`` / ``test_*`` numbers: :func:`record_problem`)
+RECORD = {
+    "status": TEXT, "task": TEXT, "run": TEXT, "metric": TEXT, "device": TEXT, "seed": INTEGER,
+    "wall_time_s": NUMBER, "train_epoch_s": NUMBER, "overrides": Each(TEXT), "versions": OBJECT,
+    "config": CONFIG, "choices": {"neuron_variant": TEXT}, "test_metrics": OBJECT, "firing_rates": Values(NUMBER),
+    "neurons_by_epoch": Each({"epoch": Required(NUMBER), "neurons": Required(Values(Values(NUMBER)))}),
+    "robustness": ROBUSTNESS, "energy": OBJECT,
+}
+
+#: the sibling studies' shapes, by name (:data:`SIBLINGS`)
+STUDIES = {"robustness": ROBUSTNESS, "energy": OBJECT}
+
+
+def record_problem(record: dict, shape: Any = RECORD) -> str | None:
+    """Why ``record`` cannot be read as a run record (or a sibling study, ``shape``), or ``None``: a value of another
+    type than :data:`RECORD` (or ``shape``) says where a report reads it, a ``val_*`` / ``test_*`` metric that is
+    not a number, a corruption without its list of the study's metric."""
+    if problem := shape_problem(record, shape):
+        return problem
+    for key, value in record.items() if shape is RECORD else ():
+        if key.startswith(("val_", "test_")) and key != "test_metrics" and value is not None and not _number(value):
+            return f"{key}: expected a number, got {_kind(value)}"
+    studies = [record] if shape is ROBUSTNESS else [record["robustness"]] if "robustness" in record else []
+    for study in studies:
+        for name, entry in study["corruptions"].items():
+            if problem := shape_problem(entry.get(study["metric"]), Each(NUMBER),
+                                        f"corruptions.{name}.{study['metric']}"):
+                return problem
+    return None
 
 
 @dataclass
@@ -57,10 +190,12 @@ NON_NEGATIVE_METRIC = re.compile(r"loss|_std$|energy|per_s$")
 def impossible_metrics(record: dict) -> list[str]:
     """The metrics of a run record (``val_*``, ``test_*`` and ``test_metrics.*``) outside their documented range
     (NaN or infinite; a fraction outside [0, 1], :data:`FRACTION_METRIC`; a negative loss, std, energy or speed,
-    :data:`NON_NEGATIVE_METRIC`), each as ``key`` for a non-finite value, else ``key=value (expected ...)``."""
+    :data:`NON_NEGATIVE_METRIC`), each as ``key`` for a non-finite value, else ``key=value (expected ...)``; a
+    complete run without its test metric (``test_<metric>``) gives ``test_<metric> (not recorded)``."""
     found = {**{k: v for k, v in record.items() if k.startswith(("val_", "test_"))},
              **{f"test_metrics.{k}": v for k, v in (record.get("test_metrics") or {}).items()}}
-    bad = []
+    test = f"test_{record.get('metric', 'acc')}"
+    bad = [f"{test} (not recorded)"] if record.get("status") == "complete" and not _number(record.get(test)) else []
     for key, value in found.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
@@ -92,31 +227,41 @@ def scan_runs(results_dir: str | Path) -> Collection:
     corrupt file is recorded (and warned about), never fatal: a run with a corrupt sibling still counts. A complete
     run whose metrics are outside their range (:func:`impossible_metrics`) is warned about and set aside
     (``impossible``), never counted among the complete ones; a record whose ``recipe`` is not one of the suite's
-    (:func:`recipe_problem`: it would name a table file) counts as corrupt."""
+    (:func:`recipe_problem`: it would name a table file) counts as corrupt, as does one that does not have the
+    shape the reports read (:func:`record_problem`), and what the walk of the tree cannot read
+    (:func:`record_files`)."""
     found = Collection()
     known_recipes = sorted(p.stem for p in (config_root() / "recipe").glob("*.yaml"))
+    root = Path(results_dir)
 
-    def read(path: Path) -> dict | None:
+    def skip(path: Path, reason: str) -> None:
+        found.corrupt.append((printable(path), printable(reason)))
+        warnings.warn(f"skipping {printable(path)}: {printable(reason)}", stacklevel=3)
+
+    def read(path: Path, shape: Any) -> dict | None:
         try:
-            return read_record(path)
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            reason = f"{type(error).__name__}: {error}"
-            found.corrupt.append((str(path), reason))
-            warnings.warn(f"skipping unreadable {path}: {reason}", stacklevel=3)
+            if not inside(path, root):
+                raise ValueError(f"a link to {printable(os.path.realpath(path))}, outside {printable(root)}")
+            record = read_record(path)
+        except (OSError, ValueError) as error:
+            skip(path, f"{type(error).__name__}: {error}")
             return None
+        if reason := record_problem(record, shape):
+            skip(path, reason)
+            return None
+        return record
 
-    for path in sorted(p for p in Path(results_dir).rglob("metrics.json") if not is_earlier_generation(p)):
-        record = read(path)
+    for path in record_files(root, skip):
+        record = read(path, RECORD)
         if record is None:
             continue
         if reason := recipe_problem(record.get("recipe"), known_recipes):
-            found.corrupt.append((str(path), reason))
-            warnings.warn(f"skipping {path}: {reason}", stacklevel=2)
+            skip(path, reason)
             continue
         record["_path"] = str(path)
         for name in SIBLINGS:
             sibling = path.with_name(f"{name}.json")
-            if sibling.exists() and (study := read(sibling)) is not None:
+            if os.path.lexists(sibling) and (study := read(sibling, STUDIES[name])) is not None:
                 record[name] = study
         status = record.get("status")
         if status == "complete" and (bad := impossible_metrics(record)):
@@ -131,12 +276,105 @@ def scan_runs(results_dir: str | Path) -> Collection:
     return found
 
 
+def record_files(results_dir: Path, skip) -> list[Path]:
+    """Every ``metrics.json`` under ``results_dir``, sorted, but an earlier generation's; ``skip(path, reason)`` is
+    told of what cannot be a run's: a link to a folder (never followed: a link back up the tree would loop, one
+    across it would count its runs twice), a folder that cannot be listed, a path that is not UTF-8 (no page or
+    table can name it). The walk keeps its own stack: no tree is too deep for it."""
+    found, folders = [], [Path(results_dir)]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as error:
+            skip(folder, f"the folder cannot be listed ({error.strerror or error})")
+            continue
+        for entry in entries:
+            path = folder / entry.name
+            if entry.name == "metrics.json":
+                found.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                folders.append(path)
+            elif entry.is_symlink() and os.path.isdir(path):
+                skip(path, "a link to a folder, not followed: runs are read from the folders of the results tree")
+    records = []
+    for path in sorted(found):
+        if not _utf8(str(path.relative_to(results_dir))):
+            skip(path, "its path is not valid UTF-8: rename the folder")
+        elif not is_earlier_generation(path):
+            records.append(path)
+    return records
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(text: Any) -> str:
+    """``text`` as a console line or a page shows it: the bytes of a file name that are not UTF-8 and the control
+    characters escaped (``\\xff``, ``\\n``), so that writing it never fails and never starts a line of its own."""
+    text = str(text)
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that no file name gave
+        text = text.encode("utf-8", "backslashreplace").decode()
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def inside(path: str | Path, root: str | Path) -> bool:
+    """Whether ``path``, its links followed, is ``root`` or in it (with ``root``'s own links followed)."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+#: the largest run record read: a record is some kilobytes; a huge file in its place is not one
+MAX_RECORD_BYTES = 64 * 2**20
+#: the deepest nesting of a record's JSON: a record is 7 levels deep; every report may walk it recursively
+MAX_DEPTH = 32
+
+
 def read_record(path: str | Path) -> dict:
-    """The JSON object in ``path``; ``ValueError`` if it is not valid JSON or not an object."""
-    record = json.loads(Path(path).read_text())
+    """The JSON object in ``path``; ``ValueError`` if it cannot be a record: not a regular file (a fifo would block
+    the reader), larger than :data:`MAX_RECORD_BYTES`, not UTF-8 JSON, nested deeper than :data:`MAX_DEPTH`, text
+    that is not Unicode (a lone surrogate), or not an object."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"not a file but a {'folder' if stat.S_ISDIR(mode) else 'special file'}")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_RECORD_BYTES + 1)
+    if len(data) > MAX_RECORD_BYTES:
+        raise ValueError(f"larger than {MAX_RECORD_BYTES // 2**20} MiB, which no record is")
+    try:
+        record = json.loads(data.decode())
+    except RecursionError:
+        raise ValueError(f"nested deeper than a record's {MAX_DEPTH} levels") from None
     if not isinstance(record, dict):
         raise ValueError(f"top level is {type(record).__name__}, not an object")
+    if problem := _plain_problem(record):
+        raise ValueError(problem)
     return record
+
+
+def _plain_problem(record: dict) -> str | None:
+    """Why ``record`` is not plain data every report can walk and write: nested deeper than :data:`MAX_DEPTH`, or
+    text that no UTF-8 file can hold; walked with its own stack."""
+    stack = [(record, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than a record's {MAX_DEPTH} levels"
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if not all(_utf8(text) for text in (key, value) if isinstance(text, str)):
+                return "holds text that is not valid Unicode (a lone surrogate)"
+            if isinstance(value, (dict, list)):
+                stack.append((value, depth + 1))
+    return None
 
 
 def collect_runs(results_dir: str | Path) -> list[dict]:

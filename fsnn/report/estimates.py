@@ -14,11 +14,58 @@ from pathlib import Path
 
 from fsnn.records import config_root, results_root
 from fsnn.report.collect import (
+    INTEGER,
+    OBJECT,
+    TEXT,
+    Each,
+    Kind,
+    Required,
     read_record,
+    record_problem,
 )
 
 # a neuron with no timed train step of its own, timed as the neuron that runs the same kernels
 TIMED_AS = {"fif": "flif", "if": "lif", "sj_if": "sj_lif", "sj_plif": "sj_lif"}
+
+
+def _positive(value, below: float = math.inf) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < below
+
+
+#: a measured time or speed: the estimates divide by it and scale by it
+POSITIVE = Kind("a positive number", _positive)
+#: a speed or null (a neuron the benchmark could not time)
+SPEED = Kind("a positive number or null", lambda value: value is None or _positive(value))
+#: a step's T or input size: the estimates take the logarithm of their ratio to a config's, so both stay in range
+EXTENT = Kind("a positive integer below 2**31", lambda value: isinstance(value, int) and _positive(value, 2**31))
+
+#: what the estimates read of a benchmark file, by its ``benchmark``: a file of another shape is not read
+BENCH_SHAPES = {
+    "graph_runs": {"setting": OBJECT, "runs": Each({"dataset": TEXT, "version": TEXT, "whole_run_s": POSITIVE,
+                                                    "backbone": TEXT, "neuron": TEXT})},
+    "dvsnet_train_step": {"hardware": TEXT, "config": Required({"device": TEXT, "T": Required(EXTENT),
+                                                                "size": Required(EXTENT), "channels": INTEGER,
+                                                                "batch": INTEGER}),
+                          "results": Each({"neuron": Required(TEXT), "train_samples_per_s": SPEED,
+                                           "test_samples_per_s": SPEED})},
+}
+
+
+def bench_records(bench_dir: str | Path | None, benchmark: str) -> list[tuple[Path, dict]]:
+    """``(path, record)`` of the benchmark files ``<bench_dir>/*.json`` (default ``results/bench``) of
+    ``benchmark`` whose shape the estimates read (:data:`BENCH_SHAPES`), read as the run records are
+    (:func:`read_record`); an unreadable file, one of another shape, or one whose name no page can show (not UTF-8)
+    estimates nothing."""
+    found = []
+    for path in sorted(Path(bench_dir if bench_dir is not None else results_root() / "bench").glob("*.json")):
+        try:
+            path.name.encode()
+            record = read_record(path)
+        except (OSError, ValueError):  # UnicodeEncodeError is a ValueError
+            continue
+        if record.get("benchmark") == benchmark and record_problem(record, BENCH_SHAPES[benchmark]) is None:
+            found.append((path, record))
+    return found
 
 
 def graph_run_minutes(name: str, bench_dir: str | Path | None = None,
@@ -28,16 +75,13 @@ def graph_run_minutes(name: str, bench_dir: str | Path | None = None,
     ``bench_dir`` whose setting names that experiment), else the largest graph it measured scaled by the number of
     nodes: ``{"minutes", "basis", "basis_minutes", "backbone", "neuron"}`` (the slowest of the basis' rows);
     ``None`` without either number."""
-    from fsnn.data.registry import dataset_info
+    from fsnn.data.registry import DATASETS, dataset_info
 
     rows = []
-    for path in sorted(Path(bench_dir if bench_dir is not None else results_root() / "bench").glob("*.json")):
-        try:
-            record = read_record(path)
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        if record.get("benchmark") == "graph_runs" and (record.get("setting") or {}).get("experiment") == experiment:
-            rows += [r for r in record.get("runs", []) if r.get("version") == "after" and "failed" not in r]
+    for _, record in bench_records(bench_dir, "graph_runs"):
+        if (record.get("setting") or {}).get("experiment") == experiment:
+            rows += [r for r in record.get("runs", []) if r.get("version") == "after" and "failed" not in r
+                     and r.get("dataset") in DATASETS and "whole_run_s" in r]
     nodes = dataset_info(name).num_nodes
     measured = [(dataset_info(r["dataset"]).num_nodes, r) for r in rows]
     measured = [(n, r) for n, r in measured if n]
@@ -120,16 +164,14 @@ def step_costs(bench_dir: str | Path | None = None) -> list[dict]:
     """The measured train steps on a GPU under ``bench_dir`` (``scripts/bench_train.py --device cuda``): per file the
     setting (backbone, channels, T, size), the hardware and ``{neuron: (train samples/s, test samples/s)}``."""
     out = []
-    for path in sorted(Path(bench_dir if bench_dir is not None else results_root() / "bench").glob("*.json")):
-        try:
-            record = read_record(path)
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        config = record.get("config") or {}
-        if record.get("benchmark") != "dvsnet_train_step" or config.get("device") != "cuda":
+    for path, record in bench_records(bench_dir, "dvsnet_train_step"):
+        config = record["config"]
+        if config.get("device") != "cuda":
             continue
         rates = {r["neuron"]: (r["train_samples_per_s"], r["test_samples_per_s"]) for r in record.get("results", [])
                  if r.get("train_samples_per_s") and r.get("test_samples_per_s")}
+        if not rates:  # nothing measured: no step to scale
+            continue
         out.append({"file": path.name, "backbone": "dvsnet", "channels": config.get("channels"), "T": config["T"],
                     "size": config["size"], "batch": config.get("batch"), "hardware": record.get("hardware", "GPU"),
                     "rates": rates})

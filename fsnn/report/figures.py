@@ -55,6 +55,7 @@ from fsnn.neurons.modules import neuron_label
 from fsnn.records import fitting_name
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, REJECTED, claims, tally
 from fsnn.report.collect import DEFAULT_RECIPE, epochs_of, experiment_of, recipe_of, scan_runs
+from fsnn.report.outputs import output_folder
 from fsnn.report.style import MIN_FONT_PT, _note, family_styles, is_fractional, legend_below, save, styled
 from fsnn.report.tables import (
     build_table,
@@ -381,8 +382,9 @@ def claims_figure(sections: list[tuple[str, list[dict]]], out: str | Path, name:
         for row, entry in zip(y, found):
             decision = entry["size"]
             color = VERDICT_COLORS[decision.verdict]
-            ax.errorbar([decision.diff], [row], xerr=[[decision.diff - decision.low], [decision.high - decision.diff]],
-                        fmt="o", color=color, capsize=3, ms=5)
+            if decision.diff is not None:  # fewer than two runs on a side: a point without an interval, or none
+                xerr = None if decision.low is None else [[decision.diff - decision.low], [decision.high - decision.diff]]
+                ax.errorbar([decision.diff], [row], xerr=xerr, fmt="o", color=color, capsize=3, ms=5)
             ax.plot([decision.claim], [row], "x", color="black", ms=7, mew=1.5)
         ax.axvline(0.0, color="#525252", lw=0.8)
         ax.set_yticks(y, [f"{c['setting']} vs {c['baseline']} (n={c['size'].n_a}/{c['size'].n_b})" for c in found])
@@ -722,7 +724,9 @@ def make_figures(results_dir: str | Path, out: str | Path, dt: float = 0.01, t_m
                  echo: Callable = print) -> list[Path]:
     """Every figure: those from the runs under ``results_dir`` (:func:`run_figures`), then the theory ones; writes
     ``<out>/figures.json`` (``written``: the figures' names in page order, ``captions``) and deletes the files of a
-    figure the previous manifest listed and this call did not draw, so ``out`` holds exactly what the runs give."""
+    figure the previous manifest listed and this call did not draw, so ``out`` holds exactly what the runs give.
+    ``out`` under ``results_dir`` must stay in it (:func:`fsnn.report.outputs.output_folder`)."""
+    out = output_folder(out, results_dir)
     captions: dict[str, str] = {}
     paths = run_figures(results_dir, out, echo, captions)
     paths += relaxation_figure(out, dt, t_max, t_lin, engine, echo, captions)

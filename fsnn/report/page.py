@@ -47,7 +47,8 @@ from fsnn.report.claims import COLUMNS, LEGEND, claim_cells, claims
 from fsnn.report.collect import (
     epochs_of,
     experiment_of,
-    read_record,
+    inside,
+    printable,
     recipe_of,
     scan_runs,
 )
@@ -60,6 +61,7 @@ from fsnn.report.estimates import (
     step_costs,
     sweep,
 )
+from fsnn.report.outputs import confined, listed_files, output_folder, relative_url
 from fsnn.report.tables import (
     build_table,
     has_paper_values,
@@ -242,7 +244,7 @@ def provenance(runs: list[dict], results_dir: Path, out_dir: Path) -> list[dict]
                 "commit": _commit(r), "device": r.get("device", "?"),
                 "wall": _hours(r["wall_time_s"]) if isinstance(r.get("wall_time_s"), (int, float)) else "—",
                 "error": strip_paths(str(r["error"]), r) if r.get("error") else None,
-                "href": Path(os.path.relpath(r["_path"], out_dir)).as_posix()})
+                "href": relative_url(os.path.relpath(r["_path"], out_dir))})
         out.append({
             "experiment": experiment, "folders": folders, "runs": len(members),
             "status": ", ".join(f"{n} {s}" for s, n in sorted(status.items())),
@@ -261,19 +263,18 @@ def provenance(runs: list[dict], results_dir: Path, out_dir: Path) -> list[dict]
 
 
 def _figures(figures_dir: Path) -> list[dict]:
-    """The figures ``make figures`` last drew (its ``figures.json``), each PNG as a data URI with its caption."""
-    try:
-        manifest = read_record(figures_dir / "figures.json")
-    except (OSError, UnicodeDecodeError, ValueError):
-        return []
+    """The figures ``make figures`` last drew (its ``figures.json``), each PNG as a data URI with its caption: only
+    the files of ``figures_dir`` itself (:func:`listed_files`; a PNG that is a link out of it is not read)."""
+    names, manifest = listed_files(figures_dir, "figures.json")
+    captions = manifest.get("captions") if isinstance(manifest.get("captions"), dict) else {}
     out = []
-    for name in manifest.get("written", []):
+    for name in names:
         png = figures_dir / f"{name}.png"
-        if png.is_file():
+        if png.is_file() and inside(png, figures_dir):
             data = png.read_bytes()
             # shown at its own size (CSS inches of 96 px), so that 9 pt text reads as 9 pt
             width = round(int.from_bytes(data[16:20], "big") * 96 / FIGURE_DPI)
-            out.append({"name": name, "caption": manifest.get("captions", {}).get(name, ""), "width": width,
+            out.append({"name": name, "caption": str(captions.get(name, "")), "width": width,
                         "uri": "data:image/png;base64," + base64.b64encode(data).decode()})
     return out
 
@@ -281,10 +282,11 @@ def _figures(figures_dir: Path) -> list[dict]:
 def _display(path: Path) -> str:
     """A path as the page shows it: relative to the current directory when under it, else its last part."""
     try:
-        return Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix() if path.resolve().is_relative_to(
+        shown = Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix() if path.resolve().is_relative_to(
             Path.cwd().resolve()) else "…/" + path.resolve().name
-    except (OSError, ValueError):
-        return path.name
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop
+        shown = path.name
+    return printable(shown)
 
 
 def glance(shown: list[dict], idle: int) -> str:
@@ -307,7 +309,7 @@ def build(results_dir: str | Path | None = None, out_dir: str | Path | None = No
     """Everything the page shows, as data (what :func:`render` fills the template with)."""
     results_dir = Path(results_dir) if results_dir is not None else results_root()
     out_dir = Path(out_dir) if out_dir is not None else results_dir / "report"
-    figures_dir = Path(figures_dir) if figures_dir is not None else results_dir / "figures"
+    figures_dir = confined(figures_dir if figures_dir is not None else results_dir / "figures", results_dir)
     bench_dir = Path(bench_dir) if bench_dir is not None else results_dir / "bench"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # corrupt files are listed on the page instead
@@ -360,7 +362,8 @@ def render(results_dir: str | Path | None = None, out_dir: str | Path | None = N
 
 def write_report(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
                  figures_dir: str | Path | None = None, bench_dir: str | Path | None = None) -> Path:
-    """Write ``<out_dir>/index.html`` (default ``<results_dir>/report``) atomically; returns its path."""
+    """Write ``<out_dir>/index.html`` (default ``<results_dir>/report``, which must stay in ``results_dir``:
+    :func:`output_folder`) atomically; returns its path."""
     results_dir = Path(results_dir) if results_dir is not None else results_root()
-    out_dir = Path(out_dir) if out_dir is not None else results_dir / "report"
+    out_dir = output_folder(out_dir if out_dir is not None else results_dir / "report", results_dir)
     return write_text_atomic(out_dir / "index.html", render(results_dir, out_dir, figures_dir, bench_dir))

@@ -11,6 +11,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
+from fsnn.atomic import write_atomic
 from fsnn.neurons.modules import is_fractional
 
 MIN_FONT_PT = 9
@@ -42,13 +43,15 @@ def styled(draw: Callable) -> Callable:
 
 
 def save(fig: Figure, out: str | Path, name: str) -> list[Path]:
-    """``fig`` as ``<out>/<name>.png`` and ``.pdf``, without a date or version in the files' metadata."""
+    """``fig`` as ``<out>/<name>.png`` and ``.pdf``, without a date or version in the files' metadata, each written
+    whole or not at all (:func:`fsnn.atomic.write_atomic`: a full disk leaves the previous file, never half of one,
+    and a link in its place is replaced, not followed)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("png", "pdf"):
         path = out / f"{name}.{ext}"
-        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=METADATA[ext])
+        write_atomic(path, lambda handle, ext=ext: fig.savefig(handle, format=ext, dpi=150, bbox_inches="tight",
+                                                               metadata=METADATA[ext]))
         paths.append(path)
     return paths
 

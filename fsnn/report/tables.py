@@ -31,21 +31,20 @@ from typing import Any
 
 import yaml
 
-from fsnn.atomic import write_text_atomic
+from fsnn.atomic import RunFileError, write_text_atomic
 from fsnn.numbers import DASH, number
 from fsnn.records import config_root, results_root
 from fsnn.report.claims import claims, claims_markdown
 from fsnn.report.collect import (
     ALIASES,
     DEFAULT_RECIPE,
-    SAFE_NAME,
     Collection,
     epochs_of,
     experiment_of,
-    read_record,
     recipe_of,
     scan_runs,
 )
+from fsnn.report.outputs import listed_files, output_folder
 
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
 # config fields that do not make two runs different experiments (for the mixed-config flag): force only trains a run
@@ -405,7 +404,7 @@ def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | Non
     """Build every table (one per recipe its runs used) from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and
     ``all.md``) to ``out_dir``."""
     results_dir = Path(results_dir) if results_dir is not None else results_root()
-    out_dir = Path(out_dir) if out_dir is not None else results_dir / "tables"
+    out_dir = output_folder(out_dir if out_dir is not None else results_dir / "tables", results_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # corrupt files are listed below instead
         found = scan_runs(results_dir)
@@ -451,20 +450,19 @@ def remove_stale(out_dir: str | Path, names: list[str], suffixes: tuple[str, ...
     """Remove from ``out_dir`` the files ``<name><suffix>`` of the names that its ``manifest`` listed last time and
     ``names`` no longer holds, then write ``names`` (and ``extra``) as the new manifest. Only files this function
     recorded are ever removed; an unreadable manifest removes nothing, and a listed name that is not a plain file
-    name (a path, ``..``) is ignored: nothing outside ``out_dir`` is removed. Returns the removed paths."""
-    path = Path(out_dir) / manifest
-    try:
-        before = read_record(path).get("written", []) if path.is_file() else []
-    except (OSError, UnicodeDecodeError, ValueError):
-        before = []
-    before = [name for name in before if isinstance(name, str) and SAFE_NAME.fullmatch(name)] \
-        if isinstance(before, list) else []
+    name (a path, ``..``) is ignored: nothing outside ``out_dir`` is removed (:func:`listed_files`). Returns the
+    removed paths; :class:`RunFileError` naming a file that cannot be removed."""
+    before, _ = listed_files(out_dir, manifest)
     removed = []
     for name in sorted(set(before) - set(names)):
         for suffix in suffixes:
             stale = Path(out_dir) / f"{name}{suffix}"
             if stale.is_file():
-                stale.unlink()
+                try:
+                    stale.unlink()
+                except OSError as error:
+                    raise RunFileError(f"cannot remove {stale}: {error.strerror or error}") from error
                 removed.append(stale)
-    write_text_atomic(path, json.dumps({"written": list(names), **(extra or {})}, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(Path(out_dir) / manifest,
+                      json.dumps({"written": list(names), **(extra or {})}, indent=2, sort_keys=True) + "\n")
     return removed
