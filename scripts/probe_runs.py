@@ -1106,29 +1106,6 @@ class Probe:
                         "traceback" if "Traceback" in out else "clear" if rc == 0 else "unclear",
                         security=read or gone, note="read into the page" if read else "removed" if gone else "")
 
-
-def remove_deep(top: Path) -> None:
-    """Remove a tree of folders too deep for ``shutil.rmtree`` (which recurses), bottom up; nothing if absent."""
-    folders = []
-    while top.is_dir() and not top.is_symlink():
-        folders.append(top)
-        inner = [p for p in top.iterdir() if p.is_dir() and not p.is_symlink()]
-        top = inner[0] if inner else top / "none"
-    for folder in reversed(folders):
-        shutil.rmtree(folder)
-
-
-def report_record(results: Path, name: str, change: Callable[[dict], None] | None = None) -> Path:
-    """A copy of :data:`HEALTHY` (``change`` applied) as ``<results>/<REPORT_TASK>/<name>/metrics.json``."""
-    run = json.loads(json.dumps(HEALTHY))
-    if change is not None:
-        change(run)
-    path = results / REPORT_TASK / name / "metrics.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps(run))
-    return path
-
-
     # -- the environment, data that no longer matches, caches and inputs that lie ---------------------------------
     def environment(self) -> None:
         """A variable set to nothing (``FSNN_RESULTS=``, ``FSNN_DATA=``) counts as unset; the run fails at its data
@@ -1326,6 +1303,28 @@ if shape == "other":
     state[key] = torch.zeros(state[key].shape[0], state[key].shape[1] + 7)
 save_checkpoint({"state_dict": state}, run / "checkpoints" / "best.ckpt", result_config(cfg))
 """
+
+def remove_deep(top: Path) -> None:
+    """Remove a tree of folders too deep for ``shutil.rmtree`` (which recurses), bottom up; nothing if absent."""
+    folders = []
+    while top.is_dir() and not top.is_symlink():
+        folders.append(top)
+        inner = [p for p in top.iterdir() if p.is_dir() and not p.is_symlink()]
+        top = inner[0] if inner else top / "none"
+    for folder in reversed(folders):
+        shutil.rmtree(folder)
+
+
+def report_record(results: Path, name: str, change: Callable[[dict], None] | None = None) -> Path:
+    """A copy of :data:`HEALTHY` (``change`` applied) as ``<results>/<REPORT_TASK>/<name>/metrics.json``."""
+    run = json.loads(json.dumps(HEALTHY))
+    if change is not None:
+        change(run)
+    path = results / REPORT_TASK / name / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(run))
+    return path
+
 
 
 def _read_json(path: Path) -> dict | None:
