@@ -963,6 +963,7 @@ class Probe:
         left, and nothing outside the results tree is read into the page, written or removed. ``--fast``: only the
         cases that run ``fsnn-report tables`` and take no minute (what the test suite runs)."""
         self.report_reads()
+        self.report_scheme_link()
         self.report_writes()
         self.report_links()
 
@@ -1038,11 +1039,16 @@ class Probe:
                 self.record("report", f"{command}: {label}", outcome,
                             note="timed out after 240 s" if rc is None else self.first_error(out)[:90])
                 remove_deep(results / "deep")
+
+    def report_scheme_link(self) -> None:
+        """A run folder named like a script link right under the page's own folder, where the page's relative link
+        to its record would start with the folder's name: the link must not be a scheme."""
         if self.fast:
             return
-        # a run folder named like a script link, under the results tree (here its report folder)
         cwd, results = self.report_tree("javascript-folder")
-        report_record(results / "report", "javascript:document.title='x'")
+        run = results / "report" / "javascript:document.title='x'"
+        run.mkdir(parents=True)
+        (run / "metrics.json").write_text(json.dumps(HEALTHY))
         rc, out = self.run("fsnn-report", "page", "--results", str(results), cwd=cwd, timeout=240)
         page = results / "report" / "index.html"
         links = SCHEME_LINK.findall(page.read_text()) if page.is_file() else []
