@@ -688,7 +688,7 @@ def test_force_keeps_every_earlier_generation(tmp_path):
         scan_runs,  # an earlier generation is not a run of its own in the tables
     )
 
-    write_json_atomic(run / "metrics.json", {"status": "complete", "generation": 4})
+    write_json_atomic(run / "metrics.json", {"status": "complete", "generation": 4, "test_acc": 0.5})
     assert [r["generation"] for r in scan_runs(tmp_path).complete] == [4]
 
 
