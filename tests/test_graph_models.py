@@ -311,6 +311,32 @@ def test_node_models_train_step_has_finite_gradients(karate, name, neuron):
     assert any(not torch.equal(b, p) for b, (_, p) in zip(before, trainable))
 
 
+def test_msg_link_decoders_score_as_their_equations(karate):
+    """``cosine`` (the default, temperature 1): the cosine similarity of ``Log_o z``; ``minkowski``: the Lorentz inner
+    product of the points, ``-cosh d`` on the unit hyperboloid; ``fermi_dirac``: ``(r - d^2) / t``. Each passes a
+    gradient back to the encoder; ``minkowski`` needs the Lorentz model."""
+    pairs = karate.edge_index[:, :20]
+    for decoder in ("cosine", "minkowski", "fermi_dirac"):
+        torch.manual_seed(0)
+        options = {} if decoder == "cosine" else {"decoder": decoder}
+        model = build_backbone("msg", in_features=karate.num_features, neuron="fif", T=4, dim=8, step_size=0.5,
+                               **options)
+        z = model.encode(karate.x, karate.edge_index)
+        a, b = z[pairs[0]], z[pairs[1]]
+        distance = model.geometry.sqdist(a, b).sqrt()
+        expected = {"cosine": F.cosine_similarity(model.embed(a), model.embed(b), dim=-1),
+                    "minkowski": -a[:, 0] * b[:, 0] + (a[:, 1:] * b[:, 1:]).sum(-1),
+                    "fermi_dirac": 2.0 - distance ** 2}[decoder]
+        logits = model.decode(z, pairs)
+        assert logits.shape == (20,) and torch.allclose(logits, expected, atol=1e-5), decoder
+        if decoder == "minkowski":
+            assert torch.allclose(logits, -torch.cosh(distance), atol=1e-3)
+        F.binary_cross_entropy_with_logits(logits, torch.ones_like(logits)).backward()
+        assert float(model.encoder.lin.weight.grad.abs().sum()) > 0, decoder
+    with pytest.raises(ValueError, match="minkowski.*lorentz"):
+        build_backbone("msg", in_features=4, manifold="sphere", decoder="minkowski")
+
+
 @pytest.mark.parametrize("manifold", ["lorentz", "sphere", "euclidean"])
 @pytest.mark.parametrize("neuron", MSG_NEURON_NAMES)
 def test_msg_train_step_has_finite_gradients(karate, manifold, neuron):

@@ -34,6 +34,8 @@ from fsnn.models.manifolds import GEOMETRIES
 from fsnn.models.poisson import add_spike_noise, check_noise_std
 from fsnn.models.registry import register_backbone
 
+DECODERS = ("cosine", "minkowski", "fermi_dirac")  # the link decoders of MSG.decode
+
 
 def gcn_adjacency(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     """GCN's propagation matrix ``D^-1/2 (A + I) D^-1/2`` (row: the target node) as a sparse CSR tensor, so that
@@ -101,9 +103,17 @@ class MSG(nn.Module):
 
     Heads: :meth:`forward` gives node-classification logits ``Linear(dim, C)(Log_o z)`` (MSG's authors compute their
     loss and their reported accuracy on two different embeddings; here both use ``Log_o z``); :meth:`decode` gives
-    link logits, either Fermi-Dirac on the squared geodesic distance, ``(r - d^2) / t`` (the logit of
-    ``1 / (exp((d^2 - r) / t) + 1)``; ``decoder="fermi_dirac"``, default, every manifold), or MSG's Lorentz choice,
-    cosine similarity of ``Log_o z`` over ``temperature`` (``decoder="cosine"``).
+    link logits for a binary cross-entropy with logits, one of
+
+    * ``decoder="cosine"`` (default): ``cos(Log_o a, Log_o b) / temperature``, the cosine similarity of the tangent
+      vectors at the origin; with ``temperature=1`` MSG's Lorentz decoder as its released code scores links
+      (``exp.py``, ``Exp.cal_lp_loss``, ZhenhHuang/MSG at ``9b0591c``, the version with the link-prediction configs);
+    * ``decoder="minkowski"``: ``<a, b>_L = -a_0 b_0 + sum_i a_i b_i``, the Lorentz inner product of the two points
+      (``-k cosh(d(a, b) / sqrt(k))``, at most ``-k``), MSG's Lorentz decoder in its May 2024 code (``826fce3``);
+      Lorentz model only;
+    * ``decoder="fermi_dirac"``: ``(r - d^2) / t`` on the squared geodesic distance (the logit of
+      ``1 / (exp((d^2 - r) / t) + 1)``), every manifold; MSG uses Fermi-Dirac, on the distance, on the sphere and in
+      Euclidean space only.
 
     Gradients: plain backpropagation through time with the neurons' surrogate gradients, plus the exact autograd
     derivatives of the exponential/log maps (the state path). MSG's "differentiation via manifold", which blocks the
@@ -111,8 +121,7 @@ class MSG(nn.Module):
     learning. ``legacy_no_spike_gradient=True`` restores it (the authors' fractional MSG, whose neuron's backward
     returns no gradient for its input): the parameters then learn only through the state path.
 
-    The authors' link decoder on the Lorentz model is ``decoder="cosine"`` with ``temperature=1`` (cosine similarity
-    of ``Log_o z`` under a binary cross-entropy with logits); the MSG paper's, and the default here, Fermi-Dirac.
+    The authors' fractional MSG decodes as MSG's released code does: ``decoder="cosine"`` with ``temperature=1``.
 
     ``full_graph = True``: the model needs the whole graph (``x``, ``edge_index``) for any node's output.
 
@@ -136,14 +145,15 @@ class MSG(nn.Module):
         step_size: the step of the exponential maps that move the state, a number > 0; default ``0.1``.
         dropout: the probability of zeroing an aggregated current (training only), a number in ``[0, 1)``;
             default ``0.0``.
-        decoder: the link decoder of :meth:`decode`: ``"fermi_dirac"`` (default: ``(r - d^2) / t`` on the squared
-            geodesic distance) or ``"cosine"`` (cosine similarity of ``Log_o z`` over ``temperature``).
+        decoder: the link decoder of :meth:`decode` (see above): ``"cosine"`` (default: cosine similarity of
+            ``Log_o z`` over ``temperature``), ``"minkowski"`` (the Lorentz inner product of the points; ``manifold=
+            "lorentz"`` only) or ``"fermi_dirac"`` (``(r - d^2) / t`` on the squared geodesic distance).
         r: the Fermi-Dirac radius, the squared distance at which a link has probability 1/2, any finite number;
             default ``2.0``. Used by ``decoder="fermi_dirac"`` only.
         t: the Fermi-Dirac temperature, a number > 0; default ``1.0`` (smaller: sharper). Used by
             ``decoder="fermi_dirac"`` only.
-        temperature: the divisor of the cosine similarity, a number > 0; default ``0.2`` (the authors' Lorentz
-            choice is ``1``). Used by ``decoder="cosine"`` only.
+        temperature: the divisor of the cosine similarity, a number > 0; default ``1.0`` (MSG's released code
+            divides by nothing). Used by ``decoder="cosine"`` only.
         spike_noise_std: the standard deviation of Gaussian noise added to the encoder's spikes (the robustness
             probe, ``corruption=spike_noise``), a finite number >= 0; default ``0.0`` (off).
         legacy_no_spike_gradient: ``True`` blocks the gradient into the spikes (the authors' fractional MSG, see
@@ -155,16 +165,19 @@ class MSG(nn.Module):
     def __init__(self, in_features: int, num_classes: int | None = None, neuron: str = "fif",
                  neuron_kwargs: dict | None = None, T: Count = 10, dim: Count = 32, n_layers: NonNegativeInt = 1,
                  manifold: one_of(*GEOMETRIES) = "lorentz", step_size: Positive = 0.1, dropout: Probability = 0.0,
-                 decoder: one_of("fermi_dirac", "cosine") = "fermi_dirac", r: Real = 2.0, t: Positive = 1.0,
-                 temperature: Positive = 0.2, spike_noise_std: NonNegative = 0.0,
+                 decoder: one_of(*DECODERS) = "cosine", r: Real = 2.0, t: Positive = 1.0,
+                 temperature: Positive = 1.0, spike_noise_std: NonNegative = 0.0,
                  legacy_no_spike_gradient: Flag = False):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
         if manifold not in GEOMETRIES:
             raise ValueError(f"manifold must be one of {sorted(GEOMETRIES)}, got {manifold!r}")
-        if decoder not in ("fermi_dirac", "cosine"):
-            raise ValueError(f"decoder must be 'fermi_dirac' or 'cosine', got {decoder!r}")
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {list(DECODERS)}, got {decoder!r}")
+        if decoder == "minkowski" and manifold != "lorentz":
+            raise ValueError(f"decoder='minkowski' is the Lorentz inner product: it needs manifold='lorentz', "
+                             f"got {manifold!r}")
         self.in_features, self.T = check_int("in_features", in_features), check_int("T", T)
         self.dim = check_int("dim", dim)
         self.n_layers = check_int("n_layers", n_layers, minimum=0)
@@ -238,6 +251,8 @@ class MSG(nn.Module):
         a, b = z[pairs[0]], z[pairs[1]]
         if self.decoder == "cosine":
             return F.cosine_similarity(self.embed(a), self.embed(b), dim=-1) / self.temperature
+        if self.decoder == "minkowski":
+            return self.geometry.inner(a, b).squeeze(-1)
         return (self.r - self.geometry.sqdist(a, b)) / self.t
 
     def synaptic_layers(self) -> list[SynapticLayer]:
