@@ -25,6 +25,7 @@ from fsnn.data.modules import (
     LinkDataModule,
     NodeDataModule,
     link_split,
+    link_split_leaks,
     sample_train_negatives,
 )
 from fsnn.models import (
@@ -721,6 +722,31 @@ def test_legacy_link_split_by_position_and_negative_pool():
     assert _pairs(seen) <= _pairs(pool) and _pairs(pooled[1].neg_edge_label_index) & _pairs(seen)  # leaked in
     shuffled = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_negative_pool=True)  # pool alone
     assert _pairs(shuffled[1].neg_edge_label_index) <= _pairs(shuffled[0].negative_pool)
+
+
+def test_link_split_leaks_counted_on_hand_made_storage_orders():
+    """40 undirected edges stored as 80 entries, 8 validation and 16 test positives by position. Stored as all forward
+    entries then all reverse ones, every evaluation positive's reverse is a training positive (and passes messages);
+    stored as adjacent (u, v), (v, u), none is. Each test negative is held twice in the pool of 80 + 8 + 16 columns,
+    from which each of 200 epochs draws 56 (the training positives): 200 * 56 * 2 / 104 draws. The matched split leaks
+    nothing."""
+    g = torch.Generator().manual_seed(0)
+    pairs = torch.randperm(60 * 59 // 2, generator=g)[:40]
+    upper = torch.triu_indices(60, 60, offset=1)[:, pairs]
+    forward_then_reverse = Data(x=torch.zeros(60, 1), edge_index=torch.cat([upper, upper.flip(0)], 1), num_nodes=60)
+    adjacent = Data(x=torch.zeros(60, 1), num_nodes=60,
+                    edge_index=torch.stack([upper, upper.flip(0)], 2).reshape(2, 80))
+    authors = {"num_val": 0.1, "num_test": 0.2, "seed": 1, "legacy_by_position": True, "legacy_negative_pool": True}
+    leaks = link_split_leaks(link_split(forward_then_reverse, **authors))
+    assert link_split(forward_then_reverse, **authors)[0].negative_pool.shape[1] == 104
+    assert leaks == pytest.approx({"val_reverse_in_train": 1.0, "val_reverse_in_messages": 1.0,
+                                   "test_reverse_in_train": 1.0, "test_reverse_in_messages": 1.0,
+                                   "test_negatives_in_pool": 1.0, "test_negative_draws": 200 * 56 * 2 / 104})
+    leaks = link_split_leaks(link_split(adjacent, **authors), epochs=10)
+    assert [leaks[key] for key in ("val_reverse_in_train", "test_reverse_in_messages")] == [0.0, 0.0]
+    assert leaks["test_negative_draws"] == pytest.approx(10 * 56 * 2 / 104)
+    matched = link_split_leaks(link_split(_random_graph(), num_val=0.1, num_test=0.2, seed=1))
+    assert matched == {key: 0.0 for key in leaks}
 
 
 def test_msg_legacy_no_spike_gradient_feeds_the_neurons_detached_currents(karate):

@@ -237,6 +237,53 @@ def sample_train_negatives(data, num: int | None = None) -> torch.Tensor:
     return _key_pairs(found, n)
 
 
+def link_split_leaks(splits, epochs: int = 200) -> dict[str, float]:
+    """What the evaluation pairs of a :func:`link_split` ``(train, val, test)`` share with training, counted on the
+    split itself:
+
+    * ``val_reverse_in_train`` / ``test_reverse_in_train``: the share of the validation (test) positives ``(u, v)``
+      whose reverse ``(v, u)`` is a training positive;
+    * ``val_reverse_in_messages`` / ``test_reverse_in_messages``: the share whose reverse is among the edges that pass
+      messages when that split is scored (its ``edge_index``);
+    * ``test_negatives_in_pool``: the share of the test negatives that a training negative can be: in the
+      ``negative_pool`` where there is one, else outside ``forbidden_pairs`` (:func:`sample_train_negatives`);
+    * ``test_negative_draws``: the expected number of times one test negative is drawn as a training negative over
+      ``epochs`` training steps (one a epoch, each drawing as many negatives as there are training positives, ``P``):
+      ``epochs P m / |pool|`` for a negative held ``m`` times in a pool of ``|pool|`` columns drawn with replacement;
+      without a pool ``P`` distinct pairs out of the ``A`` allowed ones, ``epochs P / A`` for an allowed pair; the
+      mean over the test negatives.
+    """
+    train, val, test = splits
+    n = train.num_nodes
+
+    def keys(pairs):  # every ordered pair, self loops included, as one integer
+        return pairs[0] * n + pairs[1]
+
+    def reverse_share(positives, edges):
+        return float(torch.isin(keys(positives.flip(0)), keys(edges)).double().mean())
+
+    test_negatives, draws_per_step = test.neg_edge_label_index, train.pos_edge_label_index.shape[1]
+    pool = getattr(train, "negative_pool", None)
+    if pool is not None:
+        pooled = keys(pool).sort().values
+        wanted = keys(test_negatives)
+        held = torch.searchsorted(pooled, wanted, right=True) - torch.searchsorted(pooled, wanted)
+        in_pool, per_pair = held > 0, held.double() * draws_per_step / pool.shape[1]
+    else:
+        allowed = n * (n - 1) - train.forbidden_pairs.numel()
+        forbidden = keys(_key_pairs(train.forbidden_pairs, n))
+        in_pool = ~torch.isin(keys(test_negatives), forbidden) & (test_negatives[0] != test_negatives[1])
+        per_pair = in_pool.double() * min(draws_per_step, allowed) / max(allowed, 1)
+    return {
+        "val_reverse_in_train": reverse_share(val.pos_edge_label_index, train.pos_edge_label_index),
+        "val_reverse_in_messages": reverse_share(val.pos_edge_label_index, val.edge_index),
+        "test_reverse_in_train": reverse_share(test.pos_edge_label_index, train.pos_edge_label_index),
+        "test_reverse_in_messages": reverse_share(test.pos_edge_label_index, test.edge_index),
+        "test_negatives_in_pool": float(in_pool.double().mean()),
+        "test_negative_draws": float(epochs * per_pair.mean()),
+    }
+
+
 class _Single(torch.utils.data.Dataset):
     def __init__(self, item):
         self.item = item
