@@ -61,7 +61,7 @@ from fsnn.report.estimates import (
     step_costs,
     sweep,
 )
-from fsnn.report.outputs import confined, listed_files, output_folder, relative_url
+from fsnn.report.outputs import confined, listed_files, relative_url
 from fsnn.report.tables import (
     build_table,
     has_paper_values,
@@ -363,7 +363,8 @@ def render(results_dir: str | Path | None = None, out_dir: str | Path | None = N
 def write_report(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
                  figures_dir: str | Path | None = None, bench_dir: str | Path | None = None) -> Path:
     """Write ``<out_dir>/index.html`` (default ``<results_dir>/report``, which must stay in ``results_dir``:
-    :func:`output_folder`) atomically; returns its path."""
+    :func:`confined`) atomically, making the folder only to write the page (a page interrupted while it is built leaves
+    no folder behind); returns its path."""
     results_dir = Path(results_dir) if results_dir is not None else results_root()
-    out_dir = output_folder(out_dir if out_dir is not None else results_dir / "report", results_dir)
+    out_dir = confined(out_dir if out_dir is not None else results_dir / "report", results_dir)
     return write_text_atomic(out_dir / "index.html", render(results_dir, out_dir, figures_dir, bench_dir))
