@@ -75,6 +75,64 @@ def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
         build_task(node)
 
 
+# an LP switch -> (split by storage position, negative pool, no spike gradient, decoder)
+LP_SWITCHES = {
+    "none": (False, False, False, "cosine"),
+    "msg_split": (True, False, False, "cosine"),
+    "msg_negative_pool": (False, True, False, "cosine"),
+    "msg_no_spike_gradient": (False, False, True, "cosine"),
+    "msg_authors": (True, True, True, "cosine"),
+    "msg_authors_but_split": (False, True, True, "cosine"),
+    "msg_authors_but_negative_pool": (True, False, True, "cosine"),
+    "msg_authors_data": (True, True, False, "cosine"),
+    "msg_fermi_dirac": (False, False, False, "fermi_dirac"),
+}
+
+
+def _link_switches(cfg) -> tuple:
+    return (cfg.dataset.get("legacy_link_split", False), cfg.dataset.get("legacy_link_negatives", False),
+            cfg.backbone.get("legacy_no_spike_gradient", False), cfg.backbone.get("decoder"))
+
+
+def test_lp_switch_ablation_rows_switch_what_they_name_and_fill_its_table(compose_cfg):
+    """Every row of the switch ablation is the link-prediction table's matched run of its neuron with exactly the
+    switches its name says, and lands in a row of its own of the ablation's table."""
+    from fsnn.suite.config import check_config
+
+    values = [v.strip() for v in _sweep(compose_cfg, "lp_switch_ablation")["+recipe_switch"].split(",")]
+    spec = next(t for t in load_spec() if t["id"] == "lp_switch_ablation")
+    rows = {row["match"]["recipe_switch"] for row in spec["rows"]}
+    assert {value.split("/")[1] for value in values} == rows == set(LP_SWITCHES)
+    for value in values:
+        neuron, switch = value.split("/")
+        cfg = compose_cfg("experiment=lp_switch_ablation", "dataset=physics", f"+recipe_switch={value}")
+        matched = compose_cfg("experiment=table_link_prediction", "dataset=physics", f"neuron={neuron}")
+        assert (cfg.neuron.name, cfg.recipe_switch, cfg.task) == (neuron, switch, "link"), value
+        assert _link_switches(cfg) == (LP_SWITCHES[switch][:3] + (
+            LP_SWITCHES[switch][3] if switch == "msg_fermi_dirac" else matched.backbone.decoder,)), value
+        assert (cfg.trainer.max_epochs, cfg.optimizer, cfg.neuron, {**cfg.backbone, "decoder": None,
+                "legacy_no_spike_gradient": None}) == (matched.trainer.max_epochs, matched.optimizer, matched.neuron,
+                                                       {**matched.backbone, "decoder": None,
+                                                        "legacy_no_spike_gradient": None}), value
+        check_config(cfg)
+
+
+@pytest.mark.parametrize("switch", ["none", "msg_authors_data"])
+def test_gae_reference_runs_on_both_splits_and_never_classifies_nodes(compose_cfg, switch):
+    from fsnn.checks import ConfigError
+    from fsnn.suite.config import check_config
+    from fsnn.suite.tasks import task_kind
+
+    assert _sweep(compose_cfg, "lp_gae_reference")["+recipe_switch"] == "common/none,common/msg_authors_data"
+    cfg = compose_cfg("experiment=lp_gae_reference", "dataset=cs", f"+recipe_switch=common/{switch}")
+    assert (cfg.backbone.name, cfg.task, cfg.recipe_switch, _link_switches(cfg)[:2]) == (
+        "gae", "link", switch, LP_SWITCHES[switch][:2])
+    check_config(cfg)
+    assert task_kind(cfg).name == "link"
+    with pytest.raises(ConfigError, match="backbone=gae predicts links and has no classification head"):
+        task_kind(compose_cfg("dataset=cora", "backbone=gae"))
+
+
 def test_paper_settings_reach_the_run(compose_cfg):
     memory = compose_cfg("experiment=ablation_memory", "setup=dvsgesture_cnn", "neuron.memory=4")
     assert (memory.dataset.name, memory.dataset.batch_size, memory.dataset.T, memory.neuron.memory) == (

@@ -347,6 +347,22 @@ def test_standardize_uses_training_statistics():
     assert not torch.allclose(z[~mask, :3].mean(0), torch.zeros(3), atol=1e-6)
 
 
+@pytest.mark.parametrize("layout", ["dense", "sparse csr"])
+def test_normalize_rows_is_pyg_normalize_features(layout):
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import NormalizeFeatures
+
+    torch.manual_seed(0)
+    x = 2.0 * (torch.rand(40, 30) < 0.2).float()
+    x[3], x[5] = 0.0, 0.0
+    x[5, 7] = 0.25  # a row summing to less than 1 is left as it is
+    expected = NormalizeFeatures()(Data(x=x.clone())).x
+    got = F.normalize_rows(x if layout == "dense" else x.to_sparse_csr())
+    assert got.layout == (torch.strided if layout == "dense" else torch.sparse_csr)
+    assert torch.allclose(got.to_dense(), expected)
+    assert torch.equal(got.to_dense()[5], x[5]) and torch.all(got.to_dense()[3] == 0)
+
+
 # -- positional encodings --------------------------------------------------------------------------
 
 

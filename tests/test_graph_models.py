@@ -40,6 +40,7 @@ from fsnn.models.energy import SynapticLayer, synaptic_energy
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
 from fsnn.models.poisson import poisson_encode
 from fsnn.models.sgcn import cumulated_spike_readout
+from fsnn.neurons.modules import is_neuron
 from fsnn.suite.lightning import (
     GraphLinkPredictor,
     GraphNodeClassifier,
@@ -826,14 +827,21 @@ def test_node_classifier_full_graph_msg_and_noise_probe(karate):
     assert model.spike_noise_std == 0.0  # the probe is switched off after the test
 
 
+LINK_MODELS = {
+    "msg": lambda features: build_backbone("msg", in_features=features, num_classes=None, neuron="fif",
+                                           neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5),
+    "gae": lambda features: build_backbone("gae", in_features=features, hidden=16, dim=8, neuron="fif", T=5),
+}
+
+
+@pytest.mark.parametrize("backbone", sorted(LINK_MODELS))
 @pytest.mark.parametrize("features", ["real", "bag of words"])
-def test_link_predictor_fit_logs_auc_and_ap(features):
+def test_link_predictor_fit_logs_auc_and_ap(features, backbone):
     L.seed_everything(0, verbose=False)
     data = _random_graph(n=50, p=0.15)
     if features == "bag of words":  # mostly zeros: the splits share one sparse CSR x, MSG multiplies it so
         data.x = (torch.rand(50, 300) < 0.02).float()
-    model = build_backbone("msg", in_features=data.num_features, num_classes=None, neuron="fif",
-                           neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5)
+    model = LINK_MODELS[backbone](data.num_features)
     dm = LinkDataModule(data, num_val=0.1, num_test=0.1, seed=0)
     dm.setup()
     layouts = {part.x.layout for part in dm.splits}
@@ -850,9 +858,28 @@ def test_link_predictor_fit_logs_auc_and_ap(features):
         assert key in metrics and 0.0 <= float(metrics[key]) <= 1.0, key
 
 
+def test_gae_scores_links_by_the_inner_product_of_embeddings_of_normalized_features():
+    torch.manual_seed(0)
+    data = _random_graph(n=30, p=0.2)
+    data.x = 3.0 * (torch.rand(30, 50) < 0.1).float()
+    model = build_backbone("gae", in_features=50, neuron="flif", neuron_kwargs={"alpha": 0.5}, T=4)
+    z = model.encode(data.x, data.edge_index)
+    pairs = torch.randint(0, 30, (2, 20))
+    assert z.shape == (30, 64) and torch.allclose(model.decode(z, pairs), (z[pairs[0]] * z[pairs[1]]).sum(-1))
+    assert not any(is_neuron(module) for module in model.modules())  # the run's neuron is not built
+    # each node's features are read divided by their sum: a node's scale does not matter, nor the layout
+    assert torch.allclose(model.encode(7.0 * data.x, data.edge_index), z, atol=1e-5)
+    assert torch.allclose(model.encode(data.x.to_sparse_csr(), data.edge_index), z, atol=1e-5)
+    raw = build_backbone("gae", in_features=50, normalize_features=False)
+    raw.load_state_dict(model.state_dict())
+    assert not torch.allclose(raw.encode(data.x, data.edge_index), z, atol=1e-3)
+    with pytest.raises(ValueError, match=r"x must have shape \[N, 50\]"):
+        model.encode(data.x[:, :40], data.edge_index)
+
+
 # -------------------------------------------------------------------------------------------------------- misc
 def test_build_graph_model_validates():
-    assert set(backbone_names("graph")) == {"sgcn", "drsgnn", "msg"}
+    assert set(backbone_names("graph")) == {"sgcn", "drsgnn", "msg", "gae"}
     assert all(backbone_supports(name) == {"graph"} for name in backbone_names("graph"))
     with pytest.raises(ValueError, match="backbone must be"):
         build_backbone("gat", in_features=4, num_classes=2)

@@ -41,7 +41,7 @@ def test_every_kind_of_component_answers_through_one_api(what):
 
 def test_names_filter_on_metadata_and_wildcards():
     assert registries()["neuron"].names("sj_*") == ["sj_if", "sj_lif", "sj_plif"]
-    assert registries()["backbone"].names(supports="graph") == ["drsgnn", "msg", "sgcn"]
+    assert registries()["backbone"].names(supports="graph") == ["drsgnn", "gae", "msg", "sgcn"]
     assert registries()["dataset"].names(kind="sequence") == ["delayed_cue", "seq_digits"]
     assert registries()["corruption"].names(family="graph") == ["edge_dropping", "feature_masking", "spike_noise"]
     assert registries()["task"].names(data="graph") == ["link", "node"]

@@ -181,6 +181,19 @@ def standardize(x: torch.Tensor, mask: torch.Tensor | None = None, eps: float = 
     return (x - mean) / std
 
 
+def normalize_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row of non-negative features divided by its sum, a sum below 1 counting as 1 (PyG's
+    ``NormalizeFeatures`` on features whose minimum is 0), for ``x`` ``[N, F]`` dense or sparse CSR; returns a new
+    tensor of the same layout."""
+    if x.layout == torch.sparse_csr:
+        counts = x.crow_indices().diff()
+        sums = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device).index_add_(
+            0, torch.repeat_interleave(torch.arange(x.shape[0], device=x.device), counts), x.values())
+        values = x.values() / sums.clamp(min=1.0).repeat_interleave(counts)
+        return torch.sparse_csr_tensor(x.crow_indices(), x.col_indices(), values, x.shape, check_invariants=False)
+    return x / x.sum(dim=-1, keepdim=True).clamp(min=1.0)
+
+
 # -- positional encodings ---------------------------------------------------------------------
 
 

@@ -10,14 +10,16 @@
 
 Vision backbones map ``[T, B, C, H, W] -> [T, B, num_classes]`` (:mod:`.dvsnet`, :mod:`.resnet`, :mod:`.spikformer`);
 graph ones read node features or a whole graph (:mod:`.sgcn`: SGCN and DRSGNN, :mod:`.msg` on the manifolds of
-:mod:`.manifolds`); sequence ones map ``[T, B, C]`` to a readout over the last steps (:mod:`.seqmlp`). Every spiking
+:mod:`.manifolds`, and :mod:`.gae`, a non-spiking link-prediction reference); sequence ones map ``[T, B, C]`` to a
+readout over the last steps (:mod:`.seqmlp`). Every spiking
 nonlinearity is ``fsnn.build_neuron(neuron, **neuron_kwargs)`` (a fresh module per layer), so runs that compare
 neurons differ only in the neuron. Each factory declares the data kinds it accepts
 (``"event"``, ``"static"``, ``"graph"``, ``"sequence"``), see :func:`backbone_supports`.
 """
 
-from fsnn.models import dvsnet, msg, resnet, seqmlp, sgcn, spikformer  # noqa: F401  (each family registers itself)
+from fsnn.models import dvsnet, gae, msg, resnet, seqmlp, sgcn, spikformer  # noqa: F401  (each family registers itself)
 from fsnn.models.dvsnet import DVSNet
+from fsnn.models.gae import GAE
 from fsnn.models.msg import MSG
 from fsnn.models.registry import (
     BACKBONES,
@@ -35,6 +37,7 @@ __all__ = [
     "BACKBONES",
     "DRSGNN",
     "DVSNet",
+    "GAE",
     "MSG",
     "SeqMLP",
     "SpikingGCN",

@@ -73,6 +73,10 @@ class TaskKind:
         """
         raise NotImplementedError
 
+    def check(self, cfg: DictConfig) -> None:
+        """A :class:`ConfigError` for an option of ``cfg`` this task cannot take, before anything is built or made
+        (:func:`task_kind`); none by default."""
+
     def corrupted_tester(self, cfg: DictConfig, task: Task, seed: int, run_pass: Callable):  # pragma: no cover
         """``test(name, level, options) -> metric``: ``run_pass(datamodule)`` with one corruption of its family.
 
@@ -233,11 +237,16 @@ class NodeTask(TaskKind):
 
     name, corruptions, robustness_plan = "node", "graph", "graph"
 
-    def build(self, cfg, optimizer, scheduler) -> Task:
+    def check(self, cfg) -> None:
         link_only = [key for key in ("legacy_link_split", "legacy_link_negatives") if cfg.dataset.get(key)]
         if link_only:
             raise ConfigError(f"dataset.{link_only[0]}: a switch of link prediction (task=link), got true for node "
                               "classification")
+        if getattr(BACKBONES.get(cfg.backbone.name), "link_only", False):
+            raise ConfigError(f"backbone={cfg.backbone.name} predicts links and has no classification head: run it "
+                              "with task=link")
+
+    def build(self, cfg, optimizer, scheduler) -> Task:
         graph = load_split_graph(cfg)
         features = node_inputs(cfg, graph, cache=cache_dir(cfg.paths.data_dir, "graphs", cfg.dataset.name))
         in_features, whole = (graph.num_features, graph) if features is None else (features.shape[1], None)
@@ -287,11 +296,13 @@ class LinkTask(TaskKind):
 
     name, metric = "link", "auc"
 
-    def build(self, cfg, optimizer, scheduler) -> Task:
+    def check(self, cfg) -> None:
         decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.get(name), "decode")]
         if cfg.backbone.name not in decoders:
             raise ConfigError(f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "
                               f"got backbone={cfg.backbone.name!r}")
+
+    def build(self, cfg, optimizer, scheduler) -> Task:
         graph = load_split_graph(cfg)
         model = build_backbone(cfg.backbone.name, in_features=graph.num_features, **graph_options(cfg))
         data = LinkDataModule(graph, seed=cfg.seed, legacy_by_position=cfg.dataset.get("legacy_link_split", False),
@@ -307,7 +318,8 @@ TASKS.register(SequenceTask.name, SequenceTask(), data=("sequence",), default=Tr
 
 def task_kind(cfg: DictConfig) -> TaskKind:
     """The kind of task ``cfg`` asks for: ``cfg.task`` by name, or (null) the default task of its dataset's kind of
-    data. A backbone that does not take the dataset's data, or a task that does not, is a :class:`ConfigError`."""
+    data. A backbone that does not take the dataset's data, or a task that does not, or an option the task cannot take
+    (:meth:`TaskKind.check`), is a :class:`ConfigError`."""
     data, supported = dataset_info(cfg.dataset.name).kind, backbone_supports(cfg.backbone.name)
     if data not in supported:
         raise ConfigError(
@@ -316,14 +328,16 @@ def task_kind(cfg: DictConfig) -> TaskKind:
         )
     name = cfg.get("task")
     if name is None:
-        return TASKS[TASKS.names(data=data, default=True)[0]]
-    try:
-        kind = TASKS[name]
-    except UnknownNameError as error:
-        raise ConfigError(f"task: expected null or one of {', '.join(error.choices)}, got {name!r}"
-                          f"{error.suggestion}") from None
-    if data not in TASKS.meta(name)["data"]:
-        raise ConfigError(f"task={name} takes no {data!r} data (dataset {cfg.dataset.name!r})")
+        kind = TASKS[TASKS.names(data=data, default=True)[0]]
+    else:
+        try:
+            kind = TASKS[name]
+        except UnknownNameError as error:
+            raise ConfigError(f"task: expected null or one of {', '.join(error.choices)}, got {name!r}"
+                              f"{error.suggestion}") from None
+        if data not in TASKS.meta(name)["data"]:
+            raise ConfigError(f"task={name} takes no {data!r} data (dataset {cfg.dataset.name!r})")
+    kind.check(cfg)
     return kind
 
 

@@ -1,0 +1,82 @@
+"""GAE (Kipf & Welling 2016, "Variational Graph Auto-Encoders"): a standard non-spiking link predictor, the reference
+that tells what a plain graph auto-encoder reaches on a link split.
+
+>>> from fsnn.models import build_backbone
+>>> model = build_backbone("gae", in_features=F)
+>>> z = model.encode(x, edge_index)     # [N, 64] node embeddings
+>>> logits = model.decode(z, pairs)     # [P] inner products <z_a, z_b>, for binary_cross_entropy_with_logits
+
+PyG's ``GAE`` with its ``InnerProductDecoder``, around the two-layer GCN encoder of PyG's link-prediction example
+(``examples/link_pred.py``): ``GCNConv(F, 128)`` -> ReLU -> ``GCNConv(128, 64)``, on features normalized to sum 1
+per node as that example's ``NormalizeFeatures`` does.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from fsnn.checks import Count, Flag, check_int
+from fsnn.data.graph_features import normalize_rows
+from fsnn.models.registry import register_backbone
+
+
+class _GCNEncoder(nn.Module):
+    """``GCNConv(F, hidden)`` -> ReLU -> ``GCNConv(hidden, dim)``; ``x`` dense or sparse CSR."""
+
+    def __init__(self, in_features: int, hidden: int, dim: int):
+        super().__init__()
+        from torch_geometric.nn import GCNConv
+
+        self.conv1, self.conv2 = GCNConv(in_features, hidden), GCNConv(hidden, dim)
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+@register_backbone("gae", supports={"graph"})
+class GAE(nn.Module):
+    """Graph auto-encoder for link prediction (``task=link`` only: it has no classification head).
+
+    ``encode(x, edge_index)`` gives node embeddings ``z [N, dim]``; ``decode(z, pairs)`` the logits ``<z_a, z_b>`` of
+    the pairs ``[2, P]``, the inner-product decoder of PyG's ``GAE`` before its sigmoid.
+
+    It does not spike. Every backbone is given the run's neuron and its number of steps; this one takes them and
+    uses neither, so that a link-prediction run of it is composed as any other.
+
+    ``full_graph = True``: the model needs the whole graph (``x``, ``edge_index``) for any node's output.
+
+    Args:
+        in_features: the width ``F`` of the node features ``x``, an integer >= 1 (the task supplies it from the
+            graph).
+        hidden: the width of the first GCN layer, an integer >= 1; default ``128`` (PyG's example).
+        dim: the width of the embeddings, an integer >= 1; default ``64`` (PyG's example).
+        normalize_features: ``True`` (default) divides each node's features by their sum before the encoder
+            (:func:`fsnn.data.graph_features.normalize_rows`, PyG's example's ``NormalizeFeatures``); on raw
+            bag-of-words counts the first inner products are large enough to stall training.
+        neuron: the run's neuron, unused (see above).
+        neuron_kwargs: its options, unused.
+        T: the run's number of time steps, unused.
+    """
+
+    full_graph = True
+    link_only = True
+
+    def __init__(self, in_features: int, hidden: Count = 128, dim: Count = 64, normalize_features: Flag = True,
+                 neuron: str | None = None, neuron_kwargs: dict | None = None, T: int | None = None):
+        super().__init__()
+        from torch_geometric.nn import GAE as PygGAE
+
+        self.in_features = check_int("in_features", in_features)
+        self.normalize_features = bool(normalize_features)
+        self.gae = PygGAE(_GCNEncoder(self.in_features, check_int("hidden", hidden), check_int("dim", dim)))
+
+    def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """Node embeddings ``[N, dim]``; ``x`` ``[N, F]`` dense or sparse CSR."""
+        if x.dim() != 2 or x.shape[1] != self.in_features:
+            raise ValueError(f"x must have shape [N, {self.in_features}] (dense or sparse CSR), got {tuple(x.shape)}")
+        return self.gae.encode(normalize_rows(x) if self.normalize_features else x, edge_index)
+
+    def decode(self, z: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+        """Link logits ``[P]`` for node pairs ``pairs`` ``[2, P]`` (use with ``binary_cross_entropy_with_logits``)."""
+        return self.gae.decode(z, pairs, sigmoid=False)
