@@ -273,8 +273,10 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
         neuron = case.split("/")[0]
         cfg = OmegaConf.to_container(compose_cfg(*ABLATION, f"+recipe_switch={case}"), resolve=False)
         assert cfg["neuron"]["name"] == neuron
-        flat = lambda d, p="": {k2: v2 for k, v in d.items() for k2, v2 in (  # noqa: E731
-            flat(v, f"{p}{k}.").items() if isinstance(v, dict) else [(f"{p}{k}", v)])}
+        def flat(d: dict, p: str = "") -> dict:
+            return {k2: v2 for k, v in d.items()
+                    for k2, v2 in (flat(v, f"{p}{k}.").items() if isinstance(v, dict) else [(f"{p}{k}", v)])}
+
         old, new = flat(reference[neuron]), flat(cfg)
         return {k for k in old.keys() | new.keys()
                 if old.get(k) != new.get(k) and k != "recipe_switch" and not k.startswith("hydra.")}

@@ -75,7 +75,12 @@ class TaskKind:
 
     def check(self, cfg: DictConfig) -> None:
         """A :class:`ConfigError` for an option of ``cfg`` this task cannot take, before anything is built or made
-        (:func:`task_kind`); none by default."""
+        (:func:`task_kind`); none by default.
+
+        Args:
+            cfg: the run's composed config (``conf/config.yaml`` with its groups); the check reads its ``dataset``
+                and ``backbone`` groups.
+        """
 
     def corrupted_tester(self, cfg: DictConfig, task: Task, seed: int, run_pass: Callable):  # pragma: no cover
         """``test(name, level, options) -> metric``: ``run_pass(datamodule)`` with one corruption of its family.
