@@ -67,7 +67,9 @@ def _config_groups() -> str:
         options = [f"`{p.stem}`" for p in sorted(folder.glob("*.yaml"))]
         if not options:  # a group of sub-groups (recipe_switch/<neuron>/<switch>)
             subs = sorted(p.name for p in folder.iterdir() if p.is_dir())
-            options = [f"`{{{','.join(subs)}}}/` x " + ", ".join(sorted({f"`{p.stem}`" for p in folder.rglob("*.yaml")}))]
+            options = [
+                f"`{{{','.join(subs)}}}/` x " + ", ".join(sorted({f"`{p.stem}`" for p in folder.rglob("*.yaml")}))
+            ]
         if folder.name not in GROUPS:
             log.warning("config group %s is not described in docs/hooks.py", folder.name)
         rows.append(f"| `{folder.name}` | {', '.join(options)} | {GROUPS.get(folder.name, '')} |")

@@ -30,8 +30,16 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "fsnn.neurons.memory": ("history_kernel", "soe_bank"),
-    "fsnn.neurons.modules": ("FractionalIF", "FractionalLIF", "FractionalNeuron", "build_neuron", "collect_alphas",
-                     "neuron_names", "neuron_params", "register_neuron"),
+    "fsnn.neurons.modules": (
+        "FractionalIF",
+        "FractionalLIF",
+        "FractionalNeuron",
+        "build_neuron",
+        "collect_alphas",
+        "neuron_names",
+        "neuron_params",
+        "register_neuron",
+    ),
     "fsnn.neurons.surrogate": ("SURROGATES", "spike"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}

@@ -73,8 +73,10 @@ def _write_problem(path: Path, error: OSError) -> str:
             free = f"{shutil.disk_usage(path.parent).free / 2**20:,.1f} MiB free"
         except OSError:
             free = "free space unknown"
-        return (f"cannot write {path}: {error.strerror or 'no space left'} ({free} on its file system); free some "
-                "space and rerun: the files written before are whole")
+        return (
+            f"cannot write {path}: {error.strerror or 'no space left'} ({free} on its file system); free some "
+            "space and rerun: the files written before are whole"
+        )
     if path.is_dir() or error.errno == errno.EISDIR:
         return f"cannot write {path}: a folder is in its place, where fsnn writes a file; move it away and rerun"
     return f"cannot write {path}: {error.strerror or error}"

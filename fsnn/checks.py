@@ -36,8 +36,9 @@ def check_choice(name: str, value, allowed):
     return value
 
 
-def check_number(name: str, value, *, above: float | None = None, at_least: float | None = None,
-                 allowed: str = "a finite number") -> float:
+def check_number(
+    name: str, value, *, above: float | None = None, at_least: float | None = None, allowed: str = "a finite number"
+) -> float:
     """``float(value)``, finite, ``> above`` and ``>= at_least`` when given."""
     try:
         if isinstance(value, bool):
@@ -45,8 +46,11 @@ def check_number(name: str, value, *, above: float | None = None, at_least: floa
         out = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be {allowed}, got {value!r}") from None
-    if (not math.isfinite(out) or (above is not None and not out > above)
-            or (at_least is not None and not out >= at_least)):
+    if (
+        not math.isfinite(out)
+        or (above is not None and not out > above)
+        or (at_least is not None and not out >= at_least)
+    ):
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
     return out
 
@@ -148,8 +152,12 @@ class Check:
     is what an error says the option expects. Inside a pydantic model (a registry's schema) the type itself is
     validated strictly and then ``test`` runs, so both paths refuse the same values with the same words."""
 
-    def __init__(self, expected: str, test: Callable[[Any], bool] = lambda value: True,
-                 coerce: Callable[[Any], Any] = lambda value: value):
+    def __init__(
+        self,
+        expected: str,
+        test: Callable[[Any], bool] = lambda value: True,
+        coerce: Callable[[Any], Any] = lambda value: value,
+    ):
         self.expected, self.test, self.coerce = expected, test, coerce
 
     def __call__(self, name: str, value):
@@ -229,19 +237,29 @@ Flag = Annotated[bool, Check("true or false", coerce=_flag)]
 def is_folder_name(value: str, *, slash: bool = False, limit: int | None = 255) -> bool:
     """Whether ``value`` names one folder inside another and no other: not empty, ``.`` or ``..``, no control
     character, no ``/`` (unless ``slash``: a name in which fsnn turns it into ``_``), at most ``limit`` bytes."""
-    return (value not in ("", ".", "..") and (slash or "/" not in value) and value.isprintable()
-            and (limit is None or len(value.encode()) <= limit))
+    return (
+        value not in ("", ".", "..")
+        and (slash or "/" not in value)
+        and value.isprintable()
+        and (limit is None or len(value.encode()) <= limit)
+    )
 
 
 #: a value that becomes one folder's name (``task_name``: ``results/<task_name>/``), which must stay in its root
-FolderName = Annotated[str, Check("a folder name (not empty, . or .., without / or control characters, at most 255 "
-                                  "bytes)", is_folder_name)]
+FolderName = Annotated[
+    str, Check("a folder name (not empty, . or .., without / or control characters, at most 255 bytes)", is_folder_name)
+]
 #: a folder given by its path (``paths.results_dir``): a blank one would be the file system's root once a name is
 #: joined to it (``'' + '/train'``)
 FolderPath = Annotated[str, Check("a folder (a path, not blank)", lambda value: value.strip() != "")]
 #: ``run_name``: as :data:`FolderName`, but a ``/`` becomes ``_`` and a long name is shortened with a hash
-RunName = Annotated[str, Check("null or a folder name (not empty, . or .., without control characters)",
-                               lambda value: is_folder_name(value, slash=True, limit=None))]
+RunName = Annotated[
+    str,
+    Check(
+        "null or a folder name (not empty, . or .., without control characters)",
+        lambda value: is_folder_name(value, slash=True, limit=None),
+    ),
+]
 
 
 def option_check(annotation) -> tuple[Check | None, bool]:
@@ -273,7 +291,6 @@ def checked(function: Callable) -> Callable:
     """Decorator: every argument of a call whose annotation carries a :class:`Check` is checked (and coerced, e.g.
     ``alpha=1`` becomes ``1.0``) before ``function`` runs; the first bad one is a ``ValueError`` naming it. Defaults
     are trusted. Works on functions and on ``__init__``."""
-
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):

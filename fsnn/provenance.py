@@ -10,8 +10,20 @@ from pathlib import Path
 
 import torch
 
-PACKAGES = ("fsnn", "torch", "torchvision", "lightning", "hydra-core", "spikingjelly", "snntorch",
-            "tonic", "timm", "torch-geometric", "numpy", "triton")
+PACKAGES = (
+    "fsnn",
+    "torch",
+    "torchvision",
+    "lightning",
+    "hydra-core",
+    "spikingjelly",
+    "snntorch",
+    "tonic",
+    "timm",
+    "torch-geometric",
+    "numpy",
+    "triton",
+)
 
 
 def package_versions() -> dict[str, str | None]:
@@ -32,12 +44,22 @@ def source_commit() -> str | None:
     from that commit; ``None`` outside a git checkout (an installed wheel) or without git."""
     here = Path(__file__).resolve().parent
     try:
-        top, head = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel", "HEAD"],
-                                   capture_output=True, text=True, timeout=10, check=True).stdout.split()
+        top, head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.split()
         if Path(top).resolve() != here.parent:  # an installed copy inside some other repository
             return None
-        changed = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                                 capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        changed = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
     return f"{head}-dirty" if changed else head

@@ -50,6 +50,7 @@ def results_root() -> Path:
     paths = OmegaConf.to_container(OmegaConf.load(config_root() / "paths" / "default.yaml"), resolve=True)
     return Path(paths["results_dir"]).expanduser()
 
+
 #: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in
 #: each as ``metric_unit``; what a person reads (console, tables, report) is in percent (:func:`percent`)
 METRIC_UNIT = "fraction"
@@ -67,7 +68,7 @@ def fitting_name(name: str, limit: int = NAME_MAX) -> str:
     if len(encoded) <= limit:
         return name
     digest = hashlib.sha256(encoded).hexdigest()[:12]
-    return f"{encoded[:limit - len(digest) - 1].decode(errors='ignore')}-{digest}"
+    return f"{encoded[: limit - len(digest) - 1].decode(errors='ignore')}-{digest}"
 
 
 def read_run_record(run_dir: Path) -> dict | None:

@@ -57,8 +57,10 @@ class MissingExtraError(ImportError):
     that installs it."""
 
     def __init__(self, what: str, missing: str, extra: str):
-        super().__init__(f"{what} needs the optional libraries of fsnn[{extra}] ({missing} is not installed); install "
-                         f"them with: pip install 'fsnn[{extra}]'")
+        super().__init__(
+            f"{what} needs the optional libraries of fsnn[{extra}] ({missing} is not installed); install "
+            f"them with: pip install 'fsnn[{extra}]'"
+        )
 
 
 def require(module: str, what: str, extra: str):
@@ -98,8 +100,13 @@ class Registry(Mapping):
     registered as an identifier (:data:`NAME_RULE`) and looked up as written or with ``-`` for ``_`` and any case
     (``ogbn-arxiv``)."""
 
-    def __init__(self, what: str, *, supplied: Collection[str] = (),
-                 entries: tuple[str, Callable[[Any], bool]] = ("callable (a class or a function)", callable)):
+    def __init__(
+        self,
+        what: str,
+        *,
+        supplied: Collection[str] = (),
+        entries: tuple[str, Callable[[Any], bool]] = ("callable (a class or a function)", callable),
+    ):
         self.what, self.supplied = what, frozenset(supplied)
         self.entry_rule, self._entry_test = entries
         self._entries: dict[str, _Entry] = {}
@@ -170,8 +177,11 @@ class Registry(Mapping):
         def fits(have, want) -> bool:
             return want in have if isinstance(have, (set, frozenset, tuple, list)) else have == want
 
-        return sorted(name for name, entry in self._entries.items() if fnmatch.fnmatchcase(name, pattern)
-                      and all(fits(entry.meta.get(k), v) for k, v in meta.items()))
+        return sorted(
+            name
+            for name, entry in self._entries.items()
+            if fnmatch.fnmatchcase(name, pattern) and all(fits(entry.meta.get(k), v) for k, v in meta.items())
+        )
 
     def _entry(self, name) -> _Entry:
         entry = self._entries.get(self.key(name))
@@ -221,8 +231,10 @@ class Registry(Mapping):
         allowed = accepted(factory)
         unknown = sorted(set(kwargs) - allowed) if allowed is not None else []
         if unknown:
-            raise ValueError(f"{self.what} {self.key(name)!r} does not take {unknown}"
-                             f"{did_you_mean(unknown[0], allowed)}; it takes {sorted(allowed)}")
+            raise ValueError(
+                f"{self.what} {self.key(name)!r} does not take {unknown}"
+                f"{did_you_mean(unknown[0], allowed)}; it takes {sorted(allowed)}"
+            )
         return factory(**kwargs)
 
     def schema(self, name) -> type:
@@ -267,8 +279,10 @@ def option_fields(source) -> dict[str, tuple[Any, Any]]:
     for target in _targets(source):
         for name, p in inspect.signature(target, eval_str=True).parameters.items():
             if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in fields:
-                fields[name] = (Any if p.annotation is p.empty else p.annotation,
-                                None if p.default is p.empty else p.default)
+                fields[name] = (
+                    Any if p.annotation is p.empty else p.annotation,
+                    None if p.default is p.empty else p.default,
+                )
     return fields
 
 

@@ -56,8 +56,13 @@ def interruptible():
 
 
 def _files(folders: Iterable[Path]) -> dict[Path, int]:
-    return {path: path.stat().st_mtime_ns for folder in folders if Path(folder).is_dir()
-            for path in Path(folder).rglob("*") if path.is_file()}
+    return {
+        path: path.stat().st_mtime_ns
+        for folder in folders
+        if Path(folder).is_dir()
+        for path in Path(folder).rglob("*")
+        if path.is_file()
+    }
 
 
 @contextlib.contextmanager
@@ -71,12 +76,18 @@ def telling(command: str, folders: Iterable[str | Path], expected: Iterable[str]
         with interruptible():
             yield
     except Interrupted as stop:
-        written = sorted(str(path) for path, mtime in _files(folders).items()
-                         if before.get(path) != mtime and not path.name.startswith("."))
+        written = sorted(
+            str(path)
+            for path, mtime in _files(folders).items()
+            if before.get(path) != mtime and not path.name.startswith(".")
+        )
         missing = [name for name in expected if not any(Path(path).name == name for path in written)]
         where = ", ".join(map(str, folders))
-        print(f"fsnn: {command} {stop}: wrote {', '.join(written) if written else f'nothing in {where}'}"
-              + (f"; not written: {', '.join(missing)}" if missing else "")
-              + "; every other file is as it was (each file is written whole); rerunning the command writes the rest",
-              file=sys.stderr, flush=True)
+        print(
+            f"fsnn: {command} {stop}: wrote {', '.join(written) if written else f'nothing in {where}'}"
+            + (f"; not written: {', '.join(missing)}" if missing else "")
+            + "; every other file is as it was (each file is written whole); rerunning the command writes the rest",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(128 + stop.signum) from None

@@ -23,8 +23,9 @@ CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--backbone", required=True, help="backbone config (conf/backbone/, e.g. dvsnet_small)")
     p.add_argument("--dataset", default="digits_dvs", help="dataset config whose T/size/classes to use")
     p.add_argument("--neuron", default="flif", help="neuron config (conf/neuron/)")
@@ -35,10 +36,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=0.2, help="firing rate of the random input spikes")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, help="write the report as JSON here")
-    p.add_argument("--kappa", type=float, default=None, help=f"MAC/AC conversion (default E_MAC/E_AC = "
-                                                              f"{E_MAC_PJ}/{E_AC_PJ})")
-    p.add_argument("--no-first-layer-mac", action="store_true",
-                   help="count the first layer as AC when its input is spikes (default: always E_MAC, as the paper)")
+    p.add_argument(
+        "--kappa", type=float, default=None, help=f"MAC/AC conversion (default E_MAC/E_AC = {E_MAC_PJ}/{E_AC_PJ})"
+    )
+    p.add_argument(
+        "--no-first-layer-mac",
+        action="store_true",
+        help="count the first layer as AC when its input is spikes (default: always E_MAC, as the paper)",
+    )
     return p.parse_args(argv)
 
 
@@ -69,12 +74,22 @@ def main(argv=None) -> dict:
     info = dataset_info(cfg.dataset.name)
     T, size = args.T or int(cfg.dataset.T), args.size or int(cfg.dataset.size)
     torch.manual_seed(args.seed)
-    model = build_backbone(cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
-                           input_size=(size, size), **backbone_options(cfg))
+    model = build_backbone(
+        cfg.backbone.name,
+        num_classes=info.num_classes,
+        in_channels=info.in_channels,
+        input_size=(size, size),
+        **backbone_options(cfg),
+    )
     x = (torch.rand(T, args.batch, info.in_channels, size, size) < args.rate).float()
     report = energy_report(model, x, kappa=args.kappa, first_layer_mac=not args.no_first_layer_mac)
-    payload = {"backbone": cfg.backbone.name, "dataset": cfg.dataset.name, "neuron": cfg.neuron.name,
-               "input_rate": args.rate, **report.to_dict()}
+    payload = {
+        "backbone": cfg.backbone.name,
+        "dataset": cfg.dataset.name,
+        "neuron": cfg.neuron.name,
+        "input_rate": args.rate,
+        **report.to_dict(),
+    }
     print(format_table(report))
     if args.out is not None:
         write_json_atomic(args.out, payload)

@@ -112,8 +112,9 @@ def _stage(rows: list, name: str, fn, note: str = ""):
     out = fn()
     seconds = time.perf_counter() - t0
     peak = sampler.stop()
-    rows.append({"stage": name, "seconds": seconds, "rss_before_gib": before / GIB, "peak_rss_gib": peak / GIB,
-                 "note": note})
+    rows.append(
+        {"stage": name, "seconds": seconds, "rss_before_gib": before / GIB, "peak_rss_gib": peak / GIB, "note": note}
+    )
     print(f"  {name:<22} {seconds:8.2f} s   peak RSS {peak / GIB:6.2f} GiB   {note}", flush=True)
     return out
 
@@ -131,13 +132,18 @@ def _project_exact_rwpe(edge_index, n: int, steps: int, blocks: int = 4) -> dict
         F._walk_chain(s, y, steps, axis=0)
     per_block = (time.perf_counter() - t0) / blocks
     workers = F._workers(None)
-    return {"seconds_per_block_one_thread": per_block, "block_nodes": b, "workers": workers,
-            "projected_seconds": per_block * math.ceil(n / b) / workers,
-            "work_multiply_adds": float(n) * math.ceil(steps / 2) * s.nnz}
+    return {
+        "seconds_per_block_one_thread": per_block,
+        "block_nodes": b,
+        "workers": workers,
+        "projected_seconds": per_block * math.ceil(n / b) / workers,
+        "work_multiply_adds": float(n) * math.ceil(steps / 2) * s.nnz,
+    }
 
 
-def time_epoch(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, neuron: str, T: int,
-               batch: int, seed: int) -> dict:
+def time_epoch(
+    features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, neuron: str, T: int, batch: int, seed: int
+) -> dict:
     """One epoch of SGCN over the training nodes (mini-batches of rows), Adam step per batch."""
     from torch.nn import functional as nnf
 
@@ -149,13 +155,17 @@ def time_epoch(features: torch.Tensor, y: torch.Tensor, train: torch.Tensor, neu
     idx = train.nonzero().flatten()[torch.randperm(int(train.sum()), generator=torch.Generator().manual_seed(seed))]
     start = time.perf_counter()
     for i in range(0, len(idx), batch):
-        rows = idx[i:i + batch]
+        rows = idx[i : i + batch]
         loss = nnf.cross_entropy(model(features[rows]), y[rows])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    return {"neuron": neuron, "seconds": time.perf_counter() - start, "steps": math.ceil(len(idx) / batch),
-            "engine": getattr(model.neuron, "last_engine", None)}
+    return {
+        "neuron": neuron,
+        "seconds": time.perf_counter() - start,
+        "steps": math.ceil(len(idx) / batch),
+        "engine": getattr(model.neuron, "last_engine", None),
+    }
 
 
 def arxiv_parser(p: argparse.ArgumentParser) -> None:
@@ -169,8 +179,12 @@ def arxiv_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--budget-seconds", type=float, default=120.0)
     p.add_argument("--budget-gib", type=float, default=8.0)
-    p.add_argument("--epoch-neurons", nargs="*", default=["sj_lif", "flif"],
-                   help="neurons to time one SGCN epoch with (none: preprocessing only)")
+    p.add_argument(
+        "--epoch-neurons",
+        nargs="*",
+        default=["sj_lif", "flif"],
+        help="neurons to time one SGCN epoch with (none: preprocessing only)",
+    )
     p.add_argument("--T", type=int, default=100)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -179,33 +193,49 @@ def arxiv_parser(p: argparse.ArgumentParser) -> None:
 
 def arxiv(args) -> int:
     n = args.nodes
-    print(f"graph: {n} nodes, ~{args.edges} undirected edges, {args.features} features "
-          f"({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()})", flush=True)
+    print(
+        f"graph: {n} nodes, ~{args.edges} undirected edges, {args.features} features "
+        f"({os.cpu_count()} CPUs, torch threads {torch.get_num_threads()})",
+        flush=True,
+    )
     t0 = time.perf_counter()
     g = make_synthetic_graph(n, args.classes, args.features, avg_degree=2 * args.edges / n, seed=args.seed)
     train, _, _ = stratified_masks(g.y, (0.7, 0.2, 0.1), seed=args.seed)
     gen_seconds = time.perf_counter() - t0
     e_directed = int(g.edge_index.size(1))
-    print(f"  generated in {gen_seconds:.1f} s: edge_index [2, {e_directed}] "
-          f"({e_directed // 2} undirected edges)", flush=True)
+    print(
+        f"  generated in {gen_seconds:.1f} s: edge_index [2, {e_directed}] ({e_directed // 2} undirected edges)",
+        flush=True,
+    )
 
     rows: list[dict] = []
     method = F.resolve_rwpe_method(g.edge_index, n, args.rw_steps)
     xp = _stage(rows, "propagate", lambda: F.propagate(g.x, g.edge_index, hops=1), "hops=1")
     _stage(rows, "standardize", lambda: F.standardize(xp, train), "train-node statistics")
-    _stage(rows, "laplacian_pe", lambda: F.laplacian_pe(g.edge_index, n, dim=args.pe_dim, seed=args.seed),
-           f"dim={args.pe_dim}, eigsh")
-    _stage(rows, "random_walk_pe",
-           lambda: F.random_walk_pe(g.edge_index, n, steps=args.rw_steps, method="auto",
-                                    num_probes=args.rw_probes, seed=args.seed),
-           f"steps={args.rw_steps}, method=auto->{method}"
-           + (f", {args.rw_probes} probes" if method == "estimate" else ""))
+    _stage(
+        rows,
+        "laplacian_pe",
+        lambda: F.laplacian_pe(g.edge_index, n, dim=args.pe_dim, seed=args.seed),
+        f"dim={args.pe_dim}, eigsh",
+    )
+    _stage(
+        rows,
+        "random_walk_pe",
+        lambda: F.random_walk_pe(
+            g.edge_index, n, steps=args.rw_steps, method="auto", num_probes=args.rw_probes, seed=args.seed
+        ),
+        f"steps={args.rw_steps}, method=auto->{method}"
+        + (f", {args.rw_probes} probes" if method == "estimate" else ""),
+    )
     total = sum(r["seconds"] for r in rows)
     process_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB  # Linux: kB
     print(f"  {'total':<22} {total:8.2f} s   process peak RSS {process_peak:6.2f} GiB", flush=True)
     projection = _project_exact_rwpe(g.edge_index, n, args.rw_steps)
-    print(f"  rwpe exact (projected): {projection['projected_seconds'] / 60:.0f} min "
-          f"({projection['work_multiply_adds']:.2e} multiply-adds, {projection['workers']} threads)", flush=True)
+    print(
+        f"  rwpe exact (projected): {projection['projected_seconds'] / 60:.0f} min "
+        f"({projection['work_multiply_adds']:.2e} multiply-adds, {projection['workers']} threads)",
+        flush=True,
+    )
 
     epochs = []
     features = F.standardize(xp, train)
@@ -220,8 +250,10 @@ def arxiv(args) -> int:
     print("\n| stage | seconds | peak RSS (GiB) | note |\n|---|---:|---:|---|")
     for r in rows:
         print(f"| {r['stage']} | {r['seconds']:.2f} | {r['peak_rss_gib']:.2f} | {r['note']} |")
-    print(f"| **total** | **{total:.2f}** | **{process_peak:.2f}** (process) | targets < {args.budget_seconds:.0f} s:"
-          f" {'met' if ok_time else 'MISSED'}, < {args.budget_gib:.0f} GiB: {'met' if ok_mem else 'MISSED'} |")
+    print(
+        f"| **total** | **{total:.2f}** | **{process_peak:.2f}** (process) | targets < {args.budget_seconds:.0f} s:"
+        f" {'met' if ok_time else 'MISSED'}, < {args.budget_gib:.0f} GiB: {'met' if ok_mem else 'MISSED'} |"
+    )
     if epochs:
         print(f"\n| SGCN epoch, T={args.T}, batch {args.batch} | seconds | x sj_lif | engine |\n|---|---:|---:|---|")
         for e in epochs:
@@ -231,23 +263,37 @@ def arxiv(args) -> int:
     payload = {
         "benchmark": "graph",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "graph": {"generator": "fsnn.data.graphs.make_synthetic_graph", "num_nodes": n,
-                  "edge_index_entries": e_directed, "undirected_edges": e_directed // 2,
-                  "num_features": args.features, "num_classes": args.classes, "seed": args.seed,
-                  "generation_seconds": gen_seconds},
-        "params": {"hops": 1, "pe_dim": args.pe_dim, "rw_steps": args.rw_steps, "rw_method": method,
-                   "rw_probes": args.rw_probes},
+        "graph": {
+            "generator": "fsnn.data.graphs.make_synthetic_graph",
+            "num_nodes": n,
+            "edge_index_entries": e_directed,
+            "undirected_edges": e_directed // 2,
+            "num_features": args.features,
+            "num_classes": args.classes,
+            "seed": args.seed,
+            "generation_seconds": gen_seconds,
+        },
+        "params": {
+            "hops": 1,
+            "pe_dim": args.pe_dim,
+            "rw_steps": args.rw_steps,
+            "rw_method": method,
+            "rw_probes": args.rw_probes,
+        },
         "stages": rows,
         "total_seconds": total,
         "process_peak_rss_gib": process_peak,
-        "targets": {"seconds": args.budget_seconds, "gib": args.budget_gib, "time_met": ok_time,
-                    "memory_met": ok_mem},
+        "targets": {"seconds": args.budget_seconds, "gib": args.budget_gib, "time_met": ok_time, "memory_met": ok_mem},
         "rwpe_exact_projection": projection,
         "epochs": epochs,
         "epoch_config": {"model": "sgcn", "T": args.T, "batch": args.batch, "optimizer": "Adam(lr=1e-3)"},
-        "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
-                    "torch_threads": torch.get_num_threads(),
-                    "memory_gib": psutil.virtual_memory().total / GIB},
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "memory_gib": psutil.virtual_memory().total / GIB,
+        },
         "versions": package_versions(),
     }
     write_json_atomic(args.out, payload)
@@ -259,37 +305,63 @@ def arxiv(args) -> int:
 RUNS_OUT = Path("results") / "bench" / "graph_runs.json"
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # whole runs on one core, test phase included: Table 2's SGCN f-LIF (100 epochs), link prediction's MSG f-IF (200)
-TARGETS_MIN = {("table2_node_classification", "sgcn", "flif", "photo"): 6.0,
-               ("table2_node_classification", "sgcn", "flif", "computers"): 12.0,
-               ("table_link_prediction", "msg", "fif", "physics"): 8.0,
-               ("table_link_prediction", "msg", "fif", "computers"): 6.0,
-               ("table_link_prediction", "msg", "fif", "cs"): 6.0,
-               ("table_link_prediction", "msg", "fif", "photo"): 4.0}
+TARGETS_MIN = {
+    ("table2_node_classification", "sgcn", "flif", "photo"): 6.0,
+    ("table2_node_classification", "sgcn", "flif", "computers"): 12.0,
+    ("table_link_prediction", "msg", "fif", "physics"): 8.0,
+    ("table_link_prediction", "msg", "fif", "computers"): 6.0,
+    ("table_link_prediction", "msg", "fif", "cs"): 6.0,
+    ("table_link_prediction", "msg", "fif", "photo"): 4.0,
+}
 TARGET_GIB = 3.0
 
 
 def runs_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--experiment", default="table2_node_classification",
-                   choices=["table2_node_classification", "table_link_prediction"],
-                   help="node classification (Table 2) or link prediction (MSG, task=link)")
+    p.add_argument(
+        "--experiment",
+        default="table2_node_classification",
+        choices=["table2_node_classification", "table_link_prediction"],
+        help="node classification (Table 2) or link prediction (MSG, task=link)",
+    )
     p.add_argument("--datasets", nargs="+", default=["cora"], help="real graphs (paths.data_dir/<Name>/raw)")
     p.add_argument("--before", default=None, help="git revision of the code to compare with (default: none)")
-    p.add_argument("--before-epochs", type=int, default=None,
-                   help="epochs of the --before runs (default: --epochs); fewer are extrapolated to --epochs, "
-                        "saying so in the table")
-    p.add_argument("--before-overrides", nargs="+", default=None,
-                   help="one more --before run per setting with these overrides (e.g. dataset.eval_batch_size=256, "
-                        "for old code that does not fit in memory at the default)")
+    p.add_argument(
+        "--before-epochs",
+        type=int,
+        default=None,
+        help="epochs of the --before runs (default: --epochs); fewer are extrapolated to --epochs, "
+        "saying so in the table",
+    )
+    p.add_argument(
+        "--before-overrides",
+        nargs="+",
+        default=None,
+        help="one more --before run per setting with these overrides (e.g. dataset.eval_batch_size=256, "
+        "for old code that does not fit in memory at the default)",
+    )
     p.add_argument("--backbones", nargs="+", default=["sgcn"])
     p.add_argument("--neurons", nargs="+", default=["flif"])
     p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", type=Path, default=Path("tests") / "data" / "planetoid",
-                   help="paths.data_dir holding <Name>/raw (default: the real Cora shipped with the tests)")
-    p.add_argument("--cpus", type=int, nargs="+", default=[0],
-                   help="CPU cores to pin runs to, one run per core at a time (default: core 0)")
-    p.add_argument("--memory-limit-gib", type=float, default=16.0,
-                   help="a run whose resident memory passes this is stopped and reported as such")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path("tests") / "data" / "planetoid",
+        help="paths.data_dir holding <Name>/raw (default: the real Cora shipped with the tests)",
+    )
+    p.add_argument(
+        "--cpus",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="CPU cores to pin runs to, one run per core at a time (default: core 0)",
+    )
+    p.add_argument(
+        "--memory-limit-gib",
+        type=float,
+        default=16.0,
+        help="a run whose resident memory passes this is stopped and reported as such",
+    )
     p.add_argument("--out", type=Path, default=RUNS_OUT)
     p.set_defaults(run=runs)
 
@@ -299,12 +371,14 @@ def _extract(revision: str, into: Path) -> Path:
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", revision], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", revision], check=True, capture_output=True, text=True
+    ).stdout.strip()
     tree = into / f"fsnn-{commit}"
     tree.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", "--format=tar", commit], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
     return tree
 
@@ -315,8 +389,15 @@ def _watched(cmd: list[str], cwd: Path, env: dict, cpu: int, limit_gib: float) -
     import subprocess
 
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+    )
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
     reader.start()
@@ -334,25 +415,59 @@ def _watched(cmd: list[str], cwd: Path, env: dict, cpu: int, limit_gib: float) -
     return code, time.perf_counter() - start, peak / GIB, "".join(output)
 
 
-def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: str, epochs: int, args,
-               results: Path, cpu: int, overrides: tuple[str, ...] = ()) -> dict:
+def _whole_run(
+    tree: Path,
+    version: str,
+    dataset: str,
+    backbone: str,
+    neuron: str,
+    epochs: int,
+    args,
+    results: Path,
+    cpu: int,
+    overrides: tuple[str, ...] = (),
+) -> dict:
     """One Table 2 run of the code in ``tree`` on ``dataset``, pinned to ``cpu``: its timings and memory from the
     process and ``metrics.json``; with fewer than ``args.epochs`` epochs the whole run is extrapolated."""
-    cmd = [sys.executable, str(tree / "train.py"), f"experiment={args.experiment}", "hydra.mode=RUN",
-           f"dataset={dataset}", f"backbone={backbone}", f"neuron={neuron}", f"seed={args.seed}",
-           f"trainer.max_epochs={epochs}", f"paths.data_dir={args.data_dir.resolve()}",
-           f"paths.results_dir={results}", "logger=none", "trainer.enable_progress_bar=false", *overrides]
+    cmd = [
+        sys.executable,
+        str(tree / "train.py"),
+        f"experiment={args.experiment}",
+        "hydra.mode=RUN",
+        f"dataset={dataset}",
+        f"backbone={backbone}",
+        f"neuron={neuron}",
+        f"seed={args.seed}",
+        f"trainer.max_epochs={epochs}",
+        f"paths.data_dir={args.data_dir.resolve()}",
+        f"paths.results_dir={results}",
+        "logger=none",
+        "trainer.enable_progress_bar=false",
+        *overrides,
+    ]
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(tree)}
     code, process_s, sampled_peak, output = _watched(cmd, tree, env, cpu, args.memory_limit_gib)
-    row = {"version": version, "experiment": args.experiment, "overrides": list(overrides), "dataset": dataset,
-           "backbone": backbone,
-           "neuron": neuron, "epochs": epochs, "cpu": cpu, "process_s": process_s, "peak_rss_gib": sampled_peak,
-           "commit": tree.name}
+    row = {
+        "version": version,
+        "experiment": args.experiment,
+        "overrides": list(overrides),
+        "dataset": dataset,
+        "backbone": backbone,
+        "neuron": neuron,
+        "epochs": epochs,
+        "cpu": cpu,
+        "process_s": process_s,
+        "peak_rss_gib": sampled_peak,
+        "commit": tree.name,
+    }
     if code != 0:
         killed = code == -9 and sampled_peak >= args.memory_limit_gib
         phase = "test" if "`Trainer.fit` stopped" in output else "training"  # fit ends before the test passes
-        row["failed"] = (f"stopped at {sampled_peak:.1f} GiB resident in the {phase} phase (limit "
-                         f"{args.memory_limit_gib:g} GiB)" if killed else f"exit code {code}: {output[-500:]}")
+        row["failed"] = (
+            f"stopped at {sampled_peak:.1f} GiB resident in the {phase} phase (limit {args.memory_limit_gib:g} GiB)"
+            if killed
+            else f"exit code {code}: {output[-500:]}"
+        )
         return row
     record = json.loads(next(results.glob(f"{args.experiment}/*/metrics.json")).read_text())
     # a node test pass scores the test nodes; a link one the whole graph, one "sample"
@@ -362,12 +477,21 @@ def _whole_run(tree: Path, version: str, dataset: str, backbone: str, neuron: st
     rest = (record["wall_time_s"] - epochs * train - 2 * test_pass) / epochs  # two test phases: last and best
     startup = process_s - record["wall_time_s"]
     whole = process_s + (args.epochs - epochs) * (train + rest)
-    return {**row, "train_epoch_s": train, "rest_epoch_s": rest, "epoch_s": train + rest, "test_pass_s": test_pass,
-            "startup_s": startup, "run_s": record["wall_time_s"], "whole_run_s": whole,
-            "whole_run_extrapolated": epochs < args.epochs, "metric": record["metric"],
-            "test_metric": record[f"test_{record['metric']}"],
-            "peak_memory_gib": record.get("peak_memory_gib"),
-            "commit": record["versions"].get("fsnn_commit") or tree.name.removeprefix("fsnn-")}
+    return {
+        **row,
+        "train_epoch_s": train,
+        "rest_epoch_s": rest,
+        "epoch_s": train + rest,
+        "test_pass_s": test_pass,
+        "startup_s": startup,
+        "run_s": record["wall_time_s"],
+        "whole_run_s": whole,
+        "whole_run_extrapolated": epochs < args.epochs,
+        "metric": record["metric"],
+        "test_metric": record[f"test_{record['metric']}"],
+        "peak_memory_gib": record.get("peak_memory_gib"),
+        "commit": record["versions"].get("fsnn_commit") or tree.name.removeprefix("fsnn-"),
+    }
 
 
 def summarize(rows: list[dict]) -> None:
@@ -391,12 +515,16 @@ def summarize(rows: list[dict]) -> None:
 
 def runs_table(rows: list[dict], epochs: int) -> str:
     """The rows of :func:`runs` (after :func:`summarize`) as a Markdown table."""
-    lines = [f"| code | dataset | backbone | neuron | epochs run | train s/epoch | rest s/epoch | test pass s | "
-             f"whole {epochs}-epoch run | peak RSS GiB | x before | target |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"| code | dataset | backbone | neuron | epochs run | train s/epoch | rest s/epoch | test pass s | "
+        f"whole {epochs}-epoch run | peak RSS GiB | x before | target |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in sorted(rows, key=lambda r: (r["dataset"], r["backbone"], r["neuron"], r["version"] != "before")):
-        code = f"{r['version']} ({r['commit'].removeprefix('fsnn-')[:7]}{', ' if r['overrides'] else ''}" \
-               f"{' '.join(r['overrides'])})"
+        code = (
+            f"{r['version']} ({r['commit'].removeprefix('fsnn-')[:7]}{', ' if r['overrides'] else ''}"
+            f"{' '.join(r['overrides'])})"
+        )
         head = f"| {code} | {r['dataset']} | {r['backbone']} | {r['neuron']} | {r['epochs']} |"
         if "failed" in r:
             lines.append(f"{head} - | - | - | {r['failed']} | {r['peak_rss_gib']:.1f} | | |")
@@ -406,10 +534,15 @@ def runs_table(rows: list[dict], epochs: int) -> str:
         if r.get("speedup_vs_before"):
             versus = f" (vs {' '.join(r['before_compared'])})" if r["before_compared"] else ""
             speedup = f"{r['speedup_vs_before']:.1f}x faster{versus}"
-        target = ("" if not r.get("target_min") else
-                  f"<= {r['target_min']:g} min, < {TARGET_GIB:g} GiB: {'met' if r['target_met'] else 'MISSED'}")
-        lines.append(f"{head} {r['train_epoch_s']:.2f} | {r['rest_epoch_s']:.2f} | {r['test_pass_s']:.1f} | {whole} | "
-                     f"{r['peak_rss_gib']:.2f} | {speedup} | {target} |")
+        target = (
+            ""
+            if not r.get("target_min")
+            else f"<= {r['target_min']:g} min, < {TARGET_GIB:g} GiB: {'met' if r['target_met'] else 'MISSED'}"
+        )
+        lines.append(
+            f"{head} {r['train_epoch_s']:.2f} | {r['rest_epoch_s']:.2f} | {r['test_pass_s']:.1f} | {whole} | "
+            f"{r['peak_rss_gib']:.2f} | {speedup} | {target} |"
+        )
     return "\n".join(lines)
 
 
@@ -439,8 +572,13 @@ def runs(args) -> int:
         variants = [("after", ())] + ([("before", ())] if args.before else [])
         if args.before and args.before_overrides:
             variants.append(("before", tuple(args.before_overrides)))
-        jobs = [(version, overrides, d, b, n) for d in args.datasets for b in args.backbones for n in args.neurons
-                for version, overrides in variants]
+        jobs = [
+            (version, overrides, d, b, n)
+            for d in args.datasets
+            for b in args.backbones
+            for n in args.neurons
+            for version, overrides in variants
+        ]
         jobs.sort(key=lambda job: -epochs[job[0]] * (dataset_info(job[2]).num_nodes or 1))  # longest first
         free = list(args.cpus)
 
@@ -448,21 +586,38 @@ def runs(args) -> int:
             version, overrides, dataset, backbone, neuron = job
             cpu = free.pop()
             try:
-                row = _whole_run(trees[version], version, dataset, backbone, neuron, epochs[version], args,
-                                 tmp / "results" / f"{version}-{len(overrides)}-{dataset}-{backbone}-{neuron}", cpu,
-                                 overrides)
+                row = _whole_run(
+                    trees[version],
+                    version,
+                    dataset,
+                    backbone,
+                    neuron,
+                    epochs[version],
+                    args,
+                    tmp / "results" / f"{version}-{len(overrides)}-{dataset}-{backbone}-{neuron}",
+                    cpu,
+                    overrides,
+                )
             finally:
                 free.append(cpu)
-            print(f"  {version:<6} {' '.join(overrides):<28} {dataset:<10} {backbone:<6} {neuron:<15} "
-                  + (row["failed"] if "failed" in row else
-                     f"epoch {row['epoch_s']:6.2f} s  whole run {row['whole_run_s']:7.1f} s  "
-                     f"peak {row['peak_rss_gib']:.2f} GiB  test {row['metric']} {100 * row['test_metric']:.2f}"),
-                  flush=True)
+            print(
+                f"  {version:<6} {' '.join(overrides):<28} {dataset:<10} {backbone:<6} {neuron:<15} "
+                + (
+                    row["failed"]
+                    if "failed" in row
+                    else f"epoch {row['epoch_s']:6.2f} s  whole run {row['whole_run_s']:7.1f} s  "
+                    f"peak {row['peak_rss_gib']:.2f} GiB  test {row['metric']} {100 * row['test_metric']:.2f}"
+                ),
+                flush=True,
+            )
             return row
 
         before_epochs = epochs["before"] if args.before else "-"
-        print(f"{', '.join(args.datasets)}: {args.epochs}-epoch runs (before: {before_epochs}), one core per run "
-              f"({len(jobs)} runs on cores {args.cpus})", flush=True)
+        print(
+            f"{', '.join(args.datasets)}: {args.epochs}-epoch runs (before: {before_epochs}), one core per run "
+            f"({len(jobs)} runs on cores {args.cpus})",
+            flush=True,
+        )
         with ThreadPoolExecutor(len(args.cpus)) as pool:
             rows = list(pool.map(run, jobs))
 
@@ -471,21 +626,35 @@ def runs(args) -> int:
     payload = {
         "benchmark": "graph_runs",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "setting": {"experiment": args.experiment, "datasets": args.datasets,
-                    "epochs": args.epochs, "before_epochs": epochs["before"] if args.before else None,
-                    "seed": args.seed, "torch_threads_per_run": 1, "cores": args.cpus, "before": args.before,
-                    "memory_limit_gib": args.memory_limit_gib},
-        "columns": {"train_epoch_s": "train steps (forward, backward, Adam) per epoch",
-                    "rest_epoch_s": "(wall_time_s - epochs x train_epoch_s - 2 test passes) / epochs: validation, "
-                                    "checkpoints and the loop",
-                    "test_pass_s": "one test pass: 20 Poisson re-samplings of the test nodes (node classification), "
-                                   "the test pairs scored on the whole graph (link prediction)",
-                    "whole_run_s": "process start (imports) to exit; runs of fewer epochs add the missing epochs "
-                                   "at their measured epoch time",
-                    "peak_rss_gib": "the process's resident memory, sampled every 50 ms, over the whole run"},
+        "setting": {
+            "experiment": args.experiment,
+            "datasets": args.datasets,
+            "epochs": args.epochs,
+            "before_epochs": epochs["before"] if args.before else None,
+            "seed": args.seed,
+            "torch_threads_per_run": 1,
+            "cores": args.cpus,
+            "before": args.before,
+            "memory_limit_gib": args.memory_limit_gib,
+        },
+        "columns": {
+            "train_epoch_s": "train steps (forward, backward, Adam) per epoch",
+            "rest_epoch_s": "(wall_time_s - epochs x train_epoch_s - 2 test passes) / epochs: validation, "
+            "checkpoints and the loop",
+            "test_pass_s": "one test pass: 20 Poisson re-samplings of the test nodes (node classification), "
+            "the test pairs scored on the whole graph (link prediction)",
+            "whole_run_s": "process start (imports) to exit; runs of fewer epochs add the missing epochs "
+            "at their measured epoch time",
+            "peak_rss_gib": "the process's resident memory, sampled every 50 ms, over the whole run",
+        },
         "runs": rows,
-        "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "cpus": os.cpu_count(),
-                    "load_average_at_end": os.getloadavg(), "memory_gib": psutil.virtual_memory().total / GIB},
+        "machine": {
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+            "cpus": os.cpu_count(),
+            "load_average_at_end": os.getloadavg(),
+            "memory_gib": psutil.virtual_memory().total / GIB,
+        },
         "versions": package_versions(),
     }
     write_json_atomic(args.out, payload)

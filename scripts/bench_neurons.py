@@ -106,7 +106,9 @@ def build_neuron(name: str):
         import snntorch as snn
         from snntorch import surrogate as snn_surrogate
 
-        lif = snn.Leaky(beta=0.5, threshold=1.0, spike_grad=snn_surrogate.sigmoid(slope=5.0), reset_mechanism="subtract")
+        lif = snn.Leaky(
+            beta=0.5, threshold=1.0, spike_grad=snn_surrogate.sigmoid(slope=5.0), reset_mechanism="subtract"
+        )
 
         def step(x):
             mem = lif.reset_mem()  # zeros, no graph; Leaky re-shapes it to x[0] on the first call
@@ -125,12 +127,12 @@ def build_neuron(name: str):
         from fsnn import FractionalLIF
 
         kwargs = dict(alpha=0.5, tau=2.0, threshold=1.0, reset="soft")
-        variant = name[len("fsnn_"):]
+        variant = name[len("fsnn_") :]
         if variant in ("auto", "direct", "soe", "triton"):
             kwargs["engine"] = variant
         elif variant.startswith("window"):
             kwargs["engine"] = "auto"
-            kwargs["memory"] = int(variant[len("window"):])
+            kwargs["memory"] = int(variant[len("window") :])
         else:
             raise ValueError(f"unknown fsnn variant {name!r}")
         mod = FractionalLIF(**kwargs)
@@ -415,9 +417,16 @@ def run_gpu_neuron(name: str, args) -> None:
             spent += est + sum(times)
             peak = (torch.cuda.max_memory_allocated(device) - base) / 2**20 if cuda else None
             rate = float(step(x.detach()).float().mean())
-            row.update(status="ok", median_ms=statistics.median(times) * 1e3, min_ms=min(times) * 1e3,
-                       first_ms=first * 1e3, repeats=n, peak_mib=peak, spike_rate=rate,
-                       engine=getattr(neuron_mod, "last_engine", None))
+            row.update(
+                status="ok",
+                median_ms=statistics.median(times) * 1e3,
+                min_ms=min(times) * 1e3,
+                first_ms=first * 1e3,
+                repeats=n,
+                peak_mib=peak,
+                spike_rate=rate,
+                engine=getattr(neuron_mod, "last_engine", None),
+            )
         except torch.cuda.OutOfMemoryError:
             row["status"] = "out of GPU memory"
         finally:
@@ -439,21 +448,44 @@ def gpu_main(args) -> int:
         return 2
     hardware = device_description(device)
     neurons = args.only or GPU_LINEUP
-    forward = ["--device", args.device, "--T", *map(str, args.T), "--features-log2", *map(str, args.features_log2),
-               "--repeats", str(args.repeats), "--cell-budget", str(args.cell_budget),
-               "--neuron-budget", str(args.neuron_budget), "--max-elements", str(args.max_elements)]
+    forward = [
+        "--device",
+        args.device,
+        "--T",
+        *map(str, args.T),
+        "--features-log2",
+        *map(str, args.features_log2),
+        "--repeats",
+        str(args.repeats),
+        "--cell-budget",
+        str(args.cell_budget),
+        "--neuron-budget",
+        str(args.neuron_budget),
+        "--max-elements",
+        str(args.max_elements),
+    ]
     rows, t_all = [], time.monotonic()
     for name in neurons:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         if name == "sj_lif_torch":
             env.update(SJ_TORCH_ENV)
-        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), *forward, "--gpu-child", name],
-                              capture_output=True, text=True, env=env, cwd=REPO, timeout=args.cell_timeout)
-        got = [json.loads(line[len(CELL_MARK):]) for line in proc.stdout.splitlines() if line.startswith(CELL_MARK)]
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), *forward, "--gpu-child", name],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=args.cell_timeout,
+        )
+        got = [json.loads(line[len(CELL_MARK) :]) for line in proc.stdout.splitlines() if line.startswith(CELL_MARK)]
         if proc.returncode or not got:
             print(f"{name}: failed\n{proc.stderr[-3000:]}", file=sys.stderr)
         for r in got:
-            msg = f"{r['median_ms']:9.2f} ms  peak {_fmt(r['peak_mib'], '.0f')} MiB" if r["status"] == "ok" else r["status"]
+            msg = (
+                f"{r['median_ms']:9.2f} ms  peak {_fmt(r['peak_mib'], '.0f')} MiB"
+                if r["status"] == "ok"
+                else r["status"]
+            )
             print(f"[{time.monotonic() - t_all:6.1f}s] {name:<15} T={r['T']:<5} N={r['N']:<9} {msg}", flush=True)
         rows += got
     ref = {(r["T"], r["N"]): r for r in rows if r["neuron"] == REFERENCE and r["status"] == "ok"}
@@ -462,25 +494,43 @@ def gpu_main(args) -> int:
         ok = r["status"] == "ok" and base is not None
         r["time_ratio_vs_sj"] = r["median_ms"] / base["median_ms"] if ok else None
         r["mem_ratio_vs_sj"] = r["peak_mib"] / base["peak_mib"] if ok and base.get("peak_mib") else None
-    print(f"\n{hardware}, torch {torch.__version__}; neuron alone on [T, {GPU_BATCH}, F], fwd+bwd, alpha 0.5, "
-          f"full memory; ratios vs {REFERENCE} (its fused CUDA kernel) in the same cell")
+    print(
+        f"\n{hardware}, torch {torch.__version__}; neuron alone on [T, {GPU_BATCH}, F], fwd+bwd, alpha 0.5, "
+        f"full memory; ratios vs {REFERENCE} (its fused CUDA kernel) in the same cell"
+    )
     hdr = f"{'neuron':<15} {'T':>5} {'N':>9} {'median ms':>10} {'x SJ':>6} {'peak MiB':>9} {'mem x SJ':>8}  engine"
     print(hdr + "\n" + "-" * len(hdr))
     for r in sorted(rows, key=lambda r: (r["T"], r["N"], neurons.index(r["neuron"]))):
         if r["status"] != "ok":
             print(f"{r['neuron']:<15} {r['T']:>5} {r['N']:>9} {r['status']}")
             continue
-        print(f"{r['neuron']:<15} {r['T']:>5} {r['N']:>9} {r['median_ms']:>10.2f} {_fmt(r['time_ratio_vs_sj'], '.2f'):>6} "
-              f"{_fmt(r['peak_mib'], '.0f'):>9} {_fmt(r['mem_ratio_vs_sj'], '.2f'):>8}  {r.get('engine') or ''}")
-    write_json_atomic(args.out, {
-        "benchmark": "neurons_cuda", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "hardware": hardware, "library_versions": package_versions(),
-        "config": {"T": args.T, "batch": GPU_BATCH, "features_log2": args.features_log2, "alpha": 0.5,
-                   "neurons": neurons, "reference": REFERENCE, "max_elements": args.max_elements,
-                   "timing": "median of CUDA-event-timed fwd+bwd iterations after two warm-ups",
-                   "memory": "torch.cuda.max_memory_allocated over the timed iterations minus what was allocated "
-                             "before them (input and upstream gradient)"},
-        "total_wall_s": time.monotonic() - t_all, "results": rows})
+        print(
+            f"{r['neuron']:<15} {r['T']:>5} {r['N']:>9} {r['median_ms']:>10.2f} {_fmt(r['time_ratio_vs_sj'], '.2f'):>6} "
+            f"{_fmt(r['peak_mib'], '.0f'):>9} {_fmt(r['mem_ratio_vs_sj'], '.2f'):>8}  {r.get('engine') or ''}"
+        )
+    write_json_atomic(
+        args.out,
+        {
+            "benchmark": "neurons_cuda",
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "hardware": hardware,
+            "library_versions": package_versions(),
+            "config": {
+                "T": args.T,
+                "batch": GPU_BATCH,
+                "features_log2": args.features_log2,
+                "alpha": 0.5,
+                "neurons": neurons,
+                "reference": REFERENCE,
+                "max_elements": args.max_elements,
+                "timing": "median of CUDA-event-timed fwd+bwd iterations after two warm-ups",
+                "memory": "torch.cuda.max_memory_allocated over the timed iterations minus what was allocated "
+                "before them (input and upstream gradient)",
+            },
+            "total_wall_s": time.monotonic() - t_all,
+            "results": rows,
+        },
+    )
     print(f"wrote {args.out}")
     return 0
 
@@ -510,8 +560,22 @@ def _spawn(name: str, T: int, args, mode: str):
         repeats, warmup = args.repeats, args.warmup
     else:  # memory pass: one warm-up (lazy init), then the max peak over up to 3 iterations
         repeats, warmup = min(3, args.repeats), 1
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--cell", name, "--cell-mode", mode, "--T", str(T),
-           "--repeats", str(repeats), "--budget", str(args.budget), "--warmup", str(warmup)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--cell",
+        name,
+        "--cell-mode",
+        mode,
+        "--T",
+        str(T),
+        "--repeats",
+        str(repeats),
+        "--budget",
+        str(args.budget),
+        "--warmup",
+        str(warmup),
+    ]
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(THREADS)
     if mode == "mem":
@@ -523,8 +587,10 @@ def _spawn(name: str, T: int, args, mode: str):
     t_start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     out_chunks, err_chunks = [], []
-    readers = [threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True),
-               threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True)]
+    readers = [
+        threading.Thread(target=lambda: out_chunks.append(proc.stdout.read()), daemon=True),
+        threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()), daemon=True),
+    ]
     for r in readers:
         r.start()
     status = None
@@ -549,7 +615,7 @@ def _spawn(name: str, T: int, args, mode: str):
     wall = time.monotonic() - t_start
     for line in out.splitlines():
         if line.startswith(CELL_MARK):
-            return json.loads(line[len(CELL_MARK):]), None, wall, err
+            return json.loads(line[len(CELL_MARK) :]), None, wall, err
     if status is None:
         tail = (err.strip().splitlines() or ["(no stderr)"])[-1]
         status = f"error: {tail}"[:300]
@@ -609,8 +675,17 @@ def launch_cell(name: str, T: int, args) -> dict:
     # benchmark uses both, so anything clearly above 0 slows the cell down)
     other = max(0.0, (_busy_cpu_s() - b0 - (_children_cpu_s() - c0)) / max(wall, 1e-9))
     if res is None:
-        return {"neuron": name, "T": T, "status": status, "cell_wall_s": wall, "median_ms": None,
-                "peak_mib": None, "engine": None, "stderr_tail": err[-2000:], "other_load_cores": other}
+        return {
+            "neuron": name,
+            "T": T,
+            "status": status,
+            "cell_wall_s": wall,
+            "median_ms": None,
+            "peak_mib": None,
+            "engine": None,
+            "stderr_tail": err[-2000:],
+            "other_load_cores": other,
+        }
     res["status"] = "ok"
     res["other_load_cores"] = other
     res["other_load_before_cores"] = idle_before
@@ -640,37 +715,69 @@ def print_table(rows):
             note = f"n={r['repeats']}"
             if r.get("contended"):
                 note += f" BUSY({r['other_load_cores']:.1f} cores used by others)"
-        print(f"{r['neuron']:<16} {r['T']:>5} {_fmt(r.get('median_ms'), '11.2f')} {_fmt(r.get('time_ratio_vs_sj'), '7.2f')} "
-              f"{_fmt(r.get('peak_mib'), '9.1f')} {_fmt(r.get('mem_ratio_vs_sj'), '9.2f')}  {str(r.get('engine') or ''):<10} {note}")
+        print(
+            f"{r['neuron']:<16} {r['T']:>5} {_fmt(r.get('median_ms'), '11.2f')} {_fmt(r.get('time_ratio_vs_sj'), '7.2f')} "
+            f"{_fmt(r.get('peak_mib'), '9.1f')} {_fmt(r.get('mem_ratio_vs_sj'), '9.2f')}  {str(r.get('engine') or ''):<10} {note}"
+        )
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--T", type=int, nargs="+", default=[16, 128, 512, 2048], help="sequence lengths")
     p.add_argument("--only", nargs="+", choices=NEURONS, default=None, help="subset of neurons")
     p.add_argument("--repeats", type=int, default=5, help="timed iterations per cell (median reported)")
     p.add_argument("--warmup", type=int, default=2, help="untimed warm-up iterations per cell")
-    p.add_argument("--budget", type=float, default=60.0,
-                   help="seconds of timed iterations per cell; slow cells get fewer repeats (>=1)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="seconds of timed iterations per cell; slow cells get fewer repeats (>=1)",
+    )
     p.add_argument("--cell-timeout", type=float, default=900.0, help="kill a cell after this many seconds")
-    p.add_argument("--cell-max-rss-gib", type=float, default=None,
-                   help="kill a cell whose RSS passes this (default: 60%% of physical memory)")
-    p.add_argument("--wait-idle", type=float, default=60.0,
-                   help="before each cell wait up to this many seconds for other processes to go quiet (0: off)")
-    p.add_argument("--busy-threshold", type=float, default=0.25,
-                   help="cores used by other processes above which the machine counts as busy / a cell as contended")
+    p.add_argument(
+        "--cell-max-rss-gib",
+        type=float,
+        default=None,
+        help="kill a cell whose RSS passes this (default: 60%% of physical memory)",
+    )
+    p.add_argument(
+        "--wait-idle",
+        type=float,
+        default=60.0,
+        help="before each cell wait up to this many seconds for other processes to go quiet (0: off)",
+    )
+    p.add_argument(
+        "--busy-threshold",
+        type=float,
+        default=0.25,
+        help="cores used by other processes above which the machine counts as busy / a cell as contended",
+    )
     p.add_argument("--retry-busy", type=int, default=2, help="re-run a contended cell up to this many times")
     p.add_argument("--quick", action="store_true", help="smoke run: T=16,128 and 2 repeats")
-    p.add_argument("--out", type=Path, default=None,
-                   help="JSON output path (default results/bench/neurons.json, neurons_cuda.json with --device)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON output path (default results/bench/neurons.json, neurons_cuda.json with --device)",
+    )
     p.add_argument("--device", default=None, help="cuda[:i]: the GPU table (see above); default: the CPU table")
-    p.add_argument("--features-log2", type=int, nargs="+", default=[14, 17, 20],
-                   help="--device: F = 2^k features per sample (batch 16)")
+    p.add_argument(
+        "--features-log2",
+        type=int,
+        nargs="+",
+        default=[14, 17, 20],
+        help="--device: F = 2^k features per sample (batch 16)",
+    )
     p.add_argument("--max-elements", type=int, default=2**31, help="--device: skip cells larger than this")
     p.add_argument("--cell-budget", type=float, default=1.0, help="--device: seconds of timed iterations per cell")
-    p.add_argument("--neuron-budget", type=float, default=30.0,
-                   help="--device: seconds of timed iterations per neuron over all its cells")
+    p.add_argument(
+        "--neuron-budget",
+        type=float,
+        default=30.0,
+        help="--device: seconds of timed iterations per neuron over all its cells",
+    )
     p.add_argument("--gpu-child", default=None, help=argparse.SUPPRESS)  # internal: one neuron's GPU cells
     p.add_argument("--cell", default=None, help=argparse.SUPPRESS)  # internal: run one cell, print JSON
     p.add_argument("--cell-mode", choices=["time", "mem"], default="time", help=argparse.SUPPRESS)
@@ -711,9 +818,11 @@ def main(argv=None):
             r = launch_cell(name, T, args)
             tries = 1
             while r.get("contended") and tries <= args.retry_busy:
-                print(f"[{time.monotonic() - t_all:7.1f}s] {name:<16} T={T:<5} contended "
-                      f"({r['other_load_cores']:.1f} cores used by others, {r['median_ms']:.2f} ms); retrying",
-                      flush=True)
+                print(
+                    f"[{time.monotonic() - t_all:7.1f}s] {name:<16} T={T:<5} contended "
+                    f"({r['other_load_cores']:.1f} cores used by others, {r['median_ms']:.2f} ms); retrying",
+                    flush=True,
+                )
                 r = launch_cell(name, T, args)
                 tries += 1
             r["attempts"] = tries
@@ -723,7 +832,8 @@ def main(argv=None):
             else:
                 peak = "-" if r.get("peak_mib") is None else f"{r['peak_mib']:.1f}"
                 msg = f"{r['median_ms']:.2f} ms, peak +{peak} MiB" + (
-                    f" (memory pass: {r['memory_status']})" if r.get("memory_status") else "")
+                    f" (memory pass: {r['memory_status']})" if r.get("memory_status") else ""
+                )
             eng = f", engine={r['engine']}" if r.get("engine") else ""
             print(f"[{time.monotonic() - t_all:7.1f}s] {name:<16} T={T:<5} {msg}{eng}", flush=True)
 
@@ -732,24 +842,33 @@ def main(argv=None):
         base = ref.get(r["T"])
         ok = r["status"] == "ok" and base is not None
         r["time_ratio_vs_sj"] = r["median_ms"] / base["median_ms"] if ok and base["median_ms"] else None
-        r["mem_ratio_vs_sj"] = (r["peak_mib"] / base["peak_mib"]
-                                if ok and r.get("peak_mib") is not None and base.get("peak_mib") else None)
+        r["mem_ratio_vs_sj"] = (
+            r["peak_mib"] / base["peak_mib"] if ok and r.get("peak_mib") is not None and base.get("peak_mib") else None
+        )
     total = time.monotonic() - t_all
     digest_end = _fsnn_digest()
 
     print()
-    print(f"torch {torch.__version__}, {THREADS} threads, CPU: {_cpu_model()}; "
-          f"model Linear({FEATURES},{FEATURES}) + neuron on [T,{BATCH},{FEATURES}], fwd+bwd; "
-          f"ratios vs {REFERENCE} at the same T")
+    print(
+        f"torch {torch.__version__}, {THREADS} threads, CPU: {_cpu_model()}; "
+        f"model Linear({FEATURES},{FEATURES}) + neuron on [T,{BATCH},{FEATURES}], fwd+bwd; "
+        f"ratios vs {REFERENCE} at the same T"
+    )
     print_table(rows)
-    resolved = [(r["neuron"], r["T"], r["engine"]) for r in rows
-                if r.get("engine") and r["neuron"] in ("fsnn_auto", "fsnn_window16")]
+    resolved = [
+        (r["neuron"], r["T"], r["engine"])
+        for r in rows
+        if r.get("engine") and r["neuron"] in ("fsnn_auto", "fsnn_window16")
+    ]
     for n, T, e in resolved:
         print(f"  {n} at T={T}: engine resolved to {e!r}")
     busy = [f"{r['neuron']}@T={r['T']}" for r in rows if r.get("contended")]
     if busy:
-        print(f"WARNING: other processes used >= {args.busy_threshold} cores during {len(busy)} cell(s): "
-              + ", ".join(busy) + " -- their times are inflated; rerun on a quiet machine")
+        print(
+            f"WARNING: other processes used >= {args.busy_threshold} cores during {len(busy)} cell(s): "
+            + ", ".join(busy)
+            + " -- their times are inflated; rerun on a quiet machine"
+        )
     if digest_start != digest_end:
         print("WARNING: fsnn/*.py changed while the benchmark ran; fsnn rows may mix code versions")
     print(f"total wall time {total:.1f} s")
@@ -764,18 +883,28 @@ def main(argv=None):
         "python": platform.python_version(),
         "platform": platform.platform(),
         "library_versions": package_versions(),
-        "config": {"T": args.T, "batch": BATCH, "features": FEATURES, "repeats": args.repeats,
-                   "warmup": args.warmup, "budget_s": args.budget, "quick": args.quick, "neurons": neurons,
-                   "reference": REFERENCE, "loss": "spikes.sum()",
-                   "model": f"Linear({FEATURES},{FEATURES}) over T*{BATCH} rows -> neuron (multi-step)",
-                   "wait_idle_s": args.wait_idle, "retry_busy": args.retry_busy, "busy_threshold_cores": args.busy_threshold,
-                   "memory": "peak RSS increase during a fwd+bwd over the RSS just before it, max of up to 3 "
-                             "iterations in a separate fresh process (VmHWM reset via /proc/self/clear_refs; "
-                             f"MALLOC_MMAP_THRESHOLD_={MMAP_THRESHOLD}; malloc_trim(0) before each iteration; "
-                             "mlockall(MCL_CURRENT) after warm-up). Per-time-step 32 KiB tensors are page-rounded "
-                             "to 36 KiB, so step-by-step implementations read up to 12.5% high",
-                   "timing": "median of timed fwd+bwd iterations after warm-up, default allocator, "
-                             "torch.set_num_threads(2)"},
+        "config": {
+            "T": args.T,
+            "batch": BATCH,
+            "features": FEATURES,
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "budget_s": args.budget,
+            "quick": args.quick,
+            "neurons": neurons,
+            "reference": REFERENCE,
+            "loss": "spikes.sum()",
+            "model": f"Linear({FEATURES},{FEATURES}) over T*{BATCH} rows -> neuron (multi-step)",
+            "wait_idle_s": args.wait_idle,
+            "retry_busy": args.retry_busy,
+            "busy_threshold_cores": args.busy_threshold,
+            "memory": "peak RSS increase during a fwd+bwd over the RSS just before it, max of up to 3 "
+            "iterations in a separate fresh process (VmHWM reset via /proc/self/clear_refs; "
+            f"MALLOC_MMAP_THRESHOLD_={MMAP_THRESHOLD}; malloc_trim(0) before each iteration; "
+            "mlockall(MCL_CURRENT) after warm-up). Per-time-step 32 KiB tensors are page-rounded "
+            "to 36 KiB, so step-by-step implementations read up to 12.5% high",
+            "timing": "median of timed fwd+bwd iterations after warm-up, default allocator, torch.set_num_threads(2)",
+        },
         "total_wall_s": total,
         "fsnn_source_sha256_16": {"start": digest_start, "end": digest_end},
         "results": rows,

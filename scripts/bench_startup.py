@@ -50,15 +50,22 @@ def timed(root: Path, args: list[str], expected: int, cwd: Path) -> tuple[float,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
     if done.returncode != expected:
-        raise SystemExit(f"{' '.join(command)} (in {root}) exited with {done.returncode}, not {expected}:\n"
-                         f"{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"{' '.join(command)} (in {root}) exited with {done.returncode}, not {expected}:\n{done.stderr[-2000:]}"
+        )
     return seconds, cpu
 
 
 def which_fsnn(root: Path, cwd: Path) -> str:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.run([sys.executable, "-c", "import fsnn; print(fsnn.__file__)"], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", "import fsnn; print(fsnn.__file__)"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def main(argv=None) -> int:
@@ -69,18 +76,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.tries < 1:
         parser.error(f"--tries: expected an integer >= 1, got {args.tries}")
-    rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", args.before], capture_output=True,
-                         text=True)
+    rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", args.before], capture_output=True, text=True)
     if rev.returncode != 0:
         parser.error(f"--before: expected a git revision of {HERE}, got {args.before!r}")
     before_rev = rev.stdout.strip()
-    after_rev = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
-                               text=True, check=True).stdout.strip()
+    after_rev = subprocess.run(
+        ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="fsnn-bench-") as tmp:
         before, cwd = Path(tmp) / "before", Path(tmp) / "cwd"
         cwd.mkdir()
-        subprocess.run(["git", "-C", str(HERE), "worktree", "add", "--detach", "--quiet", str(before), before_rev],
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(HERE), "worktree", "add", "--detach", "--quiet", str(before), before_rev], check=True
+        )
         try:
             # its bytecode, as this checkout's already is: the first try must not pay for compiling fsnn
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(before / "fsnn")], check=True)
@@ -96,24 +104,53 @@ def main(argv=None) -> int:
                         wall, cpu = timed(root, command, expected, cwd)
                         times[side]["wall"].append(wall)
                         times[side]["cpu"].append(cpu)
-                rows.append({"command": label, "load_1min": [min(loads), max(loads)], "tries_s": times,
-                             **{f"{side}_{kind}_s": statistics.median(t[kind]) for side, t in times.items()
-                                for kind in ("wall", "cpu")}})
-                print(f"{label}: wall before {rows[-1]['before_wall_s']:.2f} s, after {rows[-1]['after_wall_s']:.2f} s; "
-                      f"CPU before {rows[-1]['before_cpu_s']:.2f} s, after {rows[-1]['after_cpu_s']:.2f} s "
-                      f"(load {min(loads):.1f}-{max(loads):.1f})", file=sys.stderr)
+                rows.append(
+                    {
+                        "command": label,
+                        "load_1min": [min(loads), max(loads)],
+                        "tries_s": times,
+                        **{
+                            f"{side}_{kind}_s": statistics.median(t[kind])
+                            for side, t in times.items()
+                            for kind in ("wall", "cpu")
+                        },
+                    }
+                )
+                print(
+                    f"{label}: wall before {rows[-1]['before_wall_s']:.2f} s, after {rows[-1]['after_wall_s']:.2f} s; "
+                    f"CPU before {rows[-1]['before_cpu_s']:.2f} s, after {rows[-1]['after_cpu_s']:.2f} s "
+                    f"(load {min(loads):.1f}-{max(loads):.1f})",
+                    file=sys.stderr,
+                )
         finally:
             subprocess.run(["git", "-C", str(HERE), "worktree", "remove", "--force", str(before)], check=True)
-    lines = [f"| command (median of {args.tries}) | wall, before ({before_rev}) | wall, after ({after_rev}) | "
-             "CPU, before | CPU, after | load (1 min) |", "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| `{r['command']}` | {r['before_wall_s']:.2f} s | {r['after_wall_s']:.2f} s | "
-              f"{r['before_cpu_s']:.2f} s | {r['after_cpu_s']:.2f} s | "
-              f"{r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f} |" for r in rows]
+    lines = [
+        f"| command (median of {args.tries}) | wall, before ({before_rev}) | wall, after ({after_rev}) | "
+        "CPU, before | CPU, after | load (1 min) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| `{r['command']}` | {r['before_wall_s']:.2f} s | {r['after_wall_s']:.2f} s | "
+        f"{r['before_cpu_s']:.2f} s | {r['after_cpu_s']:.2f} s | "
+        f"{r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f} |"
+        for r in rows
+    ]
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "before": before_rev, "after": after_rev, "tries": args.tries, "python": sys.version.split()[0],
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores", "rows": rows}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "before": before_rev,
+                "after": after_rev,
+                "tries": args.tries,
+                "python": sys.version.split()[0],
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                "rows": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

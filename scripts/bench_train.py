@@ -75,8 +75,15 @@ def child(name: str, args: argparse.Namespace) -> dict:
     neuron, kwargs = NEURONS[name]
     if name == "flif_torch":
         kwargs = {**kwargs, "engine": "direct" if args.T <= 64 else "soe"}
-    model = build_backbone("dvsnet", num_classes=11, in_channels=2, input_size=(args.size, args.size),
-                           neuron=neuron, neuron_kwargs=kwargs, channels=args.channels).to(device)
+    model = build_backbone(
+        "dvsnet",
+        num_classes=11,
+        in_channels=2,
+        input_size=(args.size, args.size),
+        neuron=neuron,
+        neuron_kwargs=kwargs,
+        channels=args.channels,
+    ).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = ((torch.rand(args.T, args.batch, 2, args.size, args.size) < 0.1).float() * 2).to(device)  # sparse events
     y = torch.randint(0, 11, (args.batch,)).to(device)
@@ -107,20 +114,33 @@ def child(name: str, args: argparse.Namespace) -> dict:
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     train_times = timed(train_step, "train")
-    peak = (torch.cuda.max_memory_allocated(device) / 2**20 if cuda
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before)
+    peak = (
+        torch.cuda.max_memory_allocated(device) / 2**20
+        if cuda
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before
+    )
     test_times = timed(test_step, "test")
     engines = sorted({m.last_engine for m in model.modules() if getattr(m, "last_engine", None)})
     train_s, test_s = statistics.median(train_times), statistics.median(test_times)
-    return {"neuron": name, "median_s": train_s, "times_s": train_times, "train_samples_per_s": args.batch / train_s,
-            "test_median_s": test_s, "test_samples_per_s": args.batch / test_s, "peak_mib": peak,
-            "engines": engines, "threads": torch.get_num_threads(), "device": args.device}
+    return {
+        "neuron": name,
+        "median_s": train_s,
+        "times_s": train_times,
+        "train_samples_per_s": args.batch / train_s,
+        "test_median_s": test_s,
+        "test_samples_per_s": args.batch / test_s,
+        "peak_mib": peak,
+        "engines": engines,
+        "threads": torch.get_num_threads(),
+        "device": args.device,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--neurons", nargs="+", default=["sj_lif", "flif", "lif", "snntorch_leaky"],
-                        choices=list(NEURONS))
+    parser.add_argument(
+        "--neurons", nargs="+", default=["sj_lif", "flif", "lif", "snntorch_leaky"], choices=list(NEURONS)
+    )
     parser.add_argument("--memory-sweep", action="store_true", help="also f-LIF with memory M = 2, 4, ..., 16")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:i]")
     parser.add_argument("--T", type=int, default=16)
@@ -129,8 +149,12 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None,
-                        help="JSON output (default results/bench/train_step.json, train_step_cuda.json on a GPU)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON output (default results/bench/train_step.json, train_step_cuda.json on a GPU)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -155,29 +179,44 @@ def main() -> None:
     rows = []
     for name in names:
         env = {**os.environ, **(SJ_TORCH_ENV if name == "sj_lif_torch" else {})}
-        proc = subprocess.run([sys.executable, __file__, *forward, "--child", name],
-                              capture_output=True, text=True, cwd=ROOT, env=env)
+        proc = subprocess.run(
+            [sys.executable, __file__, *forward, "--child", name], capture_output=True, text=True, cwd=ROOT, env=env
+        )
         lines = [line for line in proc.stdout.splitlines() if line.startswith(MARK)]
         if proc.returncode or not lines:
             print(f"{name}: failed\n{proc.stderr[-2000:]}", file=sys.stderr)
             continue
-        rows.append(json.loads(lines[-1][len(MARK):]))
+        rows.append(json.loads(lines[-1][len(MARK) :]))
         print(f"  {name}: {rows[-1]['median_s']:.3f} s/train step", flush=True)
     ref = next((r for r in rows if r["neuron"] == "sj_lif"), None)
-    print(f"\nDVSNet C={args.channels}, input [{args.T}, {args.batch}, 2, {args.size}, {args.size}], {hardware}; "
-          "train = one Adam step, test = no_grad forward")
-    print(f"{'neuron':<16}{'train s':>9}{'train/s':>9}{'test/s':>9}{'x sj_lif':>10}{'peak MiB':>10}{'x sj_lif':>10}"
-          "  engine")
+    print(
+        f"\nDVSNet C={args.channels}, input [{args.T}, {args.batch}, 2, {args.size}, {args.size}], {hardware}; "
+        "train = one Adam step, test = no_grad forward"
+    )
+    print(
+        f"{'neuron':<16}{'train s':>9}{'train/s':>9}{'test/s':>9}{'x sj_lif':>10}{'peak MiB':>10}{'x sj_lif':>10}"
+        "  engine"
+    )
     for r in rows:
         r["time_ratio"] = r["median_s"] / ref["median_s"] if ref else None
         r["mem_ratio"] = r["peak_mib"] / ref["peak_mib"] if ref else None
         ratio = f"{r['time_ratio']:>10.2f}" if ref else f"{'-':>10}"
         mem = f"{r['mem_ratio']:>10.2f}" if ref else f"{'-':>10}"
-        print(f"{r['neuron']:<16}{r['median_s']:>9.3f}{r['train_samples_per_s']:>9.1f}{r['test_samples_per_s']:>9.1f}"
-              f"{ratio}{r['peak_mib']:>10.0f}{mem}  {','.join(r['engines'])}")
-    write_json_atomic(out, {"benchmark": "dvsnet_train_step", "date": datetime.now(timezone.utc).isoformat(),
-                            "hardware": hardware, "config": vars(args) | {"out": str(out)},
-                            "versions": package_versions(), "results": rows})
+        print(
+            f"{r['neuron']:<16}{r['median_s']:>9.3f}{r['train_samples_per_s']:>9.1f}{r['test_samples_per_s']:>9.1f}"
+            f"{ratio}{r['peak_mib']:>10.0f}{mem}  {','.join(r['engines'])}"
+        )
+    write_json_atomic(
+        out,
+        {
+            "benchmark": "dvsnet_train_step",
+            "date": datetime.now(timezone.utc).isoformat(),
+            "hardware": hardware,
+            "config": vars(args) | {"out": str(out)},
+            "versions": package_versions(),
+            "results": rows,
+        },
+    )
     print(f"wrote {out}")
 
 

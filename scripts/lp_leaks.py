@@ -53,13 +53,18 @@ def measure(dataset: str, data_dir: str, seed: int, epochs: int) -> dict[str, di
 
 
 def table(results: dict[str, dict[str, dict[str, float]]], epochs: int) -> str:
-    header = ["graph", "split", *(f"{title} ({epochs} epochs)" if key == "test_negative_draws" else title
-                                  for key, title in COLUMNS.items())]
+    header = [
+        "graph",
+        "split",
+        *(f"{title} ({epochs} epochs)" if key == "test_negative_draws" else title for key, title in COLUMNS.items()),
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for dataset, leaks in results.items():
         for split, values in leaks.items():
-            cells = [f"{values[key]:.1f}" if key == "test_negative_draws" else f"{100 * values[key]:.1f} %"
-                     for key in COLUMNS]
+            cells = [
+                f"{values[key]:.1f}" if key == "test_negative_draws" else f"{100 * values[key]:.1f} %"
+                for key in COLUMNS
+            ]
             lines.append("| " + " | ".join([dataset, split, *cells]) + " |")
     return "\n".join(lines)
 

@@ -54,43 +54,93 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "tests"))
 from zipdata import flip_tensor_byte, member_span  # noqa: E402 - the tests' helper, to damage files the same way
 
-TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
-        "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
-GESTURE = ["dataset=dvsgesture", "backbone=dvsnet", "backbone.channels=8", "dataset.size=32", "dataset.T=4",
-           "dataset.batch_size=2", "dataset.num_workers=0", "trainer.max_epochs=1", "trainer.limit_train_batches=2",
-           "trainer.limit_val_batches=1", "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false",
-           "logger=none"]
-GRAPH = ["dataset=cora", "backbone=sgcn", "dataset.T=5", "dataset.test_repeats=2", "trainer.max_epochs=1",
-         "trainer.enable_progress_bar=false", "logger=none"]
+TINY = [
+    "trainer.max_epochs=2",
+    "trainer.limit_train_batches=3",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+    "dataset.batch_size=16",
+]
+GESTURE = [
+    "dataset=dvsgesture",
+    "backbone=dvsnet",
+    "backbone.channels=8",
+    "dataset.size=32",
+    "dataset.T=4",
+    "dataset.batch_size=2",
+    "dataset.num_workers=0",
+    "trainer.max_epochs=1",
+    "trainer.limit_train_batches=2",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+]
+GRAPH = [
+    "dataset=cora",
+    "backbone=sgcn",
+    "dataset.T=5",
+    "dataset.test_repeats=2",
+    "trainer.max_epochs=1",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+]
 OUTCOMES = ("clear", "traceback", "unclear", "silent")
 
 # (the override, a word the error must name)
 BAD_VALUES = [
     *[(f"neuron.alpha={v}", "alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf")],
-    ("neuron.tau=0", "tau"), ("neuron.tau=-1", "tau"), ("neuron.tau=abc", "tau"),
-    ("neuron.memory=0", "memory"), ("neuron.memory=1.5", "memory"), ("neuron.method=xyz", "method"),
-    ("neuron.threshold=-1", "threshold"), ("neuron.threshold=0", "threshold"), ("neuron.dt=0", "dt"),
-    ("neuron.surrogate=foo", "surrogate"), ("neuron.surrogate_scale=0", "surrogate_scale"),
-    ("neuron.reset=foo", "reset"), ("neuron.engine=foo", "engine"),
+    ("neuron.tau=0", "tau"),
+    ("neuron.tau=-1", "tau"),
+    ("neuron.tau=abc", "tau"),
+    ("neuron.memory=0", "memory"),
+    ("neuron.memory=1.5", "memory"),
+    ("neuron.method=xyz", "method"),
+    ("neuron.threshold=-1", "threshold"),
+    ("neuron.threshold=0", "threshold"),
+    ("neuron.dt=0", "dt"),
+    ("neuron.surrogate=foo", "surrogate"),
+    ("neuron.surrogate_scale=0", "surrogate_scale"),
+    ("neuron.reset=foo", "reset"),
+    ("neuron.engine=foo", "engine"),
     *[(f"dataset.T={v}", "T") for v in ("0", "-3", "2.5", "abc")],
-    ("dataset.size=0", "size"), ("dataset.size=-4", "size"), ("dataset.val_fraction=1.5", "val_fraction"),
-    ("dataset.val_fraction=0", "val_fraction"), ("dataset.batch_size=0", "batch_size"),
-    ("dataset.batch_size=-2", "batch_size"), ("dataset.num_workers=-1", "num_workers"),
-    ("optimizer.lr=-1", "lr"), ("optimizer.lr=0", "lr"), ("optimizer.lr=abc", "lr"),
+    ("dataset.size=0", "size"),
+    ("dataset.size=-4", "size"),
+    ("dataset.val_fraction=1.5", "val_fraction"),
+    ("dataset.val_fraction=0", "val_fraction"),
+    ("dataset.batch_size=0", "batch_size"),
+    ("dataset.batch_size=-2", "batch_size"),
+    ("dataset.num_workers=-1", "num_workers"),
+    ("optimizer.lr=-1", "lr"),
+    ("optimizer.lr=0", "lr"),
+    ("optimizer.lr=abc", "lr"),
     ("optimizer.weight_decay=-1", "weight_decay"),
-    ("seed=abc", "seed"), ("seed=-1", "seed"), ("seed=1.5", "seed"),
-    ("trainer.max_epochs=abc", "max_epochs"), ("trainer.max_epochs=-1", "max_epochs"),
-    ("trainer.max_epochs=0", "max_epochs"), ("trainer.devices=0", "devices"), ("trainer.precision=foo", "precision"),
-    ("trainer.limit_train_batches=-1", "limit_train_batches"), ("trainer.gradient_clip_val=-1", "gradient_clip_val"),
+    ("seed=abc", "seed"),
+    ("seed=-1", "seed"),
+    ("seed=1.5", "seed"),
+    ("trainer.max_epochs=abc", "max_epochs"),
+    ("trainer.max_epochs=-1", "max_epochs"),
+    ("trainer.max_epochs=0", "max_epochs"),
+    ("trainer.devices=0", "devices"),
+    ("trainer.precision=foo", "precision"),
+    ("trainer.limit_train_batches=-1", "limit_train_batches"),
+    ("trainer.gradient_clip_val=-1", "gradient_clip_val"),
     # accepted types whose dynamics are not finite: below f-LIF's stability bound, directly or through dt / tau
-    ("neuron.tau=1e-09", "tau"), ("neuron.tau=0.5", "tau"), ("neuron.dt=100", "tau"),
+    ("neuron.tau=1e-09", "tau"),
+    ("neuron.tau=0.5", "tau"),
+    ("neuron.dt=100", "tau"),
     ("trainer.accelerator=meta", "accelerator"),
 ]
 # a Python user of the neurons: (case, code that must raise a ValueError naming the word, the word)
 MODULE_VALUES = [
-    ("FractionalLIF(tau=1e-9), forward and backward",
-     "x = torch.randn(64, 2, 3, requires_grad=True); FractionalLIF(tau=1e-9)(x).sum().backward(); "
-     "assert torch.isfinite(x.grad).all(), 'NaN input gradients'", "tau"),
+    (
+        "FractionalLIF(tau=1e-9), forward and backward",
+        "x = torch.randn(64, 2, 3, requires_grad=True); FractionalLIF(tau=1e-9)(x).sum().backward(); "
+        "assert torch.isfinite(x.grad).all(), 'NaN input gradients'",
+        "tau",
+    ),
     ("FractionalLIF on meta tensors", "FractionalLIF()(torch.ones(4, 2, 3, device='meta'))", "meta"),
     ("FractionalLIF(engine='triton') on CPU tensors", "FractionalLIF(engine='triton')(torch.ones(4, 2, 3))", "triton"),
 ]
@@ -99,100 +149,165 @@ MODULE_VALUES = [
 # torch, math, FractionalLIF and FractionalIF imported; it ends normally on a correct result, raises an
 # AssertionError when it got a wrong one or a bad value was accepted (silent), and a clear refusal is a ValueError,
 # TypeError or RuntimeError whose message names the word (run_snippets)
-_LOAD_ALPHA = ("m = FractionalLIF(alpha=0.3)\n"
-               "m.load_state_dict({{'alpha_value': torch.tensor({value}, dtype=torch.float64)}})\n"
-               "raise AssertionError(f'alpha {{float(m.alpha)!r}} loaded')")
-_NAN_RAW = ("m = FractionalLIF(learn_alpha=True, learn_tau=True)\n"
-            "with torch.no_grad():\n    m.{name}.fill_(float('nan'))\n"
-            "s, v = m(torch.rand(20, 2, 3) * 2, return_state=True)\n"
-            "raise AssertionError(f'{{int(s.sum())}} spikes, membrane finite: {{bool(torch.isfinite(v).all())}}')")
-_CAST = ("m = FractionalLIF(alpha=0.3).{cast}()\n"
-         "assert float(m.alpha) == 0.3, f'alpha {{float(m.alpha)!r}} after .{cast}()'")
+_LOAD_ALPHA = (
+    "m = FractionalLIF(alpha=0.3)\n"
+    "m.load_state_dict({{'alpha_value': torch.tensor({value}, dtype=torch.float64)}})\n"
+    "raise AssertionError(f'alpha {{float(m.alpha)!r}} loaded')"
+)
+_NAN_RAW = (
+    "m = FractionalLIF(learn_alpha=True, learn_tau=True)\n"
+    "with torch.no_grad():\n    m.{name}.fill_(float('nan'))\n"
+    "s, v = m(torch.rand(20, 2, 3) * 2, return_state=True)\n"
+    "raise AssertionError(f'{{int(s.sum())}} spikes, membrane finite: {{bool(torch.isfinite(v).all())}}')"
+)
+_CAST = (
+    "m = FractionalLIF(alpha=0.3).{cast}()\nassert float(m.alpha) == 0.3, f'alpha {{float(m.alpha)!r}} after .{cast}()'"
+)
 # the second derivative of a loss of the membrane and the spikes, against finite differences of the first
-_SECOND = ("m = FractionalLIF(alpha=0.6, tau=1.7, {options}).double()\n"
-           "x = torch.rand(8, 1, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 0.5 + 0.6\n"
-           "def loss(x):\n    s, v = m(x, return_state=True)\n    return (v ** 2).sum() + s.sum()\n"
-           "def first(x):\n    x = x.detach().clone().requires_grad_()\n"
-           "    return torch.autograd.grad(loss(x), x)[0]\n"
-           "x.requires_grad_()\n(g,) = torch.autograd.grad(loss(x), x, create_graph=True)\n"
-           "(h,) = torch.autograd.grad(g[0, 0, 0], x)\n"
-           "e = torch.zeros_like(x)\ne[0] = 1e-6\n"
-           "fd = float((first(x + e) - first(x - e))[0, 0, 0] / 2e-6)\n"
-           "assert abs(float(h[0, 0, 0]) - fd) < 1e-4 * max(1.0, abs(fd)), "
-           "f'second derivative {{float(h[0, 0, 0]):.4g}}, finite differences {{fd:.4g}}'")
+_SECOND = (
+    "m = FractionalLIF(alpha=0.6, tau=1.7, {options}).double()\n"
+    "x = torch.rand(8, 1, 1, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 0.5 + 0.6\n"
+    "def loss(x):\n    s, v = m(x, return_state=True)\n    return (v ** 2).sum() + s.sum()\n"
+    "def first(x):\n    x = x.detach().clone().requires_grad_()\n"
+    "    return torch.autograd.grad(loss(x), x)[0]\n"
+    "x.requires_grad_()\n(g,) = torch.autograd.grad(loss(x), x, create_graph=True)\n"
+    "(h,) = torch.autograd.grad(g[0, 0, 0], x)\n"
+    "e = torch.zeros_like(x)\ne[0] = 1e-6\n"
+    "fd = float((first(x + e) - first(x - e))[0, 0, 0] / 2e-6)\n"
+    "assert abs(float(h[0, 0, 0]) - fd) < 1e-4 * max(1.0, abs(fd)), "
+    "f'second derivative {{float(h[0, 0, 0]):.4g}}, finite differences {{fd:.4g}}'"
+)
 # a fresh dynamo: what an earlier compilation cached must not decide the case
-_NET = "torch._dynamo.reset()\ntorch._dynamo.utils.counters.clear()\n" \
-       "net = torch.nn.Sequential(torch.nn.Linear(3, 4), FractionalLIF(), torch.nn.Linear(4, 2))\n" \
-       "x = torch.rand(5, 2, 3)\n"
-_REGISTER = ("from fsnn.neurons import register_neuron\n"
-             "register_neuron({name!r})(torch.nn.Identity)\n"
-             "raise AssertionError('registered the neuron name ' + repr({name!r}))")
+_NET = (
+    "torch._dynamo.reset()\ntorch._dynamo.utils.counters.clear()\n"
+    "net = torch.nn.Sequential(torch.nn.Linear(3, 4), FractionalLIF(), torch.nn.Linear(4, 2))\n"
+    "x = torch.rand(5, 2, 3)\n"
+)
+_REGISTER = (
+    "from fsnn.neurons import register_neuron\n"
+    "register_neuron({name!r})(torch.nn.Identity)\n"
+    "raise AssertionError('registered the neuron name ' + repr({name!r}))"
+)
 SNIPPETS = {
     "parameters": [
-        *[(f"load_state_dict with alpha {v}", _LOAD_ALPHA.format(value=v), "alpha must be", True)
-          for v in ("1.5", "0.0", "float('nan')")],
-        ("learned threshold pushed to 0, neuron at rest",
-         "m = FractionalLIF(learn_threshold=True)\nwith torch.no_grad():\n    m.theta_raw.fill_(-200.0)\n"
-         "s = m(torch.zeros(20, 2, 3))\n"
-         "assert not s.any(), f'fires at {float(s.mean()):.0%} of the steps at rest, threshold "
-         "{float(m.threshold.detach())!r}'", "threshold", True),
-        *[(f"NaN {name}, forward", _NAN_RAW.format(name=name), f"{name} must be", True)
-          for name in ("alpha_raw", "tau_raw")],
+        *[
+            (f"load_state_dict with alpha {v}", _LOAD_ALPHA.format(value=v), "alpha must be", True)
+            for v in ("1.5", "0.0", "float('nan')")
+        ],
+        (
+            "learned threshold pushed to 0, neuron at rest",
+            "m = FractionalLIF(learn_threshold=True)\nwith torch.no_grad():\n    m.theta_raw.fill_(-200.0)\n"
+            "s = m(torch.zeros(20, 2, 3))\n"
+            "assert not s.any(), f'fires at {float(s.mean()):.0%} of the steps at rest, threshold "
+            "{float(m.threshold.detach())!r}'",
+            "threshold",
+            True,
+        ),
+        *[
+            (f"NaN {name}, forward", _NAN_RAW.format(name=name), f"{name} must be", True)
+            for name in ("alpha_raw", "tau_raw")
+        ],
         *[(f".{cast}() keeps alpha 0.3", _CAST.format(cast=cast), "alpha", True) for cast in ("half", "bfloat16")],
-        ("state dict of a .half() copy keeps alpha 0.3",
-         "n = FractionalLIF(alpha=0.3)\nn.load_state_dict(FractionalLIF(alpha=0.3).half().state_dict())\n"
-         "assert float(n.alpha) == 0.3, f'alpha {float(n.alpha)!r} after the round trip'", "alpha", True),
-        ("FractionalLIF(memory=10**12)", "FractionalLIF(memory=10**12)\n"
-         "raise AssertionError('memory=10**12 accepted')", "memory must be", True),
-        ("assigned tau below the stability bound",
-         "m = FractionalLIF(alpha=0.5)\nm.tau_value = 0.1\n_, v = m(torch.rand(200, 2, 3), return_state=True)\n"
-         "raise AssertionError(f'tau 0.1 assigned; membrane finite: {bool(torch.isfinite(v).all())}')",
-         "tau must be", True),
+        (
+            "state dict of a .half() copy keeps alpha 0.3",
+            "n = FractionalLIF(alpha=0.3)\nn.load_state_dict(FractionalLIF(alpha=0.3).half().state_dict())\n"
+            "assert float(n.alpha) == 0.3, f'alpha {float(n.alpha)!r} after the round trip'",
+            "alpha",
+            True,
+        ),
+        (
+            "FractionalLIF(memory=10**12)",
+            "FractionalLIF(memory=10**12)\nraise AssertionError('memory=10**12 accepted')",
+            "memory must be",
+            True,
+        ),
+        (
+            "assigned tau below the stability bound",
+            "m = FractionalLIF(alpha=0.5)\nm.tau_value = 0.1\n_, v = m(torch.rand(200, 2, 3), return_state=True)\n"
+            "raise AssertionError(f'tau 0.1 assigned; membrane finite: {bool(torch.isfinite(v).all())}')",
+            "tau must be",
+            True,
+        ),
     ],
     "autograd": [
-        *[(f"second derivative, engine={engine}", _SECOND.format(options=f"engine={engine!r}"),
-           "differentiable once", True) for engine in ("cpp", "direct", "soe")],
-        ("second derivative, convention=spikede (gradgradcheck)",
-         "m = FractionalLIF(alpha=0.6, tau=1.7, surrogate_scale=2.0, convention='spikede').double()\n"
-         "x = torch.rand(6, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 1.6 + 0.4\n"
-         "assert torch.autograd.gradgradcheck(lambda x: [*m(x.requires_grad_(), return_state=True)], (x,), "
-         "eps=1e-6, atol=1e-5)", "differentiable once", True),
-        ("second derivative, compiled Poisson sampler",
-         "from fsnn.models.poisson import poisson_encode\nw = torch.randn(3, 16, requires_grad=True)\n"
-         "p = torch.rand(9, 16, generator=torch.Generator().manual_seed(2)) * 0.8 + 0.1\n"
-         "spikes = poisson_encode(p, 4, generator=torch.Generator().manual_seed(1))\n"
-         "currents = spikes.linear(w, None)\n"
-         "assert spikes.sampler == 'compiled', 'the compiled sampler is not built here'\n"
-         "(g,) = torch.autograd.grad(currents.square().sum(), w, create_graph=True)\n"
-         "(h,) = torch.autograd.grad(g.square().sum(), w)\nassert h.abs().sum() > 0, 'a zero second derivative'",
-         "differentiable once", True),
-        ("torch.compile: graph breaks only at the engines",
-         _NET + "from torch._dynamo.utils import counters\n"
-         "y = torch.compile(net, backend='eager')(x)\n"
-         "assert torch.equal(y, net(x)), 'different outputs'\n"
-         "others = [r.splitlines()[0] for r in counters['graph_break'] if 'torch.compiler.disable' not in r]\n"
-         "assert not others, f'{len(others)} graph breaks besides the engines: {others[:3]}'",
-         "graph", True),
-        ("torch.compile(fullgraph=True)", _NET + "torch.compile(net, backend='eager', fullgraph=True)(x)\n"
-         "raise AssertionError('compiled')", "engines run outside the graph", True),
-        ("torch.export", _NET + "torch.export.export(net, (x,))\nraise AssertionError('exported')",
-         "engines run outside the graph", True),
+        *[
+            (
+                f"second derivative, engine={engine}",
+                _SECOND.format(options=f"engine={engine!r}"),
+                "differentiable once",
+                True,
+            )
+            for engine in ("cpp", "direct", "soe")
+        ],
+        (
+            "second derivative, convention=spikede (gradgradcheck)",
+            "m = FractionalLIF(alpha=0.6, tau=1.7, surrogate_scale=2.0, convention='spikede').double()\n"
+            "x = torch.rand(6, 2, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(3)) * 1.6 + 0.4\n"
+            "assert torch.autograd.gradgradcheck(lambda x: [*m(x.requires_grad_(), return_state=True)], (x,), "
+            "eps=1e-6, atol=1e-5)",
+            "differentiable once",
+            True,
+        ),
+        (
+            "second derivative, compiled Poisson sampler",
+            "from fsnn.models.poisson import poisson_encode\nw = torch.randn(3, 16, requires_grad=True)\n"
+            "p = torch.rand(9, 16, generator=torch.Generator().manual_seed(2)) * 0.8 + 0.1\n"
+            "spikes = poisson_encode(p, 4, generator=torch.Generator().manual_seed(1))\n"
+            "currents = spikes.linear(w, None)\n"
+            "assert spikes.sampler == 'compiled', 'the compiled sampler is not built here'\n"
+            "(g,) = torch.autograd.grad(currents.square().sum(), w, create_graph=True)\n"
+            "(h,) = torch.autograd.grad(g.square().sum(), w)\nassert h.abs().sum() > 0, 'a zero second derivative'",
+            "differentiable once",
+            True,
+        ),
+        (
+            "torch.compile: graph breaks only at the engines",
+            _NET + "from torch._dynamo.utils import counters\n"
+            "y = torch.compile(net, backend='eager')(x)\n"
+            "assert torch.equal(y, net(x)), 'different outputs'\n"
+            "others = [r.splitlines()[0] for r in counters['graph_break'] if 'torch.compiler.disable' not in r]\n"
+            "assert not others, f'{len(others)} graph breaks besides the engines: {others[:3]}'",
+            "graph",
+            True,
+        ),
+        (
+            "torch.compile(fullgraph=True)",
+            _NET + "torch.compile(net, backend='eager', fullgraph=True)(x)\nraise AssertionError('compiled')",
+            "engines run outside the graph",
+            True,
+        ),
+        (
+            "torch.export",
+            _NET + "torch.export.export(net, (x,))\nraise AssertionError('exported')",
+            "engines run outside the graph",
+            True,
+        ),
     ],
     "registries": [
-        *[(f"register_neuron({name!r})", _REGISTER.format(name=name), "must be an identifier", True)
-          for name in ("../evil", "a b", "")],
-        ("register_neuron('not_callable')(3)", "from fsnn.neurons import register_neuron\n"
-         "register_neuron('not_callable')(3)\nraise AssertionError('3 registered as a neuron')", "must be callable",
-         True),
-        ("every registry with the name '../evil'",
-         "from fsnn.data.registry import DATASETS\nfrom fsnn.models.registry import BACKBONES\n"
-         "from fsnn.neurons.modules import NEURONS\nfrom fsnn.suite.robustness import CORRUPTIONS\n"
-         "from fsnn.suite.studies import STUDIES\nfrom fsnn.suite.tasks import TASKS\naccepted = []\n"
-         "for registry in (NEURONS, BACKBONES, DATASETS, TASKS, CORRUPTIONS, STUDIES):\n"
-         "    try:\n        registry.register('../evil', DATASETS['cora'] if registry is DATASETS else "
-         "TASKS['node'] if registry is TASKS else print)\n        accepted.append(registry.what)\n"
-         "    except ValueError as error:\n        assert 'identifier' in str(error), str(error)\n"
-         "assert not accepted, f'accepted by {accepted}'", "identifier", True),
+        *[
+            (f"register_neuron({name!r})", _REGISTER.format(name=name), "must be an identifier", True)
+            for name in ("../evil", "a b", "")
+        ],
+        (
+            "register_neuron('not_callable')(3)",
+            "from fsnn.neurons import register_neuron\n"
+            "register_neuron('not_callable')(3)\nraise AssertionError('3 registered as a neuron')",
+            "must be callable",
+            True,
+        ),
+        (
+            "every registry with the name '../evil'",
+            "from fsnn.data.registry import DATASETS\nfrom fsnn.models.registry import BACKBONES\n"
+            "from fsnn.neurons.modules import NEURONS\nfrom fsnn.suite.robustness import CORRUPTIONS\n"
+            "from fsnn.suite.studies import STUDIES\nfrom fsnn.suite.tasks import TASKS\naccepted = []\n"
+            "for registry in (NEURONS, BACKBONES, DATASETS, TASKS, CORRUPTIONS, STUDIES):\n"
+            "    try:\n        registry.register('../evil', DATASETS['cora'] if registry is DATASETS else "
+            "TASKS['node'] if registry is TASKS else print)\n        accepted.append(registry.what)\n"
+            "    except ValueError as error:\n        assert 'identifier' in str(error), str(error)\n"
+            "assert not accepted, f'accepted by {accepted}'",
+            "identifier",
+            True,
+        ),
     ],
 }
 _DRIVER = """
@@ -221,8 +336,14 @@ def run_snippets(root: Path, cases: list[tuple[str, str]], timeout: int = 600) -
     the checkout ``root``; a case that kills the process, and those after it, is a ``traceback``."""
     env = {**os.environ, "PYTHONPATH": str(root), "WANDB_MODE": "disabled"}
     try:
-        proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(cases)], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", _DRIVER, json.dumps(cases)],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         out, err = proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as expired:
         out, err = expired.stdout or "", f"still running after {timeout} s"
@@ -250,11 +371,27 @@ with run_lock(Path(sys.argv[1])):
 
 # a complete run of Table 2 on Cora: the healthy record each report case damages a copy of
 REPORT_TASK = "table2_node_classification"
-HEALTHY = {"status": "complete", "task": REPORT_TASK, "run": "healthy", "metric": "acc", "metric_unit": "fraction",
-           "test_acc": 0.8, "val_acc_best": 0.8, "recipe": "matched", "seed": 0, "device": "cpu",
-           "overrides": ["dataset=cora"], "versions": {"fsnn_commit": "0" * 40},
-           "config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"},
-                      "trainer": {"max_epochs": 1}, "paths": {"results_dir": "results"}}}
+HEALTHY = {
+    "status": "complete",
+    "task": REPORT_TASK,
+    "run": "healthy",
+    "metric": "acc",
+    "metric_unit": "fraction",
+    "test_acc": 0.8,
+    "val_acc_best": 0.8,
+    "recipe": "matched",
+    "seed": 0,
+    "device": "cpu",
+    "overrides": ["dataset=cora"],
+    "versions": {"fsnn_commit": "0" * 40},
+    "config": {
+        "dataset": {"name": "cora"},
+        "backbone": {"name": "sgcn"},
+        "neuron": {"name": "flif"},
+        "trainer": {"max_epochs": 1},
+        "paths": {"results_dir": "results"},
+    },
+}
 
 # fsnn-report of --root with its atomic writer on a disk that fills up after 4 KiB, or on a read-only file system:
 # python -c FAILING_DISK <full|read-only> <fsnn-report arguments...>
@@ -281,8 +418,15 @@ SCHEME_LINK = re.compile(r"""(?:href|src)\s*=\s*["']\s*(?!data:|https?:)[a-zA-Z]
 
 
 class Probe:
-    def __init__(self, root: Path, work: Path, data: Path, values: list[tuple[str, str]] = BAD_VALUES,
-                 journal: Path | None = None, fast: bool = False):
+    def __init__(
+        self,
+        root: Path,
+        work: Path,
+        data: Path,
+        values: list[tuple[str, str]] = BAD_VALUES,
+        journal: Path | None = None,
+        fast: bool = False,
+    ):
         self.root, self.work, self.data, self.values, self.journal = root, work, data, values, journal
         self.fast = fast  # only the cases that train nothing (FAST)
         self.rows: list[dict] = []
@@ -290,8 +434,15 @@ class Probe:
 
     # -- running things ---------------------------------------------------------------------------------------------
     def env(self, **extra) -> dict:
-        return {**os.environ, "PYTHONPATH": str(self.root), "WANDB_MODE": "disabled", "FSNN_DATA_VERIFY": "0",
-                "FSNN_DATA_DOWNLOAD": "0", "HYDRA_FULL_ERROR": "0", **extra}
+        return {
+            **os.environ,
+            "PYTHONPATH": str(self.root),
+            "WANDB_MODE": "disabled",
+            "FSNN_DATA_VERIFY": "0",
+            "FSNN_DATA_DOWNLOAD": "0",
+            "HYDRA_FULL_ERROR": "0",
+            **extra,
+        }
 
     def folder(self, name: str) -> Path:
         self.count += 1
@@ -300,14 +451,25 @@ class Probe:
         path.mkdir(parents=True)
         return path
 
-    def run(self, script: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None,
-            umask: int | None = None) -> tuple[int | None, str]:
+    def run(
+        self, script: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None, umask: int | None = None
+    ) -> tuple[int | None, str]:
         """``(exit status or None on timeout, stdout + stderr)``."""
-        command = [sys.executable, *(["-m", "fsnn.report"] if script == "fsnn-report" else [str(self.root / script)]),
-                   *args]
+        command = [
+            sys.executable,
+            *(["-m", "fsnn.report"] if script == "fsnn-report" else [str(self.root / script)]),
+            *args,
+        ]
         try:
-            proc = subprocess.run(command, cwd=cwd, env=self.env(**(env or {})), capture_output=True, text=True,
-                                  timeout=timeout, preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+            proc = subprocess.run(
+                command,
+                cwd=cwd,
+                env=self.env(**(env or {})),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                preexec_fn=None if umask is None else (lambda: os.umask(umask)),
+            )
         except subprocess.TimeoutExpired as expired:
             out = (expired.stdout or b"") + (expired.stderr or b"")
             return None, out.decode(errors="replace") if isinstance(out, bytes) else out
@@ -319,25 +481,28 @@ class Probe:
     @staticmethod
     def classify_error(rc: int | None, out: str, name: str) -> str:
         """The outcome of a command that should have refused its input with one line naming ``name``."""
-        if "Traceback (most recent call last)" in out or "\n  File \"" in out:
+        if "Traceback (most recent call last)" in out or '\n  File "' in out:
             return "traceback"
         if rc == 0 or rc is None:
             return "silent"
         lines = [line for line in out.splitlines() if line.startswith("fsnn: error:")]
         return "clear" if lines and all(name in line for line in lines[:1]) else "unclear"
 
-    def record(self, category: str, case: str, outcome: str, lost: bool = False, note: str = "",
-               security: bool = False) -> None:
+    def record(
+        self, category: str, case: str, outcome: str, lost: bool = False, note: str = "", security: bool = False
+    ) -> None:
         """``security``: a file written, replaced or removed outside the folder it belongs in."""
         assert outcome in OUTCOMES, outcome
-        row = {"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note,
-               "security": security}
+        row = {"category": category, "case": case, "outcome": outcome, "lost": lost, "note": note, "security": security}
         self.rows.append(row)
         if self.journal is not None:  # a probe stopped part-way keeps what it recorded
             with self.journal.open("a") as handle:
                 handle.write(json.dumps(row) + "\n")
-        print(f"  {category:12s} {case:58s} {outcome:9s}{' LOST' if lost else ''}{' SECURITY' if security else ''} "
-              f"{note}", flush=True)
+        print(
+            f"  {category:12s} {case:58s} {outcome:9s}{' LOST' if lost else ''}{' SECURITY' if security else ''} "
+            f"{note}",
+            flush=True,
+        )
 
     @staticmethod
     def run_dir(cwd: Path, task: str = "train") -> Path:
@@ -370,14 +535,20 @@ class Probe:
             cwd = self.folder(override)
             # one epoch that ends on its own, so an accepted value finishes (trainer.max_epochs=-1 would not)
             rc, out = self.train(cwd, *TINY, override, timeout=240)
-            self.record("bad value", override, self.classify_error(rc, out, name),
-                        note="timed out after 240 s" if rc is None else "")
+            self.record(
+                "bad value",
+                override,
+                self.classify_error(rc, out, name),
+                note="timed out after 240 s" if rc is None else "",
+            )
         cwd = self.folder("data_dir-file")
         (cwd / "a_file").write_text("not a folder")
         rc, out = self.run("train.py", *TINY, f"paths.data_dir={cwd / 'a_file'}", cwd=cwd)
         self.record("bad value", "paths.data_dir=<a file>", self.classify_error(rc, out, "data_dir"))
-        for label, target in (("paths.results_dir=<under a file>", "a_file/results"),
-                              ("paths.results_dir=/proc/<unwritable>", "/proc/fsnn_results")):
+        for label, target in (
+            ("paths.results_dir=<under a file>", "a_file/results"),
+            ("paths.results_dir=/proc/<unwritable>", "/proc/fsnn_results"),
+        ):
             cwd = self.folder(label)
             (cwd / "a_file").write_text("not a folder")
             rc, out = self.train(cwd, *TINY, f"paths.results_dir={cwd / target if target[0] != '/' else target}")
@@ -389,9 +560,12 @@ class Probe:
             cwd = self.folder("engine-triton")
             rc, out = self.train(cwd, *TINY, "neuron.engine=triton", env={"TRITON_INTERPRET": "0"})
             made = (cwd / "results").exists()
-            self.record("bad value", "neuron.engine=triton (no GPU)",
-                        "unclear" if made and rc == 2 else self.classify_error(rc, out, "engine"),
-                        note="a run folder was made" if made else "")
+            self.record(
+                "bad value",
+                "neuron.engine=triton (no GPU)",
+                "unclear" if made and rc == 2 else self.classify_error(rc, out, "engine"),
+                note="a run folder was made" if made else "",
+            )
 
     def multirun(self) -> None:
         cwd = self.folder("multirun")
@@ -418,8 +592,13 @@ class Probe:
         def bit_flip(path):
             flip_tensor_byte(path)
 
-        damages = {"truncated": truncate, "empty": empty, "random bytes": random_bytes, "another model's": another,
-                   "bit flip in tensor data": bit_flip}
+        damages = {
+            "truncated": truncate,
+            "empty": empty,
+            "random bytes": random_bytes,
+            "another model's": another,
+            "bit flip in tensor data": bit_flip,
+        }
         for ckpt, script in (("last.ckpt", "train.py"), ("best.ckpt", "evaluate.py")):
             for label, damage in damages.items():
                 cwd, run = self.copy_run(ref, f"{ckpt}-{label}")
@@ -431,8 +610,9 @@ class Probe:
                     rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", cwd=cwd)
                 after = (run / "metrics.json").read_text() if (run / "metrics.json").exists() else None
                 lost = after != before and (after is None or json.loads(after).get("status") != "complete")
-                self.record("checkpoint", f"{label} {ckpt}, then {script}", self.classify_error(rc, out, ckpt),
-                            lost=lost)
+                self.record(
+                    "checkpoint", f"{label} {ckpt}, then {script}", self.classify_error(rc, out, ckpt), lost=lost
+                )
 
     def caches(self) -> None:
         # graph feature cache: same-size corruption of the propagated features
@@ -444,15 +624,19 @@ class Probe:
         for cache in caches:
             data = bytearray(cache.read_bytes())
             start, _ = member_span(cache)
-            data[start:start + 4 * 500] = b"\xff" * (4 * 500)  # 500 NaN features, same size
+            data[start : start + 4 * 500] = b"\xff" * (4 * 500)  # 500 NaN features, same size
             cache.write_bytes(bytes(data))
         rc, out = self.train(cwd, *GRAPH, "seed=1")
         m = self.metrics(self.run_dir_matching(cwd, "seed-1"))
         finite = m is not None and m.get("status") == "complete" and m["test_acc"] == m["test_acc"]
         named = any(str(c) in out or c.name in out for c in caches)
-        outcome = ("clear" if named and finite else "traceback" if "Traceback" in out else "silent")
-        self.record("cache", "graph feature cache, same-size corruption", outcome,
-                    note=f"test acc {m.get('test_acc') if m else None}")
+        outcome = "clear" if named and finite else "traceback" if "Traceback" in out else "silent"
+        self.record(
+            "cache",
+            "graph feature cache, same-size corruption",
+            outcome,
+            note=f"test acc {m.get('test_acc') if m else None}",
+        )
 
         # event-frame cache: bit rot inside a compressed sample
         cwd = frame_run = self.folder("frame-cache")
@@ -468,8 +652,9 @@ class Probe:
             sample.write_bytes(bytes(data))
         rc, out = self.train(cwd, *GESTURE, "seed=1")
         named = any(s.name in out for s in frames)
-        outcome = "traceback" if "Traceback" in out else "clear" if rc == 0 and named else (
-            "unclear" if rc else "silent")
+        outcome = (
+            "traceback" if "Traceback" in out else "clear" if rc == 0 and named else ("unclear" if rc else "silent")
+        )
         self.record("cache", "event-frame .npz, bit rot", outcome)
 
         # a partial DVS128 Gesture copy (110 of 1,077 training files) with verification on
@@ -498,55 +683,93 @@ class Probe:
             text = config.read_text()
             start = text.index("optimizer:")
             end = text.index("\n", text.index("weight_decay", start))
-            config.write_text(text[:start] + f"optimizer:\n  _target_: shutil.copyfile\n  src: {config}\n"
-                              f"  dst: {marker}" + text[end:])
+            config.write_text(
+                text[:start] + f"optimizer:\n  _target_: shutil.copyfile\n  src: {config}\n  dst: {marker}" + text[end:]
+            )
 
-        cases = {"pickle payload in best.ckpt": (pickle_payload, "best.ckpt"),
-                 "_target_: shutil.copyfile in .hydra/config.yaml": (target_payload, "_target_")}
+        cases = {
+            "pickle payload in best.ckpt": (pickle_payload, "best.ckpt"),
+            "_target_: shutil.copyfile in .hydra/config.yaml": (target_payload, "_target_"),
+        }
         for label, (plant, name) in cases.items():
             for study in ("none", "energy"):
                 cwd, run = self.copy_run(ref, f"{name}-{study}")
                 marker = cwd / "PAYLOAD_RAN"
                 plant(run, marker)
-                rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", f"study={study}",
-                                   cwd=cwd)
+                rc, out = self.run(
+                    "evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", f"study={study}", cwd=cwd
+                )
                 outcome = "silent" if marker.exists() else self.classify_error(rc, out, name)
-                self.record("security", f"{label}, evaluate.py study={study}", outcome,
-                            note="payload ran" if marker.exists() else "")
+                self.record(
+                    "security",
+                    f"{label}, evaluate.py study={study}",
+                    outcome,
+                    note="payload ran" if marker.exists() else "",
+                )
 
     def values(self) -> None:
         # the neurons called from Python: one ValueError naming the argument, not a deep error or NaN
         for case, code, word in MODULE_VALUES:
             cwd = self.folder(case)
-            script = ("import torch, sys\nfrom fsnn import FractionalLIF\ntry:\n    " + code + "\n"
-                      "except ValueError as error:\n    print(f'fsnn: error: {error}'); sys.exit(2)\n"
-                      "except AssertionError as error:\n    print(f'accepted: {error}')\n")  # silent
-            proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
-                                  timeout=300, env=self.env(TRITON_INTERPRET="0"))
-            outcome = ("silent" if proc.returncode == 0 else "traceback" if "Traceback" in proc.stderr
-                       else self.classify_error(proc.returncode, proc.stdout, word))
-            self.record("values", case, outcome, note=(proc.stdout + proc.stderr).strip().splitlines()[-1][:80]
-                        if proc.stdout + proc.stderr else "")
+            script = (
+                "import torch, sys\nfrom fsnn import FractionalLIF\ntry:\n    " + code + "\n"
+                "except ValueError as error:\n    print(f'fsnn: error: {error}'); sys.exit(2)\n"
+                "except AssertionError as error:\n    print(f'accepted: {error}')\n"
+            )  # silent
+            proc = subprocess.run(
+                [sys.executable, "-c", script],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=self.env(TRITON_INTERPRET="0"),
+            )
+            outcome = (
+                "silent"
+                if proc.returncode == 0
+                else "traceback"
+                if "Traceback" in proc.stderr
+                else self.classify_error(proc.returncode, proc.stdout, word)
+            )
+            self.record(
+                "values",
+                case,
+                outcome,
+                note=(proc.stdout + proc.stderr).strip().splitlines()[-1][:80] if proc.stdout + proc.stderr else "",
+            )
         # the precision Lightning ran is what metrics.json records (16-mixed runs as bf16-mixed on a CPU)
         cwd = self.folder("precision")
         rc, out = self.train(cwd, *TINY, "trainer.precision=16-mixed")
         run = self.run_dir_matching(cwd, "precision")
         m = self.metrics(run) or {}
         ran = "16-mixed" if torch.cuda.is_available() else "bf16-mixed"
-        self.record("values", "trainer.precision=16-mixed: metrics.json says what ran",
-                    "traceback" if "Traceback" in out else "clear" if m.get("precision") == ran else "silent",
-                    note=f"recorded {m.get('precision')!r}, ran {ran}")
+        self.record(
+            "values",
+            "trainer.precision=16-mixed: metrics.json says what ran",
+            "traceback" if "Traceback" in out else "clear" if m.get("precision") == ran else "silent",
+            note=f"recorded {m.get('precision')!r}, ran {ran}",
+        )
         # a complete run whose test accuracy is NaN: make_tables warns, names it and does not count it
         if m.get("status") == "complete":
             m["test_acc"] = float("nan")
             (run / "metrics.json").write_text(json.dumps(m))
-            rc, out = self.run("fsnn-report", "tables", "--results", str(cwd / "results"), "--out",
-                               str(cwd / "tables"), cwd=cwd)
+            rc, out = self.run(
+                "fsnn-report", "tables", "--results", str(cwd / "results"), "--out", str(cwd / "tables"), cwd=cwd
+            )
             counted = "1 complete" in out
-            outcome = ("traceback" if "Traceback" in out else "clear" if str(run / "metrics.json") in out
-                       and not counted else "silent")
-            self.record("values", "make_tables with a NaN test_acc", outcome,
-                        note="counted among the complete runs" if counted else "")
+            outcome = (
+                "traceback"
+                if "Traceback" in out
+                else "clear"
+                if str(run / "metrics.json") in out and not counted
+                else "silent"
+            )
+            self.record(
+                "values",
+                "make_tables with a NaN test_acc",
+                outcome,
+                note="counted among the complete runs" if counted else "",
+            )
         # a truncated PyG processed cache (Cora/processed/data.pt): named, and rebuilt from the raw files
         cwd = self.folder("pyg-processed")
         data = cwd / "data"
@@ -559,10 +782,13 @@ class Probe:
         cache.write_bytes(cache.read_bytes()[: cache.stat().st_size // 2])
         rc, out = self.run("train.py", *graph, "seed=1", cwd=cwd)
         named = str(cache) in out
-        outcome = ("traceback" if "Traceback" in out else "clear" if named and rc == 0
-                   else "unclear" if rc else "silent")
-        self.record("values", "truncated Cora/processed/data.pt", outcome,
-                    note="" if named else "the processed cache is not named")
+        outcome = "traceback" if "Traceback" in out else "clear" if named and rc == 0 else "unclear" if rc else "silent"
+        self.record(
+            "values",
+            "truncated Cora/processed/data.pt",
+            outcome,
+            note="" if named else "the processed cache is not named",
+        )
 
     def runs(self) -> None:
         # rerunning a finished run
@@ -573,8 +799,12 @@ class Probe:
         rc, out = self.train(cwd, *TINY)
         took = time.perf_counter() - start
         touched = [p.name for p, t in stamp.items() if p.stat().st_mtime_ns != t]
-        self.record("runs", "rerun a finished run", "clear" if rc == 0 and not touched else "silent",
-                    note=f"{took:.0f} s; rewritten: {sorted(set(touched))}")
+        self.record(
+            "runs",
+            "rerun a finished run",
+            "clear" if rc == 0 and not touched else "silent",
+            note=f"{took:.0f} s; rewritten: {sorted(set(touched))}",
+        )
         # a sweep rerun: one complete job, one failed job
         cwd = self.folder("sweep-rerun")
         self.train(cwd, "-m", *TINY, "task=nonsense,null", timeout=600)
@@ -582,15 +812,24 @@ class Probe:
         mtime = (done / "metrics.json").stat().st_mtime_ns
         self.train(cwd, "-m", *TINY, "task=nonsense,null", timeout=600)
         redone = (done / "metrics.json").stat().st_mtime_ns != mtime
-        self.record("runs", "rerun a sweep with one complete job", "silent" if redone else "clear",
-                    note="complete job retrained" if redone else "")
+        self.record(
+            "runs",
+            "rerun a sweep with one complete job",
+            "silent" if redone else "clear",
+            note="complete job retrained" if redone else "",
+        )
         # kill -9 after the first epoch, then rerun: same result as an uninterrupted run?
         args = ["experiment=graph_demo", "trainer.max_epochs=3", "logger=none", "trainer.enable_progress_bar=false"]
         straight = self.folder("uninterrupted")
         self.train(straight, *args)
         killed = self.folder("killed")
-        proc = subprocess.Popen([sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
-                                cwd=killed, env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
+            cwd=killed,
+            env=self.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.time() + 300
         while time.time() < deadline and proc.poll() is None:
             if list((killed / "results").rglob("last.ckpt")):
@@ -601,23 +840,38 @@ class Probe:
         self.train(killed, *args)
         a, b = (self.run_dir(c, "graph_demo") for c in (straight, killed))
         ma, mb = self.metrics(a), self.metrics(b)
-        wa, wb = (torch.load(r / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)["state_dict"]
-                  for r in (a, b))
-        same = (ma["test_acc"] == mb["test_acc"] and ma["val_acc_best"] == mb["val_acc_best"]
-                and all(torch.equal(wa[k], wb[k]) for k in wa))
+        wa, wb = (
+            torch.load(r / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)["state_dict"]
+            for r in (a, b)
+        )
+        same = (
+            ma["test_acc"] == mb["test_acc"]
+            and ma["val_acc_best"] == mb["val_acc_best"]
+            and all(torch.equal(wa[k], wb[k]) for k in wa)
+        )
         diff = max(float((wa[k].float() - wb[k].float()).abs().max()) for k in wa)
-        self.record("runs", "kill -9 after epoch 0 + rerun = uninterrupted", "clear" if same else "silent",
-                    note=f"test acc {ma['test_acc']:.4f} vs {mb['test_acc']:.4f}, max weight diff {diff:.2g}")
+        self.record(
+            "runs",
+            "kill -9 after epoch 0 + rerun = uninterrupted",
+            "clear" if same else "silent",
+            note=f"test acc {ma['test_acc']:.4f} vs {mb['test_acc']:.4f}, max weight diff {diff:.2g}",
+        )
         # two identical commands at once
         cwd = self.folder("two-at-once")
         cmd = [sys.executable, str(self.root / "train.py"), *TINY, f"paths.data_dir={self.data}"]
-        procs = [subprocess.Popen(cmd, cwd=cwd, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True) for _ in range(2)]
+        procs = [
+            subprocess.Popen(cmd, cwd=cwd, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for _ in range(2)
+        ]
         outs = [(p.wait(timeout=600), p.stdout.read()) for p in procs]
         refused = [out for rc, out in outs if rc != 0]
-        outcome = ("silent" if not refused else
-                   "clear" if len(refused) == 1 and "pid" in refused[0] and "Traceback" not in refused[0]
-                   else self.classify_error(1, refused[0], "pid"))
+        outcome = (
+            "silent"
+            if not refused
+            else "clear"
+            if len(refused) == 1 and "pid" in refused[0] and "Traceback" not in refused[0]
+            else self.classify_error(1, refused[0], "pid")
+        )
         self.record("runs", "two identical commands at once", outcome, note=f"exit codes {[rc for rc, _ in outs]}")
         # files under a group-writable umask
         cwd = self.folder("umask")
@@ -625,8 +879,12 @@ class Probe:
         run = self.run_dir(cwd)
         modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.rglob("*") if p.is_file()}
         private = sorted(name for name, mode in modes.items() if mode != "0o664")
-        self.record("runs", "files under umask 002 are 0664", "silent" if private else "clear",
-                    note=f"not 0664: {private}" if private else "")
+        self.record(
+            "runs",
+            "files under umask 002 are 0664",
+            "silent" if private else "clear",
+            note=f"not 0664: {private}" if private else "",
+        )
 
     def lifecycle(self) -> None:
         """A run's life beyond one process: a moved folder, ``force=true`` twice, SIGTERM and SIGINT, tools on a
@@ -639,8 +897,12 @@ class Probe:
         rc, out = self.train(new, *TINY)
         m = self.metrics(self.run_dir(new))
         done = rc == 0 and m is not None and m.get("status") == "complete"
-        self.record("lifecycle", "interrupted before its test, moved, rerun", "clear" if done else self.behaviour(
-            rc, out), note="" if done else self.first_error(out))
+        self.record(
+            "lifecycle",
+            "interrupted before its test, moved, rerun",
+            "clear" if done else self.behaviour(rc, out),
+            note="" if done else self.first_error(out),
+        )
         # force=true twice: is the first finished result still somewhere in the folder?
         cwd = self.folder("force-twice")
         self.train(cwd, *TINY)
@@ -648,8 +910,13 @@ class Probe:
         first = (run / "metrics.json").read_bytes()
         rcs = [self.train(cwd, *TINY, "force=true")[0] for _ in range(2)]
         kept = [p.relative_to(run).as_posix() for p in run.rglob("*.json") if p.read_bytes() == first]
-        self.record("lifecycle", "force=true twice keeps the first result", "clear" if kept and rcs == [0, 0]
-                    else "silent", lost=not kept, note=f"kept as {kept}" if kept else "the first result is gone")
+        self.record(
+            "lifecycle",
+            "force=true twice keeps the first result",
+            "clear" if kept and rcs == [0, 0] else "silent",
+            lost=not kept,
+            note=f"kept as {kept}" if kept else "the first result is gone",
+        )
         # a signal after the first epoch: interrupted (not failed), exit 128 + n, and the rerun resumes
         for name in ("SIGTERM", "SIGINT"):
             cwd = self.folder(name)
@@ -658,15 +925,23 @@ class Probe:
             again, _ = self.train(cwd, *TINY, "trainer.max_epochs=3")
             resumed = (self.metrics(self.run_dir(cwd)) or {}).get("status") == "complete"
             told = rc == 128 + getattr(signal, name) and m.get("status") == "interrupted"
-            self.record("lifecycle", f"{name} after the first epoch, then rerun", "clear" if told and resumed else
-                        self.behaviour(rc, out), note=f"exit {rc}, status {m.get('status')}, rerun exit {again}")
+            self.record(
+                "lifecycle",
+                f"{name} after the first epoch, then rerun",
+                "clear" if told and resumed else self.behaviour(rc, out),
+                note=f"exit {rc}, status {m.get('status')}, rerun exit {again}",
+            )
         # tools on a folder whose run holds the lock
         ref = self.complete_run("lock-ref")
-        for label, args in (("evaluate.py", ["study=none"]), ("evaluate.py study=energy", ["study=energy"]),
-                            ("evaluate.py allow_unfinished=true", ["study=energy", "allow_unfinished=true"])):
+        for label, args in (
+            ("evaluate.py", ["study=none"]),
+            ("evaluate.py study=energy", ["study=energy"]),
+            ("evaluate.py allow_unfinished=true", ["study=energy", "allow_unfinished=true"]),
+        ):
             cwd, run = self.copy_run(ref, label)
-            holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
-                                      env=self.env())
+            holder = subprocess.Popen(
+                [sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True, env=self.env()
+            )
             try:
                 holder.stdout.readline()
                 rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={self.data}", *args, cwd=cwd)
@@ -679,15 +954,17 @@ class Probe:
                 outcome = "clear" if unfinished else self.behaviour(rc, out)
             else:
                 outcome = "silent" if rc == 0 or written else self.classify_error(rc, out, f"pid {holder.pid}")
-            self.record("lifecycle", f"{label} on a folder in training", outcome,
-                        note=f"wrote {written}" if written else "")
+            self.record(
+                "lifecycle", f"{label} on a folder in training", outcome, note=f"wrote {written}" if written else ""
+            )
         # a folder where metrics.json belongs
         cwd, run = self.copy_run(ref, "metrics-folder")
         (run / "metrics.json").unlink()
         (run / "metrics.json").mkdir()
         rc, out = self.train(cwd, *TINY)
-        self.record("lifecycle", "metrics.json is a folder, then train.py",
-                    self.classify_error(rc, out, "metrics.json"))
+        self.record(
+            "lifecycle", "metrics.json is a folder, then train.py", self.classify_error(rc, out, "metrics.json")
+        )
         # the disk fills up while a checkpoint or the final metrics.json is written
         for name in ("last.ckpt", "metrics.json"):
             cwd = self.folder(f"disk-full-{name}")
@@ -695,8 +972,12 @@ class Probe:
             partial = [p.name for p in (cwd / "results").rglob(".*.tmp-*")]
             outcome = self.classify_error(rc, out, name)
             outcome = "unclear" if outcome == "clear" and "free" not in self.first_error(out) else outcome
-            self.record("lifecycle", f"disk full while writing {name}", "silent" if partial else outcome,
-                        note=f"partial files left: {partial}" if partial else "")
+            self.record(
+                "lifecycle",
+                f"disk full while writing {name}",
+                "silent" if partial else outcome,
+                note=f"partial files left: {partial}" if partial else "",
+            )
 
     def patched(self, cwd: Path, when: str, *args: str) -> tuple[int | None, str]:
         """``train.py`` of ``--root`` interrupted by the tests' ``interrupt.py`` at ``when`` (e.g. ``before-test``,
@@ -707,8 +988,14 @@ class Probe:
 
     def signalled(self, cwd: Path, signum: int, *args: str) -> tuple[int | None, str]:
         """``train.py`` sent ``signum`` once its first ``last.ckpt`` is written."""
-        proc = subprocess.Popen([sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
-                                cwd=cwd, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
+            cwd=cwd,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.time() + 300
         while time.time() < deadline and proc.poll() is None and not list((cwd / "results").rglob("last.ckpt")):
             time.sleep(0.05)
@@ -725,25 +1012,45 @@ class Probe:
     def first_error(out: str) -> str:
         return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")
 
-
     # -- strings that become paths, signals, one folder per configuration, the library's guarded cases -------------
     def confined(self) -> None:
         """A string from a config, an override, the environment or a run record that becomes a path stays in its
         root: refused in one line before any folder, or made safe."""
-        for override, key in (("task_name=../../outside", "task_name"), ("run_name=..", "run_name"),
-                              ("logger.name=../../outside", "logger.name")):
+        for override, key in (
+            ("task_name=../../outside", "task_name"),
+            ("run_name=..", "run_name"),
+            ("logger.name=../../outside", "logger.name"),
+        ):
             cwd = self.folder(override)
             (cwd / "a" / "b").mkdir(parents=True)
             rc, out = self.train(cwd / "a" / "b", *TINY, "logger=csv", override)  # TINY has no logger
             escaped = (cwd / "outside").exists() or (cwd / "a" / "outside").exists()
-            self.record("confined", override, self.classify_error(rc, out, key), security=escaped,
-                        note="a folder was made outside" if escaped else "")
+            self.record(
+                "confined",
+                override,
+                self.classify_error(rc, out, key),
+                security=escaped,
+                note="a folder was made outside" if escaped else "",
+            )
         # a name too long for a folder (many overrides, a long run_name), and a stray FSNN_SWEEP_JOBS
-        long = [*TINY, "neuron.alpha=0.5", "neuron.tau=2.0", "neuron.threshold=1.0", "neuron.memory=64",
-                "optimizer.weight_decay=0.0", "dataset.val_fraction=0.1", "seed=0", "tau_lr_scale=1.0",
-                "neuron.surrogate_scale=4.0", "dataset.T=8", "neuron.learn_alpha=false"]
-        for label, args in (("18 overrides, a folder name over 255 bytes", long),
-                            ("run_name of 300 characters", [*TINY, "run_name=" + "r" * 300])):
+        long = [
+            *TINY,
+            "neuron.alpha=0.5",
+            "neuron.tau=2.0",
+            "neuron.threshold=1.0",
+            "neuron.memory=64",
+            "optimizer.weight_decay=0.0",
+            "dataset.val_fraction=0.1",
+            "seed=0",
+            "tau_lr_scale=1.0",
+            "neuron.surrogate_scale=4.0",
+            "dataset.T=8",
+            "neuron.learn_alpha=false",
+        ]
+        for label, args in (
+            ("18 overrides, a folder name over 255 bytes", long),
+            ("run_name of 300 characters", [*TINY, "run_name=" + "r" * 300]),
+        ):
             cwd = self.folder(label)
             victim = cwd / "victim"
             victim.write_text("kept")
@@ -752,64 +1059,127 @@ class Probe:
             runs = list((cwd / "results" / "train").glob("*/metrics.json")) if rc == 0 else []
             whole = (self.metrics(runs[0].parent) or {}).get("run_whole_name") if len(runs) == 1 else None
             ok = rc == 0 and whole and again == 0 and "is finished" in out2
-            self.record("confined", label, "clear" if ok else self.behaviour(rc, out), security=victim.read_text()
-                        != "kept", note=f"folder {len(runs[0].parent.name.encode())} bytes, rerun finds it" if ok
-                        else self.first_error(out) or out.strip().splitlines()[-1][:100] if out.strip() else "")
+            self.record(
+                "confined",
+                label,
+                "clear" if ok else self.behaviour(rc, out),
+                security=victim.read_text() != "kept",
+                note=f"folder {len(runs[0].parent.name.encode())} bytes, rerun finds it"
+                if ok
+                else self.first_error(out) or out.strip().splitlines()[-1][:100]
+                if out.strip()
+                else "",
+            )
         # evaluate.py's run_dir split by the shell at a space
         cwd = self.folder("run_dir-split")
         rc, out = self.run("evaluate.py", f"run_dir={cwd}/my", "run", cwd=cwd)
         outcome = self.classify_error(rc, out, "run_dir")
-        self.record("confined", "evaluate.py run_dir=<path with a space, unquoted>",
-                    "unclear" if outcome == "clear" and "quote" not in out else outcome)
+        self.record(
+            "confined",
+            "evaluate.py run_dir=<path with a space, unquoted>",
+            "unclear" if outcome == "clear" and "quote" not in out else outcome,
+        )
         # run records whose strings name files: a recipe (a table's file), a dataset (a figure's file)
         cwd = self.folder("record-paths")
         results, out_dir = cwd / "results", cwd / "a" / "b" / "tables"
         run = results / "table2_node_classification" / "run"
         run.mkdir(parents=True)
-        config = {"dataset": {"name": "../../../../victim_figure"}, "backbone": {"name": "sgcn"},
-                  "neuron": {"name": "flif"}}
-        record = {"status": "complete", "metric": "acc", "metric_unit": "fraction", "test_acc": 0.5,
-                  "val_acc_best": 0.5, "recipe": "../../../victim", "seed": 0, "epochs": 1,
-                  "task": "table2_node_classification", "config": config}
+        config = {
+            "dataset": {"name": "../../../../victim_figure"},
+            "backbone": {"name": "sgcn"},
+            "neuron": {"name": "flif"},
+        }
+        record = {
+            "status": "complete",
+            "metric": "acc",
+            "metric_unit": "fraction",
+            "test_acc": 0.5,
+            "val_acc_best": 0.5,
+            "recipe": "../../../victim",
+            "seed": 0,
+            "epochs": 1,
+            "task": "table2_node_classification",
+            "config": config,
+        }
         (run / "metrics.json").write_text(json.dumps(record))
         rc, out = self.run("fsnn-report", "tables", "--results", str(results), "--out", str(out_dir), cwd=cwd)
         escaped = [p.name for p in cwd.rglob("victim*")]
-        self.record("confined", "make_tables: a record's recipe ../../../victim",
-                    "traceback" if "Traceback" in out else "clear" if "recipe" in out and not escaped else "silent",
-                    security=bool(escaped), note=f"wrote {escaped}" if escaped else "")
+        self.record(
+            "confined",
+            "make_tables: a record's recipe ../../../victim",
+            "traceback" if "Traceback" in out else "clear" if "recipe" in out and not escaped else "silent",
+            security=bool(escaped),
+            note=f"wrote {escaped}" if escaped else "",
+        )
         record["recipe"] = "matched"
         (run / "metrics.json").write_text(json.dumps(record))
-        (run / "robustness.json").write_text(json.dumps({
-            "robustness": "graph", "metric": "acc", "metric_unit": "fraction", "clean": 0.5, "config": config,
-            "corruptions": {"feature_mask": {"levels": [0.1, 0.2], "acc": [0.4, 0.3], "score": 70.0}}}))
-        rc, out = self.run("fsnn-report", "figures", "--results", str(results), "--out", str(cwd / "a" / "figures"),
-                           cwd=cwd, timeout=900)
+        (run / "robustness.json").write_text(
+            json.dumps(
+                {
+                    "robustness": "graph",
+                    "metric": "acc",
+                    "metric_unit": "fraction",
+                    "clean": 0.5,
+                    "config": config,
+                    "corruptions": {"feature_mask": {"levels": [0.1, 0.2], "acc": [0.4, 0.3], "score": 70.0}},
+                }
+            )
+        )
+        rc, out = self.run(
+            "fsnn-report",
+            "figures",
+            "--results",
+            str(results),
+            "--out",
+            str(cwd / "a" / "figures"),
+            cwd=cwd,
+            timeout=900,
+        )
         escaped = [str(p.relative_to(cwd)) for p in cwd.rglob("*victim_figure*") if p.parent != cwd / "a" / "figures"]
-        self.record("confined", "figures.py: a record's dataset name ../../../../x",
-                    "traceback" if "Traceback" in out else "clear" if rc == 0 else self.behaviour(rc, out),
-                    security=bool(escaped), note=f"wrote {escaped}" if escaped else "")
+        self.record(
+            "confined",
+            "figures.py: a record's dataset name ../../../../x",
+            "traceback" if "Traceback" in out else "clear" if rc == 0 else self.behaviour(rc, out),
+            security=bool(escaped),
+            note=f"wrote {escaped}" if escaped else "",
+        )
         # a crafted checkpoint's stored paths (Lightning deletes the replaced best file when a better epoch comes)
         ref = self.complete_run("crafted-paths-ref", "trainer.max_epochs=1")
         cwd, run = self.copy_run(ref, "crafted-paths")
         victim = cwd / "victim.ckpt"
         victim.write_text("kept")
-        code = ("import sys, torch; from pathlib import Path; from fsnn.suite.checkpoint import save_checkpoint\n"
-                "run, victim = Path(sys.argv[1]), sys.argv[2]\npath = run / 'checkpoints' / 'last.ckpt'\n"
-                "state = torch.load(path, weights_only=True)\nconfig = state.pop('fsnn')['config']\n"
-                "for key, value in state['callbacks'].items():\n    if 'best_model_path' in value:\n"
-                "        value['best_k_models'] = {victim: -1.0}\n"
-                "        value['kth_best_model_path'] = victim; value['best_model_path'] = victim\n"
-                "        value['best_model_score'] = value['kth_value'] = torch.tensor(-1.0)\n"
-                "save_checkpoint(state, path, config)\n")
-        crafted = subprocess.run([sys.executable, "-c", code, str(run), os.path.relpath(victim, run / "checkpoints")],
-                                 cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=300)
+        code = (
+            "import sys, torch; from pathlib import Path; from fsnn.suite.checkpoint import save_checkpoint\n"
+            "run, victim = Path(sys.argv[1]), sys.argv[2]\npath = run / 'checkpoints' / 'last.ckpt'\n"
+            "state = torch.load(path, weights_only=True)\nconfig = state.pop('fsnn')['config']\n"
+            "for key, value in state['callbacks'].items():\n    if 'best_model_path' in value:\n"
+            "        value['best_k_models'] = {victim: -1.0}\n"
+            "        value['kth_best_model_path'] = victim; value['best_model_path'] = victim\n"
+            "        value['best_model_score'] = value['kth_value'] = torch.tensor(-1.0)\n"
+            "save_checkpoint(state, path, config)\n"
+        )
+        crafted = subprocess.run(
+            [sys.executable, "-c", code, str(run), os.path.relpath(victim, run / "checkpoints")],
+            cwd=cwd,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         (run / "metrics.json").unlink()  # so that the rerun resumes from the crafted last.ckpt
-        rc, out = self.train(cwd, *TINY, "trainer.max_epochs=1", "trainer.max_epochs=2") if crafted.returncode == 0 \
+        rc, out = (
+            self.train(cwd, *TINY, "trainer.max_epochs=1", "trainer.max_epochs=2")
+            if crafted.returncode == 0
             else (None, crafted.stderr)
+        )
         touched = not victim.exists() or "victim" in out  # deleted, or read as the run's checkpoint
-        self.record("confined", "a checkpoint's best_model_path ../../victim, resumed",
-                    "traceback" if "Traceback" in out else "clear" if rc == 0 else self.behaviour(rc, out),
-                    security=touched, note="the victim file was deleted or read" if touched else "")
+        self.record(
+            "confined",
+            "a checkpoint's best_model_path ../../victim, resumed",
+            "traceback" if "Traceback" in out else "clear" if rc == 0 else self.behaviour(rc, out),
+            security=touched,
+            note="the victim file was deleted or read" if touched else "",
+        )
 
     def folders(self) -> None:
         """One configuration, one folder: a sweep and a single run of it, a key given twice or at its default value,
@@ -819,9 +1189,13 @@ class Probe:
             return
         cwd = self.folder("sweep-then-single")
         self.train(cwd, "-m", *TINY, "neuron.learn_alpha=true", timeout=600)
-        for label, args in (("-m neuron.learn_alpha=true, then neuron.learn_alpha=true", ["neuron.learn_alpha=true"]),
-                            ("then neuron.learn_alpha=false neuron.learn_alpha=true",
-                             ["neuron.learn_alpha=false", "neuron.learn_alpha=true"])):
+        for label, args in (
+            ("-m neuron.learn_alpha=true, then neuron.learn_alpha=true", ["neuron.learn_alpha=true"]),
+            (
+                "then neuron.learn_alpha=false neuron.learn_alpha=true",
+                ["neuron.learn_alpha=false", "neuron.learn_alpha=true"],
+            ),
+        ):
             rc, out = self.train(cwd, *TINY, *args)
             self.one_folder(cwd, label, out)
         # a smoke config sets its sweep's seed: the sweep's job is given seed=0, the single run is not
@@ -836,9 +1210,12 @@ class Probe:
 
     def one_folder(self, cwd: Path, label: str, out: str) -> None:
         folders = list((cwd / "results" / "train").glob("*/metrics.json"))
-        self.record("folders", label, "traceback" if "Traceback" in out else
-                    "clear" if len(folders) == 1 and "is finished" in out else "silent",
-                    note=f"{len(folders)} folders for one configuration")
+        self.record(
+            "folders",
+            label,
+            "traceback" if "Traceback" in out else "clear" if len(folders) == 1 and "is finished" in out else "silent",
+            note=f"{len(folders)} folders for one configuration",
+        )
 
     def committed_rerun(self) -> None:
         """The recorded command of a committed run (its overrides, the data where this checkout has it) in a copy of
@@ -847,15 +1224,23 @@ class Probe:
         cwd = self.folder("committed-rerun")
         run = cwd / "results" / committed.parent.name / committed.name
         shutil.copytree(committed, run)
-        overrides = [o for o in json.loads((committed / "metrics.json").read_text())["overrides"]
-                     if not o.startswith("paths.data_dir=")]
-        rc, out = self.run("train.py", *overrides, f"paths.data_dir={HERE / 'tests' / 'data' / 'planetoid'}",
-                           cwd=cwd)
+        overrides = [
+            o
+            for o in json.loads((committed / "metrics.json").read_text())["overrides"]
+            if not o.startswith("paths.data_dir=")
+        ]
+        rc, out = self.run("train.py", *overrides, f"paths.data_dir={HERE / 'tests' / 'data' / 'planetoid'}", cwd=cwd)
         found = sorted(p.parent.name for p in (cwd / "results").rglob("metrics.json"))
-        self.record("folders", "a committed run's own command (backbone-sgcn+...+seed-0)",
-                    "traceback" if "Traceback" in out else
-                    "clear" if rc == 0 and "is finished" in out and found == [committed.name] else "silent",
-                    note=f"folders {found}")
+        self.record(
+            "folders",
+            "a committed run's own command (backbone-sgcn+...+seed-0)",
+            "traceback"
+            if "Traceback" in out
+            else "clear"
+            if rc == 0 and "is finished" in out and found == [committed.name]
+            else "silent",
+            note=f"folders {found}",
+        )
 
     def signals(self) -> None:
         """Every command stopped by a signal exits 128 + n with one line saying what it wrote."""
@@ -873,9 +1258,22 @@ class Probe:
         cwd = self.folder("joblib-sigterm")
         log = cwd / "console.txt"  # not a pipe: workers left running would hold it open
         with log.open("w") as console:
-            proc = subprocess.Popen([sys.executable, str(self.root / "train.py"), "-m", "launcher=joblib", "seed=0,1",
-                                     *TINY, "trainer.max_epochs=50", f"paths.data_dir={self.data}"], cwd=cwd,
-                                    env=self.env(), stdout=console, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(self.root / "train.py"),
+                    "-m",
+                    "launcher=joblib",
+                    "seed=0,1",
+                    *TINY,
+                    "trainer.max_epochs=50",
+                    f"paths.data_dir={self.data}",
+                ],
+                cwd=cwd,
+                env=self.env(),
+                stdout=console,
+                stderr=subprocess.STDOUT,
+            )
             deadline = time.time() + 600
             while time.time() < deadline and proc.poll() is None and len(list(cwd.rglob("last.ckpt"))) < 2:
                 time.sleep(0.2)
@@ -890,14 +1288,23 @@ class Probe:
                 if Path(os.readlink(link)) == cwd:
                     os.kill(int(link.parent.name), signal.SIGKILL)
         told = proc.returncode == 143 and "fsnn: sweep interrupted by SIGTERM" in out
-        self.record("signals", "launcher=joblib sweep on SIGTERM",
-                    "silent" if trained_on else "clear" if told else self.behaviour(proc.returncode, out),
-                    note=f"exit {proc.returncode}; workers trained on: {len(trained_on)}")
+        self.record(
+            "signals",
+            "launcher=joblib sweep on SIGTERM",
+            "silent" if trained_on else "clear" if told else self.behaviour(proc.returncode, out),
+            note=f"exit {proc.returncode}; workers trained on: {len(trained_on)}",
+        )
 
     def interrupted(self, cwd: Path, when: str, *args: str) -> tuple[int | None, str]:
         """A command of ``--root`` sent a signal mid-work by the tests' ``interrupt.py`` (``evaluate:SIGTERM``...)."""
-        proc = subprocess.run([sys.executable, str(HERE / "tests" / "interrupt.py"), when, *args], cwd=cwd,
-                              env=self.env(), capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "tests" / "interrupt.py"), when, *args],
+            cwd=cwd,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         return proc.returncode, proc.stdout + proc.stderr
 
     @staticmethod
@@ -908,51 +1315,91 @@ class Probe:
             return "traceback"
         if rc != 128 + getattr(signal, name):
             return "silent" if rc in (0, None) else "unclear"
-        return "clear" if any(line.startswith("fsnn: ") and "wrote" in line for line in out.splitlines()) \
-            else "unclear"
+        return "clear" if any(line.startswith("fsnn: ") and "wrote" in line for line in out.splitlines()) else "unclear"
 
     def library(self) -> None:
         """The library's and training's guarded cases: learned parameters, engines' autograd,
         records read with impossible metrics."""
-        for label, args in (("neuron.learn_tau=true neuron.tau=0.9 tau_lr_scale=1000",
-                             ["neuron.learn_tau=true", "neuron.tau=0.9", "tau_lr_scale=1000"]),
-                            ("neuron.engine=soe neuron.learn_alpha=true dataset.T=4",
-                             ["neuron.engine=soe", "neuron.learn_alpha=true", "dataset.T=4"])):
+        for label, args in (
+            (
+                "neuron.learn_tau=true neuron.tau=0.9 tau_lr_scale=1000",
+                ["neuron.learn_tau=true", "neuron.tau=0.9", "tau_lr_scale=1000"],
+            ),
+            (
+                "neuron.engine=soe neuron.learn_alpha=true dataset.T=4",
+                ["neuron.engine=soe", "neuron.learn_alpha=true", "dataset.T=4"],
+            ),
+        ):
             cwd = self.folder(label)
             rc, out = self.train(cwd, *TINY, *args)
-            self.record("library", label, "clear" if rc == 0 else self.behaviour(rc, out) if rc != 2
-                        else "clear", note=self.first_error(out))
+            self.record(
+                "library",
+                label,
+                "clear" if rc == 0 else self.behaviour(rc, out) if rc != 2 else "clear",
+                note=self.first_error(out),
+            )
         for label, code, word in (
-                ("checkpoint(FractionalLIF(), x, use_reentrant=False)",
-                 "from torch.utils.checkpoint import checkpoint\nx = torch.randn(16, 2, 3, requires_grad=True)\n"
-                 "checkpoint(FractionalLIF(learn_alpha=True), x, use_reentrant=False).sum().backward()\n"
-                 "assert x.grad is not None", "checkpoint"),
-                ("torch.vmap(FractionalLIF())", "torch.vmap(FractionalLIF())(torch.randn(3, 16, 2, 4))", "vmap"),
-                ("torch.jit.script(FractionalLIF())", "torch.jit.script(FractionalLIF())", "jit")):
+            (
+                "checkpoint(FractionalLIF(), x, use_reentrant=False)",
+                "from torch.utils.checkpoint import checkpoint\nx = torch.randn(16, 2, 3, requires_grad=True)\n"
+                "checkpoint(FractionalLIF(learn_alpha=True), x, use_reentrant=False).sum().backward()\n"
+                "assert x.grad is not None",
+                "checkpoint",
+            ),
+            ("torch.vmap(FractionalLIF())", "torch.vmap(FractionalLIF())(torch.randn(3, 16, 2, 4))", "vmap"),
+            ("torch.jit.script(FractionalLIF())", "torch.jit.script(FractionalLIF())", "jit"),
+        ):
             cwd = self.folder(label)
-            script = ("import sys, torch\nfrom fsnn import FractionalLIF\ntry:\n"
-                      + "".join(f"    {line}\n" for line in code.splitlines())
-                      + "except (ValueError, RuntimeError, TypeError) as error:\n"
-                      "    print(f'fsnn: error: {error}'.splitlines()[0]); sys.exit(2)\n")
-            proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True,
-                                  timeout=300, env=self.env())
+            script = (
+                "import sys, torch\nfrom fsnn import FractionalLIF\ntry:\n"
+                + "".join(f"    {line}\n" for line in code.splitlines())
+                + "except (ValueError, RuntimeError, TypeError) as error:\n"
+                "    print(f'fsnn: error: {error}'.splitlines()[0]); sys.exit(2)\n"
+            )
+            proc = subprocess.run(
+                [sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=300, env=self.env()
+            )
             out = proc.stdout + proc.stderr
-            outcome = ("clear" if proc.returncode == 0 else "traceback" if "Traceback" in out
-                       else self.classify_error(proc.returncode, out, word))
+            outcome = (
+                "clear"
+                if proc.returncode == 0
+                else "traceback"
+                if "Traceback" in out
+                else self.classify_error(proc.returncode, out, word)
+            )
             self.record("library", label, outcome, note=self.first_error(out)[:90])
         cwd = self.folder("impossible-metric")
         run = cwd / "results" / "table2_node_classification" / "run"
         run.mkdir(parents=True)
-        (run / "metrics.json").write_text(json.dumps({
-            "status": "complete", "metric": "acc", "metric_unit": "fraction", "test_acc": 1e300, "val_acc_best": -5,
-            "recipe": "matched", "seed": 0, "epochs": 1, "task": "table2_node_classification",
-            "config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}}}))
-        rc, out = self.run("fsnn-report", "tables", "--results", str(cwd / "results"), "--out", str(cwd / "t"),
-                           cwd=cwd)
+        (run / "metrics.json").write_text(
+            json.dumps(
+                {
+                    "status": "complete",
+                    "metric": "acc",
+                    "metric_unit": "fraction",
+                    "test_acc": 1e300,
+                    "val_acc_best": -5,
+                    "recipe": "matched",
+                    "seed": 0,
+                    "epochs": 1,
+                    "task": "table2_node_classification",
+                    "config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}},
+                }
+            )
+        )
+        rc, out = self.run("fsnn-report", "tables", "--results", str(cwd / "results"), "--out", str(cwd / "t"), cwd=cwd)
         counted = "1 complete" in out
-        self.record("library", "make_tables: test_acc 1e300, val_acc_best -5",
-                    "traceback" if "Traceback" in out else "silent" if counted else
-                    "clear" if str(run / "metrics.json") in out and "test_acc" in out else "unclear")
+        self.record(
+            "library",
+            "make_tables: test_acc 1e300, val_acc_best -5",
+            "traceback"
+            if "Traceback" in out
+            else "silent"
+            if counted
+            else "clear"
+            if str(run / "metrics.json") in out and "test_acc" in out
+            else "unclear",
+        )
 
     # -- fsnn-report on a damaged or hostile results tree ---------------------------------------------------------
     def report(self) -> None:
@@ -975,6 +1422,7 @@ class Probe:
 
     def report_reads(self) -> None:
         """Each record or folder that cannot be a run's, among healthy ones: skipped and named, the rest reported."""
+
         def nested(results: Path) -> Path:
             path = results / REPORT_TASK / "nested" / "metrics.json"
             path.parent.mkdir(parents=True)
@@ -1009,19 +1457,22 @@ class Probe:
                 for part in parents:
                     node = node[part]
                 node[last] = value
+
             return lambda results: report_record(results, f"bad-{key.replace('.', '-')}", change)
 
         # (case, what damages the tree, the commands that read it, fast)
-        reads = [("a symlink loop under the results folder", loop, ("tables", "page"), True),
-                 ("a folder tree 1,100 levels deep", deep_tree, ("tables",), True),
-                 ("metrics.json of 100,000 nested arrays", nested, ("tables",), True),
-                 ("metrics.json is a fifo", fifo, ("tables",), False),
-                 ("a run folder whose name is not UTF-8", not_utf8, ("tables", "page"), False),
-                 ("a record whose config is a string", wrong("config", "x"), ("tables", "page"), False),
-                 ("a record whose config.paths is a string", wrong("config.paths", "x"), ("page",), False),
-                 ("a record whose config.trainer is a string", wrong("config.trainer", "x"), ("tables",), True),
-                 ("a record whose versions is a string", wrong("versions", "x"), ("page",), False),
-                 ("a record whose status is a number", wrong("status", 3), ("tables", "page"), False)]
+        reads = [
+            ("a symlink loop under the results folder", loop, ("tables", "page"), True),
+            ("a folder tree 1,100 levels deep", deep_tree, ("tables",), True),
+            ("metrics.json of 100,000 nested arrays", nested, ("tables",), True),
+            ("metrics.json is a fifo", fifo, ("tables",), False),
+            ("a run folder whose name is not UTF-8", not_utf8, ("tables", "page"), False),
+            ("a record whose config is a string", wrong("config", "x"), ("tables", "page"), False),
+            ("a record whose config.paths is a string", wrong("config.paths", "x"), ("page",), False),
+            ("a record whose config.trainer is a string", wrong("config.trainer", "x"), ("tables",), True),
+            ("a record whose versions is a string", wrong("versions", "x"), ("page",), False),
+            ("a record whose status is a number", wrong("status", 3), ("tables", "page"), False),
+        ]
         for label, damage, commands, quick in reads:
             for command in commands:
                 if self.fast and not (quick and command == "tables"):
@@ -1033,11 +1484,23 @@ class Probe:
                 said = page.read_text(errors="replace") if command == "page" and page.is_file() else out
                 if command == "page" and isinstance(named, Path):
                     named = os.path.relpath(named, results)  # the page lists paths in the results folder
-                outcome = ("traceback" if "Traceback (most recent call last)" in out else
-                           "silent" if rc is None else "unclear" if rc != 0 else
-                           "clear" if str(named) in said else "silent")
-                self.record("report", f"{command}: {label}", outcome,
-                            note="timed out after 240 s" if rc is None else self.first_error(out)[:90])
+                outcome = (
+                    "traceback"
+                    if "Traceback (most recent call last)" in out
+                    else "silent"
+                    if rc is None
+                    else "unclear"
+                    if rc != 0
+                    else "clear"
+                    if str(named) in said
+                    else "silent"
+                )
+                self.record(
+                    "report",
+                    f"{command}: {label}",
+                    outcome,
+                    note="timed out after 240 s" if rc is None else self.first_error(out)[:90],
+                )
                 remove_deep(results / "deep")
 
     def report_scheme_link(self) -> None:
@@ -1052,37 +1515,72 @@ class Probe:
         rc, out = self.run("fsnn-report", "page", "--results", str(results), cwd=cwd, timeout=240)
         page = results / "report" / "index.html"
         links = SCHEME_LINK.findall(page.read_text()) if page.is_file() else []
-        self.record("report", "page: a run folder named javascript:document.title='x'",
-                    "traceback" if "Traceback" in out else "silent" if rc != 0 or links else "clear",
-                    security=bool(links), note=f"links with a scheme: {links}" if links else "")
+        self.record(
+            "report",
+            "page: a run folder named javascript:document.title='x'",
+            "traceback" if "Traceback" in out else "silent" if rc != 0 or links else "clear",
+            security=bool(links),
+            note=f"links with a scheme: {links}" if links else "",
+        )
 
     def report_writes(self) -> None:
         """Writes that cannot happen: one line naming the folder, no partial file left."""
-        failing = [("tables", "full", "disk full"), ("tables", "read-only", "read-only --out"),
-                   ("page", "full", "disk full"), ("page", "read-only", "read-only --out")]
+        failing = [
+            ("tables", "full", "disk full"),
+            ("tables", "read-only", "read-only --out"),
+            ("page", "full", "disk full"),
+            ("page", "read-only", "read-only --out"),
+        ]
         for command, how, label in failing:
             if self.fast and command != "tables":
                 continue
             cwd, results = self.report_tree(f"{command}-{how}")
             (out_dir := cwd / "out").mkdir()
-            proc = subprocess.run([sys.executable, "-c", FAILING_DISK.format(tests=str(HERE / "tests")), how, command,
-                                   "--results", str(results), "--out", str(out_dir)], cwd=cwd, env=self.env(),
-                                  capture_output=True, text=True, timeout=240)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    FAILING_DISK.format(tests=str(HERE / "tests")),
+                    how,
+                    command,
+                    "--results",
+                    str(results),
+                    "--out",
+                    str(out_dir),
+                ],
+                cwd=cwd,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
             partial = [p.name for p in out_dir.iterdir() if ".tmp-" in p.name]
             outcome = self.classify_error(proc.returncode, proc.stdout + proc.stderr, str(out_dir))
-            self.record("report", f"{command}: {label}", "silent" if partial else outcome,
-                        note=f"partial files left: {partial}" if partial else self.first_error(proc.stderr)[:90])
+            self.record(
+                "report",
+                f"{command}: {label}",
+                "silent" if partial else outcome,
+                note=f"partial files left: {partial}" if partial else self.first_error(proc.stderr)[:90],
+            )
         cwd, results = self.report_tree("out-unmakeable")
-        rc, out = self.run("fsnn-report", "tables", "--results", str(results), "--out",
-                           "/proc/fsnn-probe/tables", cwd=cwd)
-        self.record("report", "tables: an --out that cannot be made (/proc/...)",
-                    self.classify_error(rc, out, "/proc/fsnn-probe/tables"), note=self.first_error(out)[:90])
+        rc, out = self.run(
+            "fsnn-report", "tables", "--results", str(results), "--out", "/proc/fsnn-probe/tables", cwd=cwd
+        )
+        self.record(
+            "report",
+            "tables: an --out that cannot be made (/proc/...)",
+            self.classify_error(rc, out, "/proc/fsnn-probe/tables"),
+            note=self.first_error(out)[:90],
+        )
 
     def report_links(self) -> None:
         """Output folders that a link leads out of the results tree, and manifests that name a path: refused or
         ignored, nothing outside read into the page, written or removed."""
-        for command, folder, victim in (("tables", "tables", "all.md"), ("page", "report", "index.html"),
-                                        ("figures", "figures", "figures.json")):
+        for command, folder, victim in (
+            ("tables", "tables", "all.md"),
+            ("page", "report", "index.html"),
+            ("figures", "figures", "figures.json"),
+        ):
             if self.fast and command != "tables":
                 continue
             cwd, results = self.report_tree(f"{folder}-link-out")
@@ -1090,11 +1588,16 @@ class Probe:
             (elsewhere / victim).write_text("kept")
             (results / folder).symlink_to(elsewhere)
             rc, out = self.run("fsnn-report", command, "--results", str(results), cwd=cwd, timeout=600)
-            touched = sorted(p.name for p in elsewhere.iterdir() if p.name != victim) \
-                + ([victim] if (elsewhere / victim).read_text() != "kept" else [])
-            self.record("report", f"{command}: results/{folder} a link out of the results tree",
-                        self.classify_error(rc, out, str(results / folder)), security=bool(touched),
-                        note=f"wrote outside: {touched}" if touched else self.first_error(out)[:90])
+            touched = sorted(p.name for p in elsewhere.iterdir() if p.name != victim) + (
+                [victim] if (elsewhere / victim).read_text() != "kept" else []
+            )
+            self.record(
+                "report",
+                f"{command}: results/{folder} a link out of the results tree",
+                self.classify_error(rc, out, str(results / folder)),
+                security=bool(touched),
+                note=f"wrote outside: {touched}" if touched else self.first_error(out)[:90],
+            )
         cwd, results = self.report_tree("manifests")
         secret = b"\x89PNG\r\n\x1a\n" + b"fsnn-probe-secret" * 8
         (cwd / "secret.png").write_bytes(secret)
@@ -1108,9 +1611,13 @@ class Probe:
             page = results / "report" / "index.html"
             read = page.is_file() and base64.b64encode(secret).decode() in page.read_text()
             gone = not (cwd / "victim.md").exists()
-            self.record("report", f"{command}: a manifest naming ../../x and an absolute path",
-                        "traceback" if "Traceback" in out else "clear" if rc == 0 else "unclear",
-                        security=read or gone, note="read into the page" if read else "removed" if gone else "")
+            self.record(
+                "report",
+                f"{command}: a manifest naming ../../x and an absolute path",
+                "traceback" if "Traceback" in out else "clear" if rc == 0 else "unclear",
+                security=read or gone,
+                note="read into the page" if read else "removed" if gone else "",
+            )
 
     # -- the environment, data that no longer matches, caches and inputs that lie ---------------------------------
     def environment(self) -> None:
@@ -1119,21 +1626,46 @@ class Probe:
         task = f"fsnn-probe-{os.getpid()}"
         cwd = self.folder("FSNN_RESULTS-empty")
         (cwd / "empty").mkdir()
-        rc, out = self.run("train.py", *GRAPH, f"task_name={task}", f"paths.data_dir={cwd / 'empty'}", cwd=cwd,
-                           env={"FSNN_RESULTS": ""})
+        rc, out = self.run(
+            "train.py",
+            *GRAPH,
+            f"task_name={task}",
+            f"paths.data_dir={cwd / 'empty'}",
+            cwd=cwd,
+            env={"FSNN_RESULTS": ""},
+        )
         at_root = Path("/") / task
         escaped = at_root.exists()
         if escaped:
             shutil.rmtree(at_root)  # the probe's own folder at the file system's root
-        self.record("environment", "FSNN_RESULTS= (set, empty)", "traceback" if "Traceback" in out else
-                    "silent" if escaped else "clear" if (cwd / "results" / task).is_dir() else self.behaviour(rc, out),
-                    security=escaped, note=f"the run folder was made in {at_root}" if escaped else "")
+        self.record(
+            "environment",
+            "FSNN_RESULTS= (set, empty)",
+            "traceback"
+            if "Traceback" in out
+            else "silent"
+            if escaped
+            else "clear"
+            if (cwd / "results" / task).is_dir()
+            else self.behaviour(rc, out),
+            security=escaped,
+            note=f"the run folder was made in {at_root}" if escaped else "",
+        )
         cwd = self.folder("FSNN_DATA-empty")
         rc, out = self.run("train.py", *GRAPH, cwd=cwd, env={"FSNN_DATA": ""})
         looked = str(cwd / "data" / "Cora")
-        self.record("environment", "FSNN_DATA= (set, empty)", "traceback" if "Traceback" in out else
-                    "clear" if rc == 2 and looked in out else "unclear" if rc else "silent",
-                    note="" if looked in out else "it did not look in ./data")
+        self.record(
+            "environment",
+            "FSNN_DATA= (set, empty)",
+            "traceback"
+            if "Traceback" in out
+            else "clear"
+            if rc == 2 and looked in out
+            else "unclear"
+            if rc
+            else "silent",
+            note="" if looked in out else "it did not look in ./data",
+        )
 
     def private_data(self, cwd: Path, *folders: str) -> Path:
         """A data folder of the case's own with the raw files of ``folders`` (fixtures)."""
@@ -1147,9 +1679,23 @@ class Probe:
         checkout's own functions (``shape="other"``: its first matrix saved one of another width, as a model built
         by other code or data would have it)."""
         run = cwd / "results" / "train" / "fabricated"
-        proc = subprocess.run([sys.executable, "-c", FABRICATE, str(self.root / "conf"), str(run), shape, *GRAPH,
-                               f"paths.data_dir={data}"], cwd=cwd, env=self.env(), capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                FABRICATE,
+                str(self.root / "conf"),
+                str(run),
+                shape,
+                *GRAPH,
+                f"paths.data_dir={data}",
+            ],
+            cwd=cwd,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"fabricating a run failed:\n{proc.stderr[-3000:]}")
         return run
@@ -1164,34 +1710,59 @@ class Probe:
         for path in (data / "CiteSeer" / "raw").iterdir():
             shutil.copy(path, data / "Cora" / "raw" / path.name.replace("citeseer", "cora"))
         rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
-        self.record("mismatch", "evaluate.py after the data changed (another feature count)",
-                    self.classify_error(rc, out, "ind.cora"), note=self.first_error(out)[:100])
+        self.record(
+            "mismatch",
+            "evaluate.py after the data changed (another feature count)",
+            self.classify_error(rc, out, "ind.cora"),
+            note=self.first_error(out)[:100],
+        )
         cwd = self.folder("evaluate-weights-shape")
         data = self.private_data(cwd, "Cora")
         run = self.fabricated_run(cwd, data, shape="other")
         rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
-        self.record("mismatch", "evaluate.py: best.ckpt's weights of another shape, its own config",
-                    self.classify_error(rc, out, "best.ckpt"), note=self.first_error(out)[:100])
+        self.record(
+            "mismatch",
+            "evaluate.py: best.ckpt's weights of another shape, its own config",
+            self.classify_error(rc, out, "best.ckpt"),
+            note=self.first_error(out)[:100],
+        )
         for label, folder, damage, name in (
-                ("an edge beyond the node count in ind.cora.graph", "Cora", _edge_beyond, "ind.cora.graph"),
-                ("a truncated ind.cora.x", "Cora", _truncated("ind.cora.x"), "ind.cora.x"),
-                ("a truncated amazon_electronics_photo.npz", "Photo", _truncated("amazon_electronics_photo.npz"),
-                 "amazon_electronics_photo.npz")):
+            ("an edge beyond the node count in ind.cora.graph", "Cora", _edge_beyond, "ind.cora.graph"),
+            ("a truncated ind.cora.x", "Cora", _truncated("ind.cora.x"), "ind.cora.x"),
+            (
+                "a truncated amazon_electronics_photo.npz",
+                "Photo",
+                _truncated("amazon_electronics_photo.npz"),
+                "amazon_electronics_photo.npz",
+            ),
+        ):
             cwd = self.folder(f"corrupt-{folder}")  # a folder name that does not name the file
             data = self.private_data(cwd, folder)
             damage(data / folder / "raw")
             rc, out = self.run("train.py", *GRAPH, f"dataset={folder.lower()}", f"paths.data_dir={data}", cwd=cwd)
-            self.record("mismatch", f"train.py on {label}", self.classify_error(rc, out, f"raw/{name}"),
-                        note=self.first_error(out)[:100])
+            self.record(
+                "mismatch",
+                f"train.py on {label}",
+                self.classify_error(rc, out, f"raw/{name}"),
+                note=self.first_error(out)[:100],
+            )
 
     def load_graph(self, cwd: Path, data: Path, name: str = "cora") -> tuple[str | None, str]:
         """``load_graph(name)`` of the checkout in a process of its own: ``(what it read, output)``, what it read as
         ``x <features> y <labels digest>`` (``None`` when it read nothing)."""
-        code = ("import sys, hashlib; from fsnn.data import load_graph\n"
-                "g = load_graph(sys.argv[1], data_dir=sys.argv[2], download=False)\n"
-                "print('read: x', g.x.shape[1], 'y', hashlib.sha256(g.y.numpy().tobytes()).hexdigest()[:12])\n")
-        proc = subprocess.run([sys.executable, "-c", code, name, str(data)], cwd=cwd, env=self.env(),
-                              capture_output=True, text=True, timeout=600)
+        code = (
+            "import sys, hashlib; from fsnn.data import load_graph\n"
+            "g = load_graph(sys.argv[1], data_dir=sys.argv[2], download=False)\n"
+            "print('read: x', g.x.shape[1], 'y', hashlib.sha256(g.y.numpy().tobytes()).hexdigest()[:12])\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, name, str(data)],
+            cwd=cwd,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         read = next((line for line in proc.stdout.splitlines() if line.startswith("read: ")), None)
         return read, proc.stdout + proc.stderr
 
@@ -1209,10 +1780,19 @@ class Probe:
                 path.write_bytes(pickle.dumps(Payload(str(marker))))
             read, out = self.load_graph(cwd, data)
             ran = marker.exists()
-            self.record("inputs", f"a pickle payload in Cora/processed/{file} ({form}), then load_graph",
-                        "silent" if ran else "traceback" if "Traceback" in out else
-                        "clear" if read and str(path.parent) in out else "unclear", security=ran,
-                        note="payload ran" if ran else "")
+            self.record(
+                "inputs",
+                f"a pickle payload in Cora/processed/{file} ({form}), then load_graph",
+                "silent"
+                if ran
+                else "traceback"
+                if "Traceback" in out
+                else "clear"
+                if read and str(path.parent) in out
+                else "unclear",
+                security=ran,
+                note="payload ran" if ran else "",
+            )
         cwd = self.folder("foreign-processed")
         data = self.private_data(cwd, "Cora", "CiteSeer")
         cora, _ = self.load_graph(cwd, data)
@@ -1220,10 +1800,16 @@ class Probe:
         shutil.rmtree(data / "Cora" / "processed")
         shutil.copytree(data / "CiteSeer" / "processed", data / "Cora" / "processed")
         read, out = self.load_graph(cwd, data)
-        self.record("inputs", "CiteSeer's processed cache in Cora/processed, then load_graph",
-                    "traceback" if "Traceback" in out else
-                    "clear" if read == cora and str(data / "Cora" / "processed") in out else "silent",
-                    note=f"{read} where Cora's files give {cora}" if read != cora else "")
+        self.record(
+            "inputs",
+            "CiteSeer's processed cache in Cora/processed, then load_graph",
+            "traceback"
+            if "Traceback" in out
+            else "clear"
+            if read == cora and str(data / "Cora" / "processed") in out
+            else "silent",
+            note=f"{read} where Cora's files give {cora}" if read != cora else "",
+        )
         cwd = self.folder("stale-processed")
         data = self.private_data(cwd, "Cora")
         self.load_graph(cwd, data)
@@ -1232,39 +1818,56 @@ class Probe:
         shutil.copy(data / "Cora" / "raw" / "ind.cora.ally", fresh / "Cora" / "raw" / "ind.cora.ally")
         expected, _ = self.load_graph(cwd, fresh)
         read, out = self.load_graph(cwd, data)
-        self.record("inputs", "raw labels replaced after processing, then load_graph",
-                    "traceback" if "Traceback" in out else
-                    "clear" if read == expected and str(data / "Cora" / "processed") in out else "silent",
-                    note="" if read == expected else "the graph of the old files")
+        self.record(
+            "inputs",
+            "raw labels replaced after processing, then load_graph",
+            "traceback"
+            if "Traceback" in out
+            else "clear"
+            if read == expected and str(data / "Cora" / "processed") in out
+            else "silent",
+            note="" if read == expected else "the graph of the old files",
+        )
         cwd = self.folder("nan-feature")
         data = self.private_data(cwd, "Cora")
         _edit_pickle(data / "Cora" / "raw" / "ind.cora.allx", _with_nan)
         rc, out = self.run("train.py", *GRAPH, f"paths.data_dir={data}", cwd=cwd)
-        self.record("inputs", "one NaN in the raw features, then train.py", self.classify_error(rc, out, "ind.cora"),
-                    note=self.first_error(out)[:100] or f"exit {rc}")
+        self.record(
+            "inputs",
+            "one NaN in the raw features, then train.py",
+            self.classify_error(rc, out, "ind.cora"),
+            note=self.first_error(out)[:100] or f"exit {rc}",
+        )
         if not self.fast:  # built again: a compilation
             self.truncated_extension()
         cwd = self.folder("sampler-recorded-eval")
         data = self.private_data(cwd, "Cora")
         run = self.fabricated_run(cwd, data)
         rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
-        self.record("inputs", "eval.json names the Poisson sampler that drew the spikes",
-                    _names_sampler(_read_json(run / "eval.json"), out))
+        self.record(
+            "inputs",
+            "eval.json names the Poisson sampler that drew the spikes",
+            _names_sampler(_read_json(run / "eval.json"), out),
+        )
         if not self.fast:
             cwd = self.folder("sampler-recorded-train")
             rc, out = self.train(cwd, *GRAPH)
-            self.record("inputs", "metrics.json names the Poisson sampler that drew the spikes",
-                        _names_sampler(self.metrics(self.run_dir_matching(cwd, "dataset")), out))
+            self.record(
+                "inputs",
+                "metrics.json names the Poisson sampler that drew the spikes",
+                _names_sampler(self.metrics(self.run_dir_matching(cwd, "dataset")), out),
+            )
 
     def truncated_extension(self) -> None:
         """The Poisson sampler's compiled extension, copied with its ``built`` marker into a build folder of the
         case's own, its library cut in half: then a process that draws spikes with it."""
-        find = ("from fsnn.models import poisson as p\nfrom torch.utils import cpp_extension as c\nimport os\n"
-                "ok = p.EXTENSION.unavailable_reason() is None\n"
-                "root = os.environ.get('TORCH_EXTENSIONS_DIR') or c.get_default_build_root()\n"
-                "print(root if ok else '', p.EXTENSION.build_directory() if ok else '')\n")
-        proc = subprocess.run([sys.executable, "-c", find], env=self.env(), capture_output=True, text=True,
-                              timeout=900)
+        find = (
+            "from fsnn.models import poisson as p\nfrom torch.utils import cpp_extension as c\nimport os\n"
+            "ok = p.EXTENSION.unavailable_reason() is None\n"
+            "root = os.environ.get('TORCH_EXTENSIONS_DIR') or c.get_default_build_root()\n"
+            "print(root if ok else '', p.EXTENSION.build_directory() if ok else '')\n"
+        )
+        proc = subprocess.run([sys.executable, "-c", find], env=self.env(), capture_output=True, text=True, timeout=900)
         words = proc.stdout.split()
         if proc.returncode != 0 or len(words) != 2:
             print("  (the Poisson kernels cannot be built here: no truncated-extension case)", flush=True)
@@ -1275,19 +1878,33 @@ class Probe:
         shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("lock", ".fsnn.lock"))
         library = copy / "fsnn_poisson_kernels.so"
         library.write_bytes(library.read_bytes()[: library.stat().st_size // 2])
-        code = ("import torch; from fsnn.models.poisson import poisson_encode\n"
-                "print('sampler', poisson_encode(torch.rand(40, 100), 5).sampler)\n")
+        code = (
+            "import torch; from fsnn.models.poisson import poisson_encode\n"
+            "print('sampler', poisson_encode(torch.rand(40, 100), 5).sampler)\n"
+        )
         env = {"TORCH_EXTENSIONS_DIR": str(cwd / "extensions")}
         try:
-            done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=self.env(**env), capture_output=True,
-                                  text=True, timeout=900)
+            done = subprocess.run(
+                [sys.executable, "-c", code], cwd=cwd, env=self.env(**env), capture_output=True, text=True, timeout=900
+            )
             rc, out = done.returncode, done.stdout + done.stderr
         except subprocess.TimeoutExpired:
             rc, out = None, ""
-        outcome = ("unclear" if rc is not None and rc < 0 else "traceback" if "Traceback" in out else
-                   "clear" if rc == 0 and library.name in out else "silent")
-        self.record("inputs", "a truncated compiled extension with its built marker",
-                    outcome, note=f"killed by signal {-rc}" if rc is not None and rc < 0 else out.strip()[-80:])
+        outcome = (
+            "unclear"
+            if rc is not None and rc < 0
+            else "traceback"
+            if "Traceback" in out
+            else "clear"
+            if rc == 0 and library.name in out
+            else "silent"
+        )
+        self.record(
+            "inputs",
+            "a truncated compiled extension with its built marker",
+            outcome,
+            note=f"killed by signal {-rc}" if rc is not None and rc < 0 else out.strip()[-80:],
+        )
 
 
 # a run folder made by the checkout's own functions: conf dir, run dir, "same"/"other" shape, overrides
@@ -1310,6 +1927,7 @@ if shape == "other":
 save_checkpoint({"state_dict": state}, run / "checkpoints" / "best.ckpt", result_config(cfg))
 """
 
+
 def remove_deep(top: Path) -> None:
     """Remove a tree of folders too deep for ``shutil.rmtree`` (which recurses), bottom up; nothing if absent."""
     folders = []
@@ -1330,7 +1948,6 @@ def report_record(results: Path, name: str, change: Callable[[dict], None] | Non
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(run))
     return path
-
 
 
 def _read_json(path: Path) -> dict | None:
@@ -1395,28 +2012,45 @@ class Payload:
         return (Path.touch, (Path(self.marker),))
 
 
-CATEGORIES = {"bad value": Probe.bad_values, "multirun": Probe.multirun, "checkpoint": Probe.checkpoints,
-              "cache": Probe.caches, "security": Probe.security, "runs": Probe.runs, "values": Probe.values,
-              "lifecycle": Probe.lifecycle, "confined": Probe.confined, "folders": Probe.folders,
-              "signals": Probe.signals, "library": Probe.library, "report": Probe.report,
-              "environment": Probe.environment, "mismatch": Probe.mismatch, "inputs": Probe.inputs,
-              "parameters": _snippets("parameters"), "autograd": _snippets("autograd"),
-              "registries": _snippets("registries")}
+CATEGORIES = {
+    "bad value": Probe.bad_values,
+    "multirun": Probe.multirun,
+    "checkpoint": Probe.checkpoints,
+    "cache": Probe.caches,
+    "security": Probe.security,
+    "runs": Probe.runs,
+    "values": Probe.values,
+    "lifecycle": Probe.lifecycle,
+    "confined": Probe.confined,
+    "folders": Probe.folders,
+    "signals": Probe.signals,
+    "library": Probe.library,
+    "report": Probe.report,
+    "environment": Probe.environment,
+    "mismatch": Probe.mismatch,
+    "inputs": Probe.inputs,
+    "parameters": _snippets("parameters"),
+    "autograd": _snippets("autograd"),
+    "registries": _snippets("registries"),
+}
 #: the categories whose cases (with ``--fast``) run in seconds each, without training: the test suite runs them
 FAST = ("environment", "mismatch", "inputs", "folders", "report")
 
 
 def summary(rows: list[dict]) -> str:
-    lines = ["| category | cases | clear | traceback | unclear | silent | data lost | security |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| category | cases | clear | traceback | unclear | silent | data lost | security |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     groups = {}
     for row in rows:
         groups.setdefault(row["category"], []).append(row)
     for name, group in [*groups.items(), ("all", rows)]:
         counts = Counter(r["outcome"] for r in group)
         lost, security = sum(r["lost"] for r in group), sum(r.get("security", False) for r in group)
-        lines.append(f"| {name} | {len(group)} | " + " | ".join(str(counts[o]) for o in OUTCOMES)
-                     + f" | {lost} | {security} |")
+        lines.append(
+            f"| {name} | {len(group)} | " + " | ".join(str(counts[o]) for o in OUTCOMES) + f" | {lost} | {security} |"
+        )
     return "\n".join(lines)
 
 
@@ -1425,18 +2059,29 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=HERE, help="the fsnn checkout to probe (default: this one)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "probe", help="where probe.json/md go")
     parser.add_argument("--only", nargs="+", choices=sorted(CATEGORIES), help="run only these categories")
-    parser.add_argument("--fast", action="store_true", help=f"in {', '.join(FAST)}, only the cases that train "
-                        "nothing (what the test suite runs)")
-    parser.add_argument("--values", nargs="+", metavar="OVERRIDE",
-                        help="try only these of the bad values (as listed in BAD_VALUES), e.g. on a busy machine")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help=f"in {', '.join(FAST)}, only the cases that train nothing (what the test suite runs)",
+    )
+    parser.add_argument(
+        "--values",
+        nargs="+",
+        metavar="OVERRIDE",
+        help="try only these of the bad values (as listed in BAD_VALUES), e.g. on a busy machine",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fsnn-probe-") as tmp:
         work, data = Path(tmp) / "runs", Path(tmp) / "data"
         work.mkdir()
-        subprocess.run([sys.executable, "-m", "fsnn.data.make_fixtures", str(data)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "fsnn.data.make_fixtures", str(data)],
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            stdout=subprocess.DEVNULL,
+        )
         values = BAD_VALUES if args.values is None else [v for v in BAD_VALUES if v[0] in args.values]
         if args.values is not None and len(values) != len(args.values):
             unknown = sorted(set(args.values) - {v[0] for v in values})

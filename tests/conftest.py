@@ -61,8 +61,9 @@ def run_app(script: str, *overrides: str, cwd: Path, env: dict | None = None, ti
     would, from ``cwd``; returns the CompletedProcess."""
     full_env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})}
     command = ["-m", "fsnn.report"] if script == "fsnn-report" else [str(ROOT / script)]
-    return subprocess.run([sys.executable, *command, *overrides], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *command, *overrides], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def registries() -> dict:

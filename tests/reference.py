@@ -14,8 +14,20 @@ import torch
 from fsnn.neurons.surrogate import spike
 
 
-def fsnn_neuron(x, kernel, *, tau, theta, leak=True, reset="soft", v_reset=0.0,
-                detach_reset=False, surrogate="sigmoid", scale=5.0, memory=None):
+def fsnn_neuron(
+    x,
+    kernel,
+    *,
+    tau,
+    theta,
+    leak=True,
+    reset="soft",
+    v_reset=0.0,
+    detach_reset=False,
+    surrogate="sigmoid",
+    scale=5.0,
+    memory=None,
+):
     """fsnn convention (fsnn/neurons/dynamics.py): currents convolved with ``kernel``, reset as a current."""
     T = x.shape[0]
     u_init = v_reset if reset == "hard" else 0.0
@@ -38,8 +50,7 @@ def fsnn_neuron(x, kernel, *, tau, theta, leak=True, reset="soft", v_reset=0.0,
     return torch.stack(spikes), torch.stack(potentials)
 
 
-def spikede_neuron(x, alpha, *, tau, theta, leak=True, method="pred", h=1.0, scale=5.0,
-                   surrogate="sigmoid"):
+def spikede_neuron(x, alpha, *, tau, theta, leak=True, method="pred", h=1.0, scale=5.0, surrogate="sigmoid"):
     """The official toolbox's update, in its own state form (issue text / official-toolbox.md)."""
     T = x.shape[0]
     a = float(alpha)

@@ -33,9 +33,15 @@ NEURONS = sorted(p.stem for p in (CONF / "neuron").glob("*.yaml") if p.stem != "
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
 # a tiny, fast version of the default experiment
-TINY = ["trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.limit_val_batches=2",
-        "trainer.limit_test_batches=2", "trainer.enable_progress_bar=false", "logger=none",
-        "dataset.batch_size=16"]
+TINY = [
+    "trainer.max_epochs=1",
+    "trainer.limit_train_batches=3",
+    "trainer.limit_val_batches=2",
+    "trainer.limit_test_batches=2",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+    "dataset.batch_size=16",
+]
 
 
 @pytest.fixture
@@ -145,15 +151,28 @@ def test_one_training_step_per_backbone_and_neuron(backbone, neuron, tmp_path):
     torch.manual_seed(0)
     size = 16
     neuron_kwargs = {"tau": 1.0} if neuron in ("sj_if", "fif") else {}
-    model = build_backbone(backbone, num_classes=3, in_channels=2, input_size=(size, size), neuron=neuron,
-                           neuron_kwargs=neuron_kwargs, **_tiny_backbone_kwargs(backbone))
+    model = build_backbone(
+        backbone,
+        num_classes=3,
+        in_channels=2,
+        input_size=(size, size),
+        neuron=neuron,
+        neuron_kwargs=neuron_kwargs,
+        **_tiny_backbone_kwargs(backbone),
+    )
     x = torch.rand(4, 2, 2, size, size) * 3  # [B, T, C, H, W]
     y = torch.tensor([0, 1, 2, 0])
     data = SplitDataModule(lambda: (TensorDataset(x, y),) * 3, batch_size=4)
     module = SpikingClassifier(model, 3, lambda p: torch.optim.SGD(p, lr=0.1))
     before = [p.detach().clone() for p in model.parameters()]
-    trainer = L.Trainer(fast_dev_run=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=tmp_path, accelerator="cpu")
+    trainer = L.Trainer(
+        fast_dev_run=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        accelerator="cpu",
+    )
     trainer.fit(module, datamodule=data)
     changed = sum(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert changed >= len(before) // 2  # gradients reached most parameters
@@ -174,8 +193,21 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = _metrics(tmp_path)
     assert m["status"] == "complete"
-    for key in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "firing_rates", "alphas",
-                "versions", "config", "overrides", "seed", "wall_time_s", "device", "precision"):
+    for key in (
+        "val_acc_best",
+        "val_acc_last",
+        "test_acc",
+        "test_acc_last",
+        "firing_rates",
+        "alphas",
+        "versions",
+        "config",
+        "overrides",
+        "seed",
+        "wall_time_s",
+        "device",
+        "precision",
+    ):
         assert key in m, key
     assert 0.0 <= m["test_acc"] <= 1.0
     assert m["config"]["neuron"]["name"] == "flif" and m["alphas"]
@@ -186,8 +218,14 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
 
 def test_a_default_run_prints_its_progress_and_percentages_and_no_noise(tmp_path, data_root):
     # the default logger (csv) and progress bars, shrunk to seconds
-    proc = run_app("train.py", "+smoke=vision", "logger=csv", "trainer.enable_progress_bar=true",
-                   f"paths.data_dir={data_root}", cwd=tmp_path)
+    proc = run_app(
+        "train.py",
+        "+smoke=vision",
+        "logger=csv",
+        "trainer.enable_progress_bar=true",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     for noise in ("litlogger", "LeafSpec", "FLOPs", "Warning"):  # Lightning's advert, torch's deprecation, summary
@@ -202,8 +240,14 @@ def test_a_default_run_prints_its_progress_and_percentages_and_no_noise(tmp_path
 
 def test_metrics_json_records_the_precision_lightning_ran(tmp_path, data_root):
     # Lightning runs 16-mixed on a CPU as bf16-mixed: the record says what ran, the config what was asked
-    proc = run_app("train.py", "+smoke=vision", "logger=none", "trainer.precision=16-mixed",
-                   f"paths.data_dir={data_root}", cwd=tmp_path)
+    proc = run_app(
+        "train.py",
+        "+smoke=vision",
+        "logger=none",
+        "trainer.precision=16-mixed",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = _metrics(tmp_path)
     ran = "16-mixed" if torch.cuda.is_available() else "bf16-mixed"
@@ -227,8 +271,9 @@ def test_same_seed_same_metrics(tmp_path, data_root):
 def test_missing_dataset_is_one_clear_message(tmp_path):
     empty = tmp_path / "nodata"
     empty.mkdir()
-    proc = run_app("train.py", "dataset=dvsgesture", "backbone=dvsnet", *TINY, f"paths.data_dir={empty}",
-                   cwd=tmp_path, timeout=300)
+    proc = run_app(
+        "train.py", "dataset=dvsgesture", "backbone=dvsnet", *TINY, f"paths.data_dir={empty}", cwd=tmp_path, timeout=300
+    )
     assert proc.returncode == 2
     err = proc.stderr
     assert "dvsgesture" in err.lower() and str(empty) in err
@@ -238,13 +283,22 @@ def test_missing_dataset_is_one_clear_message(tmp_path):
     assert m["status"] == "failed"
 
 
-@pytest.mark.parametrize("experiment,lacking", [
-    # the sweep selects datasets itself, and through setups (global configs) that choose them
-    ("table2_node_classification_smoke", "cora (Cora/), citeseer (CiteSeer/), pubmed (PubMed/), photo (Photo/), "
-                                         "computers (Computers/), ogbn_arxiv (ogbn_arxiv/)"),
-    ("table1_neuromorphic_smoke", "nmnist (NMNIST/), dvslip (DVSLip/), dvsgesture (DVSGesture/), "
-                                  "ncaltech101 (NCALTECH101/), hardvs (HARDVS/)"),
-])
+@pytest.mark.parametrize(
+    "experiment,lacking",
+    [
+        # the sweep selects datasets itself, and through setups (global configs) that choose them
+        (
+            "table2_node_classification_smoke",
+            "cora (Cora/), citeseer (CiteSeer/), pubmed (PubMed/), photo (Photo/), "
+            "computers (Computers/), ogbn_arxiv (ogbn_arxiv/)",
+        ),
+        (
+            "table1_neuromorphic_smoke",
+            "nmnist (NMNIST/), dvslip (DVSLip/), dvsgesture (DVSGesture/), "
+            "ncaltech101 (NCALTECH101/), hardvs (HARDVS/)",
+        ),
+    ],
+)
 def test_a_sweep_without_its_data_is_refused_once_before_any_job(tmp_path, data_root, experiment, lacking):
     data = tmp_path / "data"
     shutil.copytree(data_root / "Cora", data / "Cora")  # a dataset that is there is not listed
@@ -252,14 +306,24 @@ def test_a_sweep_without_its_data_is_refused_once_before_any_job(tmp_path, data_
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(
         f"fsnn: error: paths.data_dir: expected a folder holding the sweep's datasets, got '{data}', which lacks "
-        f"{lacking.replace('cora (Cora/), ', '')}. ")
+        f"{lacking.replace('cora (Cora/), ', '')}. "
+    )
     assert "fsnn-fixtures" in proc.stderr
     assert not list((tmp_path / "results").iterdir())  # not one job's folder
 
 
 # what a command answers without: help and a refused typo come from Hydra and the config tree alone
-HEAVY = ("torch", "lightning", "torch_geometric", "spikingjelly", "snntorch", "matplotlib", "torchvision", "tonic",
-         "scipy")
+HEAVY = (
+    "torch",
+    "lightning",
+    "torch_geometric",
+    "spikingjelly",
+    "snntorch",
+    "matplotlib",
+    "torchvision",
+    "tonic",
+    "scipy",
+)
 PROBE = """
 import json, runpy, sys
 sys.argv = [{script!r}, *{args!r}]
@@ -270,15 +334,27 @@ except SystemExit as stop:
 """
 
 
-@pytest.mark.parametrize("script,args,code", [
-    ("train.py", ["--help"], 0), ("evaluate.py", ["--help"], 0), ("train.py", ["neuron=flf"], 2),
-    ("train.py", ["-m", "neuron=flif,flf"], 2), ("train.py", ["trainer.max_epoch=3"], 2),
-    ("evaluate.py", ["study=energi"], 2),
-])
+@pytest.mark.parametrize(
+    "script,args,code",
+    [
+        ("train.py", ["--help"], 0),
+        ("evaluate.py", ["--help"], 0),
+        ("train.py", ["neuron=flf"], 2),
+        ("train.py", ["-m", "neuron=flif,flf"], 2),
+        ("train.py", ["trainer.max_epoch=3"], 2),
+        ("evaluate.py", ["study=energi"], 2),
+    ],
+)
 def test_help_and_typos_answer_before_the_heavy_libraries_load(tmp_path, script, args, code):
     probe = PROBE.format(script=str(CONF.parent / script), args=args, heavy=HEAVY)
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(CONF.parent)})
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(CONF.parent)},
+    )
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     assert answer == {"code": code, "loaded": []}, done.stderr[-2000:]
     assert (code == 0) == ("== Configuration groups ==" in done.stdout)
@@ -294,9 +370,20 @@ def test_unknown_group_option_lists_choices(tmp_path):
 
 @pytest.mark.slow
 def test_dvsgesture_fixture_epoch_and_evaluate(tmp_path, data_root):
-    proc = run_app("train.py", "dataset=dvsgesture", "backbone=dvsnet", "neuron=flif", "backbone.channels=8",
-                   "dataset.batch_size=4", "dataset.num_workers=0", "trainer.max_epochs=1", "logger=none",
-                   "trainer.enable_progress_bar=false", f"paths.data_dir={data_root}", cwd=tmp_path)
+    proc = run_app(
+        "train.py",
+        "dataset=dvsgesture",
+        "backbone=dvsnet",
+        "neuron=flif",
+        "backbone.channels=8",
+        "dataset.batch_size=4",
+        "dataset.num_workers=0",
+        "trainer.max_epochs=1",
+        "logger=none",
+        "trainer.enable_progress_bar=false",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = _metrics(tmp_path)
     assert m["status"] == "complete" and m["epochs"] == 1
@@ -307,16 +394,28 @@ def test_dvsgesture_fixture_epoch_and_evaluate(tmp_path, data_root):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args,metric", [
-    (["experiment=graph_demo"], "acc"),
-    (["dataset=cora", "backbone=drsgnn", "backbone.pe=random_walk", "neuron.dt=0.1"], "acc"),
-    (["dataset=photo", "backbone=msg", "neuron=fif"], "acc"),
-    (["dataset=computers", "backbone=msg", "neuron=fif", "task=link"], "auc"),
-    (["dataset=ogbn_arxiv", "backbone=sgcn", "neuron=sj_lif"], "acc"),
-])
+@pytest.mark.parametrize(
+    "args,metric",
+    [
+        (["experiment=graph_demo"], "acc"),
+        (["dataset=cora", "backbone=drsgnn", "backbone.pe=random_walk", "neuron.dt=0.1"], "acc"),
+        (["dataset=photo", "backbone=msg", "neuron=fif"], "acc"),
+        (["dataset=computers", "backbone=msg", "neuron=fif", "task=link"], "auc"),
+        (["dataset=ogbn_arxiv", "backbone=sgcn", "neuron=sj_lif"], "acc"),
+    ],
+)
 def test_graph_runs_on_fixtures(tmp_path, data_root, args, metric):
-    proc = run_app("train.py", *args, "trainer.max_epochs=1", "dataset.T=5", "dataset.test_repeats=2", "logger=none",
-                   "trainer.enable_progress_bar=false", f"paths.data_dir={data_root}", cwd=tmp_path)
+    proc = run_app(
+        "train.py",
+        *args,
+        "trainer.max_epochs=1",
+        "dataset.T=5",
+        "dataset.test_repeats=2",
+        "logger=none",
+        "trainer.enable_progress_bar=false",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     task = "graph_demo" if "experiment=graph_demo" in args else "train"
     m = _metrics(tmp_path, task)
@@ -329,10 +428,13 @@ def test_graph_runs_on_fixtures(tmp_path, data_root, args, metric):
 @pytest.mark.slow
 def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     # the whole Table 1 sweep shape (every setting x neuron) on fixtures, then the table from its metrics
-    proc = run_app("train.py", "experiment=table1_neuromorphic_smoke", f"paths.data_dir={data_root}", cwd=tmp_path,
-                   timeout=1500)
+    proc = run_app(
+        "train.py", "experiment=table1_neuromorphic_smoke", f"paths.data_dir={data_root}", cwd=tmp_path, timeout=1500
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    runs = [json.loads(p.read_text()) for p in (tmp_path / "results" / "table1_neuromorphic_smoke").glob("*/metrics.json")]
+    runs = [
+        json.loads(p.read_text()) for p in (tmp_path / "results" / "table1_neuromorphic_smoke").glob("*/metrics.json")
+    ]
     assert len(runs) == 8 * 4 and all(r["status"] == "complete" for r in runs)
     from fsnn.report.tables import make_tables
 
@@ -343,8 +445,15 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
 
     # the energy table from the layer-wise count of one Spikformer run
     run = tmp_path / "results" / "table1_neuromorphic_smoke" / "neuron-flif+seed-0+setup-dvsgesture_transformer"
-    proc = run_app("evaluate.py", f"run_dir={run}", "study=energy", f"paths.data_dir={data_root}", cwd=tmp_path,
-                   timeout=300, env={"FSNN_DATA_VERIFY": "0"})
+    proc = run_app(
+        "evaluate.py",
+        f"run_dir={run}",
+        "study=energy",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=300,
+        env={"FSNN_DATA_VERIFY": "0"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "E_overall" in proc.stdout and (run / "energy.json").exists()
     make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
@@ -354,8 +463,13 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
 
 @pytest.mark.slow
 def test_table2_smoke_sweep_then_table(tmp_path, data_root):
-    proc = run_app("train.py", "experiment=table2_node_classification_smoke", f"paths.data_dir={data_root}",
-                   cwd=tmp_path, timeout=1500)
+    proc = run_app(
+        "train.py",
+        "experiment=table2_node_classification_smoke",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=1500,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = list((tmp_path / "results" / "table2_node_classification_smoke").glob("*/metrics.json"))
     assert len(runs) == 6 * 2 * 4

@@ -35,8 +35,9 @@ def neuron(engine: str, **options) -> FractionalLIF:
     if engine == "cpp" and (reason := cpu_kernels.unavailable_reason()) is not None:
         pytest.skip(f"engine='cpp' cannot run here: {reason}")
     kind = dict(convention="spikede") if engine == "spikede" else dict(engine=engine)
-    m = FractionalLIF(alpha=0.6, tau=1.7, surrogate="piecewise_linear", surrogate_scale=1e-4, detach_reset=True,
-                      **kind, **options)
+    m = FractionalLIF(
+        alpha=0.6, tau=1.7, surrogate="piecewise_linear", surrogate_scale=1e-4, detach_reset=True, **kind, **options
+    )
     m.block = 5  # several blocks at T = 9 and 64 (and the SOE head stays 9: min(soe_head, 2 block)): the engines' far-field history is exercised too
     return m.double()
 
@@ -46,10 +47,16 @@ def currents(T: int, seed: int = 3) -> torch.Tensor:
     return torch.randn(T, 2, 3, generator=g, dtype=torch.float64) * 0.8 + 1.2
 
 
-@pytest.mark.parametrize("engine, flag, T", [
-    # the interpreter runs a Triton kernel step by step in NumPy: ~30 s a case at T = 64
-    pytest.param(e, f, T, marks=[pytest.mark.slow] if (e, T) == ("triton", 64) else [])
-    for e in ENGINES for f in FLAGS for T in STEPS])
+@pytest.mark.parametrize(
+    "engine, flag, T",
+    [
+        # the interpreter runs a Triton kernel step by step in NumPy: ~30 s a case at T = 64
+        pytest.param(e, f, T, marks=[pytest.mark.slow] if (e, T) == ("triton", 64) else [])
+        for e in ENGINES
+        for f in FLAGS
+        for T in STEPS
+    ],
+)
 def test_gradcheck_every_engine_flag_and_length(engine, flag, T):
     m = neuron(engine, **({} if flag == "none" else {flag: True}))
     names = [n for n, _ in m.named_parameters()]
@@ -93,8 +100,11 @@ def test_torch_func_transforms_are_refused_in_one_line():
     m = FractionalLIF()
     x = torch.rand(3, 4, 2, 5)
     for transform in (torch.func.vmap(m), torch.func.grad(lambda x: m(x).sum())):
-        with pytest.raises(TypeError, match=r"^FractionalLIF does not run under torch.func transforms \(vmap, "
-                                            r"grad, jacrev, \.\.\.\); use loss.backward\(\).*\[T, B \* V, \.\.\.\]$"):
+        with pytest.raises(
+            TypeError,
+            match=r"^FractionalLIF does not run under torch.func transforms \(vmap, "
+            r"grad, jacrev, \.\.\.\); use loss.backward\(\).*\[T, B \* V, \.\.\.\]$",
+        ):
             transform(x)
 
 
@@ -102,8 +112,11 @@ def test_jit_script_is_refused_in_one_line():
     model = torch.nn.Sequential(torch.nn.Linear(5, 5), FractionalLIF())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script is deprecated
-        with pytest.raises(TypeError, match=r"^torch.jit.script cannot compile FractionalLIF \(.*\); call the "
-                                            r"module eagerly$"):
+        with pytest.raises(
+            TypeError,
+            match=r"^torch.jit.script cannot compile FractionalLIF \(.*\); call the "
+            r"module eagerly$",
+        ):
             torch.jit.script(model)
 
 
@@ -114,9 +127,12 @@ def test_a_second_derivative_is_refused_in_one_line(engine):
     m = neuron(engine, learn_tau=True)
     x = currents(6).requires_grad_()
     spikes, v = m(x, return_state=True)
-    with pytest.raises(RuntimeError, match=r"^the backward of fsnn's fractional neurons \(FractionalLIF, FractionalIF, "
-                                           r"every engine of convention='fsnn'\) is differentiable once: "
-                                           r"create_graph=True through it \(for a second derivative"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^the backward of fsnn's fractional neurons \(FractionalLIF, FractionalIF, "
+        r"every engine of convention='fsnn'\) is differentiable once: "
+        r"create_graph=True through it \(for a second derivative",
+    ):
         torch.autograd.grad(v.square().sum() + spikes.sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="is differentiable once"):
         torch.autograd.gradgradcheck(lambda x: m(x, return_state=True)[1], (currents(3).requires_grad_(),))
@@ -153,8 +169,13 @@ def test_torch_compile_runs_a_network_with_a_graph_break_at_each_neuron():
     from torch._dynamo.utils import counters
 
     torch.manual_seed(1)  # both neuron layers fire
-    net = torch.nn.Sequential(torch.nn.Linear(3, 4), FractionalLIF(learn_tau=True), torch.nn.Linear(4, 4),
-                              FractionalLIF(alpha=0.7, engine="direct", threshold=0.1), torch.nn.Linear(4, 2))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(3, 4),
+        FractionalLIF(learn_tau=True),
+        torch.nn.Linear(4, 4),
+        FractionalLIF(alpha=0.7, engine="direct", threshold=0.1),
+        torch.nn.Linear(4, 2),
+    )
     x = torch.rand(5, 2, 3) * 6
     graphs = []
 

@@ -39,9 +39,14 @@ def _assert_same(a, b):
 
 # ------------------------------------------------------------------------------------- agreement with the raw libraries
 def _raw_sj(adapter):
-    kw = dict(v_threshold=adapter.threshold, v_reset=adapter.v_reset,
-              surrogate_function=copy.deepcopy(adapter.node.surrogate_function),
-              detach_reset=adapter.node.detach_reset, step_mode="m", store_v_seq=True)
+    kw = dict(
+        v_threshold=adapter.threshold,
+        v_reset=adapter.v_reset,
+        surrogate_function=copy.deepcopy(adapter.node.surrogate_function),
+        detach_reset=adapter.node.detach_reset,
+        step_mode="m",
+        store_v_seq=True,
+    )
     if isinstance(adapter, SJLIF):
         return sj_neuron.LIFNode(tau=adapter.tau, decay_input=adapter.node.decay_input, **kw)
     if isinstance(adapter, SJPLIF):
@@ -55,15 +60,18 @@ def _drive_sj(node, x):
 
 
 @pytest.mark.parametrize("surrogate", SURROGATE_NAMES)
-@pytest.mark.parametrize("cls,kw", [
-    (SJLIF, dict(reset="hard")),
-    (SJLIF, dict(reset="soft", tau=3.0, decay_input=False, detach_reset=True)),
-    (SJLIF, dict(reset="hard", v_reset=-0.25, threshold=0.75, surrogate_scale=0.5)),
-    (SJIF, dict(reset="hard")),
-    (SJIF, dict(reset="soft", detach_reset=True, surrogate_scale=3.0)),
-    (SJPLIF, dict(reset="soft", tau=3.0)),
-    (SJPLIF, dict(reset="hard", decay_input=False, threshold=0.75)),
-])
+@pytest.mark.parametrize(
+    "cls,kw",
+    [
+        (SJLIF, dict(reset="hard")),
+        (SJLIF, dict(reset="soft", tau=3.0, decay_input=False, detach_reset=True)),
+        (SJLIF, dict(reset="hard", v_reset=-0.25, threshold=0.75, surrogate_scale=0.5)),
+        (SJIF, dict(reset="hard")),
+        (SJIF, dict(reset="soft", detach_reset=True, surrogate_scale=3.0)),
+        (SJPLIF, dict(reset="soft", tau=3.0)),
+        (SJPLIF, dict(reset="hard", decay_input=False, threshold=0.75)),
+    ],
+)
 def test_sj_adapters_match_raw_node(cls, kw, surrogate):
     adapter = cls(surrogate=surrogate, **kw)
     raw = _raw_sj(adapter)
@@ -80,18 +88,26 @@ def test_sj_adapters_match_raw_node(cls, kw, surrogate):
 
 
 @pytest.mark.parametrize("surrogate", SURROGATE_NAMES)
-@pytest.mark.parametrize("kw", [
-    dict(reset="soft"),
-    dict(reset="hard", tau=4.0, threshold=0.8, reset_delay=True),
-    dict(reset="soft", reset_delay=True, surrogate_scale=0.5),
-    dict(reset="hard", surrogate_scale=3.0),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(reset="soft"),
+        dict(reset="hard", tau=4.0, threshold=0.8, reset_delay=True),
+        dict(reset="soft", reset_delay=True, surrogate_scale=0.5),
+        dict(reset="hard", surrogate_scale=3.0),
+    ],
+)
 def test_snntorch_adapter_matches_raw_leaky_loop(kw, surrogate):
     adapter = SnnTorchLeaky(surrogate=surrogate, **kw)
     leaky = adapter.leaky
     assert math.isclose(float(leaky.beta), 1.0 - 1.0 / adapter.tau, rel_tol=1e-6)
-    raw = snntorch.Leaky(beta=leaky.beta.clone(), threshold=adapter.threshold, spike_grad=leaky.spike_grad,
-                         reset_mechanism=leaky.reset_mechanism, reset_delay=leaky.reset_delay)
+    raw = snntorch.Leaky(
+        beta=leaky.beta.clone(),
+        threshold=adapter.threshold,
+        spike_grad=leaky.spike_grad,
+        reset_mechanism=leaky.reset_mechanism,
+        reset_delay=leaky.reset_delay,
+    )
 
     def drive(z):
         mem, spikes, mems = torch.zeros_like(z[0]), [], []
@@ -134,8 +150,16 @@ def test_plif_learns_its_time_constant():
     assert plif.tau < 3.0
 
 
-@pytest.mark.parametrize("make", [lambda: SJLIF(), lambda: SJPLIF(tau=3.0), lambda: SJIF(reset="hard"),
-                                  lambda: SnnTorchLeaky(), lambda: SnnTorchLeaky(surrogate="arctan")])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SJLIF(),
+        lambda: SJPLIF(tau=3.0),
+        lambda: SJIF(reset="hard"),
+        lambda: SnnTorchLeaky(),
+        lambda: SnnTorchLeaky(surrogate="arctan"),
+    ],
+)
 def test_single_step_equals_the_multi_step_call(make):
     # what a recurrent layer relies on: stepping keeps the state, and leaves nothing behind
     adapter = make()
@@ -153,8 +177,16 @@ def test_single_step_equals_the_multi_step_call(make):
 
 
 # ------------------------------------------------------------------------------------------------------ state isolation
-@pytest.mark.parametrize("make", [lambda: SJLIF(), lambda: SJIF(reset="soft"), lambda: SnnTorchLeaky(),
-                                  lambda: SJLIF(surrogate="piecewise_linear"), lambda: SJPLIF()])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SJLIF(),
+        lambda: SJIF(reset="soft"),
+        lambda: SnnTorchLeaky(),
+        lambda: SJLIF(surrogate="piecewise_linear"),
+        lambda: SJPLIF(),
+    ],
+)
 def test_consecutive_calls_are_independent(make):
     adapter, fresh = make(), make()
     x1, x2 = _inputs((5, 3, 4), seed=1)[0], _inputs((5, 7, 4), seed=2)[0]
@@ -176,11 +208,14 @@ def _formula(name, x, scale):
         return (scale / 2.0) / (1.0 + (math.pi * scale * x / 2.0) ** 2)
     if name == "piecewise_linear":
         return (x.abs() <= scale).double() / (2.0 * scale)
-    return torch.exp(-x ** 2 / (2.0 * scale ** 2)) / (scale * math.sqrt(2.0 * math.pi))
+    return torch.exp(-(x**2) / (2.0 * scale**2)) / (scale * math.sqrt(2.0 * math.pi))
 
 
-@pytest.mark.parametrize("make", [lambda **kw: SJIF(**kw), lambda **kw: SJLIF(decay_input=False, **kw),
-                                  lambda **kw: SnnTorchLeaky(**kw)], ids=["SJIF", "SJLIF", "SnnTorchLeaky"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda **kw: SJIF(**kw), lambda **kw: SJLIF(decay_input=False, **kw), lambda **kw: SnnTorchLeaky(**kw)],
+    ids=["SJIF", "SJLIF", "SnnTorchLeaky"],
+)
 @pytest.mark.parametrize("scale", [None, 0.5, 2.0])
 @pytest.mark.parametrize("name", SURROGATE_NAMES)
 def test_surrogate_backward_matches_formula(make, name, scale):
@@ -204,26 +239,29 @@ def test_heaviside_tie_break():
 
 
 # --------------------------------------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("cls,kw,param", [
-    (SJLIF, dict(surrogate="relu"), "surrogate"),
-    (SJIF, dict(surrogate="ATan"), "surrogate"),
-    (SnnTorchLeaky, dict(surrogate="fast_sigmoid"), "surrogate"),
-    (SJLIF, dict(surrogate_scale=0.0), "surrogate_scale"),
-    (SnnTorchLeaky, dict(surrogate_scale=-1.0), "surrogate_scale"),
-    (SJLIF, dict(reset="subtract"), "reset"),
-    (SJIF, dict(reset=None), "reset"),
-    (SnnTorchLeaky, dict(reset="zero"), "reset"),
-    (SJLIF, dict(threshold=0.0), "threshold"),
-    (SJIF, dict(threshold=-1.0), "threshold"),
-    (SnnTorchLeaky, dict(threshold=float("nan")), "threshold"),
-    (SJLIF, dict(tau=1.0), "tau"),
-    (SJLIF, dict(tau=0.5), "tau"),
-    (SnnTorchLeaky, dict(tau=1.0), "tau"),
-    (SnnTorchLeaky, dict(tau=float("inf")), "tau"),
-    (SJIF, dict(tau=2.0), "tau"),
-    (SJLIF, dict(v_reset=float("nan")), "v_reset"),
-    (SJPLIF, dict(tau=1.0), "tau"),
-])
+@pytest.mark.parametrize(
+    "cls,kw,param",
+    [
+        (SJLIF, dict(surrogate="relu"), "surrogate"),
+        (SJIF, dict(surrogate="ATan"), "surrogate"),
+        (SnnTorchLeaky, dict(surrogate="fast_sigmoid"), "surrogate"),
+        (SJLIF, dict(surrogate_scale=0.0), "surrogate_scale"),
+        (SnnTorchLeaky, dict(surrogate_scale=-1.0), "surrogate_scale"),
+        (SJLIF, dict(reset="subtract"), "reset"),
+        (SJIF, dict(reset=None), "reset"),
+        (SnnTorchLeaky, dict(reset="zero"), "reset"),
+        (SJLIF, dict(threshold=0.0), "threshold"),
+        (SJIF, dict(threshold=-1.0), "threshold"),
+        (SnnTorchLeaky, dict(threshold=float("nan")), "threshold"),
+        (SJLIF, dict(tau=1.0), "tau"),
+        (SJLIF, dict(tau=0.5), "tau"),
+        (SnnTorchLeaky, dict(tau=1.0), "tau"),
+        (SnnTorchLeaky, dict(tau=float("inf")), "tau"),
+        (SJIF, dict(tau=2.0), "tau"),
+        (SJLIF, dict(v_reset=float("nan")), "v_reset"),
+        (SJPLIF, dict(tau=1.0), "tau"),
+    ],
+)
 def test_bad_arguments_raise_value_error(cls, kw, param):
     with pytest.raises(ValueError, match=param) as err:
         cls(**kw)
@@ -234,9 +272,16 @@ def test_bad_arguments_raise_value_error(cls, kw, param):
 
 
 @pytest.mark.parametrize("cls", [SJLIF, SJIF, SnnTorchLeaky])
-@pytest.mark.parametrize("x", [torch.ones(5), torch.tensor([[0.0, float("nan")]]),
-                               torch.tensor([[float("inf"), 0.0]]), torch.ones(2, 3, dtype=torch.long)],
-                         ids=["rank1", "nan", "inf", "int"])
+@pytest.mark.parametrize(
+    "x",
+    [
+        torch.ones(5),
+        torch.tensor([[0.0, float("nan")]]),
+        torch.tensor([[float("inf"), 0.0]]),
+        torch.ones(2, 3, dtype=torch.long),
+    ],
+    ids=["rank1", "nan", "inf", "int"],
+)
 def test_bad_input_raises_value_error(cls, x):
     with pytest.raises(ValueError, match="x must"):
         cls()(x)
@@ -253,8 +298,15 @@ def test_integer_hyperparameters_are_cast_to_float():
 
 # ------------------------------------------------------------------------------------------------- shape and dtype
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("make", [lambda: SJLIF(), lambda: SJIF(surrogate="gaussian"),
-                                  lambda: SnnTorchLeaky(), lambda: SnnTorchLeaky(surrogate="piecewise_linear")])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SJLIF(),
+        lambda: SJIF(surrogate="gaussian"),
+        lambda: SnnTorchLeaky(),
+        lambda: SnnTorchLeaky(surrogate="piecewise_linear"),
+    ],
+)
 def test_shape_and_dtype_preserved_for_5d_input(make, dtype):
     x = (torch.randn(3, 2, 2, 4, 4) * 2).to(dtype)
     spikes, v = make()(x, return_state=True)

@@ -26,21 +26,24 @@ def test_welch_interval_and_detectable_difference_by_hand():
     assert high - low == pytest.approx(2 * t.ppf(0.975, nu) * (va + vb) ** 0.5)
 
 
-@pytest.mark.parametrize("a, b, claim, verdict, reason", [
-    ([1, 2, 3], [0, 1, 2], 5.0, "rejected", "the claimed +5.00 lies above the 95% interval [-1.27, +3.27]"),
-    ([1, 2, 3], [0, 1, 2], 2.0, "inconclusive", "contains both 0 and the claimed +2.00"),
-    ([10, 11, 12], [0, 1, 2], 10.0, "confirmed", "contains the claimed +10.00 and excludes 0"),
-    ([10, 11, 12], [0, 1, 2], 5.0, "rejected", "the claimed +5.00 lies below"),
-    ([0, 1, 2], [10, 11, 12], -10.0, "confirmed", "excludes 0"),  # a claim that the baseline is ahead
-    ([2, 2], [1, 1], 1.0, "confirmed", "[+1.00, +1.00]"),  # constant sides: a zero-width interval
-    ([2, 2], [1, 1], 2.0, "rejected", "lies above"),
-    # the direction alone
-    ([10, 11, 12], [0, 1, 2], None, "confirmed", "lies above 0"),
-    ([0, 1, 2], [10, 11, 12], None, "rejected", "holds no positive difference"),
-    ([1, 2, 3], [0, 1, 2], None, "inconclusive", "contains 0"),
-    # too few runs to decide anything
-    ([1], [0, 1, 2], 5.0, "inconclusive", "fewer than 2 runs on a side (n = 1 and 3)"),
-])
+@pytest.mark.parametrize(
+    "a, b, claim, verdict, reason",
+    [
+        ([1, 2, 3], [0, 1, 2], 5.0, "rejected", "the claimed +5.00 lies above the 95% interval [-1.27, +3.27]"),
+        ([1, 2, 3], [0, 1, 2], 2.0, "inconclusive", "contains both 0 and the claimed +2.00"),
+        ([10, 11, 12], [0, 1, 2], 10.0, "confirmed", "contains the claimed +10.00 and excludes 0"),
+        ([10, 11, 12], [0, 1, 2], 5.0, "rejected", "the claimed +5.00 lies below"),
+        ([0, 1, 2], [10, 11, 12], -10.0, "confirmed", "excludes 0"),  # a claim that the baseline is ahead
+        ([2, 2], [1, 1], 1.0, "confirmed", "[+1.00, +1.00]"),  # constant sides: a zero-width interval
+        ([2, 2], [1, 1], 2.0, "rejected", "lies above"),
+        # the direction alone
+        ([10, 11, 12], [0, 1, 2], None, "confirmed", "lies above 0"),
+        ([0, 1, 2], [10, 11, 12], None, "rejected", "holds no positive difference"),
+        ([1, 2, 3], [0, 1, 2], None, "inconclusive", "contains 0"),
+        # too few runs to decide anything
+        ([1], [0, 1, 2], 5.0, "inconclusive", "fewer than 2 runs on a side (n = 1 and 3)"),
+    ],
+)
 def test_decide(a, b, claim, verdict, reason):
     decision = claims.decide(a, b, claim)
     assert decision.verdict == verdict
@@ -61,15 +64,21 @@ def _table(runs, table_id=T2.replace("table2_", "")):
 
 
 def test_claims_of_table2_pair_the_fractional_neuron_with_each_first_order_one():
-    runs = [_record(T2, f"{n}{s}", dataset, "sgcn", n, s, acc + 0.001 * s)
-            for dataset in ("cora", "photo") for n, acc in (("flif", 0.86), ("sj_lif", 0.85), ("lif", 0.85))
-            for s in range(3)]
+    runs = [
+        _record(T2, f"{n}{s}", dataset, "sgcn", n, s, acc + 0.001 * s)
+        for dataset in ("cora", "photo")
+        for n, acc in (("flif", 0.86), ("sj_lif", 0.85), ("lif", 0.85))
+        for s in range(3)
+    ]
     spec, table = _table(runs)
     found = claims.claims(spec, table)
     pairs = [(c["setting"], c["baseline"]) for c in found]
     # Photo's f-LIF cell is fsnn LIF's runs (alpha = 1.0): no pair of a cell with itself; Cora has both baselines
-    assert pairs == [("Cora / SGCN", "LIF (SpikingJelly)"), ("Cora / SGCN", "LIF (fsnn, alpha = 1)"),
-                     ("Photo / SGCN", "LIF (SpikingJelly)")]
+    assert pairs == [
+        ("Cora / SGCN", "LIF (SpikingJelly)"),
+        ("Cora / SGCN", "LIF (fsnn, alpha = 1)"),
+        ("Photo / SGCN", "LIF (SpikingJelly)"),
+    ]
     cora_sj, cora_lif = found[0], found[1]
     assert cora_sj["paper"] == [88.08, 81.81] and cora_sj["size"].claim == pytest.approx(6.27)
     assert cora_sj["size"].diff == pytest.approx(1.0)
@@ -77,8 +86,10 @@ def test_claims_of_table2_pair_the_fractional_neuron_with_each_first_order_one()
     assert claims.tally(found) == {"confirmed": 0, "rejected": 2, "inconclusive": 0}
     text = claims.claims_markdown(table, found)
     # std 0.1 points on each side: SE = 0.1 sqrt(2/3), nu = 4, half-width 2.776 SE = 0.23, detectable 3.717 SE = 0.30
-    assert "| Cora / SGCN | LIF (SpikingJelly) | 3 / 3 | +1.00 | [+0.77, +1.23] | +6.27 | 0.30 | rejected | confirmed |" \
+    assert (
+        "| Cora / SGCN | LIF (SpikingJelly) | 3 / 3 | +1.00 | [+0.77, +1.23] | +6.27 | 0.30 | rejected | confirmed |"
         in text
+    )
     assert "| Cora / SGCN | LIF (fsnn, alpha = 1) | 3 / 3 | +1.00 |" in text and "not claimed" in text
 
 

@@ -105,8 +105,9 @@ print("OK", len(builds), marker["size"] == real.stat().st_size, module.splitmix6
 """
 
 
-@pytest.mark.parametrize("how, builds", [("whole", 0), ("truncated", 1), ("legacy marker", 0),
-                                         ("legacy marker, truncated", 1)])
+@pytest.mark.parametrize(
+    "how, builds", [("whole", 0), ("truncated", 1), ("legacy marker", 0), ("legacy marker, truncated", 1)]
+)
 def test_a_damaged_build_is_built_again_not_imported(tmp_path, how, builds):
     """A library cut short under its ``built`` marker would kill every process that maps it with SIGBUS: it is
     checked against the size and SHA-256 its marker records (an older marker without them: against its own ELF
@@ -116,8 +117,13 @@ def test_a_damaged_build_is_built_again_not_imported(tmp_path, how, builds):
 
     if (reason := poisson.EXTENSION.unavailable_reason()) is not None:
         pytest.skip(f"the Poisson kernels cannot be built here: {reason}")
-    proc = subprocess.run([sys.executable, "-c", DAMAGE, str(tmp_path / "builds"), how], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [sys.executable, "-c", DAMAGE, str(tmp_path / "builds"), how],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[:3] == ["OK", str(builds), "True"]
     assert ("building them again" in proc.stderr) == (builds == 1)

@@ -23,13 +23,36 @@ from fsnn.records import NAME_MAX, fitting_name
 from fsnn.suite.config import check_config
 from fsnn.suite.run import run_dir_name
 
-TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
-        "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
+TINY = [
+    "trainer.max_epochs=2",
+    "trainer.limit_train_batches=3",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+    "dataset.batch_size=16",
+]
 # what a DVS run of the paper's settings is typed with: 18 overrides, 327 characters of folder name unshortened
-DVS = ["dataset=dvsgesture", "backbone=dvsnet", "neuron=flif", "dataset.T=16", "dataset.size=128",
-       "dataset.batch_size=16", "backbone.channels=128", "neuron.alpha=0.5", "neuron.tau=2.0", "neuron.memory=64",
-       "neuron.learn_alpha=true", "neuron.learn_tau=true", "optimizer=adamw", "optimizer.lr=0.001",
-       "optimizer.weight_decay=0.0001", "trainer.max_epochs=200", "scheduler=cosine", "seed=3"]
+DVS = [
+    "dataset=dvsgesture",
+    "backbone=dvsnet",
+    "neuron=flif",
+    "dataset.T=16",
+    "dataset.size=128",
+    "dataset.batch_size=16",
+    "backbone.channels=128",
+    "neuron.alpha=0.5",
+    "neuron.tau=2.0",
+    "neuron.memory=64",
+    "neuron.learn_alpha=true",
+    "neuron.learn_tau=true",
+    "optimizer=adamw",
+    "optimizer.lr=0.001",
+    "optimizer.weight_decay=0.0001",
+    "trainer.max_epochs=200",
+    "scheduler=cosine",
+    "seed=3",
+]
 
 
 def _sweep_jobs(*overrides: str) -> list[list[str]]:
@@ -47,15 +70,18 @@ def test_a_single_run_and_a_sweep_of_one_configuration_render_one_folder():
 
 
 def test_a_repeated_key_keeps_its_last_value_in_the_folder_name():
-    assert (run_dir_name(None, ["trainer.limit_train_batches=2", "seed=1", "trainer.limit_train_batches=4"])
-            == run_dir_name(None, ["seed=1", "trainer.limit_train_batches=4"])
-            == "seed-1+trainer.limit_train_batches-4")
+    assert (
+        run_dir_name(None, ["trainer.limit_train_batches=2", "seed=1", "trainer.limit_train_batches=4"])
+        == run_dir_name(None, ["seed=1", "trainer.limit_train_batches=4"])
+        == "seed-1+trainer.limit_train_batches-4"
+    )
 
 
 def _committed_records() -> list[Path]:
     try:
-        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "results"], capture_output=True, text=True,
-                                check=True).stdout.split()
+        listed = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-files", "results"], capture_output=True, text=True, check=True
+        ).stdout.split()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     return [ROOT / p for p in listed if p.endswith("/metrics.json") and "/previous." not in p]
@@ -90,11 +116,19 @@ def test_a_name_too_long_for_a_folder_becomes_its_start_and_a_hash():
 
 
 # -- config values that become folders ----------------------------------------------------------------------------
-@pytest.mark.parametrize("override, key", [
-    ("task_name=../../outside", "task_name"), ("task_name=..", "task_name"), ("task_name=a/b", "task_name"),
-    ("task_name=" + "t" * 256, "task_name"), ("run_name=..", "run_name"), ("run_name=.", "run_name"),
-    ("logger.name=../../outside", "logger.name"), ("+logger.version=../v", "logger.version"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("task_name=../../outside", "task_name"),
+        ("task_name=..", "task_name"),
+        ("task_name=a/b", "task_name"),
+        ("task_name=" + "t" * 256, "task_name"),
+        ("run_name=..", "run_name"),
+        ("run_name=.", "run_name"),
+        ("logger.name=../../outside", "logger.name"),
+        ("+logger.version=../v", "logger.version"),
+    ],
+)
 def test_a_name_that_would_leave_its_folder_is_refused_naming_its_key(compose_cfg, tmp_path, override, key):
     cfg = compose_cfg(override, f"paths.results_dir={tmp_path / 'results'}")
     with pytest.raises(ConfigError, match=rf"^{key}: expected (null or )?a folder name"):
@@ -107,8 +141,14 @@ def test_a_run_name_with_a_slash_stays_one_folder():
 
 def test_the_run_name_and_task_name_through_train_py_are_refused_before_any_folder(tmp_path):
     for override, key in (("task_name=../../outside", "task_name"), ("run_name=..", "run_name")):
-        proc = subprocess.run([sys.executable, str(ROOT / "train.py"), override], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "train.py"), override],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         assert proc.returncode == 2 and proc.stderr.startswith(f"fsnn: error: {key}: expected"), proc.stderr[-2000:]
         assert len(proc.stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "outside").exists()
@@ -121,10 +161,19 @@ def test_a_checkpoints_stored_paths_name_files_of_its_own_folder(tmp_path):
     folder = tmp_path / "run" / "checkpoints"
     callback = RelativeModelCheckpoint(dirpath=folder, filename="best", monitor="val/acc", mode="max")
     # a crafted checkpoint: Lightning deletes the replaced best file when a better epoch comes
-    callback.load_state_dict({"dirpath": ".", "best_model_score": 0.5, "best_model_path": "../../../victim",
-                              "kth_best_model_path": "/etc/passwd", "kth_value": 0.5, "last_model_path": "..",
-                              "best_k_models": {"../../victim": 0.5, "best.ckpt": 0.4}, "current_score": 0.5,
-                              "monitor": "val/acc"})
+    callback.load_state_dict(
+        {
+            "dirpath": ".",
+            "best_model_score": 0.5,
+            "best_model_path": "../../../victim",
+            "kth_best_model_path": "/etc/passwd",
+            "kth_value": 0.5,
+            "last_model_path": "..",
+            "best_k_models": {"../../victim": 0.5, "best.ckpt": 0.4},
+            "current_score": 0.5,
+            "monitor": "val/acc",
+        }
+    )
     paths = [callback.best_model_path, callback.kth_best_model_path, *callback.best_k_models]
     assert all(Path(p).parent == folder for p in paths), paths
     assert callback.last_model_path == ""
@@ -153,12 +202,34 @@ def test_a_robustness_figure_is_named_inside_its_folder(tmp_path):
     run = tmp_path / "results" / "table2_node_classification" / "run"
     run.mkdir(parents=True)
     config = {"dataset": {"name": "../../../outside/x"}, "backbone": {"name": "dvsnet"}, "neuron": {"name": "flif"}}
-    (run / "metrics.json").write_text(json.dumps({
-        "status": "complete", "metric": "acc", "metric_unit": "fraction", "test_acc": 0.5, "val_acc_best": 0.5,
-        "recipe": "matched", "seed": 0, "epochs": 1, "task": "table2_node_classification", "config": config}))
-    (run / "robustness.json").write_text(json.dumps({
-        "robustness": "events", "metric": "acc", "metric_unit": "fraction", "clean": 0.5, "config": config,
-        "corruptions": {"event_drop": {"levels": [0.1, 0.2], "acc": [0.4, 0.3], "score": 70.0}}}))
+    (run / "metrics.json").write_text(
+        json.dumps(
+            {
+                "status": "complete",
+                "metric": "acc",
+                "metric_unit": "fraction",
+                "test_acc": 0.5,
+                "val_acc_best": 0.5,
+                "recipe": "matched",
+                "seed": 0,
+                "epochs": 1,
+                "task": "table2_node_classification",
+                "config": config,
+            }
+        )
+    )
+    (run / "robustness.json").write_text(
+        json.dumps(
+            {
+                "robustness": "events",
+                "metric": "acc",
+                "metric_unit": "fraction",
+                "clean": 0.5,
+                "config": config,
+                "corruptions": {"event_drop": {"levels": [0.1, 0.2], "acc": [0.4, 0.3], "score": 70.0}},
+            }
+        )
+    )
     out = tmp_path / "figures"
     paths = run_figures(tmp_path / "results", out, echo=lambda *a: None)
     assert not outside.exists()
@@ -197,9 +268,14 @@ def test_evaluate_on_a_read_only_run_folder_is_one_line_before_any_folder(compos
 
 # -- end to end ------------------------------------------------------------------------------------------------------
 def _train(cwd: Path, data_root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args, *TINY, f"paths.data_dir={data_root}"],
-                          cwd=cwd, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})})
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args, *TINY, f"paths.data_dir={data_root}"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})},
+    )
 
 
 @pytest.mark.slow

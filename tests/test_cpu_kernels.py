@@ -16,15 +16,19 @@ from fsnn import FractionalIF, FractionalLIF
 from fsnn.checks import OptionError
 from fsnn.neurons import compiled, cpu_kernels
 
-built = pytest.mark.skipif(cpu_kernels.unavailable_reason() is not None,
-                           reason=f"the CPU kernels cannot be built here: {cpu_kernels.unavailable_reason()}")
+built = pytest.mark.skipif(
+    cpu_kernels.unavailable_reason() is not None,
+    reason=f"the CPU kernels cannot be built here: {cpu_kernels.unavailable_reason()}",
+)
 
 CASES = {
     "lif-soft": (FractionalLIF, dict(alpha=0.3)),
     "if-hard": (FractionalIF, dict(alpha=0.6, reset="hard", v_reset=-0.2)),
     "lif-hard-detach": (FractionalLIF, dict(alpha=0.45, reset="hard", detach_reset=True, method="gl")),
-    "window-learn-all": (FractionalLIF, dict(alpha=0.5, memory=7, learn_alpha=True, learn_tau=True,
-                                             learn_threshold=True)),
+    "window-learn-all": (
+        FractionalLIF,
+        dict(alpha=0.5, memory=7, learn_alpha=True, learn_tau=True, learn_threshold=True),
+    ),
     "l1-alpha-1": (FractionalLIF, dict(alpha=1.0, method="l1")),
 }
 
@@ -95,8 +99,9 @@ def test_a_failed_build_falls_back_to_the_torch_engines_with_one_warning(monkeyp
     with pytest.raises(ValueError, match=r"engine='cpp' cannot run here: their build failed .*use engine='auto'"):
         FractionalLIF(engine="cpp")(torch.rand(4, 2))
     with pytest.raises(OptionError, match="engine"):
-        FractionalLIF.check_options(dict(alpha=0.5, tau=2.0, dt=1.0, method="pred", memory=None,
-                                         convention="fsnn", engine="cpp"))
+        FractionalLIF.check_options(
+            dict(alpha=0.5, tau=2.0, dt=1.0, method="pred", memory=None, convention="fsnn", engine="cpp")
+        )
     compiled._warn_once.cache_clear()
 
 

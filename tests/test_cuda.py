@@ -82,8 +82,9 @@ def test_dvsnet_train_step_on_gpu(neuron):
     """A DVSNet training step runs on the GPU for every neuron and matches the CPU loss."""
     torch.manual_seed(0)
     kwargs = {"alpha": 0.5} if neuron == "flif" else {}
-    model = build_backbone("dvsnet", num_classes=11, in_channels=2, input_size=(32, 32), neuron=neuron,
-                           neuron_kwargs=kwargs, channels=16)
+    model = build_backbone(
+        "dvsnet", num_classes=11, in_channels=2, input_size=(32, 32), neuron=neuron, neuron_kwargs=kwargs, channels=16
+    )
     x = (torch.rand(8, 2, 2, 32, 32) < 0.2).float()
     y = torch.randint(0, 11, (2,))
     torch.backends.cudnn.deterministic = True
@@ -141,7 +142,7 @@ def test_kernels_match_torch_engines_float64(cls, case):
     torch.manual_seed(0)
     x = (torch.randn(T, 4, 1024, dtype=torch.float64) * 0.9 + 0.6).to(CUDA)
     want, got = _run(ref, x), _run(fused, x)
-    assert fused.last_engine.startswith("triton-") and ref.last_engine == fused.last_engine[len("triton-"):]
+    assert fused.last_engine.startswith("triton-") and ref.last_engine == fused.last_engine[len("triton-") :]
     assert torch.equal(got[0], want[0]) and want[0].sum() > 0.02 * want[0].numel()
     for name, a, b in (("potential", got[1], want[1]), ("input grad", got[2], want[2])):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10 * b.abs().max().item(), msg=lambda m: f"{name}: {m}")
@@ -153,8 +154,10 @@ def test_kernels_match_torch_engines_float64(cls, case):
 @pytest.mark.parametrize("surrogate", SURROGATES)
 def test_kernels_float32_at_scale(surrogate):
     """Float32, 2^20 neurons: all but rare threshold ties agree, potentials and gradients to 1e-5."""
-    ref, fused = FractionalLIF(alpha=0.5, surrogate=surrogate), FractionalLIF(alpha=0.5, surrogate=surrogate,
-                                                                              engine="triton")
+    ref, fused = (
+        FractionalLIF(alpha=0.5, surrogate=surrogate),
+        FractionalLIF(alpha=0.5, surrogate=surrogate, engine="triton"),
+    )
     ref.engine = "soe"
     torch.manual_seed(1)
     x = torch.randn(256, 16, 2**16, device=CUDA) * 0.9 + 0.6
@@ -179,19 +182,31 @@ def test_auto_uses_the_kernels_on_cuda_and_autocast():
     assert kernels.unavailable_reason(CUDA) is None
 
 
-@pytest.mark.parametrize("overrides, precision", [
-    (["+smoke=vision"], "32-true"),  # the default dataset (digits_dvs) and backbone
-    (["dataset=cora", "backbone=sgcn", "+smoke=graph"], "bf16-mixed"),
-    (["dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=128", "+smoke=sequence"], "32-true"),  # T = 140
-], ids=["vision", "graph-bf16", "sequence"])
+@pytest.mark.parametrize(
+    "overrides, precision",
+    [
+        (["+smoke=vision"], "32-true"),  # the default dataset (digits_dvs) and backbone
+        (["dataset=cora", "backbone=sgcn", "+smoke=graph"], "bf16-mixed"),
+        (["dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=128", "+smoke=sequence"], "32-true"),  # T = 140
+    ],
+    ids=["vision", "graph-bf16", "sequence"],
+)
 def test_train_app_end_to_end_on_the_gpu(tmp_path, data_root, overrides, precision):
     import json
     import math
 
     from conftest import run_app
 
-    proc = run_app("train.py", *overrides, "neuron=flif", "trainer.accelerator=gpu", "trainer.devices=1",
-                   f"trainer.precision={precision}", f"paths.data_dir={data_root}", cwd=tmp_path)
+    proc = run_app(
+        "train.py",
+        *overrides,
+        "neuron=flif",
+        "trainer.accelerator=gpu",
+        "trainer.devices=1",
+        f"trainer.precision={precision}",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = json.loads(next((tmp_path / "results").rglob("metrics.json")).read_text())
     assert m["status"] == "complete" and m["precision"] == precision and not m["device"].startswith("cpu")

@@ -73,8 +73,14 @@ def count_integrations(monkeypatch):
 
 def raw_event_count(root: Path, name: str, key: str) -> int:
     """Number of events in a raw fixture file, read without the loaders."""
-    folder = {"nmnist": "NMNIST", "dvsgesture": "DVSGesture", "ncaltech101": "NCALTECH101", "dvslip": "DVSLip",
-              "hardvs": "HARDVS/events_np", "hardvs_mini": "MINI_HARDVS/events_np"}[name]
+    folder = {
+        "nmnist": "NMNIST",
+        "dvsgesture": "DVSGesture",
+        "ncaltech101": "NCALTECH101",
+        "dvslip": "DVSLip",
+        "hardvs": "HARDVS/events_np",
+        "hardvs_mini": "MINI_HARDVS/events_np",
+    }[name]
     path = root / folder / key
     if path.suffix == ".bin":
         return path.stat().st_size // 5  # fixtures have no timestamp-overflow markers
@@ -131,8 +137,9 @@ def test_fixtures_are_fast_and_deterministic(tmp_path):
 
 
 def test_make_fixtures_cli(tmp_path):
-    proc = run_app("fsnn/data/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path,
-                   timeout=60)
+    proc = run_app(
+        "fsnn/data/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "DVSGesture" / "ibmGestureTrain").rglob("*.npy"))) == 110
     assert (tmp_path / "cifar-100-python" / "meta").is_file() and not (tmp_path / "NMNIST").exists()
@@ -239,8 +246,12 @@ def test_events_to_frames_matches_spikingjelly():
 
     rng = np.random.default_rng(0)
     for n, T, (H, W) in ((1000, 16, (34, 34)), (37, 8, (20, 30)), (5, 8, (4, 4))):
-        ev = {"t": np.sort(rng.integers(0, 10_000, n)), "x": rng.integers(0, W, n), "y": rng.integers(0, H, n),
-              "p": rng.integers(0, 2, n)}
+        ev = {
+            "t": np.sort(rng.integers(0, 10_000, n)),
+            "x": rng.integers(0, W, n),
+            "y": rng.integers(0, H, n),
+            "p": rng.integers(0, 2, n),
+        }
         ours = events_to_frames(ev["x"], ev["y"], ev["t"], ev["p"], T, (H, W))
         ref = integrate_events_by_fixed_frames_number(ev, "number", T, H, W)
         np.testing.assert_array_equal(ours, ref)
@@ -299,8 +310,7 @@ def test_stratified_split_into_three_parts():
 def test_splits_are_deterministic_and_disjoint(fixture_root, name):
     def keys(seed):
         splits = build_dataset(name, fixture_root, T=2, seed=seed, **OFFLINE)
-        return [list(s.keys) if name == "ncaltech101" else [(s.cache.source.split, k) for k in s.keys]
-                for s in splits]
+        return [list(s.keys) if name == "ncaltech101" else [(s.cache.source.split, k) for k in s.keys] for s in splits]
 
     a, b, c = keys(0), keys(0), keys(1)
     assert a == b
@@ -337,13 +347,28 @@ def test_full_hardvs_release_is_linked_from_its_split_lists(tmp_path, monkeypatc
         build_dataset("hardvs", tmp_path, T=2, download=False)
 
 
-@pytest.mark.parametrize("name, layout", [
-    ("hardvs", ["HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz", "64,522 / 10,734 / 32,390",
-                "HARDVS/extract/action_<001-300>/<sample>.npz", "HARDVS/extract/{train,val,test}_label.txt",
-                "dataset=hardvs_mini"]),
-    ("hardvs_mini", ["MINI_HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz",
-                     "MINI_HARDVS/download/{MINI_HARDVS_files.zip, train_label.txt"]),
-])
+@pytest.mark.parametrize(
+    "name, layout",
+    [
+        (
+            "hardvs",
+            [
+                "HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz",
+                "64,522 / 10,734 / 32,390",
+                "HARDVS/extract/action_<001-300>/<sample>.npz",
+                "HARDVS/extract/{train,val,test}_label.txt",
+                "dataset=hardvs_mini",
+            ],
+        ),
+        (
+            "hardvs_mini",
+            [
+                "MINI_HARDVS/events_np/{train,val,test}/action_<001-300>/<sample>.npz",
+                "MINI_HARDVS/download/{MINI_HARDVS_files.zip, train_label.txt",
+            ],
+        ),
+    ],
+)
 def test_hardvs_missing_data_message_gives_the_layout(tmp_path, name, layout):
     with pytest.raises(DatasetMissingError) as err:
         build_dataset(name, tmp_path, download=False)
@@ -477,8 +502,9 @@ def test_damaged_raw_file_is_reported_by_name(tmp_path):
 
 
 # every dataset read from files (graphs have their own test; digits_dvs and the sequence tasks are generated)
-@pytest.mark.parametrize("name", sorted(n for n, i in DATASETS.items() if i.kind in ("event", "static")
-                                        and n != "digits_dvs"))
+@pytest.mark.parametrize(
+    "name", sorted(n for n, i in DATASETS.items() if i.kind in ("event", "static") and n != "digits_dvs")
+)
 def test_missing_data_is_one_clear_error(tmp_path, name):
     with pytest.raises(DatasetMissingError) as err:
         build_dataset(name, tmp_path / "nodata", download=False)
@@ -501,8 +527,11 @@ def test_fixtures_below_the_published_release_are_incomplete_when_verifying(fixt
 def test_verification_compares_file_counts_with_the_published_release(fixture_root, monkeypatch):
     # 110 of DVS128 Gesture's 1,077 training files pass tonic's own check (at least 100), not fsnn's
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
-    with pytest.raises(DatasetMissingError, match=r"ibmGestureTrain/ holds 110 \.npy files, the published release "
-                                                  r"has 1,077"):
+    with pytest.raises(
+        DatasetMissingError,
+        match=r"ibmGestureTrain/ holds 110 \.npy files, the published release "
+        r"has 1,077",
+    ):
         build_dataset("dvsgesture", fixture_root, download=False)
     spec = events.TONIC_SPECS["dvsgesture"]
     location = fixture_root / spec.folder
@@ -510,7 +539,8 @@ def test_verification_compares_file_counts_with_the_published_release(fixture_ro
     assert events.tonic_problem(replace(spec, published={"train": 110, "test": 110}), location, verify=True) is None
     more = replace(spec, published={"train": 100, "test": 110})
     assert events.tonic_split_problem(more, location, "train", verify=True).startswith(
-        "unexpected files: ibmGestureTrain/ holds 110")
+        "unexpected files: ibmGestureTrain/ holds 110"
+    )
 
 
 def test_mini_hardvs_fixture_passes_verification(fixture_root, monkeypatch):

@@ -34,9 +34,14 @@ MATH_FACTS = """() => ({
 def site(tmp_path_factory) -> Path:
     """The site as ``make docs`` builds it (``mkdocs build --strict``), in a temporary folder."""
     out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)], cwd=ROOT,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -51,12 +56,17 @@ def math_in_browser(page: Path, profile: Path, screenshot: Path | None = None) -
     errors: list[str] = []
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS)
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS
+        )
         try:
             tab = context.new_page()
             tab.set_viewport_size({"width": 1280, "height": 800})
-            tab.on("request", lambda request: None if request.url.startswith(("file:", "data:", "blob:"))
-                   else remote.append(request.url))
+            tab.on(
+                "request",
+                lambda request: (
+                    None if request.url.startswith(("file:", "data:", "blob:")) else remote.append(request.url)
+                ),
+            )
             tab.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
             tab.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
             tab.goto(page.as_uri(), wait_until="load")
@@ -118,6 +128,7 @@ def public_api() -> dict[str, object]:
     """``{where: callable}``: every class and function of ``fsnn.__all__``, every entry of every registry (a dataset
     by its builder, a task kind by its public methods), and a neuron's ``forward``."""
     import fsnn
+
     found = {f"fsnn.{name}": getattr(fsnn, name) for name in fsnn.__all__}
     for what, entries in registries().items():
         for name in entries.names():
@@ -127,8 +138,13 @@ def public_api() -> dict[str, object]:
             if inspect.isclass(entry) or inspect.isfunction(entry):
                 found[f"{what} {name}"] = entry
             else:  # a task kind: an instance whose methods the run calls
-                found.update({f"{what} {name}.{m}": getattr(entry, m) for m in dir(entry)
-                              if not m.startswith("_") and inspect.ismethod(getattr(entry, m))})
+                found.update(
+                    {
+                        f"{what} {name}.{m}": getattr(entry, m)
+                        for m in dir(entry)
+                        if not m.startswith("_") and inspect.ismethod(getattr(entry, m))
+                    }
+                )
     for where, obj in list(found.items()):
         if inspect.isclass(obj) and issubclass(obj, torch.nn.Module) and "neuron" in where.split()[0]:
             found[f"{where}.forward"] = obj.forward
@@ -149,8 +165,16 @@ def test_every_public_argument_is_documented():
     ``Args:`` (meaning, range, default), no entry names an argument that is gone, and the registries' callables not
     documented yet are exactly :data:`NOT_DOCUMENTED_YET`."""
     api = public_api()
-    assert {"fsnn.FractionalLIF", "neuron lif", "backbone sgcn", "dataset cora", "task node.build",
-            "corruption spike_noise", "study energy", "neuron flif.forward"} <= set(api)
+    assert {
+        "fsnn.FractionalLIF",
+        "neuron lif",
+        "backbone sgcn",
+        "dataset cora",
+        "task node.build",
+        "corruption spike_noise",
+        "study energy",
+        "neuron flif.forward",
+    } <= set(api)
     undocumented, stale = {}, {}
     for where, obj in api.items():
         documented = documented_arguments(obj)
@@ -167,12 +191,14 @@ def test_the_neuron_page_explains_every_argument(site):
     """FractionalLIF's API page shows all 17 constructor arguments with a description (its parent's ``__init__``
     docstring, merged) and the neurons' ``forward`` documents ``return_state``."""
     page = (site / "api" / "neurons.html").read_text()
-    section = page[page.index('id="fsnn.neurons.modules.FractionalLIF"'):page.index('id="fsnn.neurons.modules.FractionalIF"')]
+    section = page[
+        page.index('id="fsnn.neurons.modules.FractionalLIF"') : page.index('id="fsnn.neurons.modules.FractionalIF"')
+    ]
     for name in inspect.signature(__import__("fsnn").FractionalLIF).parameters:
         assert f"<code>{name}</code>" in section, name
     assert "a number in" in section  # the range of an opaque type, Alpha, in words
-    forward = page[page.index('id="fsnn.neurons.modules.FractionalNeuron.forward"'):]
-    assert "<code>return_state</code>" in forward[:forward.index('class="doc doc-heading"', 100)]
+    forward = page[page.index('id="fsnn.neurons.modules.FractionalNeuron.forward"') :]
+    assert "<code>return_state</code>" in forward[: forward.index('class="doc doc-heading"', 100)]
 
 
 # -- the tutorial runs as written ------------------------------------------------------------------------------

@@ -94,9 +94,13 @@ def test_first_layer_on_spikes_can_be_counted_as_ac():
 
 def test_conv_op_count_equals_formula_inside_time_folding():
     T, B, C_in, C_out, H, k = 3, 2, 2, 4, 8, 3
-    model = nn.Sequential(SeqConv2d(C_in, C_out, k, padding=1, stride=2), build_neuron("flif", alpha=0.5),
-                          SeqConv2d(C_out, 6, k, padding=1, groups=2), SeqFold(nn.Flatten()),
-                          SeqFold(nn.Linear(6 * 4 * 4, 5)))
+    model = nn.Sequential(
+        SeqConv2d(C_in, C_out, k, padding=1, stride=2),
+        build_neuron("flif", alpha=0.5),
+        SeqConv2d(C_out, 6, k, padding=1, groups=2),
+        SeqFold(nn.Flatten()),
+        SeqFold(nn.Linear(6 * 4 * 4, 5)),
+    )
     x = torch.randn(T, B, C_in, H, H)
     rows = count_operations(model, x)
     names = [r.name for r in rows]
@@ -141,8 +145,17 @@ def test_flif_energy_exceeds_lif_and_grows_with_memory():
     assert energies[2] > lif_row.energy_mj
 
 
-@pytest.mark.parametrize("name,alpha,kind", [("lif", None, "LIF"), ("flif", 0.5, "f-LIF"), ("fif", 0.5, "f-LIF"),
-                                             ("fif", 1.0, "IF"), ("sj_lif", None, "LIF"), ("sj_if", None, "IF")])
+@pytest.mark.parametrize(
+    "name,alpha,kind",
+    [
+        ("lif", None, "LIF"),
+        ("flif", 0.5, "f-LIF"),
+        ("fif", 0.5, "f-LIF"),
+        ("fif", 1.0, "IF"),
+        ("sj_lif", None, "LIF"),
+        ("sj_if", None, "IF"),
+    ],
+)
 def test_neuron_kinds(name, alpha, kind):
     from fsnn.models.energy import neuron_kind
 
@@ -156,8 +169,23 @@ def test_neuron_kinds(name, alpha, kind):
 
 def test_quick_mode_script(tmp_path):
     out = tmp_path / "quick.json"
-    proc = run_app("scripts/bench_energy.py", "--backbone", "dvsnet_small", "--dataset", "digits_dvs", "--neuron", "flif",
-                   "--T", "4", "--batch", "2", "--out", str(out), cwd=tmp_path, timeout=300)
+    proc = run_app(
+        "scripts/bench_energy.py",
+        "--backbone",
+        "dvsnet_small",
+        "--dataset",
+        "digits_dvs",
+        "--neuron",
+        "flif",
+        "--T",
+        "4",
+        "--batch",
+        "2",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Synaptic energy share" in proc.stdout
     report = json.loads(out.read_text())
@@ -167,9 +195,18 @@ def test_quick_mode_script(tmp_path):
 
 @pytest.mark.slow
 def test_energy_study_after_training_and_on_the_run_folder(tmp_path, data_root):
-    run = ["trainer.max_epochs=1", "trainer.limit_train_batches=2", "trainer.limit_val_batches=1",
-           "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=8",
-           "backbone.channels=8", "backbone.hidden=16", f"paths.data_dir={data_root}"]
+    run = [
+        "trainer.max_epochs=1",
+        "trainer.limit_train_batches=2",
+        "trainer.limit_val_batches=1",
+        "trainer.limit_test_batches=1",
+        "trainer.enable_progress_bar=false",
+        "logger=none",
+        "dataset.batch_size=8",
+        "backbone.channels=8",
+        "backbone.hidden=16",
+        f"paths.data_dir={data_root}",
+    ]
     proc = run_app("train.py", *run, "study=energy", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "E_overall" in proc.stdout  # the study ran after training, in the run's own folder
@@ -177,8 +214,9 @@ def test_energy_study_after_training_and_on_the_run_folder(tmp_path, data_root):
     assert (run_dir / "checkpoints" / "best.ckpt").exists() and "study" not in run_dir.name
     after_training = json.loads((run_dir / "energy.json").read_text())
     (run_dir / "energy.json").unlink()
-    ev = run_app("evaluate.py", f"run_dir={run_dir}", "study=energy", f"paths.data_dir={data_root}", cwd=tmp_path,
-                 timeout=300)
+    ev = run_app(
+        "evaluate.py", f"run_dir={run_dir}", "study=energy", f"paths.data_dir={data_root}", cwd=tmp_path, timeout=300
+    )
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert "E_overall" in ev.stdout and not (run_dir / "eval.json").exists()  # one forward pass, no re-test
     report = json.loads((run_dir / "energy.json").read_text())

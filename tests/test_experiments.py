@@ -36,8 +36,12 @@ def test_table2_uses_the_papers_alpha_per_backbone_and_dataset(compose_cfg):
     spec = next(t for t in load_spec() if t["id"] == "alpha_gnn")
     for row in spec["rows"]:
         for dataset, alpha in row["paper"].items():
-            cfg = compose_cfg("experiment=table2_node_classification", f"dataset={dataset}",
-                              f"backbone={row['match']['backbone']}", "neuron=flif")
+            cfg = compose_cfg(
+                "experiment=table2_node_classification",
+                f"dataset={dataset}",
+                f"backbone={row['match']['backbone']}",
+                "neuron=flif",
+            )
             assert cfg.neuron.alpha == alpha, (row["label"], dataset)
     # the table does not leak into other runs, baselines take no alpha, and the command line still wins
     assert compose_cfg("dataset=pubmed", "backbone=sgcn", "neuron=flif").neuron.alpha == 0.5
@@ -64,11 +68,20 @@ def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
 
     base = compose_cfg("experiment=table_link_prediction", "dataset=photo", f"neuron={neuron}")
     cfg = compose_cfg("experiment=table_link_prediction", "dataset=photo", f"+recipe_switch={neuron}/msg_authors")
-    assert (cfg.neuron.name, cfg.recipe_switch, cfg.dataset.legacy_link_split, cfg.dataset.legacy_link_negatives,
-            cfg.backbone.decoder, cfg.backbone.temperature, cfg.backbone.legacy_no_spike_gradient) == (
-        neuron, "msg_authors", True, True, "cosine", 1.0, True)
+    assert (
+        cfg.neuron.name,
+        cfg.recipe_switch,
+        cfg.dataset.legacy_link_split,
+        cfg.dataset.legacy_link_negatives,
+        cfg.backbone.decoder,
+        cfg.backbone.temperature,
+        cfg.backbone.legacy_no_spike_gradient,
+    ) == (neuron, "msg_authors", True, True, "cosine", 1.0, True)
     assert (cfg.trainer.max_epochs, cfg.backbone.T, cfg.optimizer) == (
-        base.trainer.max_epochs, base.backbone.T, base.optimizer)
+        base.trainer.max_epochs,
+        base.backbone.T,
+        base.optimizer,
+    )
     check_config(cfg)
     node = compose_cfg("dataset=cora", "backbone=sgcn", "+dataset.legacy_link_split=true")
     with pytest.raises(ConfigError, match="dataset.legacy_link_split: a switch of link prediction"):
@@ -90,8 +103,12 @@ LP_SWITCHES = {
 
 
 def _link_switches(cfg) -> tuple:
-    return (cfg.dataset.get("legacy_link_split", False), cfg.dataset.get("legacy_link_negatives", False),
-            cfg.backbone.get("legacy_no_spike_gradient", False), cfg.backbone.get("decoder"))
+    return (
+        cfg.dataset.get("legacy_link_split", False),
+        cfg.dataset.get("legacy_link_negatives", False),
+        cfg.backbone.get("legacy_no_spike_gradient", False),
+        cfg.backbone.get("decoder"),
+    )
 
 
 def test_lp_switch_ablation_rows_switch_what_they_name_and_fill_its_table(compose_cfg):
@@ -108,12 +125,21 @@ def test_lp_switch_ablation_rows_switch_what_they_name_and_fill_its_table(compos
         cfg = compose_cfg("experiment=lp_switch_ablation", "dataset=physics", f"+recipe_switch={value}")
         matched = compose_cfg("experiment=table_link_prediction", "dataset=physics", f"neuron={neuron}")
         assert (cfg.neuron.name, cfg.recipe_switch, cfg.task) == (neuron, switch, "link"), value
-        assert _link_switches(cfg) == (LP_SWITCHES[switch][:3] + (
-            LP_SWITCHES[switch][3] if switch == "msg_fermi_dirac" else matched.backbone.decoder,)), value
-        assert (cfg.trainer.max_epochs, cfg.optimizer, cfg.neuron, {**cfg.backbone, "decoder": None,
-                "legacy_no_spike_gradient": None}) == (matched.trainer.max_epochs, matched.optimizer, matched.neuron,
-                                                       {**matched.backbone, "decoder": None,
-                                                        "legacy_no_spike_gradient": None}), value
+        assert _link_switches(cfg) == (
+            LP_SWITCHES[switch][:3]
+            + (LP_SWITCHES[switch][3] if switch == "msg_fermi_dirac" else matched.backbone.decoder,)
+        ), value
+        assert (
+            cfg.trainer.max_epochs,
+            cfg.optimizer,
+            cfg.neuron,
+            {**cfg.backbone, "decoder": None, "legacy_no_spike_gradient": None},
+        ) == (
+            matched.trainer.max_epochs,
+            matched.optimizer,
+            matched.neuron,
+            {**matched.backbone, "decoder": None, "legacy_no_spike_gradient": None},
+        ), value
         check_config(cfg)
 
 
@@ -126,7 +152,11 @@ def test_gae_reference_runs_on_both_splits_and_never_classifies_nodes(compose_cf
     assert _sweep(compose_cfg, "lp_gae_reference")["+recipe_switch"] == "common/none,common/msg_authors_data"
     cfg = compose_cfg("experiment=lp_gae_reference", "dataset=cs", f"+recipe_switch=common/{switch}")
     assert (cfg.backbone.name, cfg.task, cfg.recipe_switch, _link_switches(cfg)[:2]) == (
-        "gae", "link", switch, LP_SWITCHES[switch][:2])
+        "gae",
+        "link",
+        switch,
+        LP_SWITCHES[switch][:2],
+    )
     check_config(cfg)
     assert task_kind(cfg).name == "link"
     with pytest.raises(ConfigError, match="backbone=gae predicts links and has no classification head"):
@@ -136,14 +166,21 @@ def test_gae_reference_runs_on_both_splits_and_never_classifies_nodes(compose_cf
 def test_paper_settings_reach_the_run(compose_cfg):
     memory = compose_cfg("experiment=ablation_memory", "setup=dvsgesture_cnn", "neuron.memory=4")
     assert (memory.dataset.name, memory.dataset.batch_size, memory.dataset.T, memory.neuron.memory) == (
-        "dvsgesture", 16, 16, 4)
+        "dvsgesture",
+        16,
+        16,
+        4,
+    )
     link = compose_cfg("experiment=table_link_prediction", "dataset=cs", "neuron=fif")
     assert (link.task, link.backbone.name, link.backbone.manifold, link.backbone.dim) == ("link", "msg", "lorentz", 32)
     static = compose_cfg("experiment=table_static", "setup=cifar100_resnet18")
     assert (static.dataset.name, static.backbone.name, static.dataset.T) == ("cifar100", "resnet18", 4)
     imagenet = compose_cfg("experiment=table_static", "setup=imagenet_spikformer")
     assert (imagenet.backbone.name, imagenet.dataset.size, imagenet.dataset.encoder) == (
-        "spikformer_imagenet", 160, "direct")
+        "spikformer_imagenet",
+        160,
+        "direct",
+    )
     spikes = compose_cfg("experiment=table_static", "setup=imagenet_spikformer_spike")
     assert OmegaConf.to_container(spikes.dataset) == {**OmegaConf.to_container(imagenet.dataset), "encoder": "spike"}
     assert spikes.backbone == imagenet.backbone and spikes.optimizer == imagenet.optimizer
@@ -191,21 +228,45 @@ def test_authors_recipe_is_their_released_settings(compose_cfg):
     assert flif.recipe == "authors"
     neuron = OmegaConf.to_container(flif.neuron, resolve=True)
     # spikeDE's run_sgcn_cora.sh: alpha 0.9 with gl, h = 0.1, learnable tau from 2 tau0 = 4; spikeDE's numerics
-    assert {k: neuron[k] for k in ("alpha", "method", "dt", "tau", "learn_tau", "convention", "surrogate",
-                                   "surrogate_scale")} == {
-        "alpha": 0.9, "method": "gl", "dt": 0.1, "tau": 4.0, "learn_tau": True, "convention": "spikede",
-        "surrogate": "arctan", "surrogate_scale": 5.0}
+    assert {
+        k: neuron[k]
+        for k in ("alpha", "method", "dt", "tau", "learn_tau", "convention", "surrogate", "surrogate_scale")
+    } == {
+        "alpha": 0.9,
+        "method": "gl",
+        "dt": 0.1,
+        "tau": 4.0,
+        "learn_tau": True,
+        "convention": "spikede",
+        "surrogate": "arctan",
+        "surrogate_scale": 5.0,
+    }
     # the graph scripts' training recipe
-    assert (flif.dataset.batch_size, flif.optimizer.weight_decay, flif.trainer.gradient_clip_val, flif.backbone.bias,
-            flif.lr_monitor) == (512, 1e-4, 1.0, False, "val/loss")
+    assert (
+        flif.dataset.batch_size,
+        flif.optimizer.weight_decay,
+        flif.trainer.gradient_clip_val,
+        flif.backbone.bias,
+        flif.lr_monitor,
+    ) == (512, 1e-4, 1.0, False, "val/loss")
     assert OmegaConf.to_container(flif.scheduler) == {
-        "_target_": "torch.optim.lr_scheduler.ReduceLROnPlateau", "_partial_": True, "mode": "min", "factor": 0.5,
-        "patience": 25, "min_lr": 1e-6}
+        "_target_": "torch.optim.lr_scheduler.ReduceLROnPlateau",
+        "_partial_": True,
+        "mode": "min",
+        "factor": 0.5,
+        "patience": 25,
+        "min_lr": 1e-6,
+    }
     # fspikeDE's SpikingJelly baseline: SpikingJelly's defaults (hard reset to 0, Sigmoid alpha 4), decay_input off
     sj = OmegaConf.to_container(compose_cfg(*base, "backbone=sgcn", "neuron=sj_lif").neuron, resolve=True)
     assert {k: sj[k] for k in ("reset", "v_reset", "decay_input", "tau", "surrogate", "surrogate_scale")} == {
-        "reset": "hard", "v_reset": 0.0, "decay_input": False, "tau": 2.0, "surrogate": "sigmoid",
-        "surrogate_scale": 4.0}
+        "reset": "hard",
+        "v_reset": 0.0,
+        "decay_input": False,
+        "tau": 2.0,
+        "surrogate": "sigmoid",
+        "surrogate_scale": 4.0,
+    }
     drsgnn = compose_cfg(*base, "backbone=drsgnn", "neuron=sj_lif")
     assert drsgnn.neuron.tau == 12.0  # fspikeDE's DRSGCN baseline
     assert compose_cfg(*base, "backbone=drsgnn", "neuron=lif").neuron.tau == 10.0  # run_drsgnn_cora.sh: tau0 5
@@ -216,14 +277,26 @@ def test_authors_recipe_is_their_released_settings(compose_cfg):
     assert matched.recipe == "matched" and matched.neuron.reset == "soft" and "decay_input" not in matched.neuron
     n101 = compose_cfg("setup=ncaltech101_transformer", "recipe=authors", "neuron=flif")
     assert (n101.optimizer._target_, n101.optimizer.weight_decay, n101.neuron.alpha, n101.dataset.batch_size) == (
-        "torch.optim.AdamW", 0.06, 0.1, 32)
+        "torch.optim.AdamW",
+        0.06,
+        0.1,
+        32,
+    )
     hardvs = compose_cfg("setup=hardvs_cnn", "dataset=hardvs_mini", "recipe=authors", "neuron=flif")
     assert (hardvs.neuron.alpha, hardvs.trainer.max_epochs, hardvs.backbone.voting) == (0.8, 400, 1)
 
 
 @pytest.mark.parametrize("neuron", ["flif", "lif", "fif", "if", "sj_lif", "sj_if", "snntorch_leaky"])
-@pytest.mark.parametrize("setting", [("cora", "sgcn"), ("citeseer", "drsgnn"), ("ncaltech101", "spikformer"),
-                                     ("hardvs_mini", "dvsnet"), ("cifar10", "resnet18")])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        ("cora", "sgcn"),
+        ("citeseer", "drsgnn"),
+        ("ncaltech101", "spikformer"),
+        ("hardvs_mini", "dvsnet"),
+        ("cifar10", "resnet18"),
+    ],
+)
 def test_authors_recipe_builds_every_neuron(compose_cfg, setting, neuron):
     from fsnn import build_neuron
 
@@ -235,16 +308,28 @@ def test_authors_recipe_builds_every_neuron(compose_cfg, setting, neuron):
 
 
 def test_authors_recipe_runs_and_is_recorded(tmp_path, data_root):
-    proc = run_app("train.py", "experiment=table2_node_classification", "hydra.mode=RUN", "dataset=cora",
-                   "backbone=drsgnn", "neuron=sj_lif", "recipe=authors", "+smoke=graph",
-                   f"paths.data_dir={data_root}", cwd=tmp_path, timeout=600)
+    proc = run_app(
+        "train.py",
+        "experiment=table2_node_classification",
+        "hydra.mode=RUN",
+        "dataset=cora",
+        "backbone=drsgnn",
+        "neuron=sj_lif",
+        "recipe=authors",
+        "+smoke=graph",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     path = next((tmp_path / "results" / "table2_node_classification").glob("*/metrics.json"))
     assert "recipe-authors" in path.parent.name  # its own run folder, beside the matched run of the same command
     run = json.loads(path.read_text())
     assert run["status"] == "complete" and run["recipe"] == "authors" == run["config"]["recipe"]
     assert (run["config"]["neuron"]["reset"], run["config"]["scheduler"]["_target_"]) == (
-        "hard", "torch.optim.lr_scheduler.ReduceLROnPlateau")
+        "hard",
+        "torch.optim.lr_scheduler.ReduceLROnPlateau",
+    )
     make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
     assert "(n=1)" in (tmp_path / "tables" / "node_classification_authors.md").read_text()
     assert "(n=1)" not in (tmp_path / "tables" / "node_classification.md").read_text()
@@ -266,20 +351,31 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     for neuron in ("flif", "sj_lif"):
         cfg = compose_cfg(*ABLATION, f"+recipe_switch={neuron}/none")
         assert (cfg.neuron.name, cfg.recipe, cfg.recipe_switch, cfg.trainer.max_epochs) == (
-            neuron, "matched", "none", 100)
+            neuron,
+            "matched",
+            "none",
+            100,
+        )
         reference[neuron] = OmegaConf.to_container(cfg, resolve=False)
 
     def changed(case: str) -> set[str]:
         neuron = case.split("/")[0]
         cfg = OmegaConf.to_container(compose_cfg(*ABLATION, f"+recipe_switch={case}"), resolve=False)
         assert cfg["neuron"]["name"] == neuron
+
         def flat(d: dict, p: str = "") -> dict:
-            return {k2: v2 for k, v in d.items()
-                    for k2, v2 in (flat(v, f"{p}{k}.").items() if isinstance(v, dict) else [(f"{p}{k}", v)])}
+            return {
+                k2: v2
+                for k, v in d.items()
+                for k2, v2 in (flat(v, f"{p}{k}.").items() if isinstance(v, dict) else [(f"{p}{k}", v)])
+            }
 
         old, new = flat(reference[neuron]), flat(cfg)
-        return {k for k in old.keys() | new.keys()
-                if old.get(k) != new.get(k) and k != "recipe_switch" and not k.startswith("hydra.")}
+        return {
+            k
+            for k in old.keys() | new.keys()
+            if old.get(k) != new.get(k) and k != "recipe_switch" and not k.startswith("hydra.")
+        }
 
     assert changed("sj_lif/reset") == {"neuron.reset"}  # v_reset is 0 in both
     assert changed("sj_lif/decay_input") == {"neuron.decay_input"}
@@ -294,31 +390,60 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     assert changed("flif/legacy_frozen_encoding") == {"backbone.legacy_frozen_encoding"}
     assert changed("sj_lif/legacy_double_softmax") == {"backbone.legacy_double_softmax"}
     assert {"scheduler._target_", "trainer.gradient_clip_val", "backbone.bias", "lr_monitor"} <= changed(
-        "flif/schedule_clip_bias")
+        "flif/schedule_clip_bias"
+    )
     assert changed("flif/legacy_readout") == {"backbone.legacy_cumulated_readout"}
-    assert changed("sj_lif/legacy") == {"dataset.hops", "dataset.zscore", "backbone.legacy_frozen_encoding",
-                                        "backbone.legacy_double_softmax"}
+    assert changed("sj_lif/legacy") == {
+        "dataset.hops",
+        "dataset.zscore",
+        "backbone.legacy_frozen_encoding",
+        "backbone.legacy_double_softmax",
+    }
     # recipe=authors, alone, with the legacy switches and with the read-out
     authors = compose_cfg(*ABLATION, "+recipe_switch=sj_lif/authors_legacy")
-    assert (authors.recipe, authors.neuron.reset, authors.dataset.hops, authors.backbone.legacy_frozen_encoding,
-            authors.backbone.legacy_double_softmax, authors.dataset.batch_size) == ("authors", "hard", 2, True, True, 512)
+    assert (
+        authors.recipe,
+        authors.neuron.reset,
+        authors.dataset.hops,
+        authors.backbone.legacy_frozen_encoding,
+        authors.backbone.legacy_double_softmax,
+        authors.dataset.batch_size,
+    ) == ("authors", "hard", 2, True, True, 512)
     readout = compose_cfg(*ABLATION, "+recipe_switch=flif/authors_readout")
     assert (readout.recipe, readout.neuron.convention, readout.backbone.legacy_cumulated_readout) == (
-        "authors", "spikede", True)
+        "authors",
+        "spikede",
+        True,
+    )
     # the paper's comparison as the authors ran it: each neuron through its own code path, on the same features
     assert changed("flif/published") == {
-        "dataset.hops", "dataset.zscore", "backbone.legacy_cumulated_readout", "backbone.legacy_double_softmax",
-        "neuron.convention", "neuron.learn_tau", "neuron.tau", "neuron.surrogate_scale"}
+        "dataset.hops",
+        "dataset.zscore",
+        "backbone.legacy_cumulated_readout",
+        "backbone.legacy_double_softmax",
+        "neuron.convention",
+        "neuron.learn_tau",
+        "neuron.tau",
+        "neuron.surrogate_scale",
+    }
     assert changed("sj_lif/published") == {
-        "dataset.hops", "dataset.zscore", "backbone.legacy_frozen_encoding", "backbone.legacy_double_softmax",
-        "backbone.dropout", "neuron.decay_input", "neuron.reset", "neuron.surrogate_scale"}
+        "dataset.hops",
+        "dataset.zscore",
+        "backbone.legacy_frozen_encoding",
+        "backbone.legacy_double_softmax",
+        "backbone.dropout",
+        "neuron.decay_input",
+        "neuron.reset",
+        "neuron.surrogate_scale",
+    }
 
 
 def test_citeseer_recipe_ablation_is_the_cora_one_on_citeseer(compose_cfg):
     cases = _ablation_cases(compose_cfg, "recipe_ablation_citeseer")
     assert len(cases) == len(set(cases)) == 12 and set(cases) <= set(_ablation_cases(compose_cfg))
-    cfg = compose_cfg("experiment=recipe_ablation_citeseer", "dataset=citeseer", "backbone=sgcn",
-                      "+recipe_switch=flif/none")
+    cfg = compose_cfg(
+        "experiment=recipe_ablation_citeseer", "dataset=citeseer", "backbone=sgcn", "+recipe_switch=flif/none"
+    )
     assert (cfg.task_name, cfg.neuron.alpha, cfg.trainer.max_epochs) == ("recipe_ablation_citeseer", 0.3, 100)
 
 

@@ -37,13 +37,19 @@ def drawn(monkeypatch):
 def small_text(fig) -> list[tuple[str, float]]:
     """Visible texts of ``fig`` below the minimum size, once drawn (tick labels exist only then)."""
     fig.draw_without_rendering()
-    return [(t.get_text(), t.get_fontsize()) for t in fig.findobj(matplotlib.text.Text)
-            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < style.MIN_FONT_PT]
+    return [
+        (t.get_text(), t.get_fontsize())
+        for t in fig.findobj(matplotlib.text.Text)
+        if t.get_visible() and t.get_text().strip() and t.get_fontsize() < style.MIN_FONT_PT
+    ]
 
 
 def legend_texts(fig) -> list[str]:
-    return [t.get_text() for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
-            for t in legend.get_texts()]
+    return [
+        t.get_text()
+        for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        for t in legend.get_texts()
+    ]
 
 
 def _is_figure(path: Path) -> bool:
@@ -57,24 +63,41 @@ def _study(neuron: str, drop: float, corruptions=tuple(LEVELS), dataset: str = "
     entries = {}
     for name in corruptions:
         accs = [clean - drop * level for level in LEVELS[name]]
-        entries[name] = {"levels": LEVELS[name], "acc": accs, "score": robustness_score(clean, accs),
-                         "by_level": {f"{lv:g}": a for lv, a in zip(LEVELS[name], accs)}}
-    return {"metric": "acc", "clean": clean, "corruptions": entries,
-            "config": {"dataset": {"name": dataset}, "backbone": {"name": "dvsnet"}, "neuron": {"name": neuron}}}
+        entries[name] = {
+            "levels": LEVELS[name],
+            "acc": accs,
+            "score": robustness_score(clean, accs),
+            "by_level": {f"{lv:g}": a for lv, a in zip(LEVELS[name], accs)},
+        }
+    return {
+        "metric": "acc",
+        "clean": clean,
+        "corruptions": entries,
+        "config": {"dataset": {"name": dataset}, "backbone": {"name": "dvsnet"}, "neuron": {"name": neuron}},
+    }
 
 
 def _run(neuron: str, rates: dict, dataset: str = "dvsgesture", **extra) -> dict:
-    return {"status": "complete", "metric": "acc", "test_acc": 0.5, "firing_rates": rates,
-            "config": {"dataset": {"name": dataset}, "backbone": {"name": "dvsnet"}, "neuron": {"name": neuron}},
-            **extra}
+    return {
+        "status": "complete",
+        "metric": "acc",
+        "test_acc": 0.5,
+        "firing_rates": rates,
+        "config": {"dataset": {"name": dataset}, "backbone": {"name": "dvsnet"}, "neuron": {"name": neuron}},
+        **extra,
+    }
 
 
 def test_theory_figures_are_computed_and_written(tmp_path, drawn):
     lines = []
     paths = theory.relaxation_figure(tmp_path, dt=0.1, t_max=5.0, t_lin=2.0, echo=lines.append)
     paths += theory.kernel_figure(tmp_path, steps=101, echo=lines.append)
-    assert [p.name for p in paths] == ["mittag_leffler_relaxation.png", "mittag_leffler_relaxation.pdf",
-                                       "kernel_decay.png", "kernel_decay.pdf"]
+    assert [p.name for p in paths] == [
+        "mittag_leffler_relaxation.png",
+        "mittag_leffler_relaxation.pdf",
+        "kernel_decay.png",
+        "kernel_decay.pdf",
+    ]
     assert all(_is_figure(p) for p in paths)
     assert all(small_text(fig) == [] for fig in drawn.values())
     # the printed diagnostics come from the computation: the fitted kernel slopes approach alpha - 1
@@ -100,8 +123,9 @@ def test_robustness_figures_curves_and_radar(tmp_path, drawn):
     assert figures.robustness_figures([], tmp_path) == []
 
 
-def _graph_study(neuron: str, drop: float, dataset: str, backbone: str = "sgcn",
-                 corruption: str = "feature_masking") -> dict:
+def _graph_study(
+    neuron: str, drop: float, dataset: str, backbone: str = "sgcn", corruption: str = "feature_masking"
+) -> dict:
     record = _study(neuron, drop, corruptions=(), dataset=dataset)
     levels = [0.1, 0.2, 0.3, 0.4, 0.5]
     accs = [record["clean"] - drop * level for level in levels]
@@ -114,11 +138,16 @@ def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
     """One panel per dataset and backbone that has runs, one line per neuron with two or more seeds (a single
     same-computation run is left out), error bars over the seeds, the paper's claim and the strongest level in the
     caption."""
-    records = [_graph_study("flif", 0.1, "cora"), _graph_study("flif", 0.3, "cora"),
-               _graph_study("sj_lif", 0.5, "cora"), _graph_study("sj_lif", 0.5, "cora"),
-               _graph_study("lif", 0.5, "cora"),  # one run: an identity check, not a curve
-               _graph_study("flif", 0.1, "citeseer", "drsgnn"), _graph_study("flif", 0.1, "citeseer", "drsgnn"),
-               _graph_study("flif", 0.1, "photo", corruption="edge_dropping")]  # another study
+    records = [
+        _graph_study("flif", 0.1, "cora"),
+        _graph_study("flif", 0.3, "cora"),
+        _graph_study("sj_lif", 0.5, "cora"),
+        _graph_study("sj_lif", 0.5, "cora"),
+        _graph_study("lif", 0.5, "cora"),  # one run: an identity check, not a curve
+        _graph_study("flif", 0.1, "citeseer", "drsgnn"),
+        _graph_study("flif", 0.1, "citeseer", "drsgnn"),
+        _graph_study("flif", 0.1, "photo", corruption="edge_dropping"),
+    ]  # another study
     captions = {}
     paths = figures.graph_robustness_figure(records, "feature_masking", tmp_path, captions)
     assert [p.name for p in paths] == ["graph_feature_masking.png", "graph_feature_masking.pdf"]
@@ -144,8 +173,12 @@ def test_labels_and_settings():
 def test_firing_rate_figure(tmp_path, drawn):
     # metrics.json stores the rates sorted by name (classifier before features); the figure shows network order
     layers = {"classifier.2": 0.05, "features.0.2": 0.1, "features.1.2": 0.2}
-    runs = [_run("flif", layers), _run("flif", {**layers, "features.0.2": 0.3}),
-            _run("lif", {"classifier.2": 0.01, "features.0.2": 0.3, "features.1.2": 0.2}), _run("flif", {}, dataset="cora")]
+    runs = [
+        _run("flif", layers),
+        _run("flif", {**layers, "features.0.2": 0.3}),
+        _run("lif", {"classifier.2": 0.01, "features.0.2": 0.3, "features.1.2": 0.2}),
+        _run("flif", {}, dataset="cora"),
+    ]
     for run in runs:
         run["config"]["dataset"]["size"] = 32
         run["config"]["backbone"].update(channels=8, num_blocks=2, hidden=16)
@@ -156,8 +189,9 @@ def test_firing_rate_figure(tmp_path, drawn):
     assert legend_texts(drawn["firing_rates"]) == ["f-LIF (n=2)", "LIF (fsnn, alpha = 1) (n=1)"]
     # error bars: the two f-LIF runs differ in features.0.2 (0.1 and 0.3), a standard deviation of 0.14
     bars = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
-    assert len(bars) == 2 and any(np.isclose(np.ptp(seg[:, 1]), 2 * np.std([0.1, 0.3], ddof=1))
-                                  for seg in bars[0].lines[2][0].get_segments())
+    assert len(bars) == 2 and any(
+        np.isclose(np.ptp(seg[:, 1]), 2 * np.std([0.1, 0.3], ddof=1)) for seg in bars[0].lines[2][0].get_segments()
+    )
     assert small_text(drawn["firing_rates"]) == []
     assert figures.firing_rate_figure([_run("flif", {})], tmp_path / "none") == []
     assert not (tmp_path / "none").exists()
@@ -169,9 +203,13 @@ def test_firing_rate_panels_keep_one_colour_per_neuron(tmp_path, drawn):
     runs = [_run(n, rates, recipe=recipe) for n in ("flif", "sj_lif") for recipe in ("matched", "authors")]
     runs.append(_run("lif", rates))
     figures.firing_rate_figure(runs, tmp_path)
-    colours = [{text.get_text(): handle.get_facecolor() for text, handle in zip(ax.get_legend().get_texts(),
-                                                                                  ax.get_legend().legend_handles)}
-               for ax in drawn["firing_rates"].axes]
+    colours = [
+        {
+            text.get_text(): handle.get_facecolor()
+            for text, handle in zip(ax.get_legend().get_texts(), ax.get_legend().legend_handles)
+        }
+        for ax in drawn["firing_rates"].axes
+    ]
     assert len(colours) == 2 and len(colours[0]) != len(colours[1])
     sj = [c for panel in colours for name, c in panel.items() if name.startswith("LIF (SpikingJelly)")]
     assert len(sj) == 2 and sj[0] == sj[1]
@@ -206,17 +244,29 @@ def test_saved_files_carry_no_date_or_version(tmp_path):
 
 
 def _node_run(experiment: str, neuron: str, acc: float, alpha=None, epochs=10, recipe="matched") -> dict:
-    config = {"dataset": {"name": "cora", "T": 100}, "backbone": {"name": "sgcn"}, "trainer": {"max_epochs": epochs},
-              "neuron": {"name": neuron, **({"alpha": alpha, "learn_alpha": False} if alpha is not None else {})}}
-    return {"status": "complete", "task": experiment, "metric": "acc", "test_acc": acc, "recipe": recipe,
-            "config": config}
+    config = {
+        "dataset": {"name": "cora", "T": 100},
+        "backbone": {"name": "sgcn"},
+        "trainer": {"max_epochs": epochs},
+        "neuron": {"name": neuron, **({"alpha": alpha, "learn_alpha": False} if alpha is not None else {})},
+    }
+    return {
+        "status": "complete",
+        "task": experiment,
+        "metric": "acc",
+        "test_acc": acc,
+        "recipe": recipe,
+        "config": config,
+    }
 
 
 def test_alpha_curve_figure(tmp_path, drawn):
     sweep = [_node_run("ablation_alpha_node", "flif", 0.85 + 0.01 * a, alpha=a) for a in (0.1, 0.5, 1.0) for _ in "ab"]
     table2 = [_node_run("table2_node_classification", n, 0.87) for n in ("lif", "sj_lif", "snntorch_leaky")]
-    other = [_node_run("table2_node_classification", "lif", 0.80, epochs=100),  # trained differently: not drawn
-             _node_run("ablation_alpha_node", "flif", 0.5, alpha=0.3, recipe="authors")]
+    other = [
+        _node_run("table2_node_classification", "lif", 0.80, epochs=100),  # trained differently: not drawn
+        _node_run("ablation_alpha_node", "flif", 0.5, alpha=0.3, recipe="authors"),
+    ]
     captions = {}
     paths = figures.alpha_curve_figure(sweep + table2 + other, tmp_path, captions=captions)
     assert [p.name for p in paths] == ["alpha_cora_sgcn.png", "alpha_cora_sgcn.pdf"] and all(map(_is_figure, paths))
@@ -236,8 +286,11 @@ def test_alpha_curve_figure(tmp_path, drawn):
 
 
 def test_alpha_curve_draws_the_paper_only_beside_its_protocol(tmp_path, drawn):
-    runs = [_node_run("ablation_alpha_node", "flif", 0.80 + 0.01 * a, alpha=a, epochs=e) for a in (0.1, 0.5, 1.0)
-            for e in (4, 100)]
+    runs = [
+        _node_run("ablation_alpha_node", "flif", 0.80 + 0.01 * a, alpha=a, epochs=e)
+        for a in (0.1, 0.5, 1.0)
+        for e in (4, 100)
+    ]
     runs += [_node_run("table2_node_classification", "sj_lif", 0.84, epochs=e) for e in (4, 100)]
     figures.alpha_curve_figure(runs, tmp_path)
     fig = drawn["alpha_cora_sgcn"]
@@ -245,24 +298,42 @@ def test_alpha_curve_draws_the_paper_only_beside_its_protocol(tmp_path, drawn):
     assert "4 epochs (paper: 100; its values not drawn)" == short.get_title()
     assert "100 epochs (the paper's protocol)" == full.get_title()
     papers = [label for label in legend_texts(fig) if label.startswith("paper")]
-    assert papers == ["paper: SGCN (SJ) 81.81", "paper: SGCN (snnTorch) 83.12",
-                      "paper: SGCN (f-SNN) 88.08 at its alpha 0.3"]
+    assert papers == [
+        "paper: SGCN (SJ) 81.81",
+        "paper: SGCN (snnTorch) 83.12",
+        "paper: SGCN (f-SNN) 88.08 at its alpha 0.3",
+    ]
     # the paper's lines and star sit on the 100-epoch axes only
     assert not any(abs(y - 81.81) < 1e-9 for line in short.get_lines() for y in np.atleast_1d(line.get_ydata()))
     assert any(abs(y - 81.81) < 1e-9 for line in full.get_lines() for y in np.atleast_1d(line.get_ydata()))
 
 
 def _horizon_run(variant: str, delay: int, seed: int, acc: float) -> dict:
-    return {"status": "complete", "task": "memory_horizon", "metric": "acc", "test_acc": acc, "seed": seed,
-            "train_epoch_s": 2.0 + delay / 16 + seed * 0.1, "choices": {"neuron_variant": variant},
-            "config": {"dataset": {"name": "delayed_cue", "delay": delay, "num_cues": 4}, "backbone": {"name": "seqmlp"},
-                       "neuron": {"name": "flif" if variant.startswith("flif") else "lif"}, "trainer": {"max_epochs": 20}}}
+    return {
+        "status": "complete",
+        "task": "memory_horizon",
+        "metric": "acc",
+        "test_acc": acc,
+        "seed": seed,
+        "train_epoch_s": 2.0 + delay / 16 + seed * 0.1,
+        "choices": {"neuron_variant": variant},
+        "config": {
+            "dataset": {"name": "delayed_cue", "delay": delay, "num_cues": 4},
+            "backbone": {"name": "seqmlp"},
+            "neuron": {"name": "flif" if variant.startswith("flif") else "lif"},
+            "trainer": {"max_epochs": 20},
+        },
+    }
 
 
 def test_memory_horizon_figure(tmp_path, drawn):
     variants = list(figures._variant_labels("memory_horizon"))
-    runs = [_horizon_run(v, d, s, 0.9 - 0.1 * i / len(variants) - d / 100) for i, v in enumerate(variants)
-            for d in (4, 8, 16, 32) for s in range(3)]
+    runs = [
+        _horizon_run(v, d, s, 0.9 - 0.1 * i / len(variants) - d / 100)
+        for i, v in enumerate(variants)
+        for d in (4, 8, 16, 32)
+        for s in range(3)
+    ]
     figures.memory_horizon_figure(runs, tmp_path)
     fig = drawn["memory_horizon"]
     ax_acc, ax_time = fig.axes
@@ -303,11 +374,32 @@ def test_figures_script(tmp_path):
     _write(results, "alpha", _run("flif", {"neuron": 0.7}, dataset="pubmed", task="ablation_alpha"))
     (results / "task" / "broken").mkdir()
     (results / "task" / "broken" / "metrics.json").write_text("{")
-    proc = run_app("fsnn-report", "figures", "--dt", "0.5", "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101",
-                   "--results", str(results), "--out", str(out), cwd=tmp_path, timeout=300)
+    proc = run_app(
+        "fsnn-report",
+        "figures",
+        "--dt",
+        "0.5",
+        "--t-max",
+        "5",
+        "--t-lin",
+        "5",
+        "--kernel-steps",
+        "101",
+        "--results",
+        str(results),
+        "--out",
+        str(out),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    names = {"mittag_leffler_relaxation", "kernel_decay", "firing_rates", "robustness_dvsgesture_dvsnet_curves",
-             "robustness_dvsgesture_dvsnet_radar"}
+    names = {
+        "mittag_leffler_relaxation",
+        "kernel_decay",
+        "firing_rates",
+        "robustness_dvsgesture_dvsnet_curves",
+        "robustness_dvsgesture_dvsnet_radar",
+    }
     assert {p.name for p in out.iterdir()} == {f"{n}.{ext}" for n in names for ext in ("png", "pdf")} | {"figures.json"}
     assert all(_is_figure(p) for p in out.iterdir() if p.suffix != ".json")
     assert "corrupt, skipped" in proc.stdout and "broken" in proc.stdout
@@ -322,8 +414,11 @@ def test_figures_script(tmp_path):
     empty.mkdir()
     assert figures.run_figures(empty, tmp_path / "nothing", echo=lines.append) == []
     assert [line.split(":")[-1].strip() for line in lines] == [
-        "firing-rate figure skipped", "alpha curve skipped", "robustness figures skipped",
-        "memory-horizon figure skipped"]
+        "firing-rate figure skipped",
+        "alpha curve skipped",
+        "robustness figures skipped",
+        "memory-horizon figure skipped",
+    ]
     assert not (tmp_path / "nothing").exists()
 
 
@@ -350,9 +445,14 @@ def test_a_figure_goes_with_its_runs(tmp_path):
         path.unlink()
     lines = []
     figures.make_figures(results, out, **{**small, "echo": lines.append})
-    assert sorted(p.name for p in out.iterdir()) == ["demo_neuron.png", "figures.json", "kernel_decay.pdf",
-                                                      "kernel_decay.png", "mittag_leffler_relaxation.pdf",
-                                                      "mittag_leffler_relaxation.png"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "demo_neuron.png",
+        "figures.json",
+        "kernel_decay.pdf",
+        "kernel_decay.png",
+        "mittag_leffler_relaxation.pdf",
+        "mittag_leffler_relaxation.png",
+    ]
     assert any("memory_horizon.png (its runs are gone)" in line for line in lines)
 
 
@@ -360,18 +460,27 @@ def test_learned_tau_figure_draws_tau_per_epoch_per_delay(tmp_path, drawn):
     def run(variant, delay, seed, grow):
         record = _horizon_run(variant, delay, seed, 0.5)
         record["neurons_by_epoch"] = [
-            {"epoch": e, "neurons": {"layers.0.neuron": {"tau_mean": 2.0, "tau_std": 0.0},
-                                     "layers.1.neuron": {"tau_mean": 2.0 + grow * e + seed, "tau_std": 0.0}}}
-            for e in range(4)]
+            {
+                "epoch": e,
+                "neurons": {
+                    "layers.0.neuron": {"tau_mean": 2.0, "tau_std": 0.0},
+                    "layers.1.neuron": {"tau_mean": 2.0 + grow * e + seed, "tau_std": 0.0},
+                },
+            }
+            for e in range(4)
+        ]
         return record
 
     runs = [run(v, d, s, d / 4) for v in ("lif_learn_tau", "sj_plif") for d in (4, 8) for s in range(2)]
     runs.append(_horizon_run("lif", 4, 0, 0.3))  # nothing learned: no panel
     assert [p.name for p in figures.learned_tau_figure(runs, tmp_path)] == [
-        "memory_horizon_tau.png", "memory_horizon_tau.pdf"]
+        "memory_horizon_tau.png",
+        "memory_horizon_tau.pdf",
+    ]
     fig = drawn["memory_horizon_tau"]
-    assert [ax.get_title() for ax in fig.axes] == [figures._variant_labels("memory_horizon")[v]
-                                                   for v in ("lif_learn_tau", "sj_plif")]
+    assert [ax.get_title() for ax in fig.axes] == [
+        figures._variant_labels("memory_horizon")[v] for v in ("lif_learn_tau", "sj_plif")
+    ]
     solid = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "-"]
     assert [line.get_label() for line in solid] == ["delay 4", "delay 8"]
     # the mean over seeds, epoch by epoch: 2 + grow * epoch + mean seed (0.5)
@@ -421,8 +530,10 @@ def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     monkeypatch.setattr(fsnn.atomic, "open", lambda path, mode="r": io.BufferedWriter(Full(path, "wb")), raising=False)
     with pytest.raises(OSError, match=f"cannot write {out / 'f.png'}: No space left on device"):
         figures.save(fig, out, "f")
-    assert sorted(p.name for p in out.iterdir()) == ["f.pdf", "f.png"] and (out / "f.pdf").read_bytes() == \
-        b"the previous figure"
+    assert (
+        sorted(p.name for p in out.iterdir()) == ["f.pdf", "f.png"]
+        and (out / "f.pdf").read_bytes() == b"the previous figure"
+    )
     monkeypatch.undo()
     figures.save(fig, out, "f")
     assert not (out / "f.png").is_symlink() and elsewhere.read_bytes() == b"kept"
@@ -442,7 +553,9 @@ def test_the_figures_folder_as_a_link_out_of_the_results_tree_is_refused(tmp_pat
         cli.main(["figures", "--results", str(results)])
     assert stop.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"fsnn: error: {results / 'figures'}: a link leads it to {elsewhere}")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"fsnn: error: {results / 'figures'}: a link leads it to {elsewhere}"
+    )
     assert sorted(p.name for p in elsewhere.iterdir()) == ["figures.json", "kept.png"]
 
 
@@ -451,8 +564,11 @@ def test_the_claims_figure_of_a_first_run_per_neuron(tmp_path, drawn):
     its difference without an interval; a pair without a run on one side draws no point."""
     from test_report import T2, _record
 
-    runs = [_record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc + 0.01 * s)
-            for n, acc, seeds in (("flif", 0.86, 1), ("sj_lif", 0.85, 2)) for s in range(seeds)]
+    runs = [
+        _record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc + 0.01 * s)
+        for n, acc, seeds in (("flif", 0.86, 1), ("sj_lif", 0.85, 2))
+        for s in range(seeds)
+    ]
     for i, run in enumerate(runs):
         run["_path"] = f"/r/{i}/metrics.json"
     sections = figures.claim_sections(runs)

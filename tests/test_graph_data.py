@@ -98,8 +98,16 @@ def test_fixture_layout(tmp_path):
     assert (tmp_path / "ogbn_arxiv/RELEASE_v1.txt").is_file()
     assert (tmp_path / "ogbn_arxiv/split/time/valid.csv.gz").is_file()
     assert set(np.load(tmp_path / "CS/raw/ms_academic_cs.npz")) >= {
-        "adj_data", "adj_indices", "adj_indptr", "adj_shape", "attr_data", "attr_indices", "attr_indptr",
-        "attr_shape", "labels"}
+        "adj_data",
+        "adj_indices",
+        "adj_indptr",
+        "adj_shape",
+        "attr_data",
+        "attr_indices",
+        "attr_indptr",
+        "attr_shape",
+        "labels",
+    }
 
 
 # -- loaders on the fixtures ----------------------------------------------------------------------
@@ -189,9 +197,19 @@ def test_karate_and_synthetic():
 # -- missing data ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,folder", [("cora", "Cora"), ("citeseer", "CiteSeer"), ("pubmed", "PubMed"),
-                                         ("photo", "Photo"), ("computers", "Computers"), ("cs", "CS"),
-                                         ("physics", "Physics"), ("ogbn_arxiv", "ogbn_arxiv")])
+@pytest.mark.parametrize(
+    "name,folder",
+    [
+        ("cora", "Cora"),
+        ("citeseer", "CiteSeer"),
+        ("pubmed", "PubMed"),
+        ("photo", "Photo"),
+        ("computers", "Computers"),
+        ("cs", "CS"),
+        ("physics", "Physics"),
+        ("ogbn_arxiv", "ogbn_arxiv"),
+    ],
+)
 def test_missing_data_raises_clear_error(tmp_path, name, folder):
     with pytest.raises(DatasetMissingError) as err:
         load_graph(name, data_dir=tmp_path, download=False)
@@ -305,12 +323,15 @@ def test_ogb_loads_under_weights_only_without_stdin(tmp_path):
     import sys
 
     write_fixtures(tmp_path, ["ogbn_arxiv"])
-    code = ("import torch; from fsnn.data import load_graph\n"
-            f"for _ in range(2): d = load_graph('ogbn_arxiv', data_dir={str(tmp_path)!r}, download=False)\n"
-            "print('OK', torch.__version__, d.num_nodes, int(d.train_mask.sum()))\n")
+    code = (
+        "import torch; from fsnn.data import load_graph\n"
+        f"for _ in range(2): d = load_graph('ogbn_arxiv', data_dir={str(tmp_path)!r}, download=False)\n"
+        "print('OK', torch.__version__, d.num_nodes, int(d.train_mask.sum()))\n"
+    )
     env = {k: v for k, v in __import__("os").environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
-    res = subprocess.run([sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                         timeout=300, env=env)
+    res = subprocess.run(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300, env=env
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "OK" in res.stdout and (tmp_path / "ogbn_arxiv/processed/geometric_data_processed.pt").is_file()
 
@@ -332,8 +353,7 @@ def test_propagate_matches_dense_formula():
         np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
     # existing self loops are replaced by exactly one
     loops = torch.arange(n).repeat(2, 1)
-    np.testing.assert_allclose(F.propagate(x, torch.cat([ei, loops], 1)).numpy(), F.propagate(x, ei).numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(F.propagate(x, torch.cat([ei, loops], 1)).numpy(), F.propagate(x, ei).numpy(), atol=1e-6)
 
 
 def test_standardize_uses_training_statistics():
@@ -383,8 +403,8 @@ def test_laplacian_pe_matches_dense_eigh(n):
     assert pe.shape == (n, dim) and pe.dtype == torch.float32
     p = pe.double().numpy()
     np.testing.assert_allclose(p.T @ p, np.eye(dim), atol=1e-5)  # orthonormal columns
-    np.testing.assert_allclose(vals.numpy(), lam[1:dim + 1], atol=1e-7)
-    ref = vec[:, 1:dim + 1]
+    np.testing.assert_allclose(vals.numpy(), lam[1 : dim + 1], atol=1e-7)
+    ref = vec[:, 1 : dim + 1]
     np.testing.assert_allclose(p @ p.T, ref @ ref.T, atol=1e-5)  # same subspace (sign/rotation free)
     gaps = np.diff(lam[: dim + 2])
     for j in range(dim):  # eigenvectors of simple eigenvalues agree up to sign
@@ -498,8 +518,13 @@ def test_node_features_cache(graph_root, tmp_path, monkeypatch):
     monkeypatch.setattr(F, "propagate", lambda *a, **k: pytest.fail("recomputed instead of cached"))
     x2 = F.node_features(data, hops=1, pe="laplacian", pe_dim=8, cache_dir=cache)
     assert torch.equal(x1, x2)
-    xr = F.node_features(load_graph("cora", data_dir=graph_root, seed=3, download=False), hops=1,
-                         pe="laplacian", pe_dim=8, cache_dir=cache)  # other split: same cache, other z-score
+    xr = F.node_features(
+        load_graph("cora", data_dir=graph_root, seed=3, download=False),
+        hops=1,
+        pe="laplacian",
+        pe_dim=8,
+        cache_dir=cache,
+    )  # other split: same cache, other z-score
     assert not torch.equal(xr, x1)
     monkeypatch.undo()
     rw = F.node_features(data, hops=0, zscore=False, pe="random_walk", pe_dim=4, cache_dir=cache)
@@ -529,15 +554,20 @@ def test_damaged_graph_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, 
         raw = bytearray(buffer.getvalue())
     else:
         start, _ = member_span(path)
-        raw[start:start + 4 * 550] = b"\xff" * (4 * 550)  # 550 float32 NaNs
+        raw[start : start + 4 * 550] = b"\xff" * (4 * 550)  # 550 float32 NaNs
     path.write_bytes(bytes(raw))
     with caplog.at_level("WARNING", logger="fsnn.data.cache"):
         again = F.node_features(data, hops=1, cache_dir=cache)
     assert str(path) in caplog.text and "rebuilding" in caplog.text
     assert torch.equal(again, x) and torch.isfinite(again).all()
     caplog.clear()
-    assert torch.equal(cached_tensor(cache, path.stem, lambda: pytest.fail("rebuilt twice")), torch.load(
-        path, weights_only=True)["tensor"]) and not caplog.text
+    assert (
+        torch.equal(
+            cached_tensor(cache, path.stem, lambda: pytest.fail("rebuilt twice")),
+            torch.load(path, weights_only=True)["tensor"],
+        )
+        and not caplog.text
+    )
 
 
 @pytest.mark.parametrize("name,folder", [("cora", "Cora"), ("photo", "Photo")])
@@ -664,24 +694,69 @@ def _citeseer_as_cora(raw: Path) -> None:
 
 
 CORRUPT = {  # (dataset, its folder, the damage, the file or text named, the problem)
-    "truncated features": ("cora", "Cora", lambda raw: _truncate(raw / "ind.cora.x"), "ind.cora.x",
-                           "cannot be read .*truncated"),
-    "truncated test index": ("cora", "Cora", lambda raw: _truncate(raw / "ind.cora.test.index"),
-                             "ind.cora.test.index", "lists 15 test nodes"),
-    "edge beyond the nodes": ("cora", "Cora", lambda raw: _edit_pickle(raw / "ind.cora.graph", _edge_beyond),
-                              "ind.cora.graph", "an edge names node 99999, outside the graph's 550 nodes"),
-    "pickle payload in a raw file": ("cora", "Cora", lambda raw: (raw / "ind.cora.graph").write_bytes(
-        pickle.dumps(Payload(str(raw / "PAYLOAD_RAN")))), "ind.cora.graph", "a pickle that could run code"),
-    "NaN feature": ("cora", "Cora", lambda raw: _edit_pickle(raw / "ind.cora.allx", _nan_feature), "ind.cora.allx",
-                    "a feature value is not finite .*node 3, feature 5"),
-    "another dataset's files": ("cora", "Cora", _citeseer_as_cora, "ind.cora.x", "3,703 features per node where "
-                                "cora has 2,708 nodes, 1,433 features and 7 classes: these are not cora's files"),
-    "truncated npz": ("photo", "Photo", lambda raw: _truncate(raw / "amazon_electronics_photo.npz"),
-                      "amazon_electronics_photo.npz", "cannot be read"),
-    "npz edge beyond the nodes": ("photo", "Photo", lambda raw: _npz_edge_beyond(raw / "amazon_electronics_photo.npz"),
-                                  "Photo/raw", "PyG cannot read the raw files"),
-    "truncated gzip": ("ogbn_arxiv", "ogbn_arxiv", lambda raw: _truncate(raw / "edge.csv.gz"), "edge.csv.gz",
-                       "cannot be read"),
+    "truncated features": (
+        "cora",
+        "Cora",
+        lambda raw: _truncate(raw / "ind.cora.x"),
+        "ind.cora.x",
+        "cannot be read .*truncated",
+    ),
+    "truncated test index": (
+        "cora",
+        "Cora",
+        lambda raw: _truncate(raw / "ind.cora.test.index"),
+        "ind.cora.test.index",
+        "lists 15 test nodes",
+    ),
+    "edge beyond the nodes": (
+        "cora",
+        "Cora",
+        lambda raw: _edit_pickle(raw / "ind.cora.graph", _edge_beyond),
+        "ind.cora.graph",
+        "an edge names node 99999, outside the graph's 550 nodes",
+    ),
+    "pickle payload in a raw file": (
+        "cora",
+        "Cora",
+        lambda raw: (raw / "ind.cora.graph").write_bytes(pickle.dumps(Payload(str(raw / "PAYLOAD_RAN")))),
+        "ind.cora.graph",
+        "a pickle that could run code",
+    ),
+    "NaN feature": (
+        "cora",
+        "Cora",
+        lambda raw: _edit_pickle(raw / "ind.cora.allx", _nan_feature),
+        "ind.cora.allx",
+        "a feature value is not finite .*node 3, feature 5",
+    ),
+    "another dataset's files": (
+        "cora",
+        "Cora",
+        _citeseer_as_cora,
+        "ind.cora.x",
+        "3,703 features per node where cora has 2,708 nodes, 1,433 features and 7 classes: these are not cora's files",
+    ),
+    "truncated npz": (
+        "photo",
+        "Photo",
+        lambda raw: _truncate(raw / "amazon_electronics_photo.npz"),
+        "amazon_electronics_photo.npz",
+        "cannot be read",
+    ),
+    "npz edge beyond the nodes": (
+        "photo",
+        "Photo",
+        lambda raw: _npz_edge_beyond(raw / "amazon_electronics_photo.npz"),
+        "Photo/raw",
+        "PyG cannot read the raw files",
+    ),
+    "truncated gzip": (
+        "ogbn_arxiv",
+        "ogbn_arxiv",
+        lambda raw: _truncate(raw / "edge.csv.gz"),
+        "edge.csv.gz",
+        "cannot be read",
+    ),
 }
 
 

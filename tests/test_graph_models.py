@@ -87,8 +87,15 @@ def _neuron_kwargs(neuron, threshold=0.5):
 def _model(name, neuron, in_features, num_classes, **kwargs):
     if name == "drsgnn":
         kwargs.setdefault("pe_dim", 4)
-    return build_backbone(name, in_features=in_features, num_classes=num_classes, neuron=neuron,
-                          neuron_kwargs=_neuron_kwargs(neuron), T=T, **kwargs)
+    return build_backbone(
+        name,
+        in_features=in_features,
+        num_classes=num_classes,
+        neuron=neuron,
+        neuron_kwargs=_neuron_kwargs(neuron),
+        T=T,
+        **kwargs,
+    )
 
 
 def _random_graph(n=60, p=0.12, features=8, seed=0):
@@ -103,8 +110,17 @@ def _pairs(edge_index):
 
 
 def _trainer(epochs=2, **kwargs):
-    return L.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                     enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0, **kwargs)
+    return L.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        **kwargs,
+    )
 
 
 def _adam(lr):
@@ -201,8 +217,9 @@ def test_poisson_draws_one_stream_in_chunks_of_bounded_size(frozen, monkeypatch)
         assert max(sizes) <= max(chunk, 30)  # a chunk is at least one row of one step
         for dense_from in (0.0, math.inf):
             monkeypatch.setattr(poisson, "DENSE_FROM", dense_from)
-            torch.testing.assert_close(_encode(x, steps=12, frozen=frozen).linear(layer.weight, layer.bias),
-                                       reference, rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(
+                _encode(x, steps=12, frozen=frozen).linear(layer.weight, layer.bias), reference, rtol=1e-5, atol=1e-5
+            )
     assert len(sizes) > 12  # the smallest chunks did split the steps into blocks of rows
 
 
@@ -240,8 +257,15 @@ def test_frozen_encoding_repeats_one_pattern():
 
 
 def test_legacy_double_softmax_outputs_probabilities(karate):
-    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="lif",
-                           neuron_kwargs={}, T=T, legacy_double_softmax=True).eval()
+    model = build_backbone(
+        "sgcn",
+        in_features=karate.features.shape[1],
+        num_classes=4,
+        neuron="lif",
+        neuron_kwargs={},
+        T=T,
+        legacy_double_softmax=True,
+    ).eval()
     out = model(karate.features)
     assert torch.allclose(out.sum(1), torch.ones(len(out))) and (out > 0).all()
 
@@ -265,8 +289,15 @@ def test_legacy_cumulated_readout_integrates_the_output_spikes(karate, neuron, k
     """The switch reads the output spikes out with the neuron's alpha (1 for a first-order neuron) instead of their
     mean; the rest of the model is unchanged."""
     torch.manual_seed(0)
-    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron=neuron,
-                           neuron_kwargs=kwargs, T=T, legacy_cumulated_readout=True)
+    model = build_backbone(
+        "sgcn",
+        in_features=karate.features.shape[1],
+        num_classes=4,
+        neuron=neuron,
+        neuron_kwargs=kwargs,
+        T=T,
+        legacy_cumulated_readout=True,
+    )
     assert "legacy_cumulated_readout=True" in repr(model)
     spikes = []
     model.neuron.register_forward_hook(lambda _m, _i, out: spikes.append(out))
@@ -321,14 +352,17 @@ def test_msg_link_decoders_score_as_their_equations(karate):
     for decoder in ("cosine", "minkowski", "fermi_dirac"):
         torch.manual_seed(0)
         options = {} if decoder == "cosine" else {"decoder": decoder}
-        model = build_backbone("msg", in_features=karate.num_features, neuron="fif", T=4, dim=8, step_size=0.5,
-                               **options)
+        model = build_backbone(
+            "msg", in_features=karate.num_features, neuron="fif", T=4, dim=8, step_size=0.5, **options
+        )
         z = model.encode(karate.x, karate.edge_index)
         a, b = z[pairs[0]], z[pairs[1]]
         distance = model.geometry.sqdist(a, b).sqrt()
-        expected = {"cosine": F.cosine_similarity(model.embed(a), model.embed(b), dim=-1),
-                    "minkowski": -a[:, 0] * b[:, 0] + (a[:, 1:] * b[:, 1:]).sum(-1),
-                    "fermi_dirac": 2.0 - distance ** 2}[decoder]
+        expected = {
+            "cosine": F.cosine_similarity(model.embed(a), model.embed(b), dim=-1),
+            "minkowski": -a[:, 0] * b[:, 0] + (a[:, 1:] * b[:, 1:]).sum(-1),
+            "fermi_dirac": 2.0 - distance**2,
+        }[decoder]
         logits = model.decode(z, pairs)
         assert logits.shape == (20,) and torch.allclose(logits, expected, atol=1e-5), decoder
         if decoder == "minkowski":
@@ -343,9 +377,18 @@ def test_msg_link_decoders_score_as_their_equations(karate):
 @pytest.mark.parametrize("neuron", MSG_NEURON_NAMES)
 def test_msg_train_step_has_finite_gradients(karate, manifold, neuron):
     torch.manual_seed(0)
-    model = build_backbone("msg", in_features=karate.num_features, num_classes=4, neuron=neuron,
-                           neuron_kwargs=_neuron_kwargs(neuron, 0.2), T=T, manifold=manifold, n_layers=2, dim=8,
-                           step_size=0.5)
+    model = build_backbone(
+        "msg",
+        in_features=karate.num_features,
+        num_classes=4,
+        neuron=neuron,
+        neuron_kwargs=_neuron_kwargs(neuron, 0.2),
+        T=T,
+        manifold=manifold,
+        n_layers=2,
+        dim=8,
+        step_size=0.5,
+    )
     z = model.encode(karate.x, karate.edge_index)
     assert z.shape == (34, 8 + (manifold != "euclidean"))
     logits = model.classify(z)
@@ -371,8 +414,11 @@ def test_msg_runs_under_inference_mode_after_backward(karate):
         assert torch.isfinite(model(karate.x, karate.edge_index)).all()
 
 
-@pytest.mark.parametrize("geometry", [Lorentz(5), Lorentz(5, k=2.0), Sphere(5), Euclidean(5)],
-                         ids=["lorentz", "lorentz_k2", "sphere", "euclidean"])
+@pytest.mark.parametrize(
+    "geometry",
+    [Lorentz(5), Lorentz(5, k=2.0), Sphere(5), Euclidean(5)],
+    ids=["lorentz", "lorentz_k2", "sphere", "euclidean"],
+)
 def test_manifold_maps_are_consistent_and_gradient_safe(geometry):
     torch.manual_seed(0)
     v = torch.randn(6, 5, dtype=torch.float64) * 0.8
@@ -461,8 +507,9 @@ def test_nonfinite_loss_raises():
 def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
     pe_dim, F_in = 4, karate.features.shape[1]
     x = torch.cat([karate.features, torch.randn(34, pe_dim)], dim=1)
-    model = build_backbone("drsgnn", in_features=F_in + pe_dim, num_classes=4, neuron="lif", neuron_kwargs={}, T=T,
-                           pe="lap", pe_dim=pe_dim)
+    model = build_backbone(
+        "drsgnn", in_features=F_in + pe_dim, num_classes=4, neuron="lif", neuron_kwargs={}, T=T, pe="lap", pe_dim=pe_dim
+    )
     seen = []
     model.encoder.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
     torch.manual_seed(0)
@@ -481,8 +528,9 @@ def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
     model(x)
     assert torch.equal(seen[0], x)
     # random-walk PEs are sign-definite: never flipped
-    rw = build_backbone("drsgnn", in_features=F_in + pe_dim, num_classes=4, neuron="lif", neuron_kwargs={}, T=T,
-                        pe="rw", pe_dim=pe_dim)
+    rw = build_backbone(
+        "drsgnn", in_features=F_in + pe_dim, num_classes=4, neuron="lif", neuron_kwargs={}, T=T, pe="rw", pe_dim=pe_dim
+    )
     rw.encoder.register_forward_pre_hook(lambda _m, args: seen.append(args[0].detach().clone()))
     seen.clear()
     rw.train()
@@ -492,29 +540,56 @@ def test_drsgnn_flips_laplacian_pe_signs_only_in_training(karate):
 
 
 def test_drsgnn_threshold_modes():
-    flif = build_backbone("drsgnn", in_features=10, num_classes=3, neuron="flif", neuron_kwargs={"threshold": 1.5},
-                          T=T, pe_dim=4)
+    flif = build_backbone(
+        "drsgnn", in_features=10, num_classes=3, neuron="flif", neuron_kwargs={"threshold": 1.5}, T=T, pe_dim=4
+    )
     assert flif.threshold_mode == "neuron" and flif.theta_raw is None
     assert flif.neuron.theta_raw is not None and flif.neuron.theta_raw.requires_grad
     assert math.isclose(float(flif.learned_threshold.detach()), 1.5, rel_tol=1e-6)
-    sj = build_backbone("drsgnn", in_features=10, num_classes=3, neuron="sj_lif", neuron_kwargs={"threshold": 1.5},
-                        T=T, pe_dim=4)
+    sj = build_backbone(
+        "drsgnn", in_features=10, num_classes=3, neuron="sj_lif", neuron_kwargs={"threshold": 1.5}, T=T, pe_dim=4
+    )
     assert sj.threshold_mode == "scale" and sj.theta_raw.requires_grad
     assert math.isclose(float(sj.learned_threshold.detach()), 1.5, rel_tol=1e-6)
     with pytest.raises(ValueError, match="cannot learn"):
-        build_backbone("drsgnn", in_features=10, num_classes=3, neuron="sj_lif", neuron_kwargs={}, T=T,
-                       threshold_mode="neuron", pe_dim=4)
+        build_backbone(
+            "drsgnn",
+            in_features=10,
+            num_classes=3,
+            neuron="sj_lif",
+            neuron_kwargs={},
+            T=T,
+            threshold_mode="neuron",
+            pe_dim=4,
+        )
     with pytest.raises(ValueError, match="twice"):
-        build_backbone("drsgnn", in_features=10, num_classes=3, neuron="flif",
-                       neuron_kwargs={"learn_threshold": True}, T=T, threshold_mode="scale", pe_dim=4)
+        build_backbone(
+            "drsgnn",
+            in_features=10,
+            num_classes=3,
+            neuron="flif",
+            neuron_kwargs={"learn_threshold": True},
+            T=T,
+            threshold_mode="scale",
+            pe_dim=4,
+        )
 
 
 def test_drsgnn_scaled_threshold_pushed_to_zero_is_held_at_its_floor():
     """A softplus gone to 0 would scale the currents to inf: held at 1e-4 of its start, as a neuron's own."""
     from fsnn.neurons.modules import LEARNED_THRESHOLD
 
-    model = build_backbone("drsgnn", in_features=12, num_classes=5, neuron="sj_lif", neuron_kwargs={"threshold": 1.5},
-                           T=4, pe="rw", pe_dim=4, threshold_mode="scale")
+    model = build_backbone(
+        "drsgnn",
+        in_features=12,
+        num_classes=5,
+        neuron="sj_lif",
+        neuron_kwargs={"threshold": 1.5},
+        T=4,
+        pe="rw",
+        pe_dim=4,
+        threshold_mode="scale",
+    )
     with torch.no_grad():
         model.theta_raw.fill_(-200.0)
     assert float(model.learned_threshold.detach()) == pytest.approx(LEARNED_THRESHOLD * 1.5, rel=1e-6)
@@ -526,13 +601,31 @@ def test_drsgnn_scaled_currents_equal_a_neuron_with_that_threshold(neuron):
     """'scale' mode: currents x theta0/theta into a threshold-theta0 neuron == a neuron with threshold theta."""
     torch.manual_seed(0)
     theta = 1.7
-    scaled = build_backbone("drsgnn", in_features=12, num_classes=5, neuron=neuron, neuron_kwargs={"threshold": 1.0},
-                            T=16, pe="rw", pe_dim=4, threshold_mode="scale")
+    scaled = build_backbone(
+        "drsgnn",
+        in_features=12,
+        num_classes=5,
+        neuron=neuron,
+        neuron_kwargs={"threshold": 1.0},
+        T=16,
+        pe="rw",
+        pe_dim=4,
+        threshold_mode="scale",
+    )
     with torch.no_grad():
         scaled.theta_raw.fill_(math.log(math.expm1(theta)))
         scaled.fc.weight.mul_(6.0)
-    plain = build_backbone("drsgnn", in_features=12, num_classes=5, neuron=neuron,
-                           neuron_kwargs={"threshold": theta}, T=16, pe="rw", pe_dim=4, threshold_mode="fixed")
+    plain = build_backbone(
+        "drsgnn",
+        in_features=12,
+        num_classes=5,
+        neuron=neuron,
+        neuron_kwargs={"threshold": theta},
+        T=16,
+        pe="rw",
+        pe_dim=4,
+        threshold_mode="fixed",
+    )
     plain.fc.load_state_dict(scaled.fc.state_dict())
     x = torch.rand(40, 12) * 1.5
     gen_state = torch.random.get_rng_state()
@@ -566,8 +659,10 @@ def test_synaptic_energy_by_hand():
         T = 10
 
         def synaptic_layers(self):
-            return [SynapticLayer("first", 100, source=None, kind="MAC", steps=1),
-                    SynapticLayer("second", 50, source="first_neuron")]
+            return [
+                SynapticLayer("first", 100, source=None, kind="MAC", steps=1),
+                SynapticLayer("second", 50, source="first_neuron"),
+            ]
 
     energy = synaptic_energy(Dense(), {"first_neuron": 0.1})
     assert math.isclose(energy["first"], 4.6 * 100 * 1e-9, rel_tol=1e-12)
@@ -647,7 +742,8 @@ def test_random_link_split_is_disjoint_shuffled_and_seeded():
     assert not _pairs(val.pos_edge_label_index) & _pairs(test.pos_edge_label_index)
     assert _pairs(val.edge_index) == train_mp  # val scores with training edges, test with train + val
     assert _pairs(test.edge_index) == train_mp | _pairs(val.pos_edge_label_index) | {
-        (j, i) for i, j in _pairs(val.pos_edge_label_index)}
+        (j, i) for i, j in _pairs(val.pos_edge_label_index)
+    }
     # training negatives: never a positive of the whole graph nor an evaluation negative
     eval_neg = _pairs(val.neg_edge_label_index) | _pairs(test.neg_edge_label_index)
     eval_neg |= {(j, i) for i, j in eval_neg}
@@ -662,7 +758,7 @@ def test_random_link_split_is_disjoint_shuffled_and_seeded():
     other = link_split(data, num_val=0.1, num_test=0.2, seed=4)
     assert not torch.equal(other[1].pos_edge_label_index, val.pos_edge_label_index)
     upper = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
-    assert _pairs(val.pos_edge_label_index) != _pairs(upper[:, :val.pos_edge_label_index.shape[1]])
+    assert _pairs(val.pos_edge_label_index) != _pairs(upper[:, : val.pos_edge_label_index.shape[1]])
 
 
 def test_train_negatives_are_distinct_and_uniform_over_the_allowed_pairs():
@@ -691,7 +787,7 @@ def test_train_negatives_are_distinct_and_uniform_over_the_allowed_pairs():
     expected = draws * 10 / allowed
     hits = counts[~torch.isin(torch.arange(n * (n - 1)), forbidden)]
     assert (counts[forbidden] == 0).all()
-    assert ((hits - expected).abs() < 5 * expected ** 0.5).all(), (hits.min(), hits.max(), expected)
+    assert ((hits - expected).abs() < 5 * expected**0.5).all(), (hits.min(), hits.max(), expected)
     data.pos_edge_label_index = torch.zeros(2, allowed + 5)  # more than there are: distinct allowed pairs, fewer
     got = pair_keys(sample_train_negatives(data), n).tolist()
     assert len(set(got)) == len(got) and set(got) <= set(range(n * (n - 1))) - set(forbidden.tolist())
@@ -705,9 +801,9 @@ def test_legacy_link_split_by_position_and_negative_pool():
     n_val, n_test = int(0.1 * edges.shape[1]), int(0.2 * edges.shape[1])
     train, val, test = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True)
     assert torch.equal(val.pos_edge_label_index, edges[:, :n_val])
-    assert torch.equal(test.pos_edge_label_index, edges[:, n_val:n_val + n_test])
-    assert torch.equal(train.pos_edge_label_index, edges[:, n_val + n_test:])
-    assert all(torch.equal(part.edge_index, edges[:, n_val + n_test:]) for part in (train, val, test))
+    assert torch.equal(test.pos_edge_label_index, edges[:, n_val : n_val + n_test])
+    assert torch.equal(train.pos_edge_label_index, edges[:, n_val + n_test :])
+    assert all(torch.equal(part.edge_index, edges[:, n_val + n_test :]) for part in (train, val, test))
     full = _pairs(edges)
     assert not (_pairs(val.neg_edge_label_index) | _pairs(test.neg_edge_label_index)) & full
     assert not hasattr(train, "negative_pool") and "drawn_negatives" not in train
@@ -735,14 +831,22 @@ def test_link_split_leaks_counted_on_hand_made_storage_orders():
     pairs = torch.randperm(60 * 59 // 2, generator=g)[:40]
     upper = torch.triu_indices(60, 60, offset=1)[:, pairs]
     forward_then_reverse = Data(x=torch.zeros(60, 1), edge_index=torch.cat([upper, upper.flip(0)], 1), num_nodes=60)
-    adjacent = Data(x=torch.zeros(60, 1), num_nodes=60,
-                    edge_index=torch.stack([upper, upper.flip(0)], 2).reshape(2, 80))
+    adjacent = Data(
+        x=torch.zeros(60, 1), num_nodes=60, edge_index=torch.stack([upper, upper.flip(0)], 2).reshape(2, 80)
+    )
     authors = {"num_val": 0.1, "num_test": 0.2, "seed": 1, "legacy_by_position": True, "legacy_negative_pool": True}
     leaks = link_split_leaks(link_split(forward_then_reverse, **authors))
     assert link_split(forward_then_reverse, **authors)[0].negative_pool.shape[1] == 104
-    assert leaks == pytest.approx({"val_reverse_in_train": 1.0, "val_reverse_in_messages": 1.0,
-                                   "test_reverse_in_train": 1.0, "test_reverse_in_messages": 1.0,
-                                   "test_negatives_in_pool": 1.0, "test_negative_draws": 200 * 56 * 2 / 104})
+    assert leaks == pytest.approx(
+        {
+            "val_reverse_in_train": 1.0,
+            "val_reverse_in_messages": 1.0,
+            "test_reverse_in_train": 1.0,
+            "test_reverse_in_messages": 1.0,
+            "test_negatives_in_pool": 1.0,
+            "test_negative_draws": 200 * 56 * 2 / 104,
+        }
+    )
     leaks = link_split_leaks(link_split(adjacent, **authors), epochs=10)
     assert [leaks[key] for key in ("val_reverse_in_train", "test_reverse_in_messages")] == [0.0, 0.0]
     assert leaks["test_negative_draws"] == pytest.approx(10 * 56 * 2 / 104)
@@ -756,11 +860,20 @@ def test_msg_legacy_no_spike_gradient_feeds_the_neurons_detached_currents(karate
     fed = []
     for legacy in (False, True):
         torch.manual_seed(0)
-        model = build_backbone("msg", in_features=karate.num_features, num_classes=4, neuron="fif", T=4, dim=8,
-                               legacy_no_spike_gradient=legacy)
+        model = build_backbone(
+            "msg",
+            in_features=karate.num_features,
+            num_classes=4,
+            neuron="fif",
+            T=4,
+            dim=8,
+            legacy_no_spike_gradient=legacy,
+        )
         assert ("legacy_no_spike_gradient=True" in repr(model)) == legacy
-        hooks = [m.register_forward_hook(lambda _m, inputs, _o: fed.append((legacy, inputs[0].requires_grad)))
-                 for m in (model.encoder_neuron, model.layers[0].neuron)]
+        hooks = [
+            m.register_forward_hook(lambda _m, inputs, _o: fed.append((legacy, inputs[0].requires_grad)))
+            for m in (model.encoder_neuron, model.layers[0].neuron)
+        ]
         model(karate.x, karate.edge_index).sum().backward()
         assert model.encoder.lin.weight.grad is not None and model.layers[0].conv.lin.weight.grad is not None
         for hook in hooks:
@@ -771,8 +884,14 @@ def test_msg_legacy_no_spike_gradient_feeds_the_neurons_detached_currents(karate
 # ------------------------------------------------------------------------------------------------ Lightning fits
 def test_node_classifier_fit_beats_chance_on_karate(karate):
     L.seed_everything(0, verbose=False)
-    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="flif",
-                           neuron_kwargs={"threshold": 1.0, "tau": 2.0, "alpha": 0.5}, T=T)
+    model = build_backbone(
+        "sgcn",
+        in_features=karate.features.shape[1],
+        num_classes=4,
+        neuron="flif",
+        neuron_kwargs={"threshold": 1.0, "tau": 2.0, "alpha": 0.5},
+        T=T,
+    )
     everything = torch.arange(34)
     dm = NodeDataModule(karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0)
     module = GraphNodeClassifier(model, 4, _adam(0.05), test_repeats=3, spike_noise_std=0.0)
@@ -780,9 +899,15 @@ def test_node_classifier_fit_beats_chance_on_karate(karate):
     trainer.fit(module, dm)
     assert {"train/loss", "train/acc", "val/loss", "val/acc"} <= set(trainer.callback_metrics)
     trainer.test(module, dm, verbose=False)
-    assert {"test/acc", "test/acc_std", "test/loss", "test/energy_mJ", "test/energy_output_rate_mJ",
-            "test/rate/encoder", "test/rate/neuron"} <= set(
-        trainer.callback_metrics)
+    assert {
+        "test/acc",
+        "test/acc_std",
+        "test/loss",
+        "test/energy_mJ",
+        "test/energy_output_rate_mJ",
+        "test/rate/encoder",
+        "test/rate/neuron",
+    } <= set(trainer.callback_metrics)
     assert len(module.test_accuracies) == 3
     majority = torch.bincount(karate.y).max().item() / 34
     model.eval()
@@ -794,11 +919,13 @@ def test_node_classifier_fit_beats_chance_on_karate(karate):
 def test_node_classifier_tests_its_resamplings_in_bounded_forwards(karate, monkeypatch):
     """The test's re-samplings run as one forward while they fit test_chunk_elements, else in as few forwards of
     at most that many rows x T x classes as needed; every re-sampling is scored either way."""
-    model = build_backbone("sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="lif",
-                           neuron_kwargs={}, T=T)
+    model = build_backbone(
+        "sgcn", in_features=karate.features.shape[1], num_classes=4, neuron="lif", neuron_kwargs={}, T=T
+    )
     everything = torch.arange(34)
-    dm = NodeDataModule(karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0,
-                        eval_batch_size=34)
+    dm = NodeDataModule(
+        karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0, eval_batch_size=34
+    )
     rows = []
     model.register_forward_hook(lambda _m, inputs, _out: rows.append(len(inputs[0])))
     for budget, forwards in ((1 << 25, [34 * 5]), (34 * T * 4 * 2, [68, 68, 34]), (1, [34] * 5)):
@@ -811,13 +938,28 @@ def test_node_classifier_tests_its_resamplings_in_bounded_forwards(karate, monke
 
 def test_node_classifier_full_graph_msg_and_noise_probe(karate):
     L.seed_everything(0, verbose=False)
-    model = build_backbone("msg", in_features=karate.num_features, num_classes=4, neuron="fif",
-                           neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5)
+    model = build_backbone(
+        "msg",
+        in_features=karate.num_features,
+        num_classes=4,
+        neuron="fif",
+        neuron_kwargs={"threshold": 0.2},
+        T=5,
+        dim=8,
+        step_size=0.5,
+    )
     with pytest.raises(ValueError, match="whole graph"):
         GraphNodeClassifier(model, 4, _adam(0.05))
-    dm = NodeDataModule.from_masks(None, Data(y=karate.y, train_mask=torch.ones(34, dtype=torch.bool),
-                                              val_mask=torch.ones(34, dtype=torch.bool),
-                                              test_mask=torch.ones(34, dtype=torch.bool)), batch_size=None)
+    dm = NodeDataModule.from_masks(
+        None,
+        Data(
+            y=karate.y,
+            train_mask=torch.ones(34, dtype=torch.bool),
+            val_mask=torch.ones(34, dtype=torch.bool),
+            test_mask=torch.ones(34, dtype=torch.bool),
+        ),
+        batch_size=None,
+    )
     module = GraphNodeClassifier(model, 4, _adam(0.05), graph=karate, spike_noise_std=0.3)
     trainer = _trainer(epochs=2)
     trainer.fit(module, dm)
@@ -828,8 +970,16 @@ def test_node_classifier_full_graph_msg_and_noise_probe(karate):
 
 
 LINK_MODELS = {
-    "msg": lambda features: build_backbone("msg", in_features=features, num_classes=None, neuron="fif",
-                                           neuron_kwargs={"threshold": 0.2}, T=5, dim=8, step_size=0.5),
+    "msg": lambda features: build_backbone(
+        "msg",
+        in_features=features,
+        num_classes=None,
+        neuron="fif",
+        neuron_kwargs={"threshold": 0.2},
+        T=5,
+        dim=8,
+        step_size=0.5,
+    ),
     "gae": lambda features: build_backbone("gae", in_features=features, hidden=16, dim=8, neuron="fif", T=5),
 }
 
@@ -909,19 +1059,22 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
     # in fresh interpreters (the setting is process-wide): the median of the page faults of five cycles of
     # allocating, filling and freeing a 44 MiB tensor, once the first cycles have placed it (the median, since a
     # loaded machine can add one cycle's worth of faults to any run)
-    code = ("import resource, statistics, sys, torch; from fsnn.suite.lightning import reuse_freed_memory\n"
-            "ok = reuse_freed_memory() if sys.argv[1] == '1' else False\n"
-            "for _ in range(2): a = torch.ones(11_000_000); del a\n"
-            "counts = []\n"
-            "for _ in range(5):\n"
-            "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-            "    a = torch.ones(11_000_000); del a\n"
-            "    counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
-            "print(ok, int(statistics.median(counts)))")
+    code = (
+        "import resource, statistics, sys, torch; from fsnn.suite.lightning import reuse_freed_memory\n"
+        "ok = reuse_freed_memory() if sys.argv[1] == '1' else False\n"
+        "for _ in range(2): a = torch.ones(11_000_000); del a\n"
+        "counts = []\n"
+        "for _ in range(5):\n"
+        "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "    a = torch.ones(11_000_000); del a\n"
+        "    counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+        "print(ok, int(statistics.median(counts)))"
+    )
 
     def faults(flag: str) -> tuple[str, int]:
-        ok, count = subprocess.run([sys.executable, "-c", code, flag], capture_output=True, text=True,
-                                   check=True).stdout.split()
+        ok, count = subprocess.run(
+            [sys.executable, "-c", code, flag], capture_output=True, text=True, check=True
+        ).stdout.split()
         return ok, int(count)
 
     pages = 11_000_000 * 4 // 4096
@@ -933,10 +1086,12 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
 def test_graph_commands_print_no_future_warning_of_the_libraries():
     """PyG (and geoopt) script helpers with the deprecated ``torch.jit.script`` at import: a FutureWarning on every
     graph run, unless the commands' ``quiet_libraries`` ignores it where it comes from."""
+
     def imports(first: str) -> subprocess.CompletedProcess:
         code = f"{first}import torch_geometric, geoopt"
-        return subprocess.run([sys.executable, "-W", "error::FutureWarning", "-c", code], capture_output=True,
-                              text=True, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-W", "error::FutureWarning", "-c", code], capture_output=True, text=True, timeout=300
+        )
 
     assert imports("").returncode != 0  # the warning is there to hide (an error under -W error)
     quiet = imports("from fsnn.suite.lightning import quiet_libraries; quiet_libraries(); ")

@@ -17,8 +17,9 @@ from fsnn.neurons import triton_kernels as kernels
 from fsnn.neurons.surrogate import SURROGATES
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-pytestmark = pytest.mark.skipif(kernels.unavailable_reason(DEVICE) is not None,
-                                reason=str(kernels.unavailable_reason(DEVICE)))
+pytestmark = pytest.mark.skipif(
+    kernels.unavailable_reason(DEVICE) is not None, reason=str(kernels.unavailable_reason(DEVICE))
+)
 
 
 @pytest.fixture(autouse=True)

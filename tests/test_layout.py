@@ -96,8 +96,12 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
     """Every import that goes against the layers: the library into the suite or the reports, the reports into the
     suite."""
     allowed = {"library": {"library"}, "report": {"library", "report"}, "suite": {"library", "report", "suite"}}
-    return sorted(f"{source} -> {target}" for source, targets in graph.items() for target in targets
-                  if layer(target) not in allowed[layer(source)])
+    return sorted(
+        f"{source} -> {target}"
+        for source, targets in graph.items()
+        for target in targets
+        if layer(target) not in allowed[layer(source)]
+    )
 
 
 def test_the_imports_go_one_way_and_in_no_circle():
@@ -116,8 +120,14 @@ def test_the_folder_tree_shows_the_layers():
 def loaded(statement: str) -> list[str]:
     """The modules a fresh interpreter holds after ``statement``."""
     code = f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.splitlines()[-1])
 

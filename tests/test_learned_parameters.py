@@ -91,15 +91,21 @@ def test_a_non_finite_parameter_is_named_with_its_layer_and_value():
     check_finite_parameters(model, "epoch 0")  # finite: nothing happens
     with torch.no_grad():
         model.fc.weight[1, 2] = float("nan")
-    with pytest.raises(NonFiniteParameterError, match=r"^parameter weight of layer fc \(Linear\) is nan at \[1, 2\] "
-                                                      r"\(1 of 6\) after the optimiser step of epoch 0; the last good "
-                                                      r"checkpoint is kept$"):
+    with pytest.raises(
+        NonFiniteParameterError,
+        match=r"^parameter weight of layer fc \(Linear\) is nan at \[1, 2\] "
+        r"\(1 of 6\) after the optimiser step of epoch 0; the last good "
+        r"checkpoint is kept$",
+    ):
         check_finite_parameters(model, "epoch 0")
     with torch.no_grad():
         model.fc.weight[1, 2] = 0.0
         model.neuron.tau_raw.fill_(float("-inf"))
-    with pytest.raises(NonFiniteParameterError, match=r"^parameter tau_raw of layer neuron \(FractionalLIF\) is -inf "
-                                                      r"after"):
+    with pytest.raises(
+        NonFiniteParameterError,
+        match=r"^parameter tau_raw of layer neuron \(FractionalLIF\) is -inf "
+        r"after",
+    ):
         check_finite_parameters(model, "epoch 0")
 
 
@@ -108,8 +114,9 @@ def test_training_stops_at_the_step_that_made_a_parameter_non_finite():
     x, y = torch.rand(8, 5, 3), torch.randint(0, 2, (8,))  # [B, T, features]: a sequence batch
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=4)
     module = SpikingClassifier(Tiny(), 2, lambda params: torch.optim.SGD(params, lr=float("inf")))
-    trainer = L.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
+    trainer = L.Trainer(
+        max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
+    )
     with pytest.raises(NonFiniteParameterError, match=r"after the optimiser step of epoch 0, step 1 \(batch 0\)"):
         trainer.fit(module, data)
     assert issubclass(NonFiniteParameterError, NonFiniteLossError)  # the commands report it in one line, exit 2
@@ -145,16 +152,22 @@ def test_above_its_floor_the_threshold_and_its_gradient_are_exactly_the_softplus
 @pytest.mark.parametrize("alpha", [1.5, 0.0, -0.2, float("nan")])
 def test_a_state_dict_with_alpha_outside_its_domain_is_refused(alpha):
     m = FractionalLIF(alpha=0.3)
-    with pytest.raises(ValueError, match=rf"^alpha must be a number in \(0, 1\], got {alpha!r} \(state dict key "
-                                         r"'alpha_value'\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^alpha must be a number in \(0, 1\], got {alpha!r} \(state dict key "
+        r"'alpha_value'\)$",
+    ):
         m.load_state_dict({"alpha_value": torch.tensor(alpha, dtype=torch.float64)})
     assert float(m.alpha) == 0.3 and m._alpha_host == 0.3  # nothing was loaded
 
 
 def test_a_state_dict_alpha_where_the_fixed_tau_is_unstable_is_refused():
     m = FractionalLIF(alpha=0.9, tau=0.7)  # above the bound at alpha 0.9 (0.575), below it at 0.05 (1.004)
-    with pytest.raises(ValueError, match=r"^tau must be a number > 1.00387 .* got 0.7 \(at alpha=0.05, state dict key "
-                                         r"'alpha_value'\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^tau must be a number > 1.00387 .* got 0.7 \(at alpha=0.05, state dict key "
+        r"'alpha_value'\)$",
+    ):
         m.load_state_dict({"alpha_value": torch.tensor(0.05, dtype=torch.float64)})
     assert float(m.alpha) == 0.9
 
@@ -164,8 +177,11 @@ def test_a_non_finite_raw_parameter_is_refused_when_loaded_and_when_run(name):
     m = FractionalLIF(learn_alpha=True, learn_tau=True, learn_threshold=True)
     state = {**m.state_dict(), name: torch.tensor(float("nan"))}
     before = getattr(m, name).detach().clone()
-    with pytest.raises(ValueError, match=rf"^{name} must be a finite number \(the learned .*\), got nan \(state dict "
-                                         rf"key '{name}'\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{name} must be a finite number \(the learned .*\), got nan \(state dict "
+        rf"key '{name}'\)$",
+    ):
         m.load_state_dict(state)
     assert torch.equal(getattr(m, name).detach(), before)
     for options in ({"engine": "direct"}, {"engine": "auto"}, {"engine": "soe"}, {"convention": "spikede"}):
@@ -192,8 +208,9 @@ def test_an_assignment_is_checked_as_the_constructor_s_argument():
     assert (float(m.alpha), float(m.tau), float(m.threshold)) == (0.5, 2.0, 1.0)
     m.alpha, m.tau, m.threshold = 0.7, 3.0, 0.5
     assert (float(m.alpha), m._alpha_host, float(m.tau), float(m.threshold)) == (0.7, 0.7, 3.0, 0.5)
-    assert m.alpha.dtype == torch.float64 and float(FractionalLIF(alpha=0.7, tau=3.0, threshold=0.5)(drive()).sum()) \
-        == float(m(drive()).sum())  # the caches follow
+    assert m.alpha.dtype == torch.float64 and float(
+        FractionalLIF(alpha=0.7, tau=3.0, threshold=0.5)(drive()).sum()
+    ) == float(m(drive()).sum())  # the caches follow
     with pytest.raises(ValueError, match=r"tau must be a number > 1.00387 .*alpha=0.05"):
         FractionalLIF(alpha=0.9, tau=0.7).alpha = 0.05  # the stability bound of the fixed tau at the new alpha
     learned = FractionalLIF(learn_alpha=True, learn_tau=True, learn_threshold=True)

@@ -31,10 +31,12 @@ NEURONS = neuron_names()
 # tiny configurations: each forward + backward takes milliseconds
 TINY = {
     "dvsnet": dict(num_classes=3, in_channels=2, input_size=(16, 16), channels=8, num_blocks=2, hidden=16),
-    "spikformer": dict(num_classes=3, in_channels=2, input_size=(16, 16), embed_dim=16, num_heads=2, depth=1,
-                       patch_stages=2),
-    "spikformer_imagenet": dict(num_classes=3, in_channels=3, input_size=(16, 16), embed_dim=16, num_heads=2,
-                                depth=1, patch_stages=2),
+    "spikformer": dict(
+        num_classes=3, in_channels=2, input_size=(16, 16), embed_dim=16, num_heads=2, depth=1, patch_stages=2
+    ),
+    "spikformer_imagenet": dict(
+        num_classes=3, in_channels=3, input_size=(16, 16), embed_dim=16, num_heads=2, depth=1, patch_stages=2
+    ),
     "resnet18": dict(num_classes=3, in_channels=3, input_size=(16, 16), width=4),
 }
 
@@ -91,8 +93,17 @@ def test_register_backbone_validates():
 
 def test_omegaconf_arguments():
     cfg = OmegaConf.create({"input_size": [16, 16], "neuron_kwargs": {"alpha": 0.3, "tau": 2.0}})
-    model = build_backbone("dvsnet", num_classes=3, in_channels=2, input_size=cfg.input_size, neuron="flif",
-                           neuron_kwargs=cfg.neuron_kwargs, channels=8, num_blocks=2, hidden=16)
+    model = build_backbone(
+        "dvsnet",
+        num_classes=3,
+        in_channels=2,
+        input_size=cfg.input_size,
+        neuron="flif",
+        neuron_kwargs=cfg.neuron_kwargs,
+        channels=8,
+        num_blocks=2,
+        hidden=16,
+    )
     assert model.input_size == (16, 16)
     assert model(tiny_input("dvsnet")).shape == (T, B, 3)
 
@@ -268,14 +279,18 @@ def test_dvsnet_layout():
     assert sum(isinstance(m, SeqDropout) and m.p == 0.5 for m in model.modules()) == 2
 
 
-@pytest.mark.parametrize("size, blocks, pooled, grid", [
-    (34, 5, [True] * 5, (1, 1)),  # N-MNIST 34 -> 17 -> 8 -> 4 -> 2 -> 1
-    (16, 6, [True] * 4 + [False] * 2, (1, 1)),  # stop pooling at 1x1
-    (34, 3, [True] * 3, (4, 4)),
-])
+@pytest.mark.parametrize(
+    "size, blocks, pooled, grid",
+    [
+        (34, 5, [True] * 5, (1, 1)),  # N-MNIST 34 -> 17 -> 8 -> 4 -> 2 -> 1
+        (16, 6, [True] * 4 + [False] * 2, (1, 1)),  # stop pooling at 1x1
+        (34, 3, [True] * 3, (4, 4)),
+    ],
+)
 def test_dvsnet_small_inputs(size, blocks, pooled, grid):
-    model = build_backbone("dvsnet", num_classes=10, in_channels=2, input_size=size, channels=4, num_blocks=blocks,
-                           hidden=8)
+    model = build_backbone(
+        "dvsnet", num_classes=10, in_channels=2, input_size=size, channels=4, num_blocks=blocks, hidden=8
+    )
     assert model.pooled == pooled
     assert model.feature_shape == (4, *grid)
     out = model(torch.rand(T, B, 2, size, size) * 3)
@@ -295,8 +310,14 @@ def test_spikformer_attention_threshold(neuron):
     assert float(attn.attn_neuron.threshold) == 0.5
     others = [m for m in neuron_modules(model, neuron) if m is not attn.attn_neuron]
     assert others and all(float(m.threshold) == 2.0 for m in others)
-    assert float(build_backbone("spikformer", neuron=neuron, attn_threshold=0.25,
-                                **TINY["spikformer"]).blocks[0].attn.attn_neuron.threshold) == 0.25
+    assert (
+        float(
+            build_backbone("spikformer", neuron=neuron, attn_threshold=0.25, **TINY["spikformer"])
+            .blocks[0]
+            .attn.attn_neuron.threshold
+        )
+        == 0.25
+    )
 
 
 @pytest.mark.parametrize("tokens", [4, 36])  # N <= d: (q k^T) v ; N > d: q (k^T v)
@@ -399,8 +420,13 @@ def linear(fin, fout):
 
 
 def dvsnet_count(C, classes=11, cin=2, flat_hw=16, hidden=512, voting=10):
-    return (conv(cin, C, 3) + bn(C) + 4 * (conv(C, C, 3) + bn(C))
-            + linear(C * flat_hw, hidden) + linear(hidden, voting * classes))
+    return (
+        conv(cin, C, 3)
+        + bn(C)
+        + 4 * (conv(C, C, 3) + bn(C))
+        + linear(C * flat_hw, hidden)
+        + linear(hidden, voting * classes)
+    )
 
 
 def spikformer_count(D, depth, classes, cin, stages=4, ratio=4):
@@ -429,8 +455,13 @@ def test_param_count_dvsnet_ncaltech101(compose_cfg, channels, paper_millions):
     """The paper's tab:different_T_params (N-Caltech101, 1.7M / 4.5M / 13.7M) from the configuration that runs it."""
     cfg = compose_cfg("experiment=ablation_channels", "setup=ncaltech101_cnn", f"backbone.channels={channels}")
     info = dataset_info(cfg.dataset.name)
-    model = build_backbone(cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
-                           input_size=cfg.dataset.size, **backbone_options(cfg))
+    model = build_backbone(
+        cfg.backbone.name,
+        num_classes=info.num_classes,
+        in_channels=info.in_channels,
+        input_size=cfg.dataset.size,
+        **backbone_options(cfg),
+    )
     count = n_params(model)
     print(f"dvsnet C={channels}, N-Caltech101 (101 classes, one neuron each), 128x128: {count:,} parameters")
     assert count == dvsnet_count(channels, classes=101, voting=1)
@@ -466,12 +497,15 @@ def test_param_count_resnet18():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, shape", [
-    ("dvsnet", (2, 1, 2, 128, 128)),
-    ("spikformer", (2, 1, 2, 128, 128)),
-    ("spikformer_imagenet", (1, 1, 3, 160, 160)),
-    ("resnet18", (2, 1, 3, 32, 32)),
-])
+@pytest.mark.parametrize(
+    "name, shape",
+    [
+        ("dvsnet", (2, 1, 2, 128, 128)),
+        ("spikformer", (2, 1, 2, 128, 128)),
+        ("spikformer_imagenet", (1, 1, 3, 160, 160)),
+        ("resnet18", (2, 1, 3, 32, 32)),
+    ],
+)
 @pytest.mark.parametrize("neuron", ["flif", "sj_lif"])
 def test_default_configurations_full_size(name, shape, neuron):
     model = build_backbone(name, neuron=neuron)

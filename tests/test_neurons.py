@@ -27,7 +27,7 @@ torch.set_num_threads(1)
 
 def currents(T=40, shape=(3, 17), seed=0, dtype=torch.float64, mean=0.6, std=1.3):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(T, *shape, generator=g, dtype=dtype) * std + mean)
+    return torch.randn(T, *shape, generator=g, dtype=dtype) * std + mean
 
 
 def fixed(m):
@@ -49,12 +49,20 @@ def test_alpha_one_equals_spikingjelly(reset, kind, dtype, engine):
     sur = sj_surrogate.Sigmoid(alpha=4.0)
     v_reset = 0.0 if reset == "hard" else None
     if kind == "lif":
-        ref = sj_neuron.LIFNode(tau=2.5, v_threshold=1.0, v_reset=v_reset, decay_input=True,
-                                surrogate_function=sur, step_mode="m", store_v_seq=True)
+        ref = sj_neuron.LIFNode(
+            tau=2.5,
+            v_threshold=1.0,
+            v_reset=v_reset,
+            decay_input=True,
+            surrogate_function=sur,
+            step_mode="m",
+            store_v_seq=True,
+        )
         ours = FractionalLIF(alpha=1.0, tau=2.5, reset=reset, surrogate_scale=4.0, engine=engine)
     else:
-        ref = sj_neuron.IFNode(v_threshold=1.0, v_reset=v_reset, surrogate_function=sur,
-                               step_mode="m", store_v_seq=True)
+        ref = sj_neuron.IFNode(
+            v_threshold=1.0, v_reset=v_reset, surrogate_function=sur, step_mode="m", store_v_seq=True
+        )
         ours = FractionalIF(alpha=1.0, reset=reset, surrogate_scale=4.0, engine=engine)
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
     s_ref = ref(xa)
@@ -74,8 +82,14 @@ def test_alpha_one_equals_spikingjelly(reset, kind, dtype, engine):
 
 def test_alpha_one_detach_reset_and_arctan_match_spikingjelly():
     x = currents(T=30)
-    ref = sj_neuron.LIFNode(tau=3.0, v_reset=0.0, detach_reset=True, step_mode="m",
-                            surrogate_function=sj_surrogate.ATan(alpha=2.0), store_v_seq=True)
+    ref = sj_neuron.LIFNode(
+        tau=3.0,
+        v_reset=0.0,
+        detach_reset=True,
+        step_mode="m",
+        surrogate_function=sj_surrogate.ATan(alpha=2.0),
+        store_v_seq=True,
+    )
     ours = FractionalLIF(alpha=1.0, tau=3.0, reset="hard", detach_reset=True, surrogate="arctan")
     xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
     ref(xa).sum().backward()
@@ -98,14 +112,23 @@ def test_engines_match_literal_equations(method, reset, detach, leak):
     tau = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
     theta = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
     xr = x.clone().requires_grad_()
-    s0, v0 = fsnn_neuron(xr, history_kernel(method, alpha, T, dt), tau=tau, theta=theta, leak=leak,
-                         reset=reset, v_reset=v_reset, detach_reset=detach)
+    s0, v0 = fsnn_neuron(
+        xr,
+        history_kernel(method, alpha, T, dt),
+        tau=tau,
+        theta=theta,
+        leak=leak,
+        reset=reset,
+        v_reset=v_reset,
+        detach_reset=detach,
+    )
     w = currents(T=T, shape=(2, 9), seed=5)
     ((s0 * w).sum() + (v0 * w).sum()).backward()
     cls = FractionalLIF if leak else FractionalIF
     for engine in ["direct", "soe"] if method != "l1" else ["direct"]:
-        m = cls(alpha=0.6, tau=2.0, reset=reset, v_reset=v_reset, dt=dt, method=method,
-                engine=engine, detach_reset=detach)
+        m = cls(
+            alpha=0.6, tau=2.0, reset=reset, v_reset=v_reset, dt=dt, method=method, engine=engine, detach_reset=detach
+        )
         m.block = 8  # several blocks and a live SOE state at T = 40
         x1 = x.clone().requires_grad_()
         k_alpha = torch.tensor(0.6, dtype=torch.float64, requires_grad=True)
@@ -135,9 +158,17 @@ def _run_function(m, x, alpha, tau, theta):
     else:
         k_head = history_kernel(m.method, alpha, bank.head, m.dt)
         soe_w, decays = bank.weights(alpha), bank.decays(flat)
-    cfg = EngineConfig(leak=m.leak, reset=m.reset, v_reset=m.v_reset, detach_reset=m.detach_reset,
-                       surrogate=m.surrogate, surrogate_scale=m.surrogate_scale, block=m.block,
-                       memory=m.memory, decays=decays)
+    cfg = EngineConfig(
+        leak=m.leak,
+        reset=m.reset,
+        v_reset=m.v_reset,
+        detach_reset=m.detach_reset,
+        surrogate=m.surrogate,
+        surrogate_scale=m.surrogate_scale,
+        block=m.block,
+        memory=m.memory,
+        decays=decays,
+    )
     s, v = FractionalNeuronFunction.apply(flat, tau, theta, k_head, soe_w, cfg)
     return s.reshape(x.shape), v.reshape(x.shape)
 
@@ -160,17 +191,31 @@ def test_every_surrogate_backward_matches_autograd(surrogate):
 # finite-difference Jacobian of the (piecewise smooth) map the true one
 
 
-@pytest.mark.parametrize("method,engine,reset", [
-    (m, e, r) for m in ["pred", "gl", "l1"] for e in ["direct", "soe", "window"] for r in ["soft", "hard"]
-    if not (m == "l1" and e == "soe")
-])
+@pytest.mark.parametrize(
+    "method,engine,reset",
+    [
+        (m, e, r)
+        for m in ["pred", "gl", "l1"]
+        for e in ["direct", "soe", "window"]
+        for r in ["soft", "hard"]
+        if not (m == "l1" and e == "soe")
+    ],
+)
 def test_gradcheck(method, engine, reset):
     T, block = 26, 6
     x = currents(T=T, shape=(3,), seed=11, std=0.6, mean=1.4)
-    m = FractionalLIF(alpha=0.55, tau=1.7, reset=reset, v_reset=-0.1, dt=0.7, method=method,
-                      engine="direct" if engine == "window" else engine,
-                      memory=5 if engine == "window" else None,
-                      surrogate="piecewise_linear", surrogate_scale=1e-4)
+    m = FractionalLIF(
+        alpha=0.55,
+        tau=1.7,
+        reset=reset,
+        v_reset=-0.1,
+        dt=0.7,
+        method=method,
+        engine="direct" if engine == "window" else engine,
+        memory=5 if engine == "window" else None,
+        surrogate="piecewise_linear",
+        surrogate_scale=1e-4,
+    )
     m.block = block
     alpha, tau, theta = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (0.55, 1.7, 1.0))
 
@@ -292,7 +337,12 @@ def test_alpha_gradient_flows_through_gamma_functions():
     _, v = _run_function(m, x, a, torch.tensor(1.0, dtype=torch.float64), torch.tensor(1e6, dtype=torch.float64))
     v[-1].sum().backward()
     t = 10 * 0.5
-    exact = 0.3 * t**0.4 / math.gamma(1.4) * (math.log(t) - torch.special.digamma(torch.tensor(1.4, dtype=torch.float64)).item())
+    exact = (
+        0.3
+        * t**0.4
+        / math.gamma(1.4)
+        * (math.log(t) - torch.special.digamma(torch.tensor(1.4, dtype=torch.float64)).item())
+    )
     assert a.grad.item() == pytest.approx(exact, rel=1e-9)
 
 
@@ -327,23 +377,43 @@ def test_build_neuron_registry():
         build_neuron("flf")
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"alpha": 0.0}, "alpha"), ({"alpha": 1.5}, "alpha"), ({"tau": 0}, "tau"), ({"tau": -1}, "tau"),
-    ({"threshold": 0}, "threshold"), ({"memory": 0}, "memory"), ({"memory": 2.5}, "memory"),
-    ({"method": "euler"}, "method"), ({"engine": "fft"}, "engine"), ({"surrogate": "relu"}, "surrogate"),
-    ({"surrogate_scale": -1}, "surrogate_scale"), ({"reset": "zero"}, "reset"), ({"dt": 0}, "dt"),
-    ({"convention": "x"}, "convention"), ({"engine": "soe", "memory": 4}, "soe"),
-    ({"engine": "soe", "method": "l1"}, "soe"),
-])
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"tau": 0}, "tau"),
+        ({"tau": -1}, "tau"),
+        ({"threshold": 0}, "threshold"),
+        ({"memory": 0}, "memory"),
+        ({"memory": 2.5}, "memory"),
+        ({"method": "euler"}, "method"),
+        ({"engine": "fft"}, "engine"),
+        ({"surrogate": "relu"}, "surrogate"),
+        ({"surrogate_scale": -1}, "surrogate_scale"),
+        ({"reset": "zero"}, "reset"),
+        ({"dt": 0}, "dt"),
+        ({"convention": "x"}, "convention"),
+        ({"engine": "soe", "memory": 4}, "soe"),
+        ({"engine": "soe", "method": "l1"}, "soe"),
+    ],
+)
 def test_bad_arguments_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
         FractionalLIF(**kwargs)
 
 
-@pytest.mark.parametrize("method,alpha,dt,memory,bound", [
-    ("pred", 1.0, 1.0, None, 0.5), ("gl", 0.5, 1.0, None, 0.5**0.5), ("gl", 0.3, 0.1, None, 0.05**0.3),
-    ("pred", 0.5, 1.0, None, None), ("l1", 0.3, 1.0, None, None), ("pred", 0.7, 1.0, 3, None),
-])
+@pytest.mark.parametrize(
+    "method,alpha,dt,memory,bound",
+    [
+        ("pred", 1.0, 1.0, None, 0.5),
+        ("gl", 0.5, 1.0, None, 0.5**0.5),
+        ("gl", 0.3, 0.1, None, 0.05**0.3),
+        ("pred", 0.5, 1.0, None, None),
+        ("l1", 0.3, 1.0, None, None),
+        ("pred", 0.7, 1.0, 3, None),
+    ],
+)
 def test_tau_is_refused_where_the_dynamics_blow_up_and_works_just_above(method, alpha, dt, memory, bound):
     # explicit Euler is stable for dt / tau < 2; gl's bound is (dt / 2)^alpha in closed form (history.stable_tau)
     found = stable_tau(method, alpha, dt, memory)
@@ -376,11 +446,16 @@ def test_meta_tensors_are_refused_by_name():
         FractionalLIF()(torch.ones(4, 2, 3, device="meta"))
 
 
-@pytest.mark.parametrize("x,match", [
-    (torch.ones(5), "rank"), (torch.ones(3, 2, dtype=torch.long), "floating"),
-    (torch.tensor([[1.0, float("nan")]]), "NaN"), (torch.tensor([[float("inf")]]), "NaN or inf"),
-    (torch.tensor([[float("inf"), -float("inf")], [1.0, 2.0]]), "NaN or inf"),
-])
+@pytest.mark.parametrize(
+    "x,match",
+    [
+        (torch.ones(5), "rank"),
+        (torch.ones(3, 2, dtype=torch.long), "floating"),
+        (torch.tensor([[1.0, float("nan")]]), "NaN"),
+        (torch.tensor([[float("inf")]]), "NaN or inf"),
+        (torch.tensor([[float("inf"), -float("inf")], [1.0, 2.0]]), "NaN or inf"),
+    ],
+)
 def test_bad_input_is_a_clear_error(x, match):
     with pytest.raises(ValueError, match=match):
         FractionalLIF()(x)
@@ -402,20 +477,23 @@ def test_a_neuron_builds_on_the_meta_device_with_nothing_cached_yet():
     assert FractionalLIF(alpha=0.43, tau=2.0)(torch.ones(4, 1, 2)).shape == (4, 1, 2)  # nothing cached on "meta"
 
 
-@pytest.mark.parametrize("options, equivalent", [
-    ({"v_threshold": 1.0}, "v_threshold is threshold"),
-    ({"v_reset": None}, "reset='soft'"),
-    ({"surrogate_function": object()}, "surrogate_function is surrogate"),
-    ({"spike_grad": object()}, "spike_grad is surrogate"),
-    ({"beta": 0.9}, "tau = 1 / (1 - beta)"),
-])
+@pytest.mark.parametrize(
+    "options, equivalent",
+    [
+        ({"v_threshold": 1.0}, "v_threshold is threshold"),
+        ({"v_reset": None}, "reset='soft'"),
+        ({"surrogate_function": object()}, "surrogate_function is surrogate"),
+        ({"spike_grad": object()}, "spike_grad is surrogate"),
+        ({"beta": 0.9}, "tau = 1 / (1 - beta)"),
+    ],
+)
 def test_other_libraries_argument_names_name_fsnns(options, equivalent, compose_cfg):
     """SpikingJelly's and snnTorch's names for a neuron's options get one line naming fsnn's, from the class, the
     registry (lif: the alpha = 1 factory) and a config alike; an unknown name stays Python's TypeError."""
     from fsnn.checks import ConfigError
     from fsnn.suite.config import check_config
 
-    (name, value), = options.items()
+    ((name, value),) = options.items()
     with pytest.raises(ValueError, match=re.escape(equivalent)) as raised:
         FractionalLIF(**options)
     assert "\n" not in str(raised.value) and name in str(raised.value)

@@ -90,9 +90,23 @@ def _build_wheel(tmp_path: Path) -> Path:
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     wheels = tmp_path / "wheels"
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                            "--wheel-dir", str(wheels), str(source)], check=True, capture_output=True, text=True,
-                           timeout=300)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(wheels),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "warn" not in (built.stdout + built.stderr).lower(), (built.stdout + built.stderr)[-3000:]  # no noise
     return next(wheels.glob("fsnn-*.whl"))
 
@@ -103,12 +117,34 @@ def _fresh_venv(path: Path, wheel: Path, sees: Path) -> tuple[Path, Path, dict]:
     file, after its own site-packages."""
     venv.create(path, with_pip=False)
     python = path / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (site / "dependencies.pth").write_text(f"{sees}\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONNOUSERSITE": "1"}
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", str(wheel)], check=True, capture_output=True, env=env, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
     return python, site, env
 
 
@@ -117,8 +153,7 @@ def test_core_installs_with_torch_alone(tmp_path):
     # a fresh environment whose only library is torch (linked, not downloaded: it is gigabytes)
     torch_only = _torch_only_site(tmp_path / "torch-only")
     python, site, env = _fresh_venv(tmp_path / "venv", _build_wheel(tmp_path), sees=torch_only)
-    done = subprocess.run([python, "-c", CORE_USE], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=300)
+    done = subprocess.run([python, "-c", CORE_USE], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(report["fsnn"]).is_relative_to(site)  # the installed copy, not the checkout
@@ -132,13 +167,13 @@ def test_core_installs_with_torch_alone(tmp_path):
     assert "sj_lif" in message and "not installed" in message and "pip install 'fsnn[baselines]'" in message
     assert "\n" not in message
     # the suite's commands are installed with the core, and say what they need
-    command = subprocess.run([python.parent / "fsnn-train"], capture_output=True, text=True, env=env, cwd=tmp_path,
-                             timeout=300)
+    command = subprocess.run(
+        [python.parent / "fsnn-train"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert command.returncode == 2 and command.stdout == "" and "Traceback" not in command.stderr
     last = command.stderr.splitlines()[-1]  # after torch's own warning that numpy is missing
     assert last.startswith("fsnn: error: fsnn-train needs the optional libraries of fsnn[app] (hydra is not installed)")
     assert last.endswith("pip install 'fsnn[app]'") and command.stderr.count("fsnn:") == 1
-
 
 
 MY_EXPERIMENT = """# @package _global_
@@ -174,28 +209,56 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     (work / "my_configs" / "experiment").mkdir(parents=True)
     (work / "my_configs" / "experiment" / "mine.yaml").write_text(MY_EXPERIMENT)
     env |= {"WANDB_MODE": "disabled", "MPLBACKEND": "Agg"}
-    where = subprocess.run([python, "-c", "import fsnn.suite.cli; print(fsnn.suite.cli.__file__); print(fsnn.suite.cli.CONFIG_DIR)"],
-                           capture_output=True, text=True, env=env, cwd=work, timeout=300)
+    where = subprocess.run(
+        [python, "-c", "import fsnn.suite.cli; print(fsnn.suite.cli.__file__); print(fsnn.suite.cli.CONFIG_DIR)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=300,
+    )
     module, config_dir = where.stdout.split()
     assert Path(module).is_relative_to(site) and Path(config_dir) == site / "fsnn" / "conf"
 
     common = ["paths.data_dir=data", "paths.results_dir=results"]
-    done = subprocess.run([bin_dir / "fsnn-train", "+smoke=vision", "logger=tensorboard", *common],
-                          capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    done = subprocess.run(
+        [bin_dir / "fsnn-train", "+smoke=vision", "logger=tensorboard", *common],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     run = work / "results" / "train" / "+smoke-vision+seed-0"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["status"] == "complete" and metrics["config"]["dataset"]["name"] == "digits_dvs"
     assert list((run / "tensorboard").glob("version_0/events.out.tfevents.*"))
-    evaluated = subprocess.run([bin_dir / "fsnn-evaluate", f"run_dir={run}", "paths.data_dir=data",
-                                "limit_test_batches=1"],  # the smoke run tested one batch
-                               capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    evaluated = subprocess.run(
+        [
+            bin_dir / "fsnn-evaluate",
+            f"run_dir={run}",
+            "paths.data_dir=data",
+            "limit_test_batches=1",
+        ],  # the smoke run tested one batch
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=600,
+    )
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     assert json.loads((run / "eval.json").read_text())["test_acc"] == pytest.approx(metrics["test_acc"])
 
     # the documented way to add an experiment without touching the package
-    mine = subprocess.run([bin_dir / "fsnn-train", "--config-dir", "my_configs", "experiment=mine", "+smoke=vision",
-                           *common], capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    mine = subprocess.run(
+        [bin_dir / "fsnn-train", "--config-dir", "my_configs", "experiment=mine", "+smoke=vision", *common],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=600,
+    )
     assert mine.returncode == 0, mine.stderr[-3000:]
     record = json.loads(next((work / "results" / "my_experiment").glob("*/metrics.json")).read_text())
     assert record["status"] == "complete" and record["config"]["neuron"]["alpha"] == 0.3
@@ -207,11 +270,18 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr[-3000:]
     assert f"paths.data_dir: expected a folder holding the sweep's datasets, got '{work / 'data'}'" in refused.stderr
     assert "fsnn-fixtures DIR" in refused.stderr and not (work / "results" / "ablation_alpha_node_smoke").exists()
-    fixtures = subprocess.run([bin_dir / "fsnn-fixtures", "fake_data", "--only", "cora"], capture_output=True,
-                              text=True, env=env, cwd=work, timeout=300)
+    fixtures = subprocess.run(
+        [bin_dir / "fsnn-fixtures", "fake_data", "--only", "cora"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=300,
+    )
     assert fixtures.returncode == 0 and "paths.data_dir=fake_data" in fixtures.stdout, fixtures.stderr[-3000:]
-    swept = subprocess.run([*smoke, "paths.data_dir=fake_data"], capture_output=True, text=True, env=env, cwd=work,
-                           timeout=900)
+    swept = subprocess.run(
+        [*smoke, "paths.data_dir=fake_data"], capture_output=True, text=True, env=env, cwd=work, timeout=900
+    )
     assert swept.returncode == 0, swept.stderr[-3000:]
     runs = [json.loads(p.read_text()) for p in (work / "results" / "ablation_alpha_node_smoke").glob("*/metrics.json")]
     assert len(runs) == 10 and all(r["status"] == "complete" and r["config"]["dataset"]["name"] == "cora" for r in runs)
@@ -219,26 +289,41 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     # the reports read the wheel's configs: the smoke sweep is one of the suite's experiments (its
     # conf/experiment/ file is in the wheel), the two runs above are not; the results folder is the runs' own,
     # $FSNN_RESULTS, with no --results
-    reported = subprocess.run([bin_dir / "fsnn-report", "tables"], capture_output=True, text=True,
-                              env={**env, "FSNN_RESULTS": str(work / "results")}, cwd=work, timeout=600)
+    reported = subprocess.run(
+        [bin_dir / "fsnn-report", "tables"],
+        capture_output=True,
+        text=True,
+        env={**env, "FSNN_RESULTS": str(work / "results")},
+        cwd=work,
+        timeout=600,
+    )
     assert reported.returncode == 0, reported.stderr[-3000:]
     assert f"runs in {work / 'results'}: 12 complete, 0 failed, 0 running/unfinished, 0 corrupt" in reported.stdout
     assert "not tabulated: 2 run(s) of my_experiment, train" in reported.stdout, reported.stdout[:3000]
     # a run trained with FSNN_RESULTS=<dir> is on the page fsnn-report writes for that dir
     elsewhere = {**env, "FSNN_RESULTS": str(work / "elsewhere_results")}
-    trained = subprocess.run([bin_dir / "fsnn-train", "+smoke=vision", "paths.data_dir=data"], capture_output=True,
-                             text=True, env=elsewhere, cwd=work, timeout=600)
+    trained = subprocess.run(
+        [bin_dir / "fsnn-train", "+smoke=vision", "paths.data_dir=data"],
+        capture_output=True,
+        text=True,
+        env=elsewhere,
+        cwd=work,
+        timeout=600,
+    )
     assert trained.returncode == 0, trained.stderr[-3000:]
-    paged = subprocess.run([bin_dir / "fsnn-report", "page"], capture_output=True, text=True, env=elsewhere, cwd=work,
-                           timeout=900)
+    paged = subprocess.run(
+        [bin_dir / "fsnn-report", "page"], capture_output=True, text=True, env=elsewhere, cwd=work, timeout=900
+    )
     assert paged.returncode == 0, paged.stderr[-3000:]
     page = (work / "elsewhere_results" / "report" / "index.html").read_text()
     assert "<code>train/+smoke-vision+seed-0</code>" in page
 
 
 def test_importing_the_core_loads_no_optional_library():
-    code = ("import sys, torch; from fsnn import FractionalLIF, build_neuron; build_neuron('flif')(torch.ones(2, 1)); "
-            f"print([m for m in {OPTIONAL!r} if m in sys.modules])")
+    code = (
+        "import sys, torch; from fsnn import FractionalLIF, build_neuron; build_neuron('flif')(torch.ones(2, 1)); "
+        f"print([m for m in {OPTIONAL!r} if m in sys.modules])"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "[]"
@@ -262,11 +347,13 @@ def test_a_baseline_without_its_library_is_one_clear_error(monkeypatch):
 
 def test_a_triton_that_cannot_import_leaves_the_core_working():
     # torch installs Triton, but its interpreter (TRITON_INTERPRET=1) needs numpy, which torch does not
-    code = ("import sys, torch; sys.modules['triton'] = None\n"
-            "from fsnn import FractionalLIF\n"
-            "print(tuple(FractionalLIF(alpha=0.5)(torch.ones(4, 2)).shape))\n"
-            "try:\n    FractionalLIF(alpha=0.5, engine='triton')(torch.ones(4, 2))\n"
-            "except (RuntimeError, ValueError) as error:\n    print(error)\n")
+    code = (
+        "import sys, torch; sys.modules['triton'] = None\n"
+        "from fsnn import FractionalLIF\n"
+        "print(tuple(FractionalLIF(alpha=0.5)(torch.ones(4, 2)).shape))\n"
+        "try:\n    FractionalLIF(alpha=0.5, engine='triton')(torch.ones(4, 2))\n"
+        "except (RuntimeError, ValueError) as error:\n    print(error)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     shape, message = done.stdout.strip().splitlines()
@@ -283,8 +370,11 @@ def test_a_logger_without_its_library_is_one_clear_error(compose_cfg, monkeypatc
     cfg = compose_cfg(f"logger={logger}", f"paths.results_dir={tmp_path}")
     check_config(cfg)  # installed here
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("wandb", "tensorboard", "tensorboardX") else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("wandb", "tensorboard", "tensorboardX") else real(name, *a),
+    )
     with pytest.raises(ConfigError) as error:
         check_config(cfg)
     message = str(error.value)
@@ -337,14 +427,18 @@ def test_license_and_citation_agree_with_the_package():
 def test_make_installs_torch_from_the_index_it_is_given_first():
     """``make ... TORCH_INDEX=<url>`` (the README's CPU install) installs torch from that index, at the constraints'
     version, before fsnn; without it, no such step."""
+
     def install_steps(*args: str) -> list[str]:
-        proc = subprocess.run(["make", "-n", "-B", "install", *args], cwd=ROOT, capture_output=True, text=True,
-                              timeout=60)
+        proc = subprocess.run(
+            ["make", "-n", "-B", "install", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 0, proc.stderr
         return [line for line in proc.stdout.splitlines() if "pip install" in line]
 
     steps = install_steps("TORCH_INDEX=https://download.pytorch.org/whl/cpu")
-    assert steps[1].endswith("pip install --quiet -c constraints.txt torch --index-url https://download.pytorch.org/whl/cpu")
+    assert steps[1].endswith(
+        "pip install --quiet -c constraints.txt torch --index-url https://download.pytorch.org/whl/cpu"
+    )
     assert "-e " in steps[2]  # fsnn after torch, which the constraints then find installed
     assert not any("--index-url" in step for step in install_steps())
     assert "make train TORCH_INDEX=https://download.pytorch.org/whl/cpu" in (ROOT / "README.md").read_text()
@@ -357,6 +451,9 @@ def test_pyproject_lists_every_package_and_config_folder():
 
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     code = {p.parent.relative_to(ROOT).as_posix().replace("/", ".") for p in (ROOT / "fsnn").rglob("__init__.py")}
-    configs = {"fsnn.conf"} | {"fsnn.conf." + p.relative_to(ROOT / "conf").as_posix().replace("/", ".")
-                               for p in (ROOT / "conf").rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    configs = {"fsnn.conf"} | {
+        "fsnn.conf." + p.relative_to(ROOT / "conf").as_posix().replace("/", ".")
+        for p in (ROOT / "conf").rglob("*")
+        if p.is_dir() and p.name != "__pycache__"
+    }
     assert sorted(listed) == sorted(code | configs)

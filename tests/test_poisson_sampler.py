@@ -16,8 +16,10 @@ from torch import nn
 from fsnn.models import poisson
 from fsnn.models.poisson import poisson_encode
 
-built = pytest.mark.skipif(poisson.EXTENSION.unavailable_reason() is not None,
-                           reason=f"the Poisson kernels cannot be built here: {poisson.EXTENSION.unavailable_reason()}")
+built = pytest.mark.skipif(
+    poisson.EXTENSION.unavailable_reason() is not None,
+    reason=f"the Poisson kernels cannot be built here: {poisson.EXTENSION.unavailable_reason()}",
+)
 MASK = (1 << 64) - 1
 
 
@@ -61,8 +63,13 @@ def _encode(x, steps, seed=3, frozen=False):
 def test_splitmix64_known_answers():
     """Vigna's splitmix64.c seeded with 1234567: its first five outputs."""
     outputs = [v & MASK for v in poisson.EXTENSION.module().splitmix64_sequence(1234567, 5)]
-    assert outputs == [6457827717110365317, 3203168211198807973, 9817491932198370423, 4593380528125082431,
-                       16408922859458223821]
+    assert outputs == [
+        6457827717110365317,
+        3203168211198807973,
+        9817491932198370423,
+        4593380528125082431,
+        16408922859458223821,
+    ]
     assert outputs == [splitmix64(1234567, i) for i in range(5)]
 
 
@@ -84,9 +91,14 @@ def test_compiled_spikes_follow_the_documented_stream(dtype):
     # the tie branch ran: some entries' top byte equals their threshold's (about 1 in 256 of 4,000 draws)
     top = (x.clamp(0, 1) * 2**24).ceil().long() >> 16
     seed = _seed_of(11)
-    ties = sum(1 for t in range(steps) for r in range(5) for f in range(21)
-               if 0 < float(x[r, f]) < 1 and ((splitmix64(seed, (t * 5 + r) * 3 + f // 8) >> (8 * (f % 8))) & 0xFF)
-               == int(top[r, f]))
+    ties = sum(
+        1
+        for t in range(steps)
+        for r in range(5)
+        for f in range(21)
+        if 0 < float(x[r, f]) < 1
+        and ((splitmix64(seed, (t * 5 + r) * 3 + f // 8) >> (8 * (f % 8))) & 0xFF) == int(top[r, f])
+    )
     assert ties > 0
 
 
@@ -158,8 +170,11 @@ def test_the_sampler_is_chosen_from_the_share_of_uncertain_entries(monkeypatch):
 def test_non_finite_inputs_are_refused_not_encoded_as_never_or_always(bad):
     x = torch.rand(6, 5)
     x[2, 3] = bad
-    with pytest.raises(ValueError, match=r"x must be finite .* got 1 NaN or infinite of its 30 values \(the first at "
-                                         r"index \(2, 3\)\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"x must be finite .* got 1 NaN or infinite of its 30 values \(the first at "
+        r"index \(2, 3\)\)",
+    ):
         poisson_encode(x, 4)
 
 
@@ -185,6 +200,9 @@ def test_a_second_derivative_through_the_compiled_currents_is_refused_in_one_lin
     spikes = _encode(x, 4)
     currents = spikes.linear(layer.weight, layer.bias)
     assert spikes.sampler == "compiled"
-    with pytest.raises(RuntimeError, match=r"^the compiled Poisson sampler's backward \(fsnn.models.poisson\) is "
-                                           r"differentiable once: create_graph=True through it"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^the compiled Poisson sampler's backward \(fsnn.models.poisson\) is "
+        r"differentiable once: create_graph=True through it",
+    ):
         torch.autograd.grad(currents.square().sum(), layer.weight, create_graph=True)

@@ -19,8 +19,17 @@ SLOW = ("mismatch", "inputs")
 
 @pytest.mark.parametrize("category", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in FAST])
 def test_the_probe_s_fast_cases_are_clear(tmp_path, category):
-    proc = run_app("scripts/probe_runs.py", "--fast", "--only", category, "--out", str(tmp_path / "out"),
-                   cwd=tmp_path, timeout=1500, env={"OMP_NUM_THREADS": "1"})
+    proc = run_app(
+        "scripts/probe_runs.py",
+        "--fast",
+        "--only",
+        category,
+        "--out",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+        timeout=1500,
+        env={"OMP_NUM_THREADS": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((tmp_path / "out" / "probe.json").read_text())["rows"]
     assert rows and all(row["category"] == category for row in rows)

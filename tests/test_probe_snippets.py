@@ -24,13 +24,21 @@ def test_every_fast_snippet_is_clear(category):
     cases = [(case, code, word) for case, code, word, fast in probe.SNIPPETS[category] if fast]
     assert cases
     results = probe.run_snippets(ROOT, [(code, word) for _, code, word in cases])  # one process for the category
-    failed = [f"{case}: {outcome} ({note})" for (case, _, _), (outcome, note) in zip(cases, results)
-              if outcome != "clear"]
+    failed = [
+        f"{case}: {outcome} ({note})" for (case, _, _), (outcome, note) in zip(cases, results) if outcome != "clear"
+    ]
     assert not failed, "\n".join(failed)
 
 
 def test_a_snippet_tells_silent_unclear_and_traceback_apart():
-    results = probe.run_snippets(ROOT, [
-        ("raise AssertionError('accepted')", "x"), ("raise ValueError('alpha must be')", "tau"),
-        ("raise KeyError('k')", "k"), ("raise ValueError('tau must be in (0, 1]')", "tau"), ("x = 1", "x")])
+    results = probe.run_snippets(
+        ROOT,
+        [
+            ("raise AssertionError('accepted')", "x"),
+            ("raise ValueError('alpha must be')", "tau"),
+            ("raise KeyError('k')", "k"),
+            ("raise ValueError('tau must be in (0, 1]')", "tau"),
+            ("x = 1", "x"),
+        ],
+    )
     assert [outcome for outcome, _ in results] == ["silent", "unclear", "traceback", "clear", "clear"]

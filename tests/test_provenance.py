@@ -9,8 +9,10 @@ from fsnn.provenance import cpu_name, device_description
 
 def test_cpu_name_is_the_model_name_of_cpuinfo(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
-                       "processor\t: 1\nmodel name\t: AMD EPYC 9654 96-Core Processor\n")
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
+        "processor\t: 1\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
+    )
     assert cpu_name(cpuinfo) == "AMD EPYC 9654 96-Core Processor"
 
 

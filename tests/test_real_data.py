@@ -21,8 +21,10 @@ from fsnn.models.poisson import poisson_encode
 PLANETOID = ROOT / "tests" / "data" / "planetoid"
 RAW = PLANETOID / "Cora" / "raw"
 # the sums in the data's README, one `sha256  file` line each
-SUMS = dict((name, digest) for digest, name in
-            re.findall(r"^([0-9a-f]{64})  (ind\.cora\.\S+)$", (PLANETOID / "README.md").read_text(), re.M))
+SUMS = dict(
+    (name, digest)
+    for digest, name in re.findall(r"^([0-9a-f]{64})  (ind\.cora\.\S+)$", (PLANETOID / "README.md").read_text(), re.M)
+)
 NODES, CLASSES, FEATURES, LINKS = 2708, 7, 1433, 5278  # links: PyG's undirected Cora without duplicates
 # one thread per run: several small torch processes on a shared CPU run several times faster so
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -81,9 +83,20 @@ def test_poisson_rates_per_feature_on_real_cora_features(cora_dir):
 
 def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):
     """One epoch of Table 2's SGCN / f-LIF (T=100; two Poisson test re-samplings instead of 20) already learns."""
-    proc = run_app("train.py", "experiment=table2_node_classification", "hydra.mode=RUN", "dataset=cora",
-                   "backbone=sgcn", "neuron=flif", "+smoke=graph", "dataset.T=100", f"paths.data_dir={cora_dir}",
-                   cwd=tmp_path, env=ONE_THREAD, timeout=600)
+    proc = run_app(
+        "train.py",
+        "experiment=table2_node_classification",
+        "hydra.mode=RUN",
+        "dataset=cora",
+        "backbone=sgcn",
+        "neuron=flif",
+        "+smoke=graph",
+        "dataset.T=100",
+        f"paths.data_dir={cora_dir}",
+        cwd=tmp_path,
+        env=ONE_THREAD,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = json.loads(next((tmp_path / "results" / "table2_node_classification").glob("*/metrics.json")).read_text())
     assert run["status"] == "complete" and run["epochs"] == 1 and run["recipe"] == "matched"
@@ -108,9 +121,21 @@ def test_table2_recipe_learns_real_cora_and_lif_is_sj_lif(cora_dir, tmp_path, ba
     DRSGNN learns its threshold the same way for every neuron here (``threshold_mode=scale``): by default fsnn's
     neurons learn it inside the neuron and the baselines through a current scaling, whose surrogate widths differ
     once the threshold moves, so lif and sj_lif would part."""
-    proc = run_app("train.py", "experiment=table2_node_classification", "dataset=cora", f"backbone={backbone}",
-                   "neuron=flif,lif,sj_lif", "seed=0", "trainer.max_epochs=10", f"paths.data_dir={cora_dir}",
-                   "trainer.enable_progress_bar=false", *options, cwd=tmp_path, env=ONE_THREAD, timeout=3000)
+    proc = run_app(
+        "train.py",
+        "experiment=table2_node_classification",
+        "dataset=cora",
+        f"backbone={backbone}",
+        "neuron=flif,lif,sj_lif",
+        "seed=0",
+        "trainer.max_epochs=10",
+        f"paths.data_dir={cora_dir}",
+        "trainer.enable_progress_bar=false",
+        *options,
+        cwd=tmp_path,
+        env=ONE_THREAD,
+        timeout=3000,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = {}
     for path in (tmp_path / "results" / "table2_node_classification").glob("*/metrics.json"):
@@ -136,11 +161,21 @@ def test_table2_recipe_learns_real_cora_and_lif_is_sj_lif(cora_dir, tmp_path, ba
 
 # -- the larger real graphs: ../shared/data/graphs beside the checkout (CI has it; a user's clone does not) ------------
 SHARED_GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
-SHARED_SUMS = dict((name, digest) for digest, name in re.findall(
-    r"^([0-9a-f]{64})  graphs/(\S+)$", (SHARED_GRAPHS.parent / "README.md").read_text(), re.M)
-) if (SHARED_GRAPHS.parent / "README.md").is_file() else {}
-needs_shared = pytest.mark.skipif(not SHARED_GRAPHS.is_dir(), reason=f"the larger real graphs are not here "
-                                  f"({SHARED_GRAPHS}: the project's shared/ folder beside the checkout holds them)")
+SHARED_SUMS = (
+    dict(
+        (name, digest)
+        for digest, name in re.findall(
+            r"^([0-9a-f]{64})  graphs/(\S+)$", (SHARED_GRAPHS.parent / "README.md").read_text(), re.M
+        )
+    )
+    if (SHARED_GRAPHS.parent / "README.md").is_file()
+    else {}
+)
+needs_shared = pytest.mark.skipif(
+    not SHARED_GRAPHS.is_dir(),
+    reason=f"the larger real graphs are not here "
+    f"({SHARED_GRAPHS}: the project's shared/ folder beside the checkout holds them)",
+)
 LARGER = {"citeseer": "CiteSeer", "photo": "Photo", "computers": "Computers", "cs": "CS", "physics": "Physics"}
 
 
@@ -162,12 +197,16 @@ def test_larger_real_graphs_load_with_their_published_sizes(shared_graphs, name)
     from fsnn.data.registry import dataset_info
 
     raw = sorted((shared_graphs / LARGER[name] / "raw").iterdir())
-    assert raw and all(hashlib.sha256(p.read_bytes()).hexdigest() == SHARED_SUMS[f"{LARGER[name]}/raw/{p.name}"]
-                       for p in raw)
+    assert raw and all(
+        hashlib.sha256(p.read_bytes()).hexdigest() == SHARED_SUMS[f"{LARGER[name]}/raw/{p.name}"] for p in raw
+    )
     graph = load_graph(name, shared_graphs, split="ratio", seed=0, download=False)
     info = dataset_info(name)
     assert (graph.num_nodes, graph.num_features, int(graph.y.max()) + 1) == (
-        info.num_nodes, info.in_channels, info.num_classes)
+        info.num_nodes,
+        info.in_channels,
+        info.num_classes,
+    )
     assert int(graph.train_mask.sum() + graph.val_mask.sum() + graph.test_mask.sum()) == graph.num_nodes
 
 

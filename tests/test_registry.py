@@ -65,9 +65,16 @@ def test_a_schema_is_the_component_s_own_signature():
     assert set(registries()["study"].schema("energy").model_fields) == {"batch_size", "kappa", "first_layer_mac"}
 
 
-def throwaway_net(num_classes: int = 2, in_channels: int = 2, input_size=(8, 8), neuron: str = "flif",
-                  neuron_kwargs: dict | None = None, width: Count = 4, gain: Positive = 1.0,
-                  mode: one_of("sum", "mean") = "sum") -> nn.Module:
+def throwaway_net(
+    num_classes: int = 2,
+    in_channels: int = 2,
+    input_size=(8, 8),
+    neuron: str = "flif",
+    neuron_kwargs: dict | None = None,
+    width: Count = 4,
+    gain: Positive = 1.0,
+    mode: one_of("sum", "mean") = "sum",
+) -> nn.Module:
     """A backbone a test registers, with options of its own."""
     return nn.Identity()
 
@@ -86,9 +93,17 @@ def throwaway(tmp_path, monkeypatch):
 def test_a_new_backbone_option_is_checked_without_touching_the_config_layer(throwaway, tmp_path):
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+
         def check(*overrides):
-            cfg = compose("config", overrides=[f"hydra.searchpath=[file://{throwaway}]", "backbone=throwaway",
-                                               f"paths.results_dir={tmp_path / 'results'}", *overrides])
+            cfg = compose(
+                "config",
+                overrides=[
+                    f"hydra.searchpath=[file://{throwaway}]",
+                    "backbone=throwaway",
+                    f"paths.results_dir={tmp_path / 'results'}",
+                    *overrides,
+                ],
+            )
             check_config(OmegaConf.create({k: v for k, v in cfg.items() if k != "hydra"}))
 
         check()
@@ -98,8 +113,11 @@ def test_a_new_backbone_option_is_checked_without_touching_the_config_layer(thro
             ("backbone.width=2.5", "backbone.width: expected an integer >= 1, got 2.5"),
             ("+backbone.gain=-1", "backbone.gain: expected a number > 0, got -1"),
             ("backbone.mode=max", "backbone.mode: expected one of sum, mean, got 'max'"),
-            ("+backbone.widht=3", "backbone.widht: expected an option of backbone 'throwaway_net' (width, gain, "
-                                  "mode), got 'widht'; did you mean 'width'?"),
+            (
+                "+backbone.widht=3",
+                "backbone.widht: expected an option of backbone 'throwaway_net' (width, gain, "
+                "mode), got 'widht'; did you mean 'width'?",
+            ),
         ]:
             with pytest.raises(ConfigError) as error:
                 check(override)
@@ -115,8 +133,9 @@ def test_every_config_passes_the_schemas_of_its_components(tmp_path):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):  # one context: composing is then quick
         for group in ("dataset", "backbone", "neuron", "study", "experiment", "setup"):
             for option in sorted(p.stem for p in (CONF / group).glob("*.yaml")):
-                cfg = compose("config", [f"{group}={option}", f"paths.results_dir={tmp_path}"],
-                              return_hydra_config=True)
+                cfg = compose(
+                    "config", [f"{group}={option}", f"paths.results_dir={tmp_path}"], return_hydra_config=True
+                )
                 check_config(cfg, swept=swept_groups(cfg))
     GlobalHydra.instance().clear()
 
@@ -129,12 +148,15 @@ def test_helper_configs_are_no_group_options():
     assert "common" not in options and set(options) == set(registries()["neuron"].names())
 
 
-@pytest.mark.parametrize("override,key,suggestion", [
-    ("neuron=flf", "neuron", "'flif'"),
-    ("dataset=dvs_gesture", "dataset", "'dvsgesture'"),
-    ("trainer.max_epoch=3", "trainer.max_epoch", "'max_epochs'"),
-    ("+trainer.max_epoch=3", "trainer.max_epoch", "'max_epochs'"),
-])
+@pytest.mark.parametrize(
+    "override,key,suggestion",
+    [
+        ("neuron=flf", "neuron", "'flif'"),
+        ("dataset=dvs_gesture", "dataset", "'dvsgesture'"),
+        ("trainer.max_epoch=3", "trainer.max_epoch", "'max_epochs'"),
+        ("+trainer.max_epoch=3", "trainer.max_epoch", "'max_epochs'"),
+    ],
+)
 def test_a_typo_is_one_line_with_a_suggestion_before_any_folder(tmp_path, override, key, suggestion):
     proc = run_app("train.py", override, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -149,8 +171,11 @@ def test_a_typo_is_one_line_with_a_suggestion_before_any_folder(tmp_path, overri
 def test_every_registry_refuses_a_name_that_is_no_identifier(what, name):
     components = registries()[what]
     before = components.names()
-    with pytest.raises(ValueError, match=rf"^a {what} name must be an identifier \(ASCII letters, digits and _, not "
-                                         rf"starting with a digit\), got {re.escape(repr(name))}$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^a {what} name must be an identifier \(ASCII letters, digits and _, not "
+        rf"starting with a digit\), got {re.escape(repr(name))}$",
+    ):
         components.register(name, throwaway_net)
     with pytest.raises(ValueError, match=rf"^a {what} name must be an identifier"):
         components.lazy(name, "fsnn.neurons.baselines:SJLIF", extra="baselines")
@@ -160,8 +185,11 @@ def test_every_registry_refuses_a_name_that_is_no_identifier(what, name):
 @pytest.mark.parametrize("what", KINDS)
 def test_every_registry_refuses_an_entry_of_the_wrong_kind(what):
     components = registries()[what]
-    rule = "callable (a class or a function)" if what in ("neuron", "backbone", "corruption", "study") else \
-        {"dataset": "a DatasetInfo with a callable builder", "task": "a TaskKind"}[what]
+    rule = (
+        "callable (a class or a function)"
+        if what in ("neuron", "backbone", "corruption", "study")
+        else {"dataset": "a DatasetInfo with a callable builder", "task": "a TaskKind"}[what]
+    )
     assert components.entry_rule == rule
     with pytest.raises(TypeError, match=rf"^{what} 'not_callable' must be {re.escape(rule)}, got 3$"):
         components.register("not_callable", 3)

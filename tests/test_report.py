@@ -22,9 +22,18 @@ from fsnn.report import cli, collect, estimates, outputs, page as report, tables
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium not found on PATH (Debian: apt-get install chromium; .ci/run installs it)")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+    CHROMIUM is None, reason="chromium not found on PATH (Debian: apt-get install chromium; .ci/run installs it)"
+)
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 WIDTHS = (1024, 1440)
 PAGE_FACTS = """() => ({
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
@@ -52,7 +61,8 @@ def in_browser(page: Path, profile: Path, screenshots: Path | None = None, width
     out = {}
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS)
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS
+        )
         try:
             for width in widths:
                 errors: list[str] = []
@@ -86,7 +96,8 @@ def first_screen(page: Path, profile: Path, screenshot: Path) -> dict:
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport=FOLD)
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport=FOLD
+        )
         try:
             tab = context.new_page()
             tab.goto(page.as_uri(), wait_until="load")
@@ -97,13 +108,31 @@ def first_screen(page: Path, profile: Path, screenshot: Path) -> dict:
 
 
 def _record(task, run, dataset, backbone, neuron, seed, acc, recipe="matched", status="complete", epochs=100):
-    record = {"status": status, "task": task, "run": run, "seed": seed, "recipe": recipe, "metric": "acc",
-              "overrides": [f"neuron={neuron}", f"seed={seed}", "paths.data_dir=/home/someone/fsnn/data",
-                            "paths.results_dir=/home/someone/fsnn/results", "+extra=/mnt/scratch/cache"],
-              "device": "cpu (x86_64, 1 threads)", "wall_time_s": 12.5,
-              "versions": {"fsnn_commit": "0123456789abcdef0123"},
-              "config": {"dataset": {"name": dataset}, "backbone": {"name": backbone}, "neuron": {"name": neuron},
-                         "trainer": {"max_epochs": epochs}, "paths": {"results_dir": "/home/someone/fsnn/results"}}}
+    record = {
+        "status": status,
+        "task": task,
+        "run": run,
+        "seed": seed,
+        "recipe": recipe,
+        "metric": "acc",
+        "overrides": [
+            f"neuron={neuron}",
+            f"seed={seed}",
+            "paths.data_dir=/home/someone/fsnn/data",
+            "paths.results_dir=/home/someone/fsnn/results",
+            "+extra=/mnt/scratch/cache",
+        ],
+        "device": "cpu (x86_64, 1 threads)",
+        "wall_time_s": 12.5,
+        "versions": {"fsnn_commit": "0123456789abcdef0123"},
+        "config": {
+            "dataset": {"name": dataset},
+            "backbone": {"name": backbone},
+            "neuron": {"name": neuron},
+            "trainer": {"max_epochs": epochs},
+            "paths": {"results_dir": "/home/someone/fsnn/results"},
+        },
+    }
     if status == "complete":
         record["test_acc"] = acc
     else:
@@ -141,15 +170,22 @@ def results(tmp_path) -> Path:
 
 
 def _cell(mean, paper_mean, paper_std=None, std=None, judge=True):
-    return {"mean": mean, "std": std, "paper_mean": paper_mean, "paper_std": paper_std, "judge": judge,
-            "diff": None if mean is None or paper_mean is None else mean - paper_mean}
+    return {
+        "mean": mean,
+        "std": std,
+        "paper_mean": paper_mean,
+        "paper_std": paper_std,
+        "judge": judge,
+        "diff": None if mean is None or paper_mean is None else mean - paper_mean,
+    }
 
 
 def test_cells_compare_in_paper_sigma_else_ours():
     assert verdicts.compare_cell(_cell(86.1, 88.08, 0.58))["direction"] == "below"  # -3.4 paper sigma
     assert verdicts.compare_cell(_cell(87.0, 88.08, 0.58))["direction"] == "within"  # -1.9
     assert verdicts.compare_cell(_cell(90.0, 88.08, 0.58)) == pytest.approx(
-        {"z": 1.92 / 0.58, "sigma": 0.58, "by": "paper", "direction": "above"})
+        {"z": 1.92 / 0.58, "sigma": 0.58, "by": "paper", "direction": "above"}
+    )
     # the paper prints no std: our runs' std stands in
     assert verdicts.compare_cell(_cell(95.0, 94.8, None, std=0.5))["by"] == "ours"
     assert verdicts.compare_cell(_cell(97.0, 94.8, None, std=0.5))["direction"] == "above"
@@ -173,34 +209,47 @@ def _verdict(runs, table_id="node_classification"):
     return verdicts.verdict(spec, tables.build_table(spec, runs))
 
 
-@pytest.mark.parametrize("flif, sj, leaky, kind", [
-    ((0.880, 0.882), (0.817, 0.820), (0.830, 0.833), "reproduces"),  # every cell within 2 sigma, f-LIF on top
-    ((0.860, 0.862), (0.870, 0.872), (0.830, 0.833), "not"),  # f-LIF below the best baseline: the claim fails
-    ((0.880, 0.882), (0.850, 0.852), (0.830, 0.833), "partly"),  # ranking holds, SpikingJelly's LIF far above
-    ((0.860, 0.880), (0.855, 0.865), (0.830, 0.833), "not"),  # f-LIF 1 point on top, inside its 1.4-point spread
-])
+@pytest.mark.parametrize(
+    "flif, sj, leaky, kind",
+    [
+        ((0.880, 0.882), (0.817, 0.820), (0.830, 0.833), "reproduces"),  # every cell within 2 sigma, f-LIF on top
+        ((0.860, 0.862), (0.870, 0.872), (0.830, 0.833), "not"),  # f-LIF below the best baseline: the claim fails
+        ((0.880, 0.882), (0.850, 0.852), (0.830, 0.833), "partly"),  # ranking holds, SpikingJelly's LIF far above
+        ((0.860, 0.880), (0.855, 0.865), (0.830, 0.833), "not"),  # f-LIF 1 point on top, inside its 1.4-point spread
+    ],
+)
 def test_verdict_from_the_runs(flif, sj, leaky, kind):
-    runs = [_record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc) for n, accs in
-            (("flif", flif), ("sj_lif", sj), ("snntorch_leaky", leaky)) for s, acc in enumerate(accs)]
+    runs = [
+        _record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc)
+        for n, accs in (("flif", flif), ("sj_lif", sj), ("snntorch_leaky", leaky))
+        for s, acc in enumerate(accs)
+    ]
     got = _verdict(runs)
     assert got["kind"] == kind
     assert "3 of 36 paper cells measured" in got["sentence"]
     # f-LIF 1 point above with a 1.4-point spread over 2 seeds: the Welch interval of the difference contains 0
     assert ("(1 undecided, 0 behind)" in got["sentence"]) == (flif[1] - flif[0] > 0.01)
-    assert "Ours: 100 epochs, n=2 per cell (seeds 0, 1), recipe matched; paper: 100 epochs, 20 runs per cell." \
+    assert (
+        "Ours: 100 epochs, n=2 per cell (seeds 0, 1), recipe matched; paper: 100 epochs, 20 runs per cell."
         in got["sentence"]
+    )
     assert got["protocol"]["differs"] == ["n=2 per cell (seeds 0, 1)"]
 
 
 def test_verdict_names_a_shorter_protocol():
-    runs = [_record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc, epochs=4)
-            for n, acc in (("flif", 0.82), ("sj_lif", 0.85)) for s in range(3)]
+    runs = [
+        _record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc, epochs=4)
+        for n, acc in (("flif", 0.82), ("sj_lif", 0.85))
+        for s in range(3)
+    ]
     got = _verdict(runs)
     assert got["kind"] == "not" and got["word"] == "does not reproduce"
-    assert got["sentence"].startswith("At 4 of the paper's 100 epochs, f-LIF beats the best baseline (the 95% Welch "
-                                      "interval of the difference above 0) in 0 of 1 settings here (0 undecided, 1 "
-                                      "behind), in 1 of 1 in the paper: Cora / SGCN 82.00 vs 85.00 (paper 88.08 vs "
-                                      "81.81). The paper's claimed gaps (f-LIF - baseline): 1 of 1 rejected")
+    assert got["sentence"].startswith(
+        "At 4 of the paper's 100 epochs, f-LIF beats the best baseline (the 95% Welch "
+        "interval of the difference above 0) in 0 of 1 settings here (0 undecided, 1 "
+        "behind), in 1 of 1 in the paper: Cora / SGCN 82.00 vs 85.00 (paper 88.08 vs "
+        "81.81). The paper's claimed gaps (f-LIF - baseline): 1 of 1 rejected"
+    )
     assert "4 epochs" in got["protocol"]["differs"]
     setting = _verdict([_record(T2, "a", "cora", "sgcn", "flif", 0, 0.8)], "alpha_gnn")
     assert setting["kind"] == "none"  # the alpha of a run is config.neuron.alpha; this record has none
@@ -220,9 +269,12 @@ def test_paths_stripped_from_overrides_and_errors():
 
 
 def test_estimate_from_the_measured_step(tmp_path):
-    bench = {"benchmark": "dvsnet_train_step", "hardware": "Some GPU",
-             "config": {"device": "cuda", "T": 16, "size": 128, "channels": 128, "batch": 16},
-             "results": [{"neuron": "flif", "train_samples_per_s": 100.0, "test_samples_per_s": 400.0}]}
+    bench = {
+        "benchmark": "dvsnet_train_step",
+        "hardware": "Some GPU",
+        "config": {"device": "cuda", "T": 16, "size": 128, "channels": 128, "batch": 16},
+        "results": [{"neuron": "flif", "train_samples_per_s": 100.0, "test_samples_per_s": 400.0}],
+    }
     (tmp_path / "train_step_cuda.json").write_text(json.dumps(bench))
     (tmp_path / "neurons.json").write_text(json.dumps({"benchmark": "neurons"}))  # not a train step: ignored
     costs = estimates.step_costs(tmp_path)
@@ -244,21 +296,36 @@ def test_graph_columns_not_run_with_their_cost(tmp_path):
     the number of nodes from the largest graph measured whole (here a made-up 20-minute run on Computers)."""
     from fsnn.data.registry import dataset_info
 
-    bench = {"benchmark": "graph_runs", "setting": {"experiment": "table2_node_classification"}, "runs": [
-        {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0},
-        {"version": "after", "dataset": "photo", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 600.0},
-        {"version": "before", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 9999.0}]}
+    bench = {
+        "benchmark": "graph_runs",
+        "setting": {"experiment": "table2_node_classification"},
+        "runs": [
+            {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0},
+            {"version": "after", "dataset": "photo", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 600.0},
+            {"version": "before", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 9999.0},
+        ],
+    }
     (tmp_path / "graph_runs.json").write_text(json.dumps(bench))
     cost = estimates.graph_run_minutes("pubmed", tmp_path)
     assert cost["basis"] == "computers"
-    assert cost["minutes"] == pytest.approx(20.0 * dataset_info("pubmed").num_nodes / dataset_info("computers").num_nodes)
+    assert cost["minutes"] == pytest.approx(
+        20.0 * dataset_info("pubmed").num_nodes / dataset_info("computers").num_nodes
+    )
     assert estimates.graph_run_minutes("pubmed", tmp_path / "nothing") is None
     assert estimates.graph_run_minutes("photo", tmp_path)["minutes"] == 10.0  # measured on the graph itself
     # the link-prediction table's columns cost what its own benchmark measured, not the node-classification runs
     assert estimates.graph_run_minutes("pubmed", tmp_path, "table_link_prediction") is None
-    (tmp_path / "link_runs.json").write_text(json.dumps({
-        "benchmark": "graph_runs", "setting": {"experiment": "table_link_prediction"},
-        "runs": [{"version": "after", "dataset": "physics", "backbone": "msg", "neuron": "fif", "whole_run_s": 390.0}]}))
+    (tmp_path / "link_runs.json").write_text(
+        json.dumps(
+            {
+                "benchmark": "graph_runs",
+                "setting": {"experiment": "table_link_prediction"},
+                "runs": [
+                    {"version": "after", "dataset": "physics", "backbone": "msg", "neuron": "fif", "whole_run_s": 390.0}
+                ],
+            }
+        )
+    )
     link = estimates.graph_run_minutes("physics", tmp_path, "table_link_prediction")
     assert link["minutes"] == 6.5 and (link["backbone"], link["basis"]) == ("msg", "physics")
     spec = next(s for s in tables.load_spec() if s["id"] == "node_classification")
@@ -291,8 +358,9 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     photo, computers, citeseer = (shown["columns"].index(c) for c in ("Photo", "Computers", "Citeseer"))
     cells = {row["label"]: row["cells"][photo] for row in shown["rows"]}
     assert cells["SGCN (f-SNN)"]["n"] == 3 and cells["SGCN (f-SNN)"]["ours"] == cells["SGCN (fsnn LIF alpha=1)"]["ours"]
-    assert cells["SGCN (f-SNN)"]["same"] == ("the runs of SGCN (fsnn LIF alpha=1), the same computation "
-                                             "(identical on seed 0)")
+    assert cells["SGCN (f-SNN)"]["same"] == (
+        "the runs of SGCN (fsnn LIF alpha=1), the same computation (identical on seed 0)"
+    )
     assert cells["SGCN (SJ)"]["n"] == 1 and cells["SGCN (SJ)"]["same"] is None  # Photo: its own runs
     on_computers = {row["label"]: row["cells"][computers] for row in shown["rows"]}
     assert on_computers["SGCN (SJ)"]["n"] == 1 and on_computers["SGCN (SJ)"]["same"] is None
@@ -301,12 +369,14 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     assert on_citeseer["SGCN (fsnn LIF alpha=1)"]["n"] == 2
     assert "DIFFERENT on seed 0" in on_citeseer["SGCN (fsnn LIF alpha=1)"]["same"]
     assert "[the runs of SGCN (fsnn LIF alpha=1): the same computation, identical on seed 0]" in tables.cell_text(
-        next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3])
+        next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3]
+    )
     # the verdict compares f-LIF (fsnn LIF's runs, 92 %) with SpikingJelly's own run on Photo (90 %), where the paper
     # has f-SNN above: one run of SpikingJelly's decides nothing (no interval), so the setting is undecided
     ranked = verdicts.rankings(table, spec)
-    assert [(k["setting"], k["tie"], k["mean"] - k["best"], k["paper"]) for k in ranked
-            if k["setting"] == "Photo / SGCN"] == [("Photo / SGCN", True, pytest.approx(2.0), True)]
+    assert [
+        (k["setting"], k["tie"], k["mean"] - k["best"], k["paper"]) for k in ranked if k["setting"] == "Photo / SGCN"
+    ] == [("Photo / SGCN", True, pytest.approx(2.0), True)]
 
 
 def test_the_loader_says_where_to_get_a_dataset():
@@ -369,9 +439,11 @@ def test_report_page_in_a_browser(results, tmp_path):
 @needs_chromium
 def test_the_browser_check_can_fail(tmp_path):
     broken = tmp_path / "broken.html"
-    broken.write_text('<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body>'
-                      '<div style="width: 2000px">wide</div>'
-                      '<img alt="gone" src="missing.png"><script>undefinedFunction()</script></body></html>')
+    broken.write_text(
+        '<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body>'
+        '<div style="width: 2000px">wide</div>'
+        '<img alt="gone" src="missing.png"><script>undefinedFunction()</script></body></html>'
+    )
     facts = in_browser(broken, tmp_path / "profile", widths=(1024,))[1024]
     assert facts["images"][0]["alt"] == "gone" and not facts["images"][0]["ok"]
     assert any("undefinedFunction" in error for error in facts["errors"])
@@ -464,11 +536,18 @@ def test_make_report_twice_leaves_a_fresh_clone_clean(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(clone), "MPLBACKEND": "Agg"}
     for _ in range(2):
         for command in ("tables", "figures", "page"):
-            proc = subprocess.run([sys.executable, "-m", "fsnn.report", command], cwd=clone, env=env, capture_output=True, text=True,
-                                  timeout=900)
+            proc = subprocess.run(
+                [sys.executable, "-m", "fsnn.report", command],
+                cwd=clone,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             assert proc.returncode == 0, (command, proc.stderr[-3000:])
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True,
-                                check=True).stdout
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
+        ).stdout
         assert status == "", status
     assert (clone / "results" / "report" / "index.html").is_file()
 
@@ -478,14 +557,22 @@ def test_a_table_compared_with_its_own_row():
     more than the seed-to-seed spread, with their Δ, and the largest shift of the others; its cells say what they are
     compared with; its protocol names both recipes its rows ran."""
     runs = []
-    for neuron, switches in {"flif": {"none": (0.80, 0.81, 0.82), "surrogate": (0.805, 0.815, 0.825),
-                                      "authors": (0.86, 0.87, 0.88)},
-                             "sj_lif": {"none": (0.70, 0.71, 0.72), "surrogate": (0.69, 0.70, 0.71),
-                                        "authors": (0.74, 0.75, 0.76)}}.items():
+    for neuron, switches in {
+        "flif": {"none": (0.80, 0.81, 0.82), "surrogate": (0.805, 0.815, 0.825), "authors": (0.86, 0.87, 0.88)},
+        "sj_lif": {"none": (0.70, 0.71, 0.72), "surrogate": (0.69, 0.70, 0.71), "authors": (0.74, 0.75, 0.76)},
+    }.items():
         for switch, accs in switches.items():
             for seed, acc in enumerate(accs):
-                run = _record("recipe_ablation_cora", f"{neuron}{switch}{seed}", "cora", "sgcn", neuron, seed, acc,
-                              recipe="authors" if switch == "authors" else "matched")
+                run = _record(
+                    "recipe_ablation_cora",
+                    f"{neuron}{switch}{seed}",
+                    "cora",
+                    "sgcn",
+                    neuron,
+                    seed,
+                    acc,
+                    recipe="authors" if switch == "authors" else "matched",
+                )
                 run["config"]["recipe_switch"] = switch
                 runs.append(run)
     got = _verdict(runs, "recipe_ablation_cora")
@@ -494,7 +581,8 @@ def test_a_table_compared_with_its_own_row():
         '1 of 2 rows differ from the row "none (the matched recipe)" by more than the seed-to-seed spread (the larger '
         "std of the two cells) in a column: recipe=authors (every non-legacy switch) (f-LIF +6.00, LIF (SpikingJelly) "
         "+4.00). The others stay within it (largest shift: surrogate: sigmoid 4 (SpikingJelly) / arctan 5 (spikeDE) / "
-        "LIF (SpikingJelly) -1.00). 6 cells measured;"), got["sentence"]
+        "LIF (SpikingJelly) -1.00). 6 cells measured;"
+    ), got["sentence"]
     assert "recipes authors and matched (by row)" in got["sentence"]
     spec = _spec("recipe_ablation_cora")
     shown = verdicts.shown_table(tables.build_table(spec, runs))
@@ -504,7 +592,8 @@ def test_a_table_compared_with_its_own_row():
     # no runs beside the reference row: nothing moved, said so
     alone = [r for r in runs if r["config"]["recipe_switch"] == "none"]
     assert _verdict(alone, "recipe_ablation_cora")["sentence"].startswith(
-        'No row has runs beside the row "none (the matched recipe)" to compare with.')
+        'No row has runs beside the row "none (the matched recipe)" to compare with.'
+    )
 
 
 # -- a hostile or broken results tree: the page lists what it skipped, links only to its own files -----------------
@@ -562,12 +651,15 @@ def test_the_page_of_a_hostile_tree_lists_what_it_skipped(tmp_path, quick_page):
     (root / T2 / "loop").symlink_to("..")
     html = report.write_report(root).read_bytes().decode()  # UTF-8, or this raises
     listed = re.search(r'<p class="note" id="corrupt">(.*?)</p>', html, re.S).group(1)
-    for name, reason in (("run-\\xff/metrics.json", "its path is not valid UTF-8"),
-                         ("bad-versions/metrics.json", "versions: expected an object"),
-                         ("bad-status/metrics.json", "status: expected text, got a number (3)"),
-                         ("bad-config/metrics.json", "config: expected an object"),
-                         ("bad-paths/metrics.json", "config.paths: expected an object"),
-                         ("nested/metrics.json", "ValueError: nested deeper than"), ("loop", "a link to a folder, not followed")):
+    for name, reason in (
+        ("run-\\xff/metrics.json", "its path is not valid UTF-8"),
+        ("bad-versions/metrics.json", "versions: expected an object"),
+        ("bad-status/metrics.json", "status: expected text, got a number (3)"),
+        ("bad-config/metrics.json", "config: expected an object"),
+        ("bad-paths/metrics.json", "config.paths: expected an object"),
+        ("nested/metrics.json", "ValueError: nested deeper than"),
+        ("loop", "a link to a folder, not followed"),
+    ):
         assert f"<code>{T2}/{name}</code> ({escape(reason)}" in listed, (name, listed)
     assert "1 complete, 0 failed, 0 running/unfinished, 7 corrupt" in html
 
@@ -582,9 +674,14 @@ def test_a_figures_manifest_never_leads_out_of_its_folder(tmp_path):
     (tmp_path / "secret.png").write_bytes(secret)
     (figures / "own.png").write_bytes(png)
     (figures / "linked.png").symlink_to(tmp_path / "secret.png")
-    (figures / "figures.json").write_text(json.dumps({
-        "written": ["../../secret", str(tmp_path / "secret"), "linked", "own", 7],
-        "captions": {"own": "its caption"}}))
+    (figures / "figures.json").write_text(
+        json.dumps(
+            {
+                "written": ["../../secret", str(tmp_path / "secret"), "linked", "own", 7],
+                "captions": {"own": "its caption"},
+            }
+        )
+    )
     shown = report._figures(figures)
     assert [(f["name"], f["caption"]) for f in shown] == [("own", "its caption")]
     # captions of the wrong type, a manifest that is a link out of its folder: no caption, no figure
@@ -611,9 +708,11 @@ def test_a_report_folder_that_a_link_leads_out_of_the_results_tree_is_refused(tm
         cli.main(["page", "--results", str(root), *([option, str(root / folder)] if option else [])])
     assert stop.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines == [f"fsnn: error: {root / folder}: a link leads it to {elsewhere}, outside the results folder "
-                     f"{root}; a report's folder stays inside it (the reports overwrite and remove files in their "
-                     "folders): remove the link, or name a folder outside the results folder (--out, --figures)"]
+    assert lines == [
+        f"fsnn: error: {root / folder}: a link leads it to {elsewhere}, outside the results folder "
+        f"{root}; a report's folder stays inside it (the reports overwrite and remove files in their "
+        "folders): remove the link, or name a folder outside the results folder (--out, --figures)"
+    ]
     assert [p.name for p in elsewhere.iterdir()] == ["index.html"] and (elsewhere / "index.html").read_text() == "kept"
     with pytest.raises(RunFileError):
         outputs.output_folder(root / folder / "sub", root)
@@ -624,27 +723,42 @@ def test_benchmark_files_of_another_shape_estimate_nothing(tmp_path):
     their range (a time or speed that is not positive, a T of 0 the estimates would divide by), that names a dataset
     fsnn does not know, that measured nothing, or whose name is not UTF-8, is not read; the well-formed files beside
     it still are."""
-    good = {"benchmark": "graph_runs", "setting": {"experiment": T2}, "runs": [
-        {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0}]}
-    step = {"benchmark": "dvsnet_train_step", "hardware": "GPU", "config": {
-        "device": "cuda", "T": 16, "size": 128, "channels": 128, "batch": 16}, "results": [
-        {"neuron": "flif", "train_samples_per_s": 400.0, "test_samples_per_s": 1600.0},
-        {"neuron": "lif", "train_samples_per_s": None, "test_samples_per_s": None}]}
+    good = {
+        "benchmark": "graph_runs",
+        "setting": {"experiment": T2},
+        "runs": [
+            {"version": "after", "dataset": "computers", "backbone": "sgcn", "neuron": "flif", "whole_run_s": 1200.0}
+        ],
+    }
+    step = {
+        "benchmark": "dvsnet_train_step",
+        "hardware": "GPU",
+        "config": {"device": "cuda", "T": 16, "size": 128, "channels": 128, "batch": 16},
+        "results": [
+            {"neuron": "flif", "train_samples_per_s": 400.0, "test_samples_per_s": 1600.0},
+            {"neuron": "lif", "train_samples_per_s": None, "test_samples_per_s": None},
+        ],
+    }
     (tmp_path / "a.json").write_text(json.dumps(good))
     (tmp_path / "step.json").write_text(json.dumps(step))
     run, result = good["runs"][0], step["results"][0]
-    for name, bad in (("b", {**good, "runs": "x"}), ("c", {**good, "setting": "x"}),
-                      ("d", {**good, "runs": [{**run, "dataset": "nosuch", "whole_run_s": 1.0}]}),
-                      ("e", {**good, "runs": [{**run, "whole_run_s": "fast"}]}),
-                      ("e2", {**good, "runs": [{**run, "whole_run_s": -5.0}]}),
-                      ("f", {**step, "config": "cuda"}),
-                      ("g", {**step, "results": [{**result, "neuron": ["flif"]}]}),
-                      ("g2", {**step, "config": {**step["config"], "T": 0}}),
-                      ("g3", {**step, "config": {**step["config"], "batch": {"x": 1}}}),
-                      ("g4", {**step, "results": [{**result, "train_samples_per_s": -1.0}]}),
-                      ("g5", {**step, "results": []}),
-                      ("h", [1, 2])):
+    for name, bad in (
+        ("b", {**good, "runs": "x"}),
+        ("c", {**good, "setting": "x"}),
+        ("d", {**good, "runs": [{**run, "dataset": "nosuch", "whole_run_s": 1.0}]}),
+        ("e", {**good, "runs": [{**run, "whole_run_s": "fast"}]}),
+        ("e2", {**good, "runs": [{**run, "whole_run_s": -5.0}]}),
+        ("f", {**step, "config": "cuda"}),
+        ("g", {**step, "results": [{**result, "neuron": ["flif"]}]}),
+        ("g2", {**step, "config": {**step["config"], "T": 0}}),
+        ("g3", {**step, "config": {**step["config"], "batch": {"x": 1}}}),
+        ("g4", {**step, "results": [{**result, "train_samples_per_s": -1.0}]}),
+        ("g5", {**step, "results": []}),
+        ("h", [1, 2]),
+    ):
         (tmp_path / f"{name}.json").write_text(json.dumps(bad))
     (tmp_path / os.fsdecode(b"step-\xff.json")).write_text(json.dumps(step))
     assert estimates.graph_run_minutes("computers", tmp_path)["minutes"] == 20.0
-    assert [(c["file"], c["rates"]) for c in estimates.step_costs(tmp_path)] == [("step.json", {"flif": (400.0, 1600.0)})]
+    assert [(c["file"], c["rates"]) for c in estimates.step_costs(tmp_path)] == [
+        ("step.json", {"flif": (400.0, 1600.0)})
+    ]

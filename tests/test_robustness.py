@@ -155,7 +155,7 @@ def test_occlusion_zeroes_exactly_the_center_block(ratio, hw):
     top, left = (h - s) // 2, (w - s) // 2
     assert occlusion_box(h, w, ratio) == (top, left, s, s)
     expected = torch.zeros(h, w, dtype=torch.bool)
-    expected[top:top + s, left:left + s] = True
+    expected[top : top + s, left : left + s] = True
     zero = y == 0
     # the same block in every time step and channel, and nothing else
     assert torch.equal(zero, expected.expand_as(zero))
@@ -187,8 +187,8 @@ def test_truncation_zeroes_exactly_the_last_steps(ratio, batched):
     assert k == math.floor(ratio * T + 0.5)
     tx = 1 if batched else 0
     yt, xt = y.movedim(tx, 0), x.movedim(tx, 0)
-    assert (yt[T - k:] == 0).all()
-    assert torch.equal(yt[:T - k], xt[:T - k])
+    assert (yt[T - k :] == 0).all()
+    assert torch.equal(yt[: T - k], xt[: T - k])
 
 
 def test_truncation_modes():
@@ -295,13 +295,20 @@ def test_robustness_score_hand_computed():
         robustness_score(0.9, [0.5], weights=[0.5, 0.5])
 
 
-@pytest.mark.parametrize("accs, clean, printed", [
-    ([0.9236, 0.9062, 0.9062, 0.8993, 0.8646], 0.9480, 94.93),  # tab:discard, f-SNN
-    ([0.9137, 0.9023, 0.8854, 0.8646, 0.8472], 0.9340, 94.50),  # tab:discard, SJ
-    ([0.9167, 0.9132, 0.9236, 0.9306, 0.9062, 0.8750, 0.8785, 0.9028, 0.8889], 0.9480, 95.35),  # tab:temporal_jitter
-    ([0.9410, 0.9410, 0.9271, 0.9167, 0.8237], 0.9480, 95.98),  # tab:temporal_truncate, f-SNN
-    ([0.8681, 0.8368, 0.8264, 0.7396, 0.6493], 0.8899, 88.10),  # tab:occlude_block, snnTorch
-])
+@pytest.mark.parametrize(
+    "accs, clean, printed",
+    [
+        ([0.9236, 0.9062, 0.9062, 0.8993, 0.8646], 0.9480, 94.93),  # tab:discard, f-SNN
+        ([0.9137, 0.9023, 0.8854, 0.8646, 0.8472], 0.9340, 94.50),  # tab:discard, SJ
+        (
+            [0.9167, 0.9132, 0.9236, 0.9306, 0.9062, 0.8750, 0.8785, 0.9028, 0.8889],
+            0.9480,
+            95.35,
+        ),  # tab:temporal_jitter
+        ([0.9410, 0.9410, 0.9271, 0.9167, 0.8237], 0.9480, 95.98),  # tab:temporal_truncate, f-SNN
+        ([0.8681, 0.8368, 0.8264, 0.7396, 0.6493], 0.8899, 88.10),  # tab:occlude_block, snnTorch
+    ],
+)
 def test_robustness_score_reproduces_paper_tables(accs, clean, printed):
     assert robustness_score(clean, accs) == pytest.approx(printed, abs=0.011)
 
@@ -416,13 +423,21 @@ def _fixture_run(root: Path, compose_cfg, *overrides: str) -> Path:
     OmegaConf.save(cfg, run_dir / ".hydra" / "config.yaml")
     L.seed_everything(cfg.seed, verbose=False)
     module, data, _ = build_task(cfg)
-    trainer = L.Trainer(max_epochs=1, limit_train_batches=2, limit_val_batches=0, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        plugins=[RunCheckpointIO(result_config(cfg))])
+    trainer = L.Trainer(
+        max_epochs=1,
+        limit_train_batches=2,
+        limit_val_batches=0,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        plugins=[RunCheckpointIO(result_config(cfg))],
+    )
     trainer.fit(module, datamodule=data)
     trainer.save_checkpoint(run_dir / "checkpoints" / "best.ckpt")
-    (run_dir / "metrics.json").write_text(json.dumps({"status": "complete", "metric": "acc",
-                                                      "config": OmegaConf.to_container(cfg, resolve=True)}))
+    (run_dir / "metrics.json").write_text(
+        json.dumps({"status": "complete", "metric": "acc", "config": OmegaConf.to_container(cfg, resolve=True)})
+    )
     return run_dir
 
 
@@ -456,8 +471,16 @@ def _check_figures(run_dir: Path, radar: bool = True):
     assert (run_dir / "robustness_radar.png").exists() == radar
 
 
-VISION_RUN = ("dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.batch_size=8", "dataset.num_workers=0",
-              "backbone=dvsnet_small", "backbone.channels=4", "backbone.hidden=16")
+VISION_RUN = (
+    "dataset=dvsgesture",
+    "dataset.size=32",
+    "dataset.T=4",
+    "dataset.batch_size=8",
+    "dataset.num_workers=0",
+    "backbone=dvsnet_small",
+    "backbone.channels=4",
+    "backbone.hidden=16",
+)
 
 
 def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
@@ -467,8 +490,14 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
     run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, f"paths.data_dir={data_root}")
     seen: list[torch.Tensor] = []
     _spy(monkeypatch, SpikingClassifier, seen, lambda module, x: x.detach().clone())
-    cfg = compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=events",
-                      "limit_test_batches=1", "accelerator=cpu", config_name="eval")
+    cfg = compose_cfg(
+        f"run_dir={run_dir}",
+        f"paths.data_dir={data_root}",
+        "robustness=events",
+        "limit_test_batches=1",
+        "accelerator=cpu",
+        config_name="eval",
+    )
     result = evaluate(cfg)
     study = json.loads((run_dir / "robustness.json").read_text())
     assert study == json.loads(json.dumps(result["robustness"]))
@@ -487,11 +516,11 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
         elif name == "center_occlusion":
             top, left, sh, sw = occlusion_box(x.shape[-2], x.shape[-1], level)
             block = torch.zeros(x.shape[-2:], dtype=torch.bool)
-            block[top:top + sh, left:left + sw] = True
+            block[top : top + sh, left : left + sw] = True
             assert (x[..., block] == 0).all() and torch.equal(x[..., ~block], clean[..., ~block])
         elif name == "temporal_truncation":
             k = round_count(level, t)
-            assert (x[:, t - k:] == 0).all() and torch.equal(x[:, :t - k], clean[:, :t - k])
+            assert (x[:, t - k :] == 0).all() and torch.equal(x[:, : t - k], clean[:, : t - k])
         elif name == "temporal_jitter":
             assert torch.allclose(x.sum(1), clean.sum(1), atol=1e-4)
         else:  # frame_discard: k whole frames zeroed per sample, the others untouched
@@ -500,26 +529,42 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
             assert (zeroed | same).all() and (zeroed.sum(1) <= round_count(level, t)).all()
 
     # the same command gives the same study (seeded passes and corruptions)
-    again = evaluate(compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=events",
-                                 "limit_test_batches=1", "accelerator=cpu", "~robustness.corruptions.gaussian_noise",
-                                 "~robustness.corruptions.center_occlusion", "~robustness.corruptions.temporal_jitter",
-                                 "robustness.corruptions.frame_discard.levels=[0.3]",
-                                 "robustness.corruptions.temporal_truncation.levels=[0.5]", config_name="eval"))
-    assert again["robustness"]["corruptions"]["frame_discard"]["acc"] == [study["corruptions"]["frame_discard"]["by_level"]["0.3"]]
+    again = evaluate(
+        compose_cfg(
+            f"run_dir={run_dir}",
+            f"paths.data_dir={data_root}",
+            "robustness=events",
+            "limit_test_batches=1",
+            "accelerator=cpu",
+            "~robustness.corruptions.gaussian_noise",
+            "~robustness.corruptions.center_occlusion",
+            "~robustness.corruptions.temporal_jitter",
+            "robustness.corruptions.frame_discard.levels=[0.3]",
+            "robustness.corruptions.temporal_truncation.levels=[0.5]",
+            config_name="eval",
+        )
+    )
+    assert again["robustness"]["corruptions"]["frame_discard"]["acc"] == [
+        study["corruptions"]["frame_discard"]["by_level"]["0.3"]
+    ]
     assert torch.equal(seen[-1], passes[-3])  # frame_discard 0.3 drew the same frames
     _check_figures(run_dir, radar=False)  # two corruptions: curves only
 
 
-@pytest.mark.parametrize("run", [
-    ("dataset=cora", "backbone=sgcn"),
-    ("dataset=photo", "backbone=msg", "backbone.T=3"),
-])
+@pytest.mark.parametrize(
+    "run",
+    [
+        ("dataset=cora", "backbone=sgcn"),
+        ("dataset=photo", "backbone=msg", "backbone.T=3"),
+    ],
+)
 def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run):
     from fsnn.suite.evaluate import evaluate
     from fsnn.suite.lightning import GraphNodeClassifier
 
-    run_dir = _fixture_run(tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1",
-                           f"paths.data_dir={data_root}")
+    run_dir = _fixture_run(
+        tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1", f"paths.data_dir={data_root}"
+    )
     seen: list[tuple] = []
 
     def probe(module, x):  # the feature rows, or the graph a full-graph model reads, and the noise probe
@@ -527,8 +572,9 @@ def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run
         return tuple(t.detach().clone() for t in inputs) + (module.model.spike_noise_std,)
 
     _spy(monkeypatch, GraphNodeClassifier, seen, probe)
-    cfg = compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=graph", "accelerator=cpu",
-                      config_name="eval")
+    cfg = compose_cfg(
+        f"run_dir={run_dir}", f"paths.data_dir={data_root}", "robustness=graph", "accelerator=cpu", config_name="eval"
+    )
     result = evaluate(cfg)
     study = json.loads((run_dir / "robustness.json").read_text())
     _check_study(study, GRAPH_LEVELS, result["test_acc"])
@@ -572,15 +618,25 @@ def test_eval_json_says_what_it_tested(tmp_path, data_root, compose_cfg):
     run's own test (a smoke run tests a few batches), that the two metrics can differ and why."""
     from fsnn.suite.evaluate import evaluate
 
-    run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, "trainer.limit_test_batches=1",
-                           f"paths.data_dir={data_root}")
+    run_dir = _fixture_run(
+        tmp_path, compose_cfg, *VISION_RUN, "trainer.limit_test_batches=1", f"paths.data_dir={data_root}"
+    )
     evaluate(compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "accelerator=cpu", config_name="eval"))
     whole = json.loads((run_dir / "eval.json").read_text())["evaluated"]
     assert whole["split"] == "test" and whole["batches"] > 1 and whole["samples"] > 8
     assert whole["run_limit_test_batches"] == 1 and not whole["as_the_run_tested"]
-    assert "the whole test split" in whole["note"] and "the run's own test covered limit_test_batches=1" in whole["note"]
-    evaluate(compose_cfg(f"run_dir={run_dir}", f"paths.data_dir={data_root}", "accelerator=cpu",
-                         "limit_test_batches=1", config_name="eval"))
+    assert (
+        "the whole test split" in whole["note"] and "the run's own test covered limit_test_batches=1" in whole["note"]
+    )
+    evaluate(
+        compose_cfg(
+            f"run_dir={run_dir}",
+            f"paths.data_dir={data_root}",
+            "accelerator=cpu",
+            "limit_test_batches=1",
+            config_name="eval",
+        )
+    )
     same = json.loads((run_dir / "eval.json").read_text())["evaluated"]
     assert (same["batches"], same["samples"], same["as_the_run_tested"]) == (1, 8, True)
     assert "can differ" not in same["note"]
@@ -607,11 +663,17 @@ def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compo
     (run_dir / "checkpoints" / "last.ckpt").write_bytes(b"")
     fails(match="has checkpoints last")
     (run_dir / "checkpoints" / "best.ckpt").write_bytes(b"")  # never loaded: the plan fails first
-    fails("robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
-          match=r"robustness.corruptions.blur: vision corruption must be one of .*got 'blur'.*robustness=events fits")
+    fails(
+        "robustness=events",
+        "+robustness.corruptions.blur.levels=[0.1]",
+        match=r"robustness.corruptions.blur: vision corruption must be one of .*got 'blur'.*robustness=events fits",
+    )
     fails("robustness=graph", match=r"robustness.corruptions.feature_masking: vision corruption must be one of")
-    fails("robustness=events", "robustness.corruptions.center_occlusion.levels=[0.5,2]",
-          match=r"center_occlusion at level 2")
+    fails(
+        "robustness=events",
+        "robustness.corruptions.center_occlusion.levels=[0.5,2]",
+        match=r"center_occlusion at level 2",
+    )
     fails("robustness=events", "+robustness.corruptions.frame_discard.repeat=3", match="unknown keys")
     fails("robustness=events", robustness__corruptions={}, match="robustness: expected a plan of corruptions")
     fails("run_dir=/nonexistent", match=r"run_dir: expected the folder of a train.py run \(with .hydra/config.yaml\)")
@@ -624,21 +686,47 @@ def test_evaluate_bad_input_is_one_clear_config_error(tmp_path, data_root, compo
 def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
     from fsnn.report import collect, tables
 
-    run = ["dataset=dvsgesture", "dataset.size=32", "dataset.T=4", "dataset.batch_size=8", "dataset.num_workers=0",
-           "backbone=dvsnet", "backbone.channels=4", "backbone.num_blocks=3", "backbone.hidden=16", "neuron=flif",
-           "trainer.max_epochs=1", "trainer.limit_train_batches=4", "logger=none", "trainer.enable_progress_bar=false",
-           f"paths.data_dir={data_root}", "task_name=table1_neuromorphic"]  # a Table 1 run: the figures draw it
+    run = [
+        "dataset=dvsgesture",
+        "dataset.size=32",
+        "dataset.T=4",
+        "dataset.batch_size=8",
+        "dataset.num_workers=0",
+        "backbone=dvsnet",
+        "backbone.channels=4",
+        "backbone.num_blocks=3",
+        "backbone.hidden=16",
+        "neuron=flif",
+        "trainer.max_epochs=1",
+        "trainer.limit_train_batches=4",
+        "logger=none",
+        "trainer.enable_progress_bar=false",
+        f"paths.data_dir={data_root}",
+        "task_name=table1_neuromorphic",
+    ]  # a Table 1 run: the figures draw it
     proc = run_app("train.py", *run, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = next((tmp_path / "results" / "table1_neuromorphic").glob("*/metrics.json")).parent
 
-    bad = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "+robustness.corruptions.blur.levels=[0.1]",
-                  f"paths.data_dir={data_root}", cwd=tmp_path)
+    bad = run_app(
+        "evaluate.py",
+        f"run_dir={run_dir}",
+        "robustness=events",
+        "+robustness.corruptions.blur.levels=[0.1]",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "robustness.corruptions.blur: vision corruption must be one of" in bad.stderr and "got 'blur'" in bad.stderr
 
-    ev = run_app("evaluate.py", f"run_dir={run_dir}", "robustness=events", "limit_test_batches=3",
-                 f"paths.data_dir={data_root}", cwd=tmp_path)
+    ev = run_app(
+        "evaluate.py",
+        f"run_dir={run_dir}",
+        "robustness=events",
+        "limit_test_batches=3",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+    )
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert "29/29" in ev.stderr  # the progress bar over every test pass
     study = json.loads((run_dir / "robustness.json").read_text())
@@ -657,9 +745,29 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
         assert all(cell["n"] == 0 for cell in others)
 
     out = tmp_path / "figures"
-    fig = run_app("fsnn-report", "figures", "--results", str(tmp_path / "results"), "--out", str(out), "--dt", "0.5",
-                  "--t-max", "5", "--t-lin", "5", "--kernel-steps", "101", cwd=tmp_path)
+    fig = run_app(
+        "fsnn-report",
+        "figures",
+        "--results",
+        str(tmp_path / "results"),
+        "--out",
+        str(out),
+        "--dt",
+        "0.5",
+        "--t-max",
+        "5",
+        "--t-lin",
+        "5",
+        "--kernel-steps",
+        "101",
+        cwd=tmp_path,
+    )
     assert fig.returncode == 0, fig.stderr[-3000:]
-    for name in ("firing_rates", "robustness_dvsgesture_dvsnet_curves", "robustness_dvsgesture_dvsnet_radar",
-                 "mittag_leffler_relaxation", "kernel_decay"):
+    for name in (
+        "firing_rates",
+        "robustness_dvsgesture_dvsnet_curves",
+        "robustness_dvsgesture_dvsnet_radar",
+        "mittag_leffler_relaxation",
+        "kernel_decay",
+    ):
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.pdf").stat().st_size > 0, name

@@ -45,36 +45,65 @@ from fsnn.suite.run import run_guarded
 from fsnn.suite.runfiles import RunLockedError, run_lock
 
 # a tiny version of the default experiment: 2 epochs of 3 batches
-TINY = ["trainer.max_epochs=2", "trainer.limit_train_batches=3", "trainer.limit_val_batches=1",
-        "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none", "dataset.batch_size=16"]
+TINY = [
+    "trainer.max_epochs=2",
+    "trainer.limit_train_batches=3",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+    "dataset.batch_size=16",
+]
 
 # (override, the key the error names): every case of issue 10 and more of the same kinds
 BAD_VALUES = [
     *[(f"neuron.alpha={v}", "neuron.alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf", "null", "true")],
-    ("neuron.tau=0", "neuron.tau"), ("neuron.tau=-1", "neuron.tau"), ("neuron.tau=inf", "neuron.tau"),
-    ("neuron.tau=1e-09", "neuron.tau"), ("neuron.tau=0.5", "neuron.tau"),  # below f-LIF's stability bound
-    ("neuron.memory=0", "neuron.memory"), ("neuron.memory=1.5", "neuron.memory"),
-    ("neuron.method=xyz", "neuron.method"), ("neuron.threshold=-1", "neuron.threshold"),
-    ("neuron.threshold=0", "neuron.threshold"), ("neuron.dt=0", "neuron.dt"),
-    ("neuron.surrogate=foo", "neuron.surrogate"), ("neuron.surrogate_scale=0", "neuron.surrogate_scale"),
-    ("neuron.reset=foo", "neuron.reset"), ("neuron.engine=foo", "neuron.engine"),
+    ("neuron.tau=0", "neuron.tau"),
+    ("neuron.tau=-1", "neuron.tau"),
+    ("neuron.tau=inf", "neuron.tau"),
+    ("neuron.tau=1e-09", "neuron.tau"),
+    ("neuron.tau=0.5", "neuron.tau"),  # below f-LIF's stability bound
+    ("neuron.memory=0", "neuron.memory"),
+    ("neuron.memory=1.5", "neuron.memory"),
+    ("neuron.method=xyz", "neuron.method"),
+    ("neuron.threshold=-1", "neuron.threshold"),
+    ("neuron.threshold=0", "neuron.threshold"),
+    ("neuron.dt=0", "neuron.dt"),
+    ("neuron.surrogate=foo", "neuron.surrogate"),
+    ("neuron.surrogate_scale=0", "neuron.surrogate_scale"),
+    ("neuron.reset=foo", "neuron.reset"),
+    ("neuron.engine=foo", "neuron.engine"),
     ("neuron.learn_alpha=yes", "neuron.learn_alpha"),
     *[(f"dataset.T={v}", "dataset.T") for v in ("0", "-3", "2.5", "abc", "'8'")],
-    ("dataset.size=0", "dataset.size"), ("dataset.size=[32,0]", "dataset.size"),
+    ("dataset.size=0", "dataset.size"),
+    ("dataset.size=[32,0]", "dataset.size"),
     ("dataset.size=[8,8,8]", "dataset.size"),
-    ("dataset.val_fraction=1.5", "dataset.val_fraction"), ("dataset.val_fraction=0", "dataset.val_fraction"),
-    ("dataset.batch_size=0", "dataset.batch_size"), ("dataset.batch_size=-2", "dataset.batch_size"),
-    ("dataset.num_workers=-1", "dataset.num_workers"), ("dataset.name=nosuch", "dataset.name"),
+    ("dataset.val_fraction=1.5", "dataset.val_fraction"),
+    ("dataset.val_fraction=0", "dataset.val_fraction"),
+    ("dataset.batch_size=0", "dataset.batch_size"),
+    ("dataset.batch_size=-2", "dataset.batch_size"),
+    ("dataset.num_workers=-1", "dataset.num_workers"),
+    ("dataset.name=nosuch", "dataset.name"),
     ("backbone.channels=0", "backbone.channels"),
-    ("optimizer.lr=-1", "optimizer.lr"), ("optimizer.lr=0", "optimizer.lr"), ("optimizer.lr=abc", "optimizer.lr"),
-    ("optimizer.weight_decay=-1", "optimizer.weight_decay"), ("optimizer._target_=os.system", "optimizer._target_"),
+    ("optimizer.lr=-1", "optimizer.lr"),
+    ("optimizer.lr=0", "optimizer.lr"),
+    ("optimizer.lr=abc", "optimizer.lr"),
+    ("optimizer.weight_decay=-1", "optimizer.weight_decay"),
+    ("optimizer._target_=os.system", "optimizer._target_"),
     ("+backbone._target_=shutil.rmtree", "backbone._target_"),
-    ("seed=abc", "seed"), ("seed=-1", "seed"), ("seed=1.5", "seed"), ("task=nonsense", "task"),
+    ("seed=abc", "seed"),
+    ("seed=-1", "seed"),
+    ("seed=1.5", "seed"),
+    ("task=nonsense", "task"),
     ("force=maybe", "force"),
-    ("trainer.max_epochs=abc", "trainer.max_epochs"), ("trainer.max_epochs=-1", "trainer.max_epochs"),
-    ("trainer.max_epochs=0", "trainer.max_epochs"), ("trainer.devices=0", "trainer.devices"),
-    ("trainer.num_nodes=0", "trainer.num_nodes"), ("trainer.strategy=foo", "trainer.strategy"),
-    ("trainer.precision=foo", "trainer.precision"), ("trainer.accelerator=tpu", "trainer.accelerator"),
+    ("trainer.max_epochs=abc", "trainer.max_epochs"),
+    ("trainer.max_epochs=-1", "trainer.max_epochs"),
+    ("trainer.max_epochs=0", "trainer.max_epochs"),
+    ("trainer.devices=0", "trainer.devices"),
+    ("trainer.num_nodes=0", "trainer.num_nodes"),
+    ("trainer.strategy=foo", "trainer.strategy"),
+    ("trainer.precision=foo", "trainer.precision"),
+    ("trainer.accelerator=tpu", "trainer.accelerator"),
     ("trainer.limit_train_batches=-1", "trainer.limit_train_batches"),
     ("trainer.limit_val_batches=1.5", "trainer.limit_val_batches"),
     ("trainer.gradient_clip_val=-1", "trainer.gradient_clip_val"),
@@ -97,10 +126,21 @@ def test_every_bad_value_is_one_line_naming_its_key(compose_cfg, tmp_path, overr
 
 
 def test_good_values_pass(compose_cfg, tmp_path):
-    for overrides in ([], ["neuron.alpha=1", "neuron.memory=4", "dataset.size=[32,48]", "trainer.strategy=ddp",
-                           "trainer.devices=auto", "trainer.limit_val_batches=0.5", "scheduler=none",
-                           "optimizer=adamw"], ["dataset=cora", "backbone=sgcn", "neuron=sj_lif"],
-                      ["dataset=computers", "backbone=msg", "task=link", "logger=wandb"]):
+    for overrides in (
+        [],
+        [
+            "neuron.alpha=1",
+            "neuron.memory=4",
+            "dataset.size=[32,48]",
+            "trainer.strategy=ddp",
+            "trainer.devices=auto",
+            "trainer.limit_val_batches=0.5",
+            "scheduler=none",
+            "optimizer=adamw",
+        ],
+        ["dataset=cora", "backbone=sgcn", "neuron=sj_lif"],
+        ["dataset=computers", "backbone=msg", "task=link", "logger=wandb"],
+    ):
         check_config(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
 
 
@@ -108,31 +148,45 @@ def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("not a folder")
     assert _config_error(compose_cfg(f"paths.data_dir={a_file}")) == (
-        f"paths.data_dir: expected a folder, got {str(a_file)!r} (a file)")
+        f"paths.data_dir: expected a folder, got {str(a_file)!r} (a file)"
+    )
     assert _config_error(compose_cfg(f"paths.results_dir={a_file}/results")).startswith(
-        f"paths.results_dir: expected a writable folder, got {str(a_file / 'results')!r}")
+        f"paths.results_dir: expected a writable folder, got {str(a_file / 'results')!r}"
+    )
     assert _config_error(compose_cfg("paths.results_dir=/proc/fsnn_results")).startswith(
-        "paths.results_dir: expected a writable folder")
+        "paths.results_dir: expected a writable folder"
+    )
     if os.geteuid() != 0:  # root writes anywhere
         locked = tmp_path / "locked"
         locked.mkdir(mode=0o500)
         assert "paths.results_dir: expected a writable folder" in _config_error(
-            compose_cfg(f"paths.results_dir={locked}"))
+            compose_cfg(f"paths.results_dir={locked}")
+        )
     if not torch.cuda.is_available():
         assert _config_error(compose_cfg("trainer.accelerator=gpu", f"paths.results_dir={tmp_path}")).startswith(
-            "trainer.accelerator: expected auto or cpu (no GPU is visible")
+            "trainer.accelerator: expected auto or cpu (no GPU is visible"
+        )
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["neuron.tau=1e-09"], r"neuron.tau: expected a number > 0.857805 \(at or below it the discrete f-LIF with "
-                           r"alpha=0.5, dt=1, method=pred grows without bound, to inf and NaN; the bound scales as "
-                           r"dt\^alpha\), got 1e-09"),
-    (["neuron.dt=100"], r"neuron.tau: expected a number > 8.578.*dt=100.*, got 2.0"),  # the dt / tau ratio
-    (["neuron=lif", "neuron.tau=0.5"], r"neuron.tau: expected a number > 0.5 .*alpha=1,.*, got 0.5"),
-    (["neuron.memory=3", "neuron.tau=0.7"], r"neuron.tau: expected a number > 0.717282 .*, got 0.7"),
-    (["neuron.engine=triton"], r"neuron.engine: expected auto, direct or soe \(the Triton kernels need a CUDA GPU or "
-                               r"TRITON_INTERPRET=1, and no GPU is visible\), got 'triton'"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["neuron.tau=1e-09"],
+            r"neuron.tau: expected a number > 0.857805 \(at or below it the discrete f-LIF with "
+            r"alpha=0.5, dt=1, method=pred grows without bound, to inf and NaN; the bound scales as "
+            r"dt\^alpha\), got 1e-09",
+        ),
+        (["neuron.dt=100"], r"neuron.tau: expected a number > 8.578.*dt=100.*, got 2.0"),  # the dt / tau ratio
+        (["neuron=lif", "neuron.tau=0.5"], r"neuron.tau: expected a number > 0.5 .*alpha=1,.*, got 0.5"),
+        (["neuron.memory=3", "neuron.tau=0.7"], r"neuron.tau: expected a number > 0.717282 .*, got 0.7"),
+        (
+            ["neuron.engine=triton"],
+            r"neuron.engine: expected auto, direct or soe \(the Triton kernels need a CUDA GPU or "
+            r"TRITON_INTERPRET=1, and no GPU is visible\), got 'triton'",
+        ),
+    ],
+)
 def test_values_that_cannot_work_are_refused_with_the_config(compose_cfg, tmp_path, monkeypatch, overrides, message):
     from fsnn.neurons import triton_kernels as kernels
 
@@ -150,7 +204,8 @@ def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines() == [
         "fsnn: error: neuron.engine: expected auto, direct or soe (the Triton kernels need a CUDA GPU or "
-        "TRITON_INTERPRET=1, and no GPU is visible), got 'triton'"]
+        "TRITON_INTERPRET=1, and no GPU is visible), got 'triton'"
+    ]
     assert not (tmp_path / "results").exists()
 
 
@@ -158,8 +213,16 @@ def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
     # the keys left out of a run folder's name are the keys a finished run is not compared on
     from fsnn.suite.run import run_dir_name
 
-    ignored = ["paths.data_dir=/elsewhere", "dataset.num_workers=3", "logger=wandb", "logger.mode=online",
-               "force=true", "trainer.enable_progress_bar=false", "study=energy", "robustness=events"]
+    ignored = [
+        "paths.data_dir=/elsewhere",
+        "dataset.num_workers=3",
+        "logger=wandb",
+        "logger.mode=online",
+        "force=true",
+        "trainer.enable_progress_bar=false",
+        "study=energy",
+        "robustness=events",
+    ]
     assert run_dir_name(None, ignored + ["launcher=joblib", "experiment=graph_demo"]) == "default"
     assert run_dir_name(None, ["seed=1", *ignored, "neuron=lif"]) == "neuron-lif+seed-1"
     base = result_config(compose_cfg())
@@ -182,7 +245,8 @@ def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, mon
     assert compose_cfg().paths.results_dir == str(tmp_path) and results_root() == tmp_path
     # given blank on purpose, it is refused by name
     assert _config_error(compose_cfg("paths.results_dir=''")) == (
-        "paths.results_dir: expected a folder (a path, not blank), got ''")
+        "paths.results_dir: expected a folder (a path, not blank), got ''"
+    )
 
 
 def _folder(*overrides: str) -> str:
@@ -220,8 +284,20 @@ def test_every_committed_run_is_found_by_its_command():
     for path in sorted((ROOT / "results").glob("*/*/metrics.json")):
         record = json.loads(path.read_text())
         keys = [o.split("=")[0] for o in record["overrides"]]
-        swept = ("seed", "dataset", "backbone", "neuron", "+neuron_variant", "+recipe_switch", "+cue_variant",
-                 "dataset.delay", "dataset.permute", "neuron.alpha", "neuron.tau", "tau_lr_scale")
+        swept = (
+            "seed",
+            "dataset",
+            "backbone",
+            "neuron",
+            "+neuron_variant",
+            "+recipe_switch",
+            "+cue_variant",
+            "dataset.delay",
+            "dataset.permute",
+            "neuron.alpha",
+            "neuron.tau",
+            "tau_lr_scale",
+        )
         shape = (*sorted(keys), *sorted(o for o, key in zip(record["overrides"], keys) if key not in swept))
         groups.setdefault(shape, []).append({**record, "folder": path.parent.name})
     assert sum(map(len, groups.values())) > 1000 and len(groups) < 30
@@ -238,8 +314,9 @@ def test_every_committed_run_is_found_by_its_command():
     GlobalHydra.instance().clear()
 
 
-@pytest.mark.parametrize("args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"],
-                                  ["paths.results_dir=a_file/results"]])
+@pytest.mark.parametrize(
+    "args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"], ["paths.results_dir=a_file/results"]]
+)
 def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, args):
     (tmp_path / "a_file").write_text("")
     proc = run_app("train.py", *args, cwd=tmp_path, timeout=300)
@@ -283,9 +360,13 @@ CONFIG = {"neuron": {"name": "flif", "alpha": 0.5}, "seed": 0}
 
 
 def _checkpoint(path: Path, config=CONFIG) -> dict:
-    state = {"state_dict": {"w": torch.randn(64, 32), "b": torch.zeros(32)}, "epoch": 3, "global_step": 12,
-             "callbacks": {"ModelCheckpoint": {"best_model_score": torch.tensor(0.5), "dirpath": str(path.parent)}},
-             "loops": {"fit_loop": {"epoch_progress": {"total": {"ready": 4}}}}}
+    state = {
+        "state_dict": {"w": torch.randn(64, 32), "b": torch.zeros(32)},
+        "epoch": 3,
+        "global_step": 12,
+        "callbacks": {"ModelCheckpoint": {"best_model_score": torch.tensor(0.5), "dirpath": str(path.parent)}},
+        "loops": {"fit_loop": {"epoch_progress": {"total": {"ready": 4}}}},
+    }
     save_checkpoint(state, path, config)
     return state
 
@@ -322,11 +403,18 @@ def _damage(path: Path, how: str, tmp_path: Path) -> None:
         path.write_bytes(pickle.dumps({"state_dict": Payload(str(tmp_path / "PAYLOAD_RAN"))}))
 
 
-@pytest.mark.parametrize("how,problem", [
-    ("truncated", "cannot be read"), ("empty", "cannot be read"), ("random bytes", "cannot be read"),
-    ("bit flip in tensor data", "does not match the digest"), ("another run's", r"belongs to another run .*seed: 1 -> 0"),
-    ("not written by fsnn", "no fsnn integrity record"), ("pickle payload", "cannot be read"),
-])
+@pytest.mark.parametrize(
+    "how,problem",
+    [
+        ("truncated", "cannot be read"),
+        ("empty", "cannot be read"),
+        ("random bytes", "cannot be read"),
+        ("bit flip in tensor data", "does not match the digest"),
+        ("another run's", r"belongs to another run .*seed: 1 -> 0"),
+        ("not written by fsnn", "no fsnn integrity record"),
+        ("pickle payload", "cannot be read"),
+    ],
+)
 def test_damaged_checkpoint_is_one_error_naming_the_file(tmp_path, how, problem):
     path = tmp_path / "last.ckpt"
     _checkpoint(path)
@@ -340,10 +428,14 @@ def test_damaged_checkpoint_is_one_error_naming_the_file(tmp_path, how, problem)
 def test_weights_that_do_not_fit_the_model_built_now_are_one_error_naming_the_tensor(tmp_path):
     path = tmp_path / "best.ckpt"
     model = torch.nn.Sequential(torch.nn.Linear(3, 2))
-    for state, problem in (({"0.weight": torch.zeros(2, 5), "0.bias": torch.zeros(2)},
-                            r"its 0.weight has shape \[2, 5\] where the model built now has \[2, 3\]"),
-                           ({"0.weight": torch.zeros(2, 3)}, "it lacks 0.bias"),
-                           ({**model.state_dict(), "1.weight": torch.zeros(1)}, "it holds 1.weight")):
+    for state, problem in (
+        (
+            {"0.weight": torch.zeros(2, 5), "0.bias": torch.zeros(2)},
+            r"its 0.weight has shape \[2, 5\] where the model built now has \[2, 3\]",
+        ),
+        ({"0.weight": torch.zeros(2, 3)}, "it lacks 0.bias"),
+        ({**model.state_dict(), "1.weight": torch.zeros(1)}, "it holds 1.weight"),
+    ):
         with pytest.raises(CheckpointError, match=problem) as error:
             check_fits(model, {"state_dict": state}, path)
         assert str(error.value).startswith(f"checkpoint {path}: ") and "force=true" in str(error.value)
@@ -369,8 +461,11 @@ def test_evaluate_on_data_with_another_feature_count_is_one_error_naming_it(tmp_
     first = next(k for k, v in state.items() if v.dim() == 2 and v.shape[1] == 1433)
     state[first] = torch.zeros(state[first].shape[0], 1000)
     save_checkpoint({"state_dict": state}, run / "checkpoints" / "best.ckpt", result_config(cfg))
-    with pytest.raises(CheckpointError, match=rf"its {first} has shape \[\d+, 1000\] where the model built now has "
-                                              r"\[\d+, 1433\]: the data or fsnn changed") as error:
+    with pytest.raises(
+        CheckpointError,
+        match=rf"its {first} has shape \[\d+, 1000\] where the model built now has "
+        r"\[\d+, 1433\]: the data or fsnn changed",
+    ) as error:
         evaluate_run(run, data_dir=str(data_root))
     assert "\n" not in str(error.value) and not (run / "eval.json").exists()
 
@@ -383,8 +478,11 @@ def test_a_shared_run_folder_builds_nothing_outside_fsnn(tmp_path, compose_cfg):
     (tmp_path / "a").write_text("x")
     (tmp_path / "run" / ".hydra").mkdir(parents=True)
     OmegaConf.save(cfg, tmp_path / "run" / ".hydra" / "config.yaml")
-    with pytest.raises(ConfigError, match=r"config.yaml: optimizer._target_: expected one of torch.optim.Adam, "
-                                          r"torch.optim.AdamW, torch.optim.SGD, got 'shutil.copyfile'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"config.yaml: optimizer._target_: expected one of torch.optim.Adam, "
+        r"torch.optim.AdamW, torch.optim.SGD, got 'shutil.copyfile'",
+    ):
         open_run(tmp_path / "run")
     assert not marker.exists()
 
@@ -448,8 +546,12 @@ with run_lock(Path(sys.argv[1])):
 
 
 def test_run_lock_names_its_holder_and_is_taken_over_when_the_holder_dies(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(RunLockedError, match=rf"run folder {tmp_path} is in use by pid {holder.pid} on "):
@@ -499,9 +601,15 @@ def _train(cwd: Path, *args: str, data_root: Path, **kwargs) -> subprocess.Compl
 @pytest.mark.slow
 def test_finished_run_is_not_redone(tmp_path, data_root):
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-    first = subprocess.run([sys.executable, str(ROOT / "train.py"), *TINY, f"paths.data_dir={data_root}",
-                            "run_name=mine"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
-                           preexec_fn=_umask(0o002))
+    first = subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *TINY, f"paths.data_dir={data_root}", "run_name=mine"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        preexec_fn=_umask(0o002),
+    )
     assert first.returncode == 0, first.stderr[-3000:]
     run = _run_dir(tmp_path)
     m = json.loads((run / "metrics.json").read_text())
@@ -521,9 +629,13 @@ def test_finished_run_is_not_redone(tmp_path, data_root):
     best = (run / "checkpoints" / "best.ckpt").read_bytes()
     (run / "checkpoints" / "best.ckpt").write_bytes(os.urandom(len(best)))
     damaged = _train(tmp_path, "run_name=mine", data_root=data_root)
-    assert damaged.returncode == 2 and f"checkpoint {run / 'checkpoints' / 'best.ckpt'}: cannot be read" in damaged.stderr
-    assert "metrics.json is kept" in damaged.stderr and (run / "metrics.json").read_bytes() == before[
-        Path("metrics.json")][1]
+    assert (
+        damaged.returncode == 2 and f"checkpoint {run / 'checkpoints' / 'best.ckpt'}: cannot be read" in damaged.stderr
+    )
+    assert (
+        "metrics.json is kept" in damaged.stderr
+        and (run / "metrics.json").read_bytes() == before[Path("metrics.json")][1]
+    )
     ev = run_app("evaluate.py", f"run_dir={run}", f"paths.data_dir={data_root}", cwd=tmp_path)
     assert ev.returncode == 2 and "best.ckpt: cannot be read" in ev.stderr and "checkpoint=last" in ev.stderr
     assert "Traceback" not in damaged.stderr + ev.stderr
@@ -544,14 +656,25 @@ def test_finished_run_is_not_redone(tmp_path, data_root):
 @pytest.mark.parametrize("when", ["mid-epoch", "between-epochs", "while-writing"])
 def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
     # the Poisson input spikes of a graph run draw from the global RNG: its states must be resumed too
-    args = ["experiment=graph_demo", "trainer.max_epochs=3", "logger=none", "trainer.enable_progress_bar=false",
-            f"paths.data_dir={data_root}"]
+    args = [
+        "experiment=graph_demo",
+        "trainer.max_epochs=3",
+        "logger=none",
+        "trainer.enable_progress_bar=false",
+        f"paths.data_dir={data_root}",
+    ]
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     straight.mkdir(), killed.mkdir()
     assert run_app("train.py", *args, cwd=straight).returncode == 0
-    crash = subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *args], cwd=killed, env=env,
-                           capture_output=True, text=True, timeout=900)
+    crash = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *args],
+        cwd=killed,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert crash.returncode == -signal.SIGKILL, crash.stderr[-3000:]
     run = _run_dir(killed, "graph_demo")
     interrupted = json.loads((run / "metrics.json").read_text())
@@ -562,16 +685,27 @@ def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
     assert not [p.name for p in (run / "checkpoints").iterdir() if p.name not in ("last.ckpt", "best.ckpt")]
     a, b = (json.loads((_run_dir(c, "graph_demo") / "metrics.json").read_text()) for c in (straight, killed))
     assert b["resumed_from"] and b["epochs"] == a["epochs"] == 3
-    for key in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "test_metrics", "firing_rates",
-                "split_sizes", "alphas"):
+    for key in (
+        "val_acc_best",
+        "val_acc_last",
+        "test_acc",
+        "test_acc_last",
+        "test_metrics",
+        "firing_rates",
+        "split_sizes",
+        "alphas",
+    ):
         assert a[key] == b[key], key
     for name in ("last.ckpt", "best.ckpt"):
         x, y = (load_checkpoint(_run_dir(c, "graph_demo") / "checkpoints" / name) for c in (straight, killed))
         assert x["epoch"] == y["epoch"]
         assert x["state_dict"].keys() == y["state_dict"].keys()
         assert all(torch.equal(x["state_dict"][k], y["state_dict"][k]) for k in x["state_dict"]), name
-        moments = [(x["optimizer_states"][0]["state"][i][m], y["optimizer_states"][0]["state"][i][m])
-                   for i in x["optimizer_states"][0]["state"] for m in ("exp_avg", "exp_avg_sq")]
+        moments = [
+            (x["optimizer_states"][0]["state"][i][m], y["optimizer_states"][0]["state"][i][m])
+            for i in x["optimizer_states"][0]["state"]
+            for m in ("exp_avg", "exp_avg_sq")
+        ]
         assert all(torch.equal(u, v) for u, v in moments), name
 
 
@@ -579,8 +713,13 @@ def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
 def test_damaged_last_checkpoint_of_an_interrupted_run_is_named(tmp_path, data_root):
     args = [*TINY, f"paths.data_dir={data_root}"]
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), "between-epochs", *args], cwd=tmp_path,
-                   env=env, capture_output=True, timeout=900)
+    subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "interrupt.py"), "between-epochs", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=900,
+    )
     run = _run_dir(tmp_path)
     last = run / "checkpoints" / "last.ckpt"
     good = last.read_bytes()
@@ -604,8 +743,7 @@ def test_a_second_process_on_the_same_run_folder_is_refused(tmp_path, data_root)
     # the first run is long enough to be still training whatever the machine's load; it is killed afterwards
     args = [sys.executable, str(ROOT / "train.py"), *TINY, "trainer.max_epochs=100000", f"paths.data_dir={data_root}"]
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True)
+    first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 600
         while time.time() < deadline and not list((tmp_path / "results").rglob("checkpoints/last.ckpt")):
@@ -626,17 +764,33 @@ def test_a_second_process_on_the_same_run_folder_is_refused(tmp_path, data_root)
 
 @pytest.mark.slow
 def test_ddp_two_cpu_ranks_write_one_metrics_json_of_the_whole_test_split(tmp_path, data_root):
-    proc = run_app("train.py", "trainer.max_epochs=1", "trainer.limit_train_batches=3", "trainer.accelerator=cpu",
-                   "trainer.strategy=ddp", "trainer.devices=2", "trainer.enable_progress_bar=false", "logger=none",
-                   f"paths.data_dir={data_root}", cwd=tmp_path, timeout=1200)
+    proc = run_app(
+        "train.py",
+        "trainer.max_epochs=1",
+        "trainer.limit_train_batches=3",
+        "trainer.accelerator=cpu",
+        "trainer.strategy=ddp",
+        "trainer.devices=2",
+        "trainer.enable_progress_bar=false",
+        "logger=none",
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = list((tmp_path / "results").rglob("metrics.json"))
     assert len(runs) == 1
     m = json.loads(runs[0].read_text())
     assert m["status"] == "complete" and m["world_size"] == 2 and m["config"]["trainer"]["strategy"] == "ddp"
     assert m["split_sizes"]["test"] == 359
-    ev = run_app("evaluate.py", f"run_dir={runs[0].parent}", f"paths.data_dir={data_root}", "accelerator=cpu",
-                 cwd=tmp_path, timeout=600)
+    ev = run_app(
+        "evaluate.py",
+        f"run_dir={runs[0].parent}",
+        f"paths.data_dir={data_root}",
+        "accelerator=cpu",
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert ev.returncode == 0, ev.stderr[-3000:]
     single = json.loads((runs[0].parent / "eval.json").read_text())
     # every test sample counted once: the 2-rank accuracy is the single-process accuracy of the same checkpoint
@@ -659,10 +813,17 @@ def test_checkpoint_state_names_its_files_relative_to_its_folder(tmp_path):
     assert str(tmp_path) not in repr(state) and state["best_model_path"] == "best.ckpt"
     # the state key is ModelCheckpoint's: checkpoints written before restore into it, and the other way round
     from lightning.pytorch.callbacks import ModelCheckpoint
+
     assert writer.state_key == ModelCheckpoint(dirpath=old, filename="best", monitor="val/acc", mode="max").state_key
-    for stored in (state, {**state, "best_model_path": "/elsewhere/checkpoints/best.ckpt",  # written before: absolute
-                           "dirpath": "/elsewhere/checkpoints",
-                           "best_k_models": {"/elsewhere/checkpoints/best.ckpt": torch.tensor(0.5)}}):
+    for stored in (
+        state,
+        {
+            **state,
+            "best_model_path": "/elsewhere/checkpoints/best.ckpt",  # written before: absolute
+            "dirpath": "/elsewhere/checkpoints",
+            "best_k_models": {"/elsewhere/checkpoints/best.ckpt": torch.tensor(0.5)},
+        },
+    ):
         reader = RelativeModelCheckpoint(dirpath=new, filename="best", monitor="val/acc", mode="max")
         reader.load_state_dict(stored)
         assert Path(reader.best_model_path) == Path(reader.dirpath) / "best.ckpt"
@@ -722,13 +883,14 @@ def test_a_full_disk_is_one_error_naming_the_file_and_its_free_space(tmp_path, m
     from fsnn.suite.run import USER_ERRORS
 
     path = tmp_path / ("last.ckpt" if what == "checkpoint" else "metrics.json")
-    write = {"checkpoint": lambda: _checkpoint(path),
-             "metrics.json": lambda: write_json_atomic(path, {"status": "running", "pad": "x" * 8000}),
-             "torch's RuntimeError": lambda: fsnn.atomic.write_atomic(path, _torch_style_failure)}
+    write = {
+        "checkpoint": lambda: _checkpoint(path),
+        "metrics.json": lambda: write_json_atomic(path, {"status": "running", "pad": "x" * 8000}),
+        "torch's RuntimeError": lambda: fsnn.atomic.write_atomic(path, _torch_style_failure),
+    }
     write[what]()
     before = path.read_bytes()
-    monkeypatch.setattr(fsnn.atomic, "open", lambda p, mode="r": io.BufferedWriter(FillingUp(p, "wb")),
-                        raising=False)
+    monkeypatch.setattr(fsnn.atomic, "open", lambda p, mode="r": io.BufferedWriter(FillingUp(p, "wb")), raising=False)
     with pytest.raises(OSError) as error:
         write[what]()
     assert isinstance(error.value, USER_ERRORS)  # train.py and evaluate.py: this one line, exit status 2
@@ -754,8 +916,9 @@ def test_a_folder_in_place_of_metrics_json_is_one_line(tmp_path, compose_cfg, sc
     args = [*TINY, "run_name=mine"] if script == "train.py" else [f"run_dir={run}"]
     proc = run_app(script, *args, cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
-    assert proc.stderr.startswith(f"fsnn: error: {run / 'metrics.json'}: expected the run's record, a file, got a "
-                                  "folder")
+    assert proc.stderr.startswith(
+        f"fsnn: error: {run / 'metrics.json'}: expected the run's record, a file, got a folder"
+    )
 
 
 def _fake_run_folder(root: Path, compose_cfg) -> Path:
@@ -769,8 +932,12 @@ def _fake_run_folder(root: Path, compose_cfg) -> Path:
 @pytest.mark.parametrize("study", ["none", "energy"])
 def test_evaluate_refuses_a_run_folder_in_training_naming_its_holder(tmp_path, compose_cfg, study):
     run = _fake_run_folder(tmp_path, compose_cfg)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         proc = run_app("evaluate.py", f"run_dir={run}", f"study={study}", cwd=tmp_path, timeout=300)
@@ -785,9 +952,14 @@ def test_evaluate_refuses_a_run_folder_in_training_naming_its_holder(tmp_path, c
 
 def _interrupt(cwd: Path, when: str, *args: str, data_root: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *TINY, *args,
-                           f"paths.data_dir={data_root}"], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *TINY, *args, f"paths.data_dir={data_root}"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.mark.slow
@@ -811,8 +983,7 @@ def test_a_moved_run_folder_completes_from_its_own_checkpoints(tmp_path, data_ro
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
-def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_rerun_resumes(tmp_path, data_root,
-                                                                                              name):
+def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_rerun_resumes(tmp_path, data_root, name):
     proc = _interrupt(tmp_path, name.lower(), data_root=data_root)
     signum = getattr(signal, name)
     assert proc.returncode == 128 + signum, proc.stderr[-3000:]
@@ -842,8 +1013,14 @@ def test_an_ignored_signal_stays_ignored(monkeypatch):
 def _other_command(cwd: Path, when: str, *args: str) -> subprocess.CompletedProcess:
     """``tests/interrupt.py <command>:<signal>``: the command sent the signal in the middle of its work."""
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "interrupt.py"), when, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def _told(proc: subprocess.CompletedProcess, command: str, name: str) -> str:
@@ -856,24 +1033,30 @@ def _told(proc: subprocess.CompletedProcess, command: str, name: str) -> str:
 
 
 @pytest.mark.slow
-def test_evaluate_and_its_studies_stopped_by_a_signal_exit_128_plus_n_saying_what_they_did_not_write(tmp_path,
-                                                                                                   data_root):
+def test_evaluate_and_its_studies_stopped_by_a_signal_exit_128_plus_n_saying_what_they_did_not_write(
+    tmp_path, data_root
+):
     assert _train(tmp_path, data_root=data_root).returncode == 0
     run = _run_dir(tmp_path)
-    for name, study, missing in (("SIGTERM", "study=none", "eval.json"), ("SIGINT", "study=energy", "energy.json"),
-                                 ("SIGHUP", "robustness=events", "eval.json, robustness.json")):
-        proc = _other_command(tmp_path, f"evaluate:{name}", f"run_dir={run}", study, f"paths.data_dir={data_root}",
-                              "limit_test_batches=1")
+    for name, study, missing in (
+        ("SIGTERM", "study=none", "eval.json"),
+        ("SIGINT", "study=energy", "energy.json"),
+        ("SIGHUP", "robustness=events", "eval.json, robustness.json"),
+    ):
+        proc = _other_command(
+            tmp_path, f"evaluate:{name}", f"run_dir={run}", study, f"paths.data_dir={data_root}", "limit_test_batches=1"
+        )
         line = _told(proc, f"evaluate.py run_dir={run}", name)
-        assert line.endswith(f"not written: {missing}; every other file is as it was (each file is written whole); "
-                             "rerunning the command writes the rest")
+        assert line.endswith(
+            f"not written: {missing}; every other file is as it was (each file is written whole); "
+            "rerunning the command writes the rest"
+        )
         assert not [p.name for p in run.glob("*.json") if p.name != "metrics.json"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command, name", [("make_tables", "SIGTERM"), ("report", "SIGINT")])
-def test_make_tables_and_the_report_stopped_by_a_signal_exit_128_plus_n_naming_what_they_wrote(tmp_path, command,
-                                                                                                 name):
+def test_make_tables_and_the_report_stopped_by_a_signal_exit_128_plus_n_naming_what_they_wrote(tmp_path, command, name):
     (tmp_path / "results").mkdir()
     proc = _other_command(tmp_path, f"{command}:{name}", "--results", "results", "--out", "out")
     line = _told(proc, {"make_tables": "fsnn-report tables", "report": "fsnn-report page"}[command], name)
@@ -901,12 +1084,22 @@ def test_a_full_disk_while_training_is_one_line_and_leaves_the_checkpoints_whole
 def test_evaluate_allow_unfinished_records_that_the_run_was_in_training(tmp_path, data_root):
     assert _train(tmp_path, "trainer.max_epochs=1", data_root=data_root).returncode == 0
     run = _run_dir(tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
-        proc = run_app("evaluate.py", f"run_dir={run}", "study=energy", "allow_unfinished=true",
-                       f"paths.data_dir={data_root}", cwd=tmp_path)
+        proc = run_app(
+            "evaluate.py",
+            f"run_dir={run}",
+            "study=energy",
+            "allow_unfinished=true",
+            f"paths.data_dir={data_root}",
+            cwd=tmp_path,
+        )
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
@@ -921,8 +1114,14 @@ def test_evaluate_allow_unfinished_records_that_the_run_was_in_training(tmp_path
 @pytest.mark.slow
 def test_a_resumed_run_keeps_the_learned_values_of_its_earlier_epochs(tmp_path, data_root):
     # killed after epoch 1's last.ckpt, resumed: neurons_by_epoch holds every epoch, the ones before the kill included
-    learned = ["dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", "+neuron_variant=lif_learn_tau",
-               "tau_lr_scale=50", "trainer.max_epochs=3"]
+    learned = [
+        "dataset=delayed_cue",
+        "backbone=seqmlp",
+        "dataset.delay=4",
+        "+neuron_variant=lif_learn_tau",
+        "tau_lr_scale=50",
+        "trainer.max_epochs=3",
+    ]
     assert _interrupt(tmp_path, "between-epochs", *learned, data_root=data_root).returncode == -signal.SIGKILL
     proc = _train(tmp_path, *learned, data_root=data_root)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -937,9 +1136,15 @@ def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path
 
     run = tmp_path / "results" / "memory_horizon" / "+seed-0"
     run.mkdir(parents=True)
-    record = {"status": "complete", "test_acc": 0.5, "config": {
-        "logger": {"save_dir": "/elsewhere/results/memory_horizon/+seed-0"},  # written where it once ran
-        "paths": {"data_dir": "/data/sets"}, "files": ["/elsewhere/results/memory_horizon/+seed-0/logs/v0"]}}
+    record = {
+        "status": "complete",
+        "test_acc": 0.5,
+        "config": {
+            "logger": {"save_dir": "/elsewhere/results/memory_horizon/+seed-0"},  # written where it once ran
+            "paths": {"data_dir": "/data/sets"},
+            "files": ["/elsewhere/results/memory_horizon/+seed-0/logs/v0"],
+        },
+    }
     (run / "metrics.json").write_text(json.dumps(record))
     assert make_records_relative(tmp_path / "results") == [run / "metrics.json"]
     m = json.loads((run / "metrics.json").read_text())

@@ -75,11 +75,20 @@ def test_delayed_cue_label_is_recoverable_from_the_cue_and_only_from_it():
     assert abs(clf.score(rest[test], y[test]) - 0.25) < 0.1  # 3 standard errors of 200 test samples at p = 1/4
 
 
-@pytest.mark.parametrize("kwargs,param", [
-    (dict(delay=-1), "delay"), (dict(num_cues=1), "num_cues"), (dict(cue_rate=0.0), "cue_rate"),
-    (dict(cue_rate=1.5), "cue_rate"), (dict(noise_rate=1.0), "noise_rate"), (dict(channels=0), "channels"),
-    (dict(num_samples=3), "num_samples"), (dict(delay=2.5), "delay"), (dict(data_seed=-1), "data_seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs,param",
+    [
+        (dict(delay=-1), "delay"),
+        (dict(num_cues=1), "num_cues"),
+        (dict(cue_rate=0.0), "cue_rate"),
+        (dict(cue_rate=1.5), "cue_rate"),
+        (dict(noise_rate=1.0), "noise_rate"),
+        (dict(channels=0), "channels"),
+        (dict(num_samples=3), "num_samples"),
+        (dict(delay=2.5), "delay"),
+        (dict(data_seed=-1), "data_seed"),
+    ],
+)
 def test_delayed_cue_bad_arguments_name_the_parameter(kwargs, param):
     args = {"num_samples": 40, "delay": 4, **kwargs}
     with pytest.raises(ValueError, match=param):
@@ -208,8 +217,14 @@ def test_seqmlp_without_recurrence_remembers_only_through_its_neurons():
     changed[:2] = 1.0 - changed[:2]  # another cue in the first steps, same sequence afterwards
     for neuron, kwargs, remembers in (("lif", {"tau": 1.0}, False), ("flif", {"alpha": 0.5}, True)):
         torch.manual_seed(0)
-        model = build_backbone("seqmlp", in_features=17, num_classes=4, readout_steps=4, neuron=neuron,
-                               neuron_kwargs={**kwargs, "threshold": 0.2}).eval()
+        model = build_backbone(
+            "seqmlp",
+            in_features=17,
+            num_classes=4,
+            readout_steps=4,
+            neuron=neuron,
+            neuron_kwargs={**kwargs, "threshold": 0.2},
+        ).eval()
         with torch.no_grad():
             assert (not torch.equal(model(x), model(changed))) == remembers, neuron
 
@@ -217,8 +232,9 @@ def test_seqmlp_without_recurrence_remembers_only_through_its_neurons():
 @pytest.mark.parametrize("neuron", ["sj_lif", "snntorch_leaky"])
 def test_recurrent_layer_steps_its_neuron(neuron):
     torch.manual_seed(0)
-    options = dict(in_features=17, num_classes=4, readout_steps=4, neuron=neuron, hidden=16,
-                   neuron_kwargs={"threshold": 0.3})
+    options = dict(
+        in_features=17, num_classes=4, readout_steps=4, neuron=neuron, hidden=16, neuron_kwargs={"threshold": 0.3}
+    )
     model = build_backbone("seqmlp", recurrent=True, **options)
     plain = build_backbone("seqmlp", **options)
     plain.load_state_dict({k: v for k, v in model.state_dict().items() if "recurrent" not in k})
@@ -258,8 +274,10 @@ def test_sequence_task_builds_from_a_config(compose_cfg, tmp_path, dataset, upsa
     assert model.in_features == data.splits[0].channels and model.readout_steps == data.splits[0].readout_steps
 
 
-@pytest.mark.parametrize("dataset,backbone", [("delayed_cue", "dvsnet"), ("seq_digits", "sgcn"),
-                                              ("digits_dvs", "seqmlp"), ("cora", "seqmlp")])
+@pytest.mark.parametrize(
+    "dataset,backbone",
+    [("delayed_cue", "dvsnet"), ("seq_digits", "sgcn"), ("digits_dvs", "seqmlp"), ("cora", "seqmlp")],
+)
 def test_sequence_data_and_other_backbones_do_not_mix(compose_cfg, dataset, backbone):
     with pytest.raises(ConfigError, match=backbone):
         build_task(compose_cfg(f"dataset={dataset}", f"backbone={backbone}", "paths.data_dir=/nonexistent"))
@@ -268,8 +286,10 @@ def test_sequence_data_and_other_backbones_do_not_mix(compose_cfg, dataset, back
 def test_neuron_variants_differ_only_in_the_neuron():
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):  # one context: composing is then quick
-        configs = {v: compose("config", ["experiment=memory_horizon", "dataset.delay=32", f"+neuron_variant={v}"])
-                   for v in VARIANTS}
+        configs = {
+            v: compose("config", ["experiment=memory_horizon", "dataset.delay=32", f"+neuron_variant={v}"])
+            for v in VARIANTS
+        }
     GlobalHydra.instance().clear()
     assert len(VARIANTS) == 12
     # the csv logger's folder needs a run; tau_lr_scale is the learned-tau neurons' own (their tuned variants)
@@ -281,7 +301,9 @@ def test_neuron_variants_differ_only_in_the_neuron():
     assert neurons["flif_a02"]["alpha"] == 0.2 and neurons["flif_learn_alpha"]["learn_alpha"]
     assert neurons["lif_learn_tau"]["learn_tau"] and neurons["sj_plif"]["name"] == "sj_plif"
     assert {v: c.tau_lr_scale for v, c in configs.items() if c.tau_lr_scale != 1} == {
-        "lif_learn_tau_tuned": 100, "sj_plif_tuned": 100}
+        "lif_learn_tau_tuned": 100,
+        "sj_plif_tuned": 100,
+    }
     assert neurons["lif_learn_tau_tuned"] == neurons["lif_learn_tau"] and neurons["sj_plif_tuned"] == neurons["sj_plif"]
     for variant, options in neurons.items():
         name = options.pop("name")
@@ -311,8 +333,9 @@ def test_delayed_cue_variants_take_one_thing_away():
 
 def test_tau_lr_scale_gives_the_time_constants_their_own_learning_rate(compose_cfg, tmp_path):
     def groups(*overrides):
-        cfg = compose_cfg("dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", f"paths.data_dir={tmp_path}",
-                          *overrides)
+        cfg = compose_cfg(
+            "dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", f"paths.data_dir={tmp_path}", *overrides
+        )
         module = build_task(cfg).module
         optimizer = module.configure_optimizers()["optimizer"]
         return module, [(len(g["params"]), g["lr"]) for g in optimizer.param_groups]
@@ -324,6 +347,7 @@ def test_tau_lr_scale_gives_the_time_constants_their_own_learning_rate(compose_c
         assert scaled == [(len(list(module.parameters())) - 2, 5e-3), (2, pytest.approx(5e-2))]  # one tau per layer
     with pytest.raises(ConfigError, match="tau_lr_scale"):
         from fsnn.suite.config import check_config
+
         check_config(compose_cfg("tau_lr_scale=0"))
 
 
@@ -334,9 +358,18 @@ def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
 
     from fsnn.neurons import cpu_kernels
 
-    proc = run_app("train.py", "dataset=delayed_cue", "backbone=seqmlp", "dataset.delay=4", "+smoke=sequence",
-                   "+neuron_variant=lif_learn_tau", "trainer.max_epochs=2", "tau_lr_scale=50",
-                   f"paths.data_dir={tmp_path}", cwd=tmp_path)
+    proc = run_app(
+        "train.py",
+        "dataset=delayed_cue",
+        "backbone=seqmlp",
+        "dataset.delay=4",
+        "+smoke=sequence",
+        "+neuron_variant=lif_learn_tau",
+        "trainer.max_epochs=2",
+        "tau_lr_scale=50",
+        f"paths.data_dir={tmp_path}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = json.loads(next((tmp_path / "results").rglob("metrics.json")).read_text())
     assert set(m["neurons"]) == {"layers.0.neuron", "layers.1.neuron"}
@@ -349,5 +382,6 @@ def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
     assert [e["epoch"] for e in epochs] == [0, 1, 2]
     assert all(v["tau_mean"] == pytest.approx(2.0) for v in epochs[0]["neurons"].values())  # where it started
     assert {k: {"tau_mean": v["tau_mean"], "tau_std": v["tau_std"]} for k, v in m["neurons"].items()} in [
-        e["neurons"] for e in epochs[1:]]  # "neurons" describes the best checkpoint, one of the epochs
+        e["neurons"] for e in epochs[1:]
+    ]  # "neurons" describes the best checkpoint, one of the epochs
     assert any(v["tau_mean"] != pytest.approx(2.0, abs=1e-4) for v in epochs[-1]["neurons"].values())  # it learned

@@ -23,11 +23,23 @@ LAUNCHERS = {
 }
 OPTUNA = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
 # a tiny version of the default run, for sweeps of a few jobs
-TINY = ["trainer.max_epochs=1", "trainer.limit_train_batches=2", "trainer.limit_val_batches=1",
-        "trainer.limit_test_batches=1", "trainer.enable_progress_bar=false", "logger=none"]
+TINY = [
+    "trainer.max_epochs=1",
+    "trainer.limit_train_batches=2",
+    "trainer.limit_val_batches=1",
+    "trainer.limit_test_batches=1",
+    "trainer.enable_progress_bar=false",
+    "logger=none",
+]
 # the DVS128 Gesture fixture through a narrow DVSNet: the quickest event run
-SMALL_GESTURE = ["dataset=dvsgesture", "backbone=dvsnet", "backbone.channels=8", "dataset.size=32", "dataset.T=4",
-                 "dataset.batch_size=2"]
+SMALL_GESTURE = [
+    "dataset=dvsgesture",
+    "backbone=dvsnet",
+    "backbone.channels=8",
+    "dataset.size=32",
+    "dataset.T=4",
+    "dataset.batch_size=2",
+]
 
 
 def _runs(results: Path, task: str) -> list[dict]:
@@ -141,18 +153,29 @@ def test_a_sweep_may_replace_the_dataset_its_base_config_does_not_fit(compose_cf
 
 def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     # the failing job (an invalid task) runs first; the second still runs, then the sweep exits 1
-    proc = run_app("train.py", "-m", "task=nonsense,null", *SMALL_GESTURE, "dataset.num_workers=0", *TINY,
-                   f"paths.data_dir={data_root}", cwd=tmp_path, timeout=300)
+    proc = run_app(
+        "train.py",
+        "-m",
+        "task=nonsense,null",
+        *SMALL_GESTURE,
+        "dataset.num_workers=0",
+        *TINY,
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]
     runs = {r["config"]["task"]: r for r in _runs(tmp_path / "results", "train")}
     assert runs[None]["status"] == "complete"
     assert runs["nonsense"]["status"] == "failed"
-    assert runs["nonsense"]["error"].startswith("ConfigError: task: expected null or one of link, node, sequence, vision")
+    assert runs["nonsense"]["error"].startswith(
+        "ConfigError: task: expected null or one of link, node, sequence, vision"
+    )
     assert "Error executing job with overrides: ['task=nonsense'" in proc.stderr
     assert proc.stderr.count("fsnn: error: task: expected") == 2  # when it failed, and in the final report
     assert "Traceback" not in proc.stderr
     # the sweep ends with a table of its two jobs, though one failed (then the sweeper raises before its end)
-    table = proc.stdout[proc.stdout.index("sweep of 2 runs:"):].splitlines()
+    table = proc.stdout[proc.stdout.index("sweep of 2 runs:") :].splitlines()
     rows = [line for line in table if line.startswith("| ") and "seed-0" in line]  # every folder names its seed
     assert len(rows) == 2 and {row.split(" | ")[1] for row in rows} == {"failed", "complete"}
     assert not list((tmp_path / "results" / "train").glob(".sweep-*"))  # its job list is removed
@@ -160,16 +183,26 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     # task=null is the default: its folder is the one without the key, as the single run's would be
     done = next(p for p in (tmp_path / "results" / "train").glob("*/metrics.json") if "task-" not in p.parent.name)
     files = {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()}
-    again = run_app("train.py", "-m", "task=nonsense,null", *SMALL_GESTURE, "dataset.num_workers=0", *TINY,
-                    f"paths.data_dir={data_root}", cwd=tmp_path, timeout=300)
+    again = run_app(
+        "train.py",
+        "-m",
+        "task=nonsense,null",
+        *SMALL_GESTURE,
+        "dataset.num_workers=0",
+        *TINY,
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert again.returncode == 1 and f"{done.parent} is finished" in again.stdout
     assert {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()} == files
 
 
 @pytest.mark.slow
 def test_optuna_smoke_search(tmp_path, data_root):
-    proc = run_app("train.py", "experiment=optuna_alpha_smoke", f"paths.data_dir={data_root}", cwd=tmp_path,
-                   timeout=600)
+    proc = run_app(
+        "train.py", "experiment=optuna_alpha_smoke", f"paths.data_dir={data_root}", cwd=tmp_path, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     sweep = tmp_path / "results" / "optuna_alpha_smoke"
     runs = _runs(tmp_path / "results", "optuna_alpha_smoke")
@@ -183,8 +216,17 @@ def test_optuna_smoke_search(tmp_path, data_root):
 
 @pytest.mark.slow
 def test_joblib_launcher_runs_two_jobs(tmp_path, data_root):
-    proc = run_app("train.py", "-m", "launcher=joblib", "neuron=flif,lif", *SMALL_GESTURE, *TINY,
-                   f"paths.data_dir={data_root}", cwd=tmp_path, timeout=600)
+    proc = run_app(
+        "train.py",
+        "-m",
+        "launcher=joblib",
+        "neuron=flif,lif",
+        *SMALL_GESTURE,
+        *TINY,
+        f"paths.data_dir={data_root}",
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Joblib.Parallel(n_jobs=2" in proc.stdout
     runs = _runs(tmp_path / "results", "train")
@@ -205,10 +247,25 @@ def test_a_joblib_sweep_stopped_by_sigterm_stops_its_workers(tmp_path, data_root
     from conftest import ROOT
 
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(ROOT / "train.py"), "-m", "launcher=joblib", "seed=0,1", *TINY,
-                             "trainer.max_epochs=50", "trainer.limit_train_batches=3", "dataset.batch_size=16",
-                             f"paths.data_dir={data_root}"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "-m",
+            "launcher=joblib",
+            "seed=0,1",
+            *TINY,
+            "trainer.max_epochs=50",
+            "trainer.limit_train_batches=3",
+            "dataset.batch_size=16",
+            f"paths.data_dir={data_root}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 600
     while len(list(tmp_path.rglob("last.ckpt"))) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)

@@ -15,15 +15,34 @@ from fsnn.report import collect, tables
 
 
 def _record(task, run, dataset, backbone, neuron, seed, acc, status="complete", metric="acc", **extra):
-    config = {"task_name": task, "task": "link" if metric == "auc" else None, "seed": seed,
-              "dataset": {"name": dataset}, "backbone": {"name": backbone, "channels": 128},
-              "neuron": {"name": neuron, **({"alpha": 0.5, "learn_alpha": False} if neuron == "flif" else {})},
-              "paths": {"output_dir": f"/somewhere/{run}"}}
-    record = {"status": status, "task": task, "run": run, "seed": seed, "config": config,
-              "choices": {"dataset": dataset, "backbone": backbone, "neuron": neuron}, "overrides": []}
+    config = {
+        "task_name": task,
+        "task": "link" if metric == "auc" else None,
+        "seed": seed,
+        "dataset": {"name": dataset},
+        "backbone": {"name": backbone, "channels": 128},
+        "neuron": {"name": neuron, **({"alpha": 0.5, "learn_alpha": False} if neuron == "flif" else {})},
+        "paths": {"output_dir": f"/somewhere/{run}"},
+    }
+    record = {
+        "status": status,
+        "task": task,
+        "run": run,
+        "seed": seed,
+        "config": config,
+        "choices": {"dataset": dataset, "backbone": backbone, "neuron": neuron},
+        "overrides": [],
+    }
     if status == "complete":
-        record.update({"metric": metric, f"test_{metric}": acc, f"test_{metric}_last": acc,
-                       f"val_{metric}_best": acc, "test_metrics": {f"test/{metric}": acc}})
+        record.update(
+            {
+                "metric": metric,
+                f"test_{metric}": acc,
+                f"test_{metric}_last": acc,
+                f"val_{metric}_best": acc,
+                "test_metrics": {f"test/{metric}": acc},
+            }
+        )
     elif status == "failed":
         record["error"] = "RuntimeError: boom"
     record.update(extra)
@@ -46,8 +65,14 @@ def results(tmp_path):
     for seed, acc in enumerate([0.93, 0.92]):
         _write(root, _record("table1_neuromorphic", f"sj_s{seed}", "dvsgesture", "dvsnet", "sj_lif", seed, acc))
     _write(root, _record("table1_neuromorphic", "leaky_s0", "dvsgesture", "dvsnet", "snntorch_leaky", 0, 0.88))
-    _write(root, _record("table1_neuromorphic", "leaky_s1", "dvsgesture", "dvsnet", "snntorch_leaky", 1, None, status="failed"))
-    _write(root, _record("table1_neuromorphic", "leaky_s2", "dvsgesture", "dvsnet", "snntorch_leaky", 2, None, status="running"))
+    _write(
+        root,
+        _record("table1_neuromorphic", "leaky_s1", "dvsgesture", "dvsnet", "snntorch_leaky", 1, None, status="failed"),
+    )
+    _write(
+        root,
+        _record("table1_neuromorphic", "leaky_s2", "dvsgesture", "dvsnet", "snntorch_leaky", 2, None, status="running"),
+    )
     for seed, acc in enumerate([0.88, 0.89, 0.87, 0.90]):
         _write(root, _record("table2_node_classification_smoke", f"cora_s{seed}", "cora", "sgcn", "flif", seed, acc))
     _write(root, _record("table_link_prediction", "photo_s0", "photo", "msg", "fif", 0, 0.968, metric="auc"))
@@ -80,15 +105,24 @@ def test_collect_skips_and_reports_corrupt(results):
     assert all(r["status"] == "complete" for r in runs) and len(runs) == 13
 
 
-@pytest.mark.parametrize("bad, said", [
-    (float("nan"), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc"),
-    (float("inf"), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc"),
-    (1e300, "test_acc=1e+300 (expected a fraction in [0, 1]), test_acc_last=1e+300 (expected a fraction in [0, 1]), "
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        (float("nan"), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc"),
+        (float("inf"), "test_acc, test_acc_last, val_acc_best, test_metrics.test/acc"),
+        (
+            1e300,
+            "test_acc=1e+300 (expected a fraction in [0, 1]), test_acc_last=1e+300 (expected a fraction in [0, 1]), "
             "val_acc_best=1e+300 (expected a fraction in [0, 1]), test_metrics.test/acc=1e+300 (expected a "
-            "fraction in [0, 1])"),
-    (-5.0, "test_acc=-5 (expected a fraction in [0, 1]), test_acc_last=-5 (expected a fraction in [0, 1]), "
-           "val_acc_best=-5 (expected a fraction in [0, 1]), test_metrics.test/acc=-5 (expected a fraction in [0, 1])"),
-])
+            "fraction in [0, 1])",
+        ),
+        (
+            -5.0,
+            "test_acc=-5 (expected a fraction in [0, 1]), test_acc_last=-5 (expected a fraction in [0, 1]), "
+            "val_acc_best=-5 (expected a fraction in [0, 1]), test_metrics.test/acc=-5 (expected a fraction in [0, 1])",
+        ),
+    ],
+)
 def test_runs_with_impossible_metrics_are_warned_about_and_skipped(results, bad, said):
     root, _ = results
     nan_run = _write(root, _record("table1_neuromorphic", "flif_s3", "dvsgesture", "dvsnet", "flif", 3, bad))
@@ -169,18 +203,24 @@ def test_a_study_on_some_seeds_is_not_another_config(results):
     run["config"]["study"] = {"name": "robustness", "plan": {"name": "events"}}
     run["config"]["robustness"] = {"name": "events"}
     _write(root, run)
-    cell = _cell(tables.build_table(_spec("neuromorphic"), collect.collect_runs(root)), "DVS128 Gesture / CNN (T=16)",
-                 "f-LIF (f-SNN)")
+    cell = _cell(
+        tables.build_table(_spec("neuromorphic"), collect.collect_runs(root)),
+        "DVS128 Gesture / CNN (T=16)",
+        "f-LIF (f-SNN)",
+    )
     assert cell["n"] == 4 and not cell["mixed"]
 
 
 def test_recipes_never_share_a_cell(results):
     root, _ = results
     for seed, acc in enumerate([0.80, 0.82]):
-        _write(root, _record("table2_node_classification", f"authors_s{seed}", "cora", "sgcn", "flif", seed, acc,
-                             recipe="authors"))
-    _write(root, _record("table2_node_classification", "matched_s9", "cora", "sgcn", "flif", 9, 0.86,
-                         recipe="matched"))
+        _write(
+            root,
+            _record(
+                "table2_node_classification", f"authors_s{seed}", "cora", "sgcn", "flif", seed, acc, recipe="authors"
+            ),
+        )
+    _write(root, _record("table2_node_classification", "matched_s9", "cora", "sgcn", "flif", 9, 0.86, recipe="matched"))
     with pytest.warns(UserWarning):
         found = collect.scan_runs(root)
     spec = _spec("node_classification")
@@ -208,7 +248,9 @@ def _epochs(record: dict, epochs: int) -> dict:
 def test_runs_at_other_epochs_than_the_papers_fill_their_own_copy(tmp_path):
     root = tmp_path / "results"
     for seed, acc in enumerate([0.80, 0.82]):  # a short protocol: 4 of the paper's 100 epochs
-        _write(root, _epochs(_record("table2_node_classification", f"short{seed}", "cora", "sgcn", "flif", seed, acc), 4))
+        _write(
+            root, _epochs(_record("table2_node_classification", f"short{seed}", "cora", "sgcn", "flif", seed, acc), 4)
+        )
     spec = _spec("node_classification")
     found = collect.scan_runs(root)
     # one protocol only: one table, no split, its caption unchanged
@@ -218,7 +260,9 @@ def test_runs_at_other_epochs_than_the_papers_fill_their_own_copy(tmp_path):
     assert "(n=2)" in (root / "tables" / "node_classification.md").read_text()
 
     for seed, acc in enumerate([0.88, 0.89, 0.90]):  # the paper's 100 epochs arrive beside them
-        _write(root, _epochs(_record("table2_node_classification", f"full{seed}", "cora", "sgcn", "flif", seed, acc), 100))
+        _write(
+            root, _epochs(_record("table2_node_classification", f"full{seed}", "cora", "sgcn", "flif", seed, acc), 100)
+        )
     found = collect.scan_runs(root)
     assert tables.table_variants(spec, found.complete) == [("matched", "paper"), ("matched", 4)]
     full = tables.build_table(spec, found.complete, epochs=tables.PAPER_EPOCHS)
@@ -252,7 +296,9 @@ def test_row_protocols_keep_table_1_in_one_copy(tmp_path):
     found = collect.scan_runs(root)
     assert [tables.protocol_key(spec, r) for r in found.complete] == [None, None, None]
     assert tables.table_variants(spec, found.complete) == [("matched", None)]
-    _write(root, _epochs(_record("table1_neuromorphic", "former_short", "dvsgesture", "spikformer", "flif", 1, 0.5), 200))
+    _write(
+        root, _epochs(_record("table1_neuromorphic", "former_short", "dvsgesture", "spikformer", "flif", 1, 0.5), 200)
+    )
     found = collect.scan_runs(root)
     assert tables.table_variants(spec, found.complete) == [("matched", "paper"), ("matched", 200)]
     assert tables.paper_protocol(spec, spec["rows"][0]) == {**spec["protocol"], "epochs": 100}
@@ -294,11 +340,19 @@ def test_every_paper_table_renders_empty(spec):
 
 def test_paper_transcription_spot_checks():
     specs = {s["id"]: s for s in tables.load_spec()}
-    assert {"neuromorphic", "node_classification", "link_prediction", "static", "alpha_gnn",
-            "alpha_ablation", "channels", "neuron_type", "memory"} <= set(specs)
+    assert {
+        "neuromorphic",
+        "node_classification",
+        "link_prediction",
+        "static",
+        "alpha_gnn",
+        "alpha_ablation",
+        "channels",
+        "neuron_type",
+        "memory",
+    } <= set(specs)
     neuro = {r["label"]: r["paper"] for r in specs["neuromorphic"]["rows"]}
-    assert neuro["HarDVS / Transformer (T=8)"] == {"sj_lif": 45.20, "snntorch_leaky": 46.14, "flif": 47.23,
-                                                   "lif": None}
+    assert neuro["HarDVS / Transformer (T=8)"] == {"sj_lif": 45.20, "snntorch_leaky": 46.14, "flif": 47.23, "lif": None}
     nc = {r["label"]: r["paper"] for r in specs["node_classification"]["rows"]}
     assert nc["DRSGNN (snnTorch)"]["ogbn_arxiv"] == [28.46, 0.25]
 
@@ -334,9 +388,18 @@ def test_cli_reads_and_writes_the_results_of_the_current_directory(tmp_path, res
 def _study(clean: float, noise: list[float]) -> dict:
     """A robustness.json (evaluate.py robustness=events) with the Gaussian-noise levels of the paper."""
     levels = [0.1, 0.2, 0.3, 0.4, 0.5]
-    return {"metric": "acc", "clean": clean, "corruptions": {"gaussian_noise": {
-        "levels": levels, "acc": noise, "by_level": {f"{lv:g}": a for lv, a in zip(levels, noise)},
-        "score": 100 * statistics.fmean(noise) / clean}}}
+    return {
+        "metric": "acc",
+        "clean": clean,
+        "corruptions": {
+            "gaussian_noise": {
+                "levels": levels,
+                "acc": noise,
+                "by_level": {f"{lv:g}": a for lv, a in zip(levels, noise)},
+                "score": 100 * statistics.fmean(noise) / clean,
+            }
+        },
+    }
 
 
 def test_lookup_list_paths():
@@ -396,8 +459,13 @@ def test_robustness_table_from_robustness_json(tmp_path):
 
 def test_robustness_tables_transcribed():
     specs = {s["id"]: s for s in tables.load_spec()}
-    ids = ["robustness_noise", "robustness_discard", "robustness_temporal_jitter", "robustness_temporal_truncate",
-           "robustness_occlude_block"]
+    ids = [
+        "robustness_noise",
+        "robustness_discard",
+        "robustness_temporal_jitter",
+        "robustness_temporal_truncate",
+        "robustness_occlude_block",
+    ]
     assert set(ids) <= set(specs)
     for table_id in ids:
         rows = {r["label"]: r["paper"] for r in specs[table_id]["rows"]}
@@ -406,8 +474,9 @@ def test_robustness_tables_transcribed():
             continue  # its printed Score does not follow from its accuracies (see the table's notes)
         for key in ("flif", "sj_lif", "snntorch_leaky"):  # Score = 100 x mean(level accuracies) / Original
             levels = [paper[key] for label, paper in rows.items() if label not in ("Score", "Original")]
-            assert 100 * statistics.fmean(levels) / rows["Original"][key] == pytest.approx(rows["Score"][key],
-                                                                                            abs=0.011)
+            assert 100 * statistics.fmean(levels) / rows["Original"][key] == pytest.approx(
+                rows["Score"][key], abs=0.011
+            )
     jitter = {r["label"]: r["paper"] for r in specs["robustness_temporal_jitter"]["rows"]}
     assert len(jitter) == 11 and jitter["0.9"]["snntorch_leaky"] == 73.61
 
@@ -418,11 +487,18 @@ def test_energy_table_from_energy_json(tmp_path):
     totals = {"flif": [(2.4, 0.4), (2.6, 0.5)], "sj_lif": [(2.7, 0.2)]}  # (synaptic, neuron) mJ per run
     for neuron, runs in totals.items():
         for seed, (synaptic, neuron_mj) in enumerate(runs):
-            path = _write(root, _record("table1_neuromorphic", f"{neuron}_s{seed}", "dvsgesture", "spikformer",
-                                        neuron, seed, 0.9))
+            path = _write(
+                root, _record("table1_neuromorphic", f"{neuron}_s{seed}", "dvsgesture", "spikformer", neuron, seed, 0.9)
+            )
             total = synaptic + neuron_mj
-            energy = {"synaptic_mj": synaptic, "neuron_mj": neuron_mj, "total_mj": total,
-                      "synaptic_share": synaptic / total, "neuron_share": neuron_mj / total, "layers": []}
+            energy = {
+                "synaptic_mj": synaptic,
+                "neuron_mj": neuron_mj,
+                "total_mj": total,
+                "synaptic_share": synaptic / total,
+                "neuron_share": neuron_mj / total,
+                "layers": [],
+            }
             (path.parent / "energy.json").write_text(json.dumps(energy))
     # a DVSNet run's energy is not the Spikformer table's, nor an ablation run's
     path = _write(root, _record("table1_neuromorphic", "cnn", "dvsgesture", "dvsnet", "flif", 0, 0.9))
@@ -440,12 +516,24 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
     """The recipe ablation: one table over both recipes, each cell against the `none` row of its column, `moved`
     only where the difference exceeds both rows' seed-to-seed spread."""
     root = tmp_path / "results"
-    cases = {("none", "flif"): [0.80, 0.81, 0.82], ("surrogate", "flif"): [0.805, 0.815, 0.825],
-             ("authors", "flif"): [0.86, 0.87, 0.88], ("none", "sj_lif"): [0.85, 0.84, 0.86]}
+    cases = {
+        ("none", "flif"): [0.80, 0.81, 0.82],
+        ("surrogate", "flif"): [0.805, 0.815, 0.825],
+        ("authors", "flif"): [0.86, 0.87, 0.88],
+        ("none", "sj_lif"): [0.85, 0.84, 0.86],
+    }
     for (switch, neuron), accs in cases.items():
         for seed, acc in enumerate(accs):
-            record = _record("recipe_ablation_cora", f"{neuron}_{switch}_s{seed}", "cora", "sgcn", neuron, seed, acc,
-                             recipe="authors" if switch == "authors" else "matched")
+            record = _record(
+                "recipe_ablation_cora",
+                f"{neuron}_{switch}_s{seed}",
+                "cora",
+                "sgcn",
+                neuron,
+                seed,
+                acc,
+                recipe="authors" if switch == "authors" else "matched",
+            )
             record["config"]["recipe_switch"] = switch
             _write(root, record)
     spec = _spec("recipe_ablation_cora")
@@ -469,10 +557,15 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
 
 
 def test_a_negative_loss_or_speed_is_impossible_an_unknown_metric_only_needs_to_be_finite():
-    record = {"test_metrics": {"test/loss": -0.1, "test/energy_mJ": 2.0, "test/custom": -3.0},
-              "test_samples_per_s": -1.0, "val_acc_best": 1.0}
-    assert collect.impossible_metrics(record) == ["test_samples_per_s=-1 (expected >= 0)",
-                                                 "test_metrics.test/loss=-0.1 (expected >= 0)"]
+    record = {
+        "test_metrics": {"test/loss": -0.1, "test/energy_mJ": 2.0, "test/custom": -3.0},
+        "test_samples_per_s": -1.0,
+        "val_acc_best": 1.0,
+    }
+    assert collect.impossible_metrics(record) == [
+        "test_samples_per_s=-1 (expected >= 0)",
+        "test_metrics.test/loss=-0.1 (expected >= 0)",
+    ]
 
 
 @pytest.mark.parametrize("recipe", ["../../../../../victim", "a/b", '"><img src=x onerror=alert(1)>', 7, "nosuch"])
@@ -480,8 +573,9 @@ def test_a_recipe_that_is_not_the_suite_s_never_names_a_file(tmp_path, results, 
     """A run record's recipe names a table file (``<id>_<recipe>.md``): one that is not a suite recipe counts as
     corrupt, so nothing is written outside ``--out`` (nor under a made-up name) and no file is overwritten."""
     root, _ = results
-    bad = _write(root, {**_record("table1_neuromorphic", "evil", "dvsgesture", "dvsnet", "flif", 9, 0.5),
-                        "recipe": recipe})
+    bad = _write(
+        root, {**_record("table1_neuromorphic", "evil", "dvsgesture", "dvsnet", "flif", 9, 0.5), "recipe": recipe}
+    )
     out = tmp_path / "a" / "b" / "tables"
     victim = tmp_path / "victim.md"
     victim.write_text("keep me")
@@ -493,8 +587,10 @@ def test_a_recipe_that_is_not_the_suite_s_never_names_a_file(tmp_path, results, 
     assert victim.read_text() == "keep me"
     new = {p for p in tmp_path.rglob("*") if p.is_file()} - before
     assert new and all(out in p.parents for p in new)
-    assert all(t["id"] in {s["id"] for s in tables.load_spec()} | {f"{s['id']}_authors" for s in tables.load_spec()}
-               for t in made)
+    assert all(
+        t["id"] in {s["id"] for s in tables.load_spec()} | {f"{s['id']}_authors" for s in tables.load_spec()}
+        for t in made
+    )
 
 
 def test_a_manifest_that_names_a_path_removes_nothing_outside_its_folder(tmp_path):
@@ -540,7 +636,9 @@ def _link_out(root: Path) -> Path:
 
 
 def _not_utf8(root: Path) -> Path:
-    return _write(root, _record("table1_neuromorphic", os.fsdecode(b"run-\xff"), "dvsgesture", "dvsnet", "flif", 7, 0.5))
+    return _write(
+        root, _record("table1_neuromorphic", os.fsdecode(b"run-\xff"), "dvsgesture", "dvsnet", "flif", 7, 0.5)
+    )
 
 
 def _changed(key: str, value):
@@ -552,27 +650,47 @@ def _changed(key: str, value):
             node = node[part]
         node[last] = value
         return _write(root, record)
+
     return damage
 
 
-@pytest.mark.parametrize("damage, said", [
-    (_loop, "a link to a folder, not followed"),
-    (_nested, "nested deeper than a record's 32 levels"),
-    (_fifo, "not a file but a special file"),
-    (_link_out, "a link to "),
-    (_not_utf8, "its path is not valid UTF-8"),
-    (_changed("config", "x"), 'config: expected an object, got text ("x")'),
-    (_changed("config.paths", "x"), "config.paths: expected an object"),
-    (_changed("config.trainer", "x"), "config.trainer: expected an object"),
-    (_changed("versions", "x"), "versions: expected an object"),
-    (_changed("status", 3), "status: expected text, got a number (3)"),
-    (_changed("config.dataset.name", ["cora"]), "config.dataset.name: expected text, got a list"),
-    (_changed("overrides", [1]), "overrides[0]: expected text"),
-    (_changed("test_acc", "0.5"), 'test_acc: expected a number, got text ("0.5")'),
-    (_changed("firing_rates", {"layer": "high"}), "firing_rates.layer: expected a number"),
-    (_changed("device", "lone \udcff surrogate"), "text that is not valid Unicode"),
-], ids=["loop", "nested", "fifo", "link-out", "not-utf8", "config", "paths", "trainer", "versions", "status", "name",
-        "overrides", "test_acc", "firing_rates", "surrogate"])
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (_loop, "a link to a folder, not followed"),
+        (_nested, "nested deeper than a record's 32 levels"),
+        (_fifo, "not a file but a special file"),
+        (_link_out, "a link to "),
+        (_not_utf8, "its path is not valid UTF-8"),
+        (_changed("config", "x"), 'config: expected an object, got text ("x")'),
+        (_changed("config.paths", "x"), "config.paths: expected an object"),
+        (_changed("config.trainer", "x"), "config.trainer: expected an object"),
+        (_changed("versions", "x"), "versions: expected an object"),
+        (_changed("status", 3), "status: expected text, got a number (3)"),
+        (_changed("config.dataset.name", ["cora"]), "config.dataset.name: expected text, got a list"),
+        (_changed("overrides", [1]), "overrides[0]: expected text"),
+        (_changed("test_acc", "0.5"), 'test_acc: expected a number, got text ("0.5")'),
+        (_changed("firing_rates", {"layer": "high"}), "firing_rates.layer: expected a number"),
+        (_changed("device", "lone \udcff surrogate"), "text that is not valid Unicode"),
+    ],
+    ids=[
+        "loop",
+        "nested",
+        "fifo",
+        "link-out",
+        "not-utf8",
+        "config",
+        "paths",
+        "trainer",
+        "versions",
+        "status",
+        "name",
+        "overrides",
+        "test_acc",
+        "firing_rates",
+        "surrogate",
+    ],
+)
 def test_a_record_that_cannot_be_one_is_skipped_and_named(results, damage, said):
     """Whatever lies in a results tree (a link loop, a fifo that would block the reader, JSON nested past the
     recursion limit, a folder name that is not UTF-8, a value of the wrong type where a report reads it), the reader
@@ -593,11 +711,15 @@ def test_a_record_that_cannot_be_one_is_skipped_and_named(results, damage, said)
 def test_a_sibling_study_of_the_wrong_shape_is_skipped_and_its_run_counts(results):
     root, _ = results
     path = root / "table1_neuromorphic" / "flif_s0"
-    (path / "robustness.json").write_text(json.dumps({"metric": "acc", "clean": 0.9, "corruptions": {
-        "noise": {"levels": [0.1], "acc": "high"}}}))
+    (path / "robustness.json").write_text(
+        json.dumps({"metric": "acc", "clean": 0.9, "corruptions": {"noise": {"levels": [0.1], "acc": "high"}}})
+    )
     with pytest.warns(UserWarning):
         found = collect.scan_runs(root)
-    assert dict(found.corrupt)[str(path / "robustness.json")] == "corruptions.noise.acc: expected a list, got text (\"high\")"
+    assert (
+        dict(found.corrupt)[str(path / "robustness.json")]
+        == 'corruptions.noise.acc: expected a list, got text ("high")'
+    )
     assert "robustness" not in next(r for r in found.complete if r["run"] == "flif_s0")
 
 
@@ -622,7 +744,8 @@ def test_the_tables_folder_as_a_link_out_of_the_results_tree_is_refused(tmp_path
     assert done.stderr.strip().splitlines() == [
         f"fsnn: error: {root / 'tables'}: a link leads it to {elsewhere}, outside the results folder {root}; a report's "
         "folder stays inside it (the reports overwrite and remove files in their folders): remove the link, or name "
-        "a folder outside the results folder (--out, --figures)"]
+        "a folder outside the results folder (--out, --figures)"
+    ]
     assert [p.name for p in elsewhere.iterdir()] == ["all.md"] and (elsewhere / "all.md").read_text() == "kept"
     # named outside the results folder, the same folder is the user's own choice; a results folder reached through a
     # link (the tree on another disk) keeps its tables inside it
@@ -668,8 +791,9 @@ def test_a_write_that_cannot_happen_is_one_line_naming_the_folder(tmp_path, resu
     assert stop.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"fsnn: error: cannot write {out}"), lines
-    assert {"full": "No space left on device", "read-only": "Read-only file system",
-            "unmakeable": "Not a directory"}[how] in lines[0]
+    assert {"full": "No space left on device", "read-only": "Read-only file system", "unmakeable": "Not a directory"}[
+        how
+    ] in lines[0]
     if how != "unmakeable":
         assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]
         assert (out / "all.md").read_text() == "the previous all.md"

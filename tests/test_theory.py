@@ -40,13 +40,21 @@ def mittag_leffler(z: np.ndarray, alpha: float) -> np.ndarray:
     return out.real
 
 
-def simulate(cls, x: np.ndarray, *, alpha: float, tau: float, dt: float = 1.0,
-             method: str = "pred", engine: str = "direct", threshold: float = NO_SPIKE,
-             **kw) -> tuple[np.ndarray, np.ndarray]:
+def simulate(
+    cls,
+    x: np.ndarray,
+    *,
+    alpha: float,
+    tau: float,
+    dt: float = 1.0,
+    method: str = "pred",
+    engine: str = "direct",
+    threshold: float = NO_SPIKE,
+    **kw,
+) -> tuple[np.ndarray, np.ndarray]:
     """Run one neuron on a 1-D input trace; returns (spikes[T], v[T]) as float64 numpy."""
     x = torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(-1, 1, 1)
-    neuron = cls(alpha=alpha, tau=tau, threshold=threshold, dt=dt, method=method,
-                 engine=engine, **kw)
+    neuron = cls(alpha=alpha, tau=tau, threshold=threshold, dt=dt, method=method, engine=engine, **kw)
     with torch.no_grad():
         s, v = neuron(x, return_state=True)
     assert s.shape == x.shape and v.shape == x.shape
@@ -111,9 +119,15 @@ def lif_charge_errors(alpha: float, method: str, dt: float) -> tuple[float, floa
 # whole interval, every method on [1, t_end].
 RATE_AWAY = 0.6  # err(dt/2)/err(dt) on [1, t_end]: 1/2 for first order (observed 0.48 .. 0.51)
 MAX_ERR_AWAY = {  # at dt = 0.025, ~1.5x the measured value
-    ("pred", 0.3): 8.0e-4, ("pred", 0.5): 1.3e-3, ("pred", 0.8): 1.9e-3,
-    ("gl", 0.3): 5.0e-4, ("gl", 0.5): 1.0e-3, ("gl", 0.8): 1.8e-3,
-    ("l1", 0.3): 4.0e-4, ("l1", 0.5): 7.5e-4, ("l1", 0.8): 1.6e-3,
+    ("pred", 0.3): 8.0e-4,
+    ("pred", 0.5): 1.3e-3,
+    ("pred", 0.8): 1.9e-3,
+    ("gl", 0.3): 5.0e-4,
+    ("gl", 0.5): 1.0e-3,
+    ("gl", 0.8): 1.8e-3,
+    ("l1", 0.3): 4.0e-4,
+    ("l1", 0.5): 7.5e-4,
+    ("l1", 0.8): 1.6e-3,
 }
 RATE_PRED_WHOLE = {0.3: 0.75, 0.5: 0.6, 0.8: 0.6}  # 2^-min(1, 2 alpha) + margin
 MAX_ERR_PRED_WHOLE = {0.3: 2.8e-2, 0.5: 6.2e-3, 0.8: 1.9e-3}
@@ -170,6 +184,7 @@ def test_flif_steady_state_and_slow_approach():
 # 2. Theorem 2: robustness of the f-IF neuron
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("alpha", [0.2, 0.5, 0.8, 1.0])
 @pytest.mark.parametrize("dt,tau", [(1.0, 1.0), (0.1, 2.0), (0.37, 0.5)])
 def test_fif_constant_input_is_exact_power_law(alpha, dt, tau):
@@ -222,6 +237,7 @@ def test_fif_perturbation_growth_exponent_holds_for_gl(alpha):
 # 3. Power-law decay of the memory kernel
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("method", ["pred", "gl"])
 @pytest.mark.parametrize("alpha", [0.1, 0.3, 0.5, 0.7, 0.9])
 def test_kernel_decays_as_m_to_alpha_minus_one(alpha, method):
@@ -258,8 +274,10 @@ def test_pred_kernel_closed_form(alpha):
 # 4. alpha = 1 collapses to the first-order model
 # ---------------------------------------------------------------------------------------
 
-def euler_lif(x: np.ndarray, tau: float, leak: bool = True, threshold: float = NO_SPIKE,
-              reset: str = "soft", v_reset: float = 0.0):
+
+def euler_lif(
+    x: np.ndarray, tau: float, leak: bool = True, threshold: float = NO_SPIKE, reset: str = "soft", v_reset: float = 0.0
+):
     u, us, ss = 0.0, [], []
     for xk in x:
         u = ((1.0 - 1.0 / tau) * u if leak else u) + xk / tau
@@ -302,6 +320,7 @@ def test_alpha_one_lif_with_spikes_matches_euler_with_reset(reset):
 # ---------------------------------------------------------------------------------------
 # 5. Power-law vs exponential memory after a single input pulse
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("alpha", [0.3, 0.5, 0.8])
 def test_pulse_response_decays_algebraically(alpha):

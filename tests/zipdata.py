@@ -12,9 +12,12 @@ def member_span(path: Path, member: str | None = None) -> tuple[int, int]:
     file (stored uncompressed, so a byte flipped there still loads)."""
     with zipfile.ZipFile(path) as archive:
         infos = archive.infolist()
-        info = (archive.getinfo(member) if member else
-                max((i for i in infos if "/data/" in i.filename), key=lambda i: i.file_size))
-    header = Path(path).read_bytes()[info.header_offset:info.header_offset + 30]
+        info = (
+            archive.getinfo(member)
+            if member
+            else max((i for i in infos if "/data/" in i.filename), key=lambda i: i.file_size)
+        )
+    header = Path(path).read_bytes()[info.header_offset : info.header_offset + 30]
     name_len, extra_len = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
     return info.header_offset + 30 + name_len + extra_len, info.compress_size
 

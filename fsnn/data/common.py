@@ -44,8 +44,9 @@ class DatasetDamagedError(ValueError):
         self.path = str(path)
 
 
-def dataset_missing(name: str, directory: Path, problem: str, layout: list[str], get_it: str,
-                    cause: BaseException | None = None) -> DatasetMissingError:
+def dataset_missing(
+    name: str, directory: Path, problem: str, layout: list[str], get_it: str, cause: BaseException | None = None
+) -> DatasetMissingError:
     """The :class:`DatasetMissingError` of every loader: what is wrong (with the library's error, ``cause``), where,
     which files are expected, how to get them."""
     if cause is not None:
@@ -134,7 +135,7 @@ def stratified_split(labels, fractions: Sequence[float], seed: int) -> tuple[np.
         total = round_count(share, n)
         if n >= 2:  # leave one sample for every later part with a positive fraction and for the rest
             least = int(cut.sum()) + (fraction > 0)
-            total = min(max(total, least), n - 1 - sum(f > 0 for f in fractions[j + 1:]))
+            total = min(max(total, least), n - 1 - sum(f > 0 for f in fractions[j + 1 :]))
         quota = share * counts
         cut = np.maximum(np.floor(quota).astype(np.int64), cut)
         remainder = total - int(cut.sum())

@@ -57,8 +57,9 @@ def _shift_int(img: np.ndarray, ix: int, iy: int) -> np.ndarray:
     """``img[..., v, u] -> out[..., v + iy, u + ix]`` with zeros shifted in."""
     out = np.zeros_like(img)
     H, W = img.shape[-2:]
-    out[..., max(iy, 0):H + min(iy, 0), max(ix, 0):W + min(ix, 0)] = \
-        img[..., max(-iy, 0):H + min(-iy, 0), max(-ix, 0):W + min(-ix, 0)]
+    out[..., max(iy, 0) : H + min(iy, 0), max(ix, 0) : W + min(ix, 0)] = img[
+        ..., max(-iy, 0) : H + min(-iy, 0), max(-ix, 0) : W + min(-ix, 0)
+    ]
     return out
 
 
@@ -66,8 +67,12 @@ def shift_bilinear(img: np.ndarray, dx: float, dy: float) -> np.ndarray:
     """``img`` translated by ``(dx, dy)`` pixels (sub-pixel, bilinear interpolation, zeros outside)."""
     ix, iy = int(np.floor(dx)), int(np.floor(dy))
     fx, fy = dx - ix, dy - iy
-    return ((1 - fx) * (1 - fy) * _shift_int(img, ix, iy) + fx * (1 - fy) * _shift_int(img, ix + 1, iy)
-            + (1 - fx) * fy * _shift_int(img, ix, iy + 1) + fx * fy * _shift_int(img, ix + 1, iy + 1))
+    return (
+        (1 - fx) * (1 - fy) * _shift_int(img, ix, iy)
+        + fx * (1 - fy) * _shift_int(img, ix + 1, iy)
+        + (1 - fx) * fy * _shift_int(img, ix, iy + 1)
+        + fx * fy * _shift_int(img, ix + 1, iy + 1)
+    )
 
 
 def saccade_path(params: dict = PARAMS) -> np.ndarray:
@@ -94,12 +99,13 @@ def simulate_dvs(images: np.ndarray, params: dict = PARAMS) -> dict[str, np.ndar
     N = len(images)
     up = F.interpolate(torch.from_numpy(images)[:, None], size=(D, D), mode="bicubic", align_corners=False)
     canvas = np.zeros((N, S, S), np.float32)
-    canvas[:, off:off + D, off:off + D] = up[:, 0].clamp(0, 1).numpy()
+    canvas[:, off : off + D, off : off + D] = up[:, 0].clamp(0, 1).numpy()
 
     rng = np.random.default_rng(params["seed"])
     C, sigma = float(params["threshold"]), float(params["threshold_sigma"])
-    thresholds = {pol: np.clip(rng.normal(C, sigma, (N, S, S)), 0.05 * C, None).astype(np.float32).ravel()
-                  for pol in (1, 0)}
+    thresholds = {
+        pol: np.clip(rng.normal(C, sigma, (N, S, S)), 0.05 * C, None).astype(np.float32).ravel() for pol in (1, 0)
+    }
     eps = np.float32(params["eps"])
     level_prev = np.log(canvas + eps).ravel()
     reference = level_prev.copy()
@@ -149,8 +155,14 @@ def _encode(events: dict, labels: np.ndarray) -> dict:
     dt = np.diff(t, prepend=0)
     starts = offsets[:-1][offsets[:-1] < offsets[1:]]
     dt[starts] = t[starts]
-    return {"x": events["x"], "y": events["y"], "p": events["p"], "dt": dt.astype(np.uint32),
-            "offsets": offsets, "labels": labels.astype(np.int64)}
+    return {
+        "x": events["x"],
+        "y": events["y"],
+        "p": events["p"],
+        "dt": dt.astype(np.uint32),
+        "offsets": offsets,
+        "labels": labels.astype(np.int64),
+    }
 
 
 def _decode(z) -> tuple[dict, np.ndarray]:
@@ -162,7 +174,7 @@ def _decode(z) -> tuple[dict, np.ndarray]:
     nonempty = counts > 0
     base[nonempty] = csum[offsets[:-1][nonempty]] - dt[offsets[:-1][nonempty]]
     t = csum - np.repeat(base, counts)
-    if t.size and t.max() < 2 ** 32:
+    if t.size and t.max() < 2**32:
         t = t.astype(np.uint32)
     return {"x": z["x"], "y": z["y"], "t": t, "p": z["p"], "offsets": offsets}, z["labels"]
 
@@ -194,9 +206,16 @@ def generate(data_dir: Path, params: dict = PARAMS) -> Path:
     events = simulate_dvs(images, params)
     encoded = _encode(events, np.asarray(digits.target))
     nbytes = write_atomic(folder / EVENTS_FILE, lambda f: _savez_fast(f, encoded)).stat().st_size
-    write_json_atomic(folder / MARKER, {"params": params, "n_samples": int(len(images)),
-                                        "n_events": int(len(events["t"])), "bytes": nbytes,
-                                        "sha256": _sha256(folder / EVENTS_FILE)})
+    write_json_atomic(
+        folder / MARKER,
+        {
+            "params": params,
+            "n_samples": int(len(images)),
+            "n_events": int(len(events["t"])),
+            "bytes": nbytes,
+            "sha256": _sha256(folder / EVENTS_FILE),
+        },
+    )
     return folder
 
 
@@ -207,8 +226,13 @@ def load_events(data_dir: Path, params: dict = PARAMS) -> tuple[dict, np.ndarray
     path = folder / EVENTS_FILE
     with file_lock(folder / ".lock"):
         marker = read_json(folder / MARKER)
-        ok = (isinstance(marker, dict) and marker.get("params") == params and path.is_file()
-              and path.stat().st_size == marker.get("bytes") and _sha256(path) == marker.get("sha256"))
+        ok = (
+            isinstance(marker, dict)
+            and marker.get("params") == params
+            and path.is_file()
+            and path.stat().st_size == marker.get("bytes")
+            and _sha256(path) == marker.get("sha256")
+        )
         if not ok:
             if marker is not None or path.exists():
                 log.warning("fsnn: %s is incomplete or stale; regenerating it", folder)
@@ -248,8 +272,19 @@ def digits_source(data_dir: Path) -> EventSource:
     return EventSource(FOLDER, "all", (S, S), keys, labels, reader, abspath(data_dir) / FOLDER)
 
 
-def build_digits_dvs(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                     download: bool, verify: bool, num_workers: int, cache_dir: Path):
+def build_digits_dvs(
+    info: DatasetInfo,
+    data_dir: Path,
+    T: int,
+    size,
+    seed: int,
+    val_fraction: float,
+    *,
+    download: bool,
+    verify: bool,
+    num_workers: int,
+    cache_dir: Path,
+):
     """``(train, val, test)``: fixed stratified 20 % test, ``val_fraction`` of the rest as validation.
 
     Args:

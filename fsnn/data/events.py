@@ -72,8 +72,9 @@ def _axis_map(coord: np.ndarray, n_in: int, n_out: int) -> np.ndarray:
     return (coord * n_out) // n_in
 
 
-def events_to_frames(x, y, t, p, T: int, sensor_hw: tuple[int, int], out_hw: tuple[int, int] | None = None
-                     ) -> np.ndarray:
+def events_to_frames(
+    x, y, t, p, T: int, sensor_hw: tuple[int, int], out_hw: tuple[int, int] | None = None
+) -> np.ndarray:
     """Integrate one event stream into ``T`` frames: ``int64 [T, 2, H_out, W_out]`` event counts.
 
     Events are put in time order (stable sort on ``t`` when not already sorted) and split into ``T`` slices by
@@ -135,8 +136,16 @@ class EventSource:
     ``i`` through the upstream loader; ``location``: the folder the keys are relative to. ``fingerprint`` hashes
     keys, labels and sensor so that a cache built from a different file list is never reused."""
 
-    def __init__(self, dataset: str, split: str, sensor_hw: tuple[int, int], keys: list[str], labels,
-                 read: Callable[[int], tuple], location: Path | None = None):
+    def __init__(
+        self,
+        dataset: str,
+        split: str,
+        sensor_hw: tuple[int, int],
+        keys: list[str],
+        labels,
+        read: Callable[[int], tuple],
+        location: Path | None = None,
+    ):
         self.dataset = dataset
         self.location = location
         self.split = split
@@ -203,9 +212,16 @@ class FrameCache:
         return self.dir / f"{i:07d}.npz"
 
     def _expected(self) -> dict:
-        return {"format": CACHE_FORMAT, "dataset": self.source.dataset, "split": self.source.split, "T": self.T,
-                "size": list(self.out_hw), "sensor": list(self.source.sensor_hw),
-                "fingerprint": self.source.fingerprint, "n": len(self.source)}
+        return {
+            "format": CACHE_FORMAT,
+            "dataset": self.source.dataset,
+            "split": self.source.split,
+            "T": self.T,
+            "size": list(self.out_hw),
+            "sensor": list(self.source.sensor_hw),
+            "fingerprint": self.source.fingerprint,
+            "n": len(self.source),
+        }
 
     def write_sample(self, i: int) -> tuple[int, int, np.ndarray]:
         """Integrate sample ``i`` from the source and write its file atomically -> ``(bytes, n_events, frames)``
@@ -219,13 +235,22 @@ class FrameCache:
             raise DatasetMissingError(
                 f"Dataset {src.dataset!r}: the raw sample {where} could not be read ({type(err).__name__}: {err}). "
                 f"The copy in {src.location or 'its folder'} looks damaged; extract it again.",
-                dataset=src.dataset, directory=src.location or "") from err
+                dataset=src.dataset,
+                directory=src.location or "",
+            ) from err
         frames = compact_counts(events_to_frames(x, y, t, p, self.T, self.source.sensor_hw, self.out_hw))
         label = int(self.source.labels[i])
         n_events = int(len(t))
         # not synced: ensure() checks every sample's size against the (synced) manifest and rebuilds the damaged
-        nbytes = write_atomic(self.sample_path(i), lambda f: np.savez_compressed(
-            f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)), sync=False).stat().st_size
+        nbytes = (
+            write_atomic(
+                self.sample_path(i),
+                lambda f: np.savez_compressed(f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)),
+                sync=False,
+            )
+            .stat()
+            .st_size
+        )
         return nbytes, n_events, frames
 
     def _build(self, indices: list[int], num_workers: int, sizes: list, n_events: list, digests: list) -> None:
@@ -234,6 +259,7 @@ class FrameCache:
         H, W = self.out_hw
         desc = f"fsnn {self.source.dataset}/{self.source.split}: events -> {self.T} frames {H}x{W}"
         with tqdm(total=len(indices), desc=desc, unit="sample", mininterval=1.0) as bar:
+
             def one(i):
                 nbytes, count, frames = self.write_sample(i)
                 return i, nbytes, count, content_digest(frames)
@@ -255,16 +281,20 @@ class FrameCache:
         n = expected["n"]
         with file_lock(self.dir.parent / f".{self.source.split}.lock"):
             marker = read_json(self.dir / MARKER)
-            valid = (isinstance(marker, dict) and all(marker.get(k) == v for k, v in expected.items())
-                     and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "digests")))
+            valid = (
+                isinstance(marker, dict)
+                and all(marker.get(k) == v for k, v in expected.items())
+                and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "digests"))
+            )
             if valid:
                 on_disk = {e.name: e.stat().st_size for e in os.scandir(self.dir) if e.name.endswith(".npz")}
                 bad = [i for i in range(n) if on_disk.get(self.sample_path(i).name) != marker["sizes"][i]]
                 if not bad:
                     self.manifest = marker
                     return marker
-                log.warning("fsnn cache %s: %d of %d sample files missing or truncated; rebuilding them",
-                            self.dir, len(bad), n)
+                log.warning(
+                    "fsnn cache %s: %d of %d sample files missing or truncated; rebuilding them", self.dir, len(bad), n
+                )
                 sizes, n_events, digests = list(marker["sizes"]), list(marker["n_events"]), list(marker["digests"])
                 self._build(bad, num_workers, sizes, n_events, digests)
             else:
@@ -272,12 +302,18 @@ class FrameCache:
                     log.warning("fsnn cache %s is incomplete or stale (no valid %s); rebuilding it", self.dir, MARKER)
                     shutil.rmtree(self.dir)
                 self.dir.mkdir(parents=True)
-                log.info("fsnn: integrating %d %s/%s samples into %s", n, self.source.dataset,
-                         self.source.split, self.dir)
+                log.info(
+                    "fsnn: integrating %d %s/%s samples into %s", n, self.source.dataset, self.source.split, self.dir
+                )
                 sizes, n_events, digests = [0] * n, [0] * n, [""] * n
                 self._build(list(range(n)), num_workers, sizes, n_events, digests)
-            manifest = {**expected, "sizes": sizes, "n_events": n_events, "digests": digests,
-                        "labels": self.source.labels.tolist()}
+            manifest = {
+                **expected,
+                "sizes": sizes,
+                "n_events": n_events,
+                "digests": digests,
+                "labels": self.source.labels.tolist(),
+            }
             write_json_atomic(self.dir / MARKER, manifest)
             self.manifest = manifest
             return manifest
@@ -289,8 +325,11 @@ class FrameCache:
         try:
             with np.load(path) as z:
                 frames = z["frames"]
-            problem = None if content_digest(frames) == self.manifest["digests"][i] else "its frames do not match " \
-                "the digest in " + MARKER
+            problem = (
+                None
+                if content_digest(frames) == self.manifest["digests"][i]
+                else "its frames do not match the digest in " + MARKER
+            )
         except Exception as err:  # noqa: BLE001 - zlib, zipfile, numpy or OS errors: any of them means damaged
             problem = f"unreadable: {type(err).__name__}: {err}"
         if problem is None:
@@ -325,8 +364,16 @@ class FrameDataset(Dataset):
         return torch.from_numpy(frames.astype(np.float32)), self.targets[i]
 
 
-def splits_from_sources(info: DatasetInfo, sources: dict[str, EventSource], cache_root: Path, T: int,
-                        size: tuple[int, int], seed: int, val_fraction: float, num_workers: int):
+def splits_from_sources(
+    info: DatasetInfo,
+    sources: dict[str, EventSource],
+    cache_root: Path,
+    T: int,
+    size: tuple[int, int],
+    seed: int,
+    val_fraction: float,
+    num_workers: int,
+):
     """``(train, val, test)`` :class:`FrameDataset` s from the official splits in ``sources``.
 
     ``{"train", "val", "test"}``: used as they are. ``{"train", "test"}``: val is a seeded, stratified
@@ -348,8 +395,11 @@ def splits_from_sources(info: DatasetInfo, sources: dict[str, EventSource], cach
     else:
         raise ValueError(f"unsupported split set {sorted(sources)}")
     val, train = stratified_split(sources[train_cache.source.split].labels[pool], [val_fraction], seed)
-    return (FrameDataset(train_cache, pool[train], info), FrameDataset(train_cache, pool[val], info),
-            FrameDataset(test_cache, test_idx, info))
+    return (
+        FrameDataset(train_cache, pool[train], info),
+        FrameDataset(train_cache, pool[val], info),
+        FrameDataset(test_cache, test_idx, info),
+    )
 
 
 # -- tonic datasets ------------------------------------------------------------------------------
@@ -373,46 +423,77 @@ class TonicSpec:
 
 TONIC_SPECS = {
     "nmnist": TonicSpec(
-        "nmnist", "NMNIST", "NMNIST", {"train": ("Train", True), "test": ("Test", False)}, ".bin",
-        {"train": 60000, "test": 10000}, (34, 34),
-        ("Train/<digit 0-9>/<id>.bin   (60,000 files of 5-byte ATIS events)",
-         "Test/<digit 0-9>/<id>.bin    (10,000 files)",
-         "train.zip, test.zip          (archives; optional once extracted)"),
+        "nmnist",
+        "NMNIST",
+        "NMNIST",
+        {"train": ("Train", True), "test": ("Test", False)},
+        ".bin",
+        {"train": 60000, "test": 10000},
+        (34, 34),
+        (
+            "Train/<digit 0-9>/<id>.bin   (60,000 files of 5-byte ATIS events)",
+            "Test/<digit 0-9>/<id>.bin    (10,000 files)",
+            "train.zip, test.zip          (archives; optional once extracted)",
+        ),
         True,
         "tonic downloads it automatically when online (train.zip/test.zip from "
         "https://data.mendeley.com/datasets/468j46mzdv); offline, fetch both archives from "
-        "https://www.garrickorchard.com/datasets/n-mnist and extract them into {dir}"),
+        "https://www.garrickorchard.com/datasets/n-mnist and extract them into {dir}",
+    ),
     "dvsgesture": TonicSpec(
-        "dvsgesture", "DVSGesture", "DVSGesture",
-        {"train": ("ibmGestureTrain", True), "test": ("ibmGestureTest", False)}, ".npy",
-        {"train": 1077, "test": 264}, (128, 128),  # tonic's release; the paper's 1,342 counts both splits
-        ("ibmGestureTrain/user<NN>_<lighting>/<label 0-10>.npy   (1,077 files; int rows x, y, p, t[ms])",
-         "ibmGestureTest/user<NN>_<lighting>/<label 0-10>.npy    (264 files)",
-         "ibmGestureTrain.tar.gz, ibmGestureTest.tar.gz          (archives; optional once extracted)"),
+        "dvsgesture",
+        "DVSGesture",
+        "DVSGesture",
+        {"train": ("ibmGestureTrain", True), "test": ("ibmGestureTest", False)},
+        ".npy",
+        {"train": 1077, "test": 264},
+        (128, 128),  # tonic's release; the paper's 1,342 counts both splits
+        (
+            "ibmGestureTrain/user<NN>_<lighting>/<label 0-10>.npy   (1,077 files; int rows x, y, p, t[ms])",
+            "ibmGestureTest/user<NN>_<lighting>/<label 0-10>.npy    (264 files)",
+            "ibmGestureTrain.tar.gz, ibmGestureTest.tar.gz          (archives; optional once extracted)",
+        ),
         True,
         "tonic downloads it automatically when online (tonic's preprocessed release: "
         "https://figshare.com/ndownloader/files/38022171 -> ibmGestureTrain.tar.gz, "
         "https://figshare.com/ndownloader/files/38020584 -> ibmGestureTest.tar.gz); offline, fetch both archives "
-        "elsewhere and extract them into {dir}"),
+        "elsewhere and extract them into {dir}",
+    ),
     "ncaltech101": TonicSpec(
-        "ncaltech101", "NCALTECH101", "NCALTECH101", {"all": ("Caltech101", None)}, ".bin",
-        {"all": 8709}, (180, 240),
-        ("Caltech101/<class>/image_<NNNN>.bin   (101 class folders incl. BACKGROUND_Google, 8,709 files)",
-         "N-Caltech101-archive.zip              (archive; optional once extracted)"),
+        "ncaltech101",
+        "NCALTECH101",
+        "NCALTECH101",
+        {"all": ("Caltech101", None)},
+        ".bin",
+        {"all": 8709},
+        (180, 240),
+        (
+            "Caltech101/<class>/image_<NNNN>.bin   (101 class folders incl. BACKGROUND_Google, 8,709 files)",
+            "N-Caltech101-archive.zip              (archive; optional once extracted)",
+        ),
         True,
         "tonic downloads it automatically when online (N-Caltech101-archive.zip from "
         "https://data.mendeley.com/datasets/cy6cvx3ryv, see https://www.garrickorchard.com/datasets/n-caltech101); "
-        "offline, extract that archive and the Caltech101.zip inside it into {dir}"),
+        "offline, extract that archive and the Caltech101.zip inside it into {dir}",
+    ),
     "dvslip": TonicSpec(
-        "dvslip", "DVSLip", "DVSLip", {"train": ("DVS-Lip/train", True), "test": ("DVS-Lip/test", False)},
-        ".npy", {"train": 14896, "test": 4975}, (128, 128),  # the DVS-Lip paper's split (Tan et al., CVPR 2022)
-        ("DVS-Lip/train/<word>/<n>.npy   (100 word folders; structured arrays t, x, y, p)",
-         "DVS-Lip/test/<word>/<n>.npy",
-         "DVS-Lip.zip                    (alternative: fsnn extracts it when the folders are missing)"),
+        "dvslip",
+        "DVSLip",
+        "DVSLip",
+        {"train": ("DVS-Lip/train", True), "test": ("DVS-Lip/test", False)},
+        ".npy",
+        {"train": 14896, "test": 4975},
+        (128, 128),  # the DVS-Lip paper's split (Tan et al., CVPR 2022)
+        (
+            "DVS-Lip/train/<word>/<n>.npy   (100 word folders; structured arrays t, x, y, p)",
+            "DVS-Lip/test/<word>/<n>.npy",
+            "DVS-Lip.zip                    (alternative: fsnn extracts it when the folders are missing)",
+        ),
         False,
         "manual download only (Google Drive): get DVS-Lip.zip from "
         "https://drive.google.com/file/d/1dBEgtmctTTWJlWnuWxFtk8gfOdVVpkQ0/view "
-        "(project page https://sites.google.com/view/event-based-lipreading) and put it in {dir}"),
+        "(project page https://sites.google.com/view/event-based-lipreading) and put it in {dir}",
+    ),
 }
 
 
@@ -444,17 +525,18 @@ def tonic_split_problem(spec: TonicSpec, location: Path, split: str, verify: boo
         return f"no {spec.ext} files in {sub}/"
     published = spec.published[split]
     if verify and found != published:
-        return (f"{'incomplete' if found < published else 'unexpected files'}: {sub}/ holds {found:,} {spec.ext} "
-                f"files, the published release has {published:,} (set FSNN_DATA_VERIFY=0 or verify=False to accept "
-                "a partial or modified copy)")
+        return (
+            f"{'incomplete' if found < published else 'unexpected files'}: {sub}/ holds {found:,} {spec.ext} "
+            f"files, the published release has {published:,} (set FSNN_DATA_VERIFY=0 or verify=False to accept "
+            "a partial or modified copy)"
+        )
     return None
 
 
 def _missing(spec_name: str, location: Path, problem: str, layout, get_it: str, library: str) -> DatasetMissingError:
     """The layout lines of a spec are relative to ``location`` unless they place ``{dir}`` themselves."""
     lines = [line.format(dir=location) if "{dir}" in line else f"{location}/{line}" for line in layout]
-    return dataset_missing(spec_name, location, problem, lines + [f"(read by {library})"],
-                           get_it.format(dir=location))
+    return dataset_missing(spec_name, location, problem, lines + [f"(read by {library})"], get_it.format(dir=location))
 
 
 def _extract_nested_caltech(location: Path) -> None:
@@ -528,13 +610,23 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
         if spec.name == "ncaltech101":  # tonic gives the class folder name; index it in the sorted folder list
             classes = sorted(set(targets))
             targets = [classes.index(c) for c in targets]
-        sources[split] = EventSource(spec.name, split, spec.sensor_hw, keys, targets, EventReader(ds, order),
-                                     location)
+        sources[split] = EventSource(spec.name, split, spec.sensor_hw, keys, targets, EventReader(ds, order), location)
     return sources
 
 
-def build_tonic(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                download: bool, verify: bool, num_workers: int, cache_dir: Path):
+def build_tonic(
+    info: DatasetInfo,
+    data_dir: Path,
+    T: int,
+    size,
+    seed: int,
+    val_fraction: float,
+    *,
+    download: bool,
+    verify: bool,
+    num_workers: int,
+    cache_dir: Path,
+):
     """``(train, val, test)`` for a tonic dataset (``info.name`` in :data:`TONIC_SPECS`): ``nmnist``,
     ``dvsgesture``, ``ncaltech101`` and ``dvslip``; each split a :class:`FrameDataset` of ``(float32 [T, 2, H, W],
     label)``.
@@ -581,8 +673,10 @@ HARDVS_SPLITS = ("train", "val", "test")
 HARDVS_SIZES = {"train": 64_522, "val": 10_734, "test": 32_390}
 HARDVS_LISTS = tuple(f"{split}_label.txt" for split in HARDVS_SPLITS)
 HARDVS_MINI_DOWNLOADS = ("MINI_HARDVS_files.zip", *HARDVS_LISTS)
-HARDVS_RAW = ("events_np/{train,val,test}/action_<001-300>/<sample>.npz   (SpikingJelly's raw layout; numpy "
-              "archives with keys t, x, y, p)")
+HARDVS_RAW = (
+    "events_np/{train,val,test}/action_<001-300>/<sample>.npz   (SpikingJelly's raw layout; numpy "
+    "archives with keys t, x, y, p)"
+)
 HARDVS_LAYOUT = {
     "hardvs": (
         HARDVS_RAW + "; the full HarDVS: 64,522 / 10,734 / 32,390 samples",
@@ -598,11 +692,11 @@ HARDVS_LAYOUT = {
 }
 HARDVS_GET = {
     "hardvs": "manual download only: the event files and the train/val/test_label.txt lists of the full HarDVS "
-              "from https://github.com/Event-AHU/HARDVS (links in its README); unpack the per-action archives into "
-              "{dir}/extract/ and put the three lists beside them. For SpikingJelly's MINI-HARDVS subset use "
-              "dataset=hardvs_mini",
+    "from https://github.com/Event-AHU/HARDVS (links in its README); unpack the per-action archives into "
+    "{dir}/extract/ and put the three lists beside them. For SpikingJelly's MINI-HARDVS subset use "
+    "dataset=hardvs_mini",
     "hardvs_mini": "manual download only: get MINI_HARDVS_files.zip and the train/val/test_label.txt files from "
-                   "https://github.com/Event-AHU/HARDVS (links in its README) and put them in {dir}/download/",
+    "https://github.com/Event-AHU/HARDVS (links in its README) and put them in {dir}/download/",
 }
 
 
@@ -614,8 +708,10 @@ def hardvs_problem(root: Path, verify: bool, sizes: dict[str, int] | None = None
     (the full HarDVS) or else ``extract/<split>_label.txt`` when that file exists."""
     raw = root / "events_np"
     if (root / "events_np.building").exists():
-        return (f"an interrupted preparation left {root / 'events_np.building'}; delete it together "
-                f"with {raw} (and {root / 'extract'} if damaged) and retry")
+        return (
+            f"an interrupted preparation left {root / 'events_np.building'}; delete it together "
+            f"with {raw} (and {root / 'extract'} if damaged) and retry"
+        )
     for split in HARDVS_SPLITS:
         d = raw / split
         if _count_files(d, ".npz", 1) == 0:
@@ -631,8 +727,9 @@ def hardvs_problem(root: Path, verify: bool, sizes: dict[str, int] | None = None
             continue
         have = sum(1 for _ in d.rglob("*.npz"))
         if have != want:
-            return (f"incomplete: events_np/{split}/ holds {have} samples, {source} {want}"
-                    + (" (MINI-HARDVS is dataset=hardvs_mini)" if sizes is not None else ""))
+            return f"incomplete: events_np/{split}/ holds {have} samples, {source} {want}" + (
+                " (MINI-HARDVS is dataset=hardvs_mini)" if sizes is not None else ""
+            )
     return None
 
 
@@ -675,8 +772,14 @@ def hardvs_sources(info: DatasetInfo, data_dir: Path, *, verify: bool) -> dict[s
     root = abspath(data_dir) / info.directory
     problem = _prepare_hardvs(info.name, root, verify)
     if problem:
-        raise _missing(info.name, root, problem, HARDVS_LAYOUT[info.name], HARDVS_GET[info.name],
-                       f"spikingjelly.datasets.HARDVS(root=<data_dir>/{info.directory}, data_type='event')")
+        raise _missing(
+            info.name,
+            root,
+            problem,
+            HARDVS_LAYOUT[info.name],
+            HARDVS_GET[info.name],
+            f"spikingjelly.datasets.HARDVS(root=<data_dir>/{info.directory}, data_type='event')",
+        )
     sources = {}
     for split in HARDVS_SPLITS:
         ds = HARDVS(str(root), train_test_val=split, data_type="event")
@@ -689,8 +792,19 @@ def hardvs_sources(info: DatasetInfo, data_dir: Path, *, verify: bool) -> dict[s
     return sources
 
 
-def build_hardvs(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                 download: bool, verify: bool, num_workers: int, cache_dir: Path):
+def build_hardvs(
+    info: DatasetInfo,
+    data_dir: Path,
+    T: int,
+    size,
+    seed: int,
+    val_fraction: float,
+    *,
+    download: bool,
+    verify: bool,
+    num_workers: int,
+    cache_dir: Path,
+):
     """``(train, val, test)`` for HarDVS or MINI-HARDVS: the official three splits (``val_fraction`` is not used;
     neither can be downloaded automatically); each split a :class:`FrameDataset` of ``(float32 [T, 2, H, W],
     label)``.

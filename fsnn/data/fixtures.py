@@ -34,19 +34,33 @@ import numpy as np
 
 from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES, GRAPH_WRITERS
 
-FIXTURE_NAMES = ("nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini", "cifar10", "cifar100", "imagenet",
-                 *GRAPH_FIXTURE_NAMES)
+FIXTURE_NAMES = (
+    "nmnist",
+    "dvsgesture",
+    "ncaltech101",
+    "dvslip",
+    "hardvs",
+    "hardvs_mini",
+    "cifar10",
+    "cifar100",
+    "imagenet",
+    *GRAPH_FIXTURE_NAMES,
+)
 
 NCALTECH_CLASSES = ("BACKGROUND_Google", "Faces_easy", "airplanes", "yin_yang")
 DVSLIP_WORDS = ("accused", "action", "allow", "young")
 HARDVS_CLASSES = ("action_001", "action_002", "action_003")
-IMAGENET_WNIDS = {"n01440764": ("tench", "Tinca tinca"), "n01443537": ("goldfish", "Carassius auratus"),
-                  "n01484850": ("great white shark", "white shark", "man-eater")}
+IMAGENET_WNIDS = {
+    "n01440764": ("tench", "Tinca tinca"),
+    "n01443537": ("goldfish", "Carassius auratus"),
+    "n01484850": ("great white shark", "white shark", "man-eater"),
+}
 GESTURE_LIGHTING = ("fluorescent", "fluorescent_led", "lab", "led", "natural")
 
 
-def fake_events(rng: np.random.Generator, n: int, H: int, W: int, label: int, num_labels: int,
-                duration_us: int = 300_000):
+def fake_events(
+    rng: np.random.Generator, n: int, H: int, W: int, label: int, num_labels: int, duration_us: int = 300_000
+):
     """``n`` time-sorted events ``(x, y, t, p)`` on an ``H x W`` sensor: a blob whose centre moves over time and
     whose horizontal position depends on ``label``, ``t`` in ``[0, duration_us)``, random polarities."""
     t = np.sort(rng.integers(0, duration_us, n))
@@ -62,7 +76,7 @@ def encode_atis_bin(x, y, t, p) -> bytes:
     """N-MNIST / N-Caltech101 ``.bin`` bytes: per event x, y, then polarity in bit 7 and the 23-bit timestamp
     (microseconds) big-endian over bits 0-6 and two bytes. Needs ``x, y < 256``, ``y != 240``, ``t < 2**23``."""
     x, y, t, p = (np.asarray(a, dtype=np.int64) for a in (x, y, t, p))
-    if np.any(y == 240) or np.any(t >= 2 ** 23) or np.any((x > 255) | (y > 255)):
+    if np.any(y == 240) or np.any(t >= 2**23) or np.any((x > 255) | (y > 255)):
         raise ValueError("event not representable without overflow markers")
     out = np.empty((len(t), 5), np.uint8)
     out[:, 0] = x
@@ -162,7 +176,7 @@ def _images(rng, n: int, labels, num_labels: int, H: int = 32, W: int = 32) -> n
     images = rng.integers(0, 60, (n, H, W, 3), dtype=np.uint8)
     for i, label in enumerate(labels):
         cx = int((label % num_labels + 0.5) * (W - 8) / num_labels)
-        images[i, H // 3:H // 3 + 8, cx:cx + 8, label % 3] = 255
+        images[i, H // 3 : H // 3 + 8, cx : cx + 8, label % 3] = 255
     return images
 
 
@@ -177,11 +191,18 @@ def _cifar10(root: Path, rng) -> Path:
     for name, n in [(f"data_batch_{i}", 8) for i in range(1, 6)] + [("test_batch", 10)]:
         labels = [int(v) for v in rng.integers(0, 10, n)]
         data = _images(rng, n, labels, 10).transpose(0, 3, 1, 2).reshape(n, 3072)
-        _pickle(base / name, {"batch_label": name, "labels": labels, "data": data,
-                              "filenames": [f"img_{i}.png" for i in range(n)]})
-    _pickle(base / "batches.meta", {"label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog",
-                                                    "horse", "ship", "truck"], "num_cases_per_batch": 8,
-                                    "num_vis": 3072})
+        _pickle(
+            base / name,
+            {"batch_label": name, "labels": labels, "data": data, "filenames": [f"img_{i}.png" for i in range(n)]},
+        )
+    _pickle(
+        base / "batches.meta",
+        {
+            "label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"],
+            "num_cases_per_batch": 8,
+            "num_vis": 3072,
+        },
+    )
     return base
 
 
@@ -191,10 +212,23 @@ def _cifar100(root: Path, rng) -> Path:
     for name, n in (("train", 40), ("test", 10)):
         fine = [int(v) for v in rng.integers(0, 5, n)]
         data = _images(rng, n, fine, 5).transpose(0, 3, 1, 2).reshape(n, 3072)
-        _pickle(base / name, {"batch_label": name, "fine_labels": fine, "coarse_labels": [f // 5 for f in fine],
-                              "data": data, "filenames": [f"img_{i}.png" for i in range(n)]})
-    _pickle(base / "meta", {"fine_label_names": [f"class_{i:03d}" for i in range(100)],
-                            "coarse_label_names": [f"super_{i:02d}" for i in range(20)]})
+        _pickle(
+            base / name,
+            {
+                "batch_label": name,
+                "fine_labels": fine,
+                "coarse_labels": [f // 5 for f in fine],
+                "data": data,
+                "filenames": [f"img_{i}.png" for i in range(n)],
+            },
+        )
+    _pickle(
+        base / "meta",
+        {
+            "fine_label_names": [f"class_{i:03d}" for i in range(100)],
+            "coarse_label_names": [f"super_{i:02d}" for i in range(20)],
+        },
+    )
     return base
 
 
@@ -219,9 +253,18 @@ def _imagenet(root: Path, rng) -> Path:
     return base
 
 
-WRITERS = {"nmnist": _nmnist, "dvsgesture": _dvsgesture, "ncaltech101": _ncaltech101, "dvslip": _dvslip,
-           "hardvs": _hardvs, "hardvs_mini": _hardvs_mini, "cifar10": _cifar10, "cifar100": _cifar100,
-           "imagenet": _imagenet, **GRAPH_WRITERS}
+WRITERS = {
+    "nmnist": _nmnist,
+    "dvsgesture": _dvsgesture,
+    "ncaltech101": _ncaltech101,
+    "dvslip": _dvslip,
+    "hardvs": _hardvs,
+    "hardvs_mini": _hardvs_mini,
+    "cifar10": _cifar10,
+    "cifar100": _cifar100,
+    "imagenet": _imagenet,
+    **GRAPH_WRITERS,
+}
 
 
 def write_fixtures(root: Path, names=None) -> dict[str, Path]:

@@ -39,12 +39,22 @@ log = logging.getLogger(__name__)
 #: each of its own files as they were written
 PROCESSED_RECORD = "fsnn_made_from.json"
 #: the only globals a Planetoid raw file may name: sparse features, one-hot label arrays, the adjacency lists
-PLANETOID_GLOBALS = frozenset({
-    ("numpy", "dtype"), ("numpy", "ndarray"), ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "_reconstruct"), ("scipy.sparse.csr", "csr_matrix"),
-    ("scipy.sparse._csr", "csr_matrix"), ("collections", "defaultdict"), ("builtins", "list"), ("builtins", "dict"),
-    ("__builtin__", "list"), ("__builtin__", "dict"), ("_codecs", "encode"),  # Python 2's names, as pickled
-})
+PLANETOID_GLOBALS = frozenset(
+    {
+        ("numpy", "dtype"),
+        ("numpy", "ndarray"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("scipy.sparse.csr", "csr_matrix"),
+        ("scipy.sparse._csr", "csr_matrix"),
+        ("collections", "defaultdict"),
+        ("builtins", "list"),
+        ("builtins", "dict"),
+        ("__builtin__", "list"),
+        ("__builtin__", "dict"),
+        ("_codecs", "encode"),  # Python 2's names, as pickled
+    }
+)
 
 
 def damaged(info: DatasetInfo, path: Path | str, problem: str, folder: Path | None = None) -> DatasetDamagedError:
@@ -52,7 +62,10 @@ def damaged(info: DatasetInfo, path: Path | str, problem: str, folder: Path | No
     where = folder if folder is not None else Path(path).parent
     return DatasetDamagedError(
         f"dataset {info.name!r}: {path}: {problem}; replace the dataset's files (delete {where} and download them "
-        "again, FSNN_DATA_DOWNLOAD=1, or copy them from a machine that has them)", dataset=info.name, path=path)
+        "again, FSNN_DATA_DOWNLOAD=1, or copy them from a machine that has them)",
+        dataset=info.name,
+        path=path,
+    )
 
 
 # -- raw files ----------------------------------------------------------------------------------
@@ -61,8 +74,9 @@ def damaged(info: DatasetInfo, path: Path | str, problem: str, folder: Path | No
 class _SafeUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         if (module, name) not in PLANETOID_GLOBALS:
-            raise pickle.UnpicklingError(f"it names {module}.{name}, which a Planetoid file never holds (a pickle "
-                                         "that could run code)")
+            raise pickle.UnpicklingError(
+                f"it names {module}.{name}, which a Planetoid file never holds (a pickle that could run code)"
+            )
         with warnings.catch_warnings():  # numpy.core and scipy.sparse.csr: the old names these files were written with
             warnings.simplefilter("ignore", DeprecationWarning)
             return super().find_class(module, name)
@@ -111,8 +125,19 @@ def check_raw_files(info: DatasetInfo, paths: list[Path], folder: Path) -> None:
     for path in paths:
         try:
             contents[path.name] = _read_raw(path)
-        except (OSError, EOFError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile, zlib.error, AttributeError,
-                ImportError, TypeError, IndexError, KeyError) as error:
+        except (
+            OSError,
+            EOFError,
+            ValueError,
+            pickle.UnpicklingError,
+            zipfile.BadZipFile,
+            zlib.error,
+            AttributeError,
+            ImportError,
+            TypeError,
+            IndexError,
+            KeyError,
+        ) as error:
             raise damaged(info, path, f"cannot be read ({_reason(error)})", folder) from None
     if info.library == "planetoid":  # ind.<name>.<part>: x, tx, allx, y, ty, ally, graph, test.index
         path = {p.name.split(".", 2)[-1]: p for p in paths}
@@ -132,8 +157,12 @@ def _check_planetoid(info: DatasetInfo, parts: dict, path: dict[str, Path], fold
 
     for features, labels in (("x", "y"), ("allx", "ally"), ("tx", "ty")):
         if rows(features) != rows(labels):
-            raise damaged(info, path[labels], f"holds {rows(labels)} rows where {path[features].name} holds "
-                          f"{rows(features)}", folder)
+            raise damaged(
+                info,
+                path[labels],
+                f"holds {rows(labels)} rows where {path[features].name} holds {rows(features)}",
+                folder,
+            )
     for key in ("x", "tx", "allx", "y", "ty", "ally"):
         if cols(key) is None:
             raise damaged(info, path[key], f"holds an array of shape {np.shape(parts[key])}, not a matrix", folder)
@@ -142,12 +171,18 @@ def _check_planetoid(info: DatasetInfo, parts: dict, path: dict[str, Path], fold
             raise damaged(info, path[key], f"has {cols(key)} columns where {path[ref].name} has {cols(ref)}", folder)
     index = parts["test.index"]
     if len(index) != rows("tx") or len(np.unique(index)) != len(index) or (len(index) and index.min() < 0):
-        raise damaged(info, path["test.index"], f"lists {len(index)} test nodes ({len(np.unique(index))} distinct) "
-                      f"where {path['tx'].name} holds {rows('tx')}", folder)
+        raise damaged(
+            info,
+            path["test.index"],
+            f"lists {len(index)} test nodes ({len(np.unique(index))} distinct) "
+            f"where {path['tx'].name} holds {rows('tx')}",
+            folder,
+        )
     graph = parts["graph"]
     if not isinstance(graph, dict) or not all(
-            isinstance(node, int) and node >= 0 and isinstance(nbrs, list) and all(isinstance(v, int) for v in nbrs)
-            for node, nbrs in graph.items()):
+        isinstance(node, int) and node >= 0 and isinstance(nbrs, list) and all(isinstance(v, int) for v in nbrs)
+        for node, nbrs in graph.items()
+    ):
         raise damaged(info, path["graph"], "is not adjacency lists of node indices", folder)
 
 
@@ -216,8 +251,15 @@ def record_processed(processed: Path, raw: list[Path]) -> None:
 # -- the graph read -----------------------------------------------------------------------------
 
 
-def check_graph(info: DatasetInfo, x: torch.Tensor, y: torch.Tensor, edge_index: torch.Tensor, num_nodes: int,
-                sources: dict[str, list[Path]], verify: bool) -> None:
+def check_graph(
+    info: DatasetInfo,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    edge_index: torch.Tensor,
+    num_nodes: int,
+    sources: dict[str, list[Path]],
+    verify: bool,
+) -> None:
     """The graph read for ``info`` is the registry's dataset and whole: ``x`` finite with ``info.in_channels``
     columns, ``y`` of ``num_nodes`` labels in ``[0, info.num_classes)``, ``edge_index`` of nodes in
     ``[0, num_nodes)``, and (``verify``) ``num_nodes`` the published node count. ``sources``: the files that hold
@@ -231,28 +273,40 @@ def check_graph(info: DatasetInfo, x: torch.Tensor, y: torch.Tensor, edge_index:
             return DatasetDamagedError(f"dataset {info.name!r}: {problem}", dataset=info.name)
         return damaged(info, files[key], problem, folder)
 
-    counts = (f"{info.name} has {info.num_nodes:,} nodes, " if info.num_nodes else f"{info.name} has ") + \
-        f"{info.in_channels:,} features and {info.num_classes} classes"
+    counts = (
+        f"{info.name} has {info.num_nodes:,} nodes, " if info.num_nodes else f"{info.name} has "
+    ) + f"{info.in_channels:,} features and {info.num_classes} classes"
     if x.dim() != 2 or x.shape[0] != num_nodes:
         raise refuse("x", f"features of shape {tuple(x.shape)} for a graph of {num_nodes} nodes")
     block = max(1, (1 << 24) // max(1, x.shape[1]))  # a block of rows at a time: Physics' features are 1.1 GB
     for start in range(0, num_nodes, block):
-        finite = torch.isfinite(x[start:start + block])
+        finite = torch.isfinite(x[start : start + block])
         if not bool(finite.all()):
             node, feature = (~finite).nonzero()[0].tolist()
-            raise refuse("x", f"a feature value is not finite (NaN or infinite; the first at node {start + node}, "
-                         f"feature {feature})")
+            raise refuse(
+                "x",
+                f"a feature value is not finite (NaN or infinite; the first at node {start + node}, feature {feature})",
+            )
     if sources and x.shape[1] != info.in_channels:
-        raise refuse("x", f"the graph read has {x.shape[1]:,} features per node where {counts}: these are not "
-                     f"{info.name}'s files")
+        raise refuse(
+            "x",
+            f"the graph read has {x.shape[1]:,} features per node where {counts}: these are not {info.name}'s files",
+        )
     classes = info.num_classes if sources else None  # a generated graph's options set its classes
     if y.numel() != num_nodes or (y.numel() and (int(y.min()) < 0 or classes and int(y.max()) >= classes)):
-        raise refuse("y", f"labels {int(y.min()) if y.numel() else '-'}..{int(y.max()) if y.numel() else '-'} for "
-                     f"{y.numel()} of {num_nodes} nodes where {counts}")
+        raise refuse(
+            "y",
+            f"labels {int(y.min()) if y.numel() else '-'}..{int(y.max()) if y.numel() else '-'} for "
+            f"{y.numel()} of {num_nodes} nodes where {counts}",
+        )
     if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
         worst = int(edge_index.max()) if int(edge_index.max()) >= num_nodes else int(edge_index.min())
-        raise refuse("edge_index", f"an edge names node {worst}, outside the graph's {num_nodes} nodes "
-                     f"(0..{num_nodes - 1})")
+        raise refuse(
+            "edge_index", f"an edge names node {worst}, outside the graph's {num_nodes} nodes (0..{num_nodes - 1})"
+        )
     if sources and verify and info.num_nodes and num_nodes != info.num_nodes:
-        raise refuse("x", f"the graph read has {num_nodes:,} nodes where {counts}: these are not {info.name}'s files "
-                     "(FSNN_DATA_VERIFY=0 accepts a subset, as for test fixtures)")
+        raise refuse(
+            "x",
+            f"the graph read has {num_nodes:,} nodes where {counts}: these are not {info.name}'s files "
+            "(FSNN_DATA_VERIFY=0 accepts a subset, as for test fixtures)",
+        )

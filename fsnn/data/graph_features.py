@@ -174,7 +174,7 @@ def standardize(x: torch.Tensor, mask: torch.Tensor | None = None, eps: float = 
         mean, std = ref[0], torch.ones_like(ref[0])
     else:  # float64 statistics, a block of columns at a time (bounded extra memory for wide features)
         step = max(1, (64 * 2**20) // (8 * ref.size(0)))
-        parts = [torch.std_mean(ref[:, i:i + step].double(), dim=0) for i in range(0, ref.size(1), step)]
+        parts = [torch.std_mean(ref[:, i : i + step].double(), dim=0) for i in range(0, ref.size(1), step)]
         std = torch.cat([p[0] for p in parts]).to(x.dtype) if parts else ref.new_zeros(0)
         mean = torch.cat([p[1] for p in parts]).to(x.dtype) if parts else ref.new_zeros(0)
     std = torch.where(std > eps, std, torch.ones_like(std))
@@ -188,7 +188,8 @@ def normalize_rows(x: torch.Tensor) -> torch.Tensor:
     if x.layout == torch.sparse_csr:
         counts = x.crow_indices().diff()
         sums = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device).index_add_(
-            0, torch.repeat_interleave(torch.arange(x.shape[0], device=x.device), counts), x.values())
+            0, torch.repeat_interleave(torch.arange(x.shape[0], device=x.device), counts), x.values()
+        )
         values = x.values() / sums.clamp(min=1.0).repeat_interleave(counts)
         return torch.sparse_csr_tensor(x.crow_indices(), x.col_indices(), values, x.shape, check_invariants=False)
     return x / x.sum(dim=-1, keepdim=True).clamp(min=1.0)
@@ -207,8 +208,9 @@ def _fix_signs(vecs: np.ndarray) -> np.ndarray:
     return vecs * signs
 
 
-def laplacian_pe(edge_index, num_nodes: int, dim: int = 32, *, seed: int = 0, tol: float = 1e-8,
-                 return_eigenvalues: bool = False):
+def laplacian_pe(
+    edge_index, num_nodes: int, dim: int = 32, *, seed: int = 0, tol: float = 1e-8, return_eigenvalues: bool = False
+):
     """Laplacian positional encoding: eigenvectors 2..dim+1 (ascending eigenvalue) of the symmetric normalised
     Laplacian ``L = I - D^-1/2 A D^-1/2`` of the simple undirected graph, as ``[N, dim]`` float32.
 
@@ -376,8 +378,16 @@ def _rwpe_estimate(s: sp.csr_matrix, steps: int, num_probes: int, seed: int, wor
     return np.clip(pe, 0.0, 1.0, out=pe)  # return probabilities; removes negative estimates
 
 
-def random_walk_pe(edge_index, num_nodes: int, steps: int = 32, *, method: str = "auto",
-                   num_probes: int = 512, seed: int = 0, workers: int | None = None) -> torch.Tensor:
+def random_walk_pe(
+    edge_index,
+    num_nodes: int,
+    steps: int = 32,
+    *,
+    method: str = "auto",
+    num_probes: int = 512,
+    seed: int = 0,
+    workers: int | None = None,
+) -> torch.Tensor:
     """Random-walk positional encoding ``[N, steps]`` float32: column ``k-1`` holds the return probabilities
     ``diag((D^-1 A)^k)``, ``k = 1..steps``, of the simple undirected graph (isolated nodes: 0). Every node gets
     its own values (the authors' version broadcast one constant per column).
@@ -498,9 +508,18 @@ def graph_fingerprint(edge_index, num_nodes: int, x: torch.Tensor | None = None)
     return h.hexdigest()
 
 
-def node_features(data, *, hops: int = 1, zscore: bool = True, pe: str | None = None, pe_dim: int = 32,
-                  rwpe_method: str = "auto", rwpe_probes: int = 512, pe_seed: int = 0,
-                  cache_dir: str | Path | None = None) -> torch.Tensor:
+def node_features(
+    data,
+    *,
+    hops: int = 1,
+    zscore: bool = True,
+    pe: str | None = None,
+    pe_dim: int = 32,
+    rwpe_method: str = "auto",
+    rwpe_probes: int = 512,
+    pe_seed: int = 0,
+    cache_dir: str | Path | None = None,
+) -> torch.Tensor:
     """The spiking GNN input of the paper's recipe: ``standardize(propagate(x, hops), train_mask)``, with a
     positional encoding concatenated when ``pe`` is ``"laplacian"`` or ``"random_walk"`` (DRSGNN, ``pe_dim``
     columns, not z-scored). ``data`` needs ``x``, ``edge_index`` and (for ``zscore``) ``train_mask``.
@@ -515,8 +534,11 @@ def node_features(data, *, hops: int = 1, zscore: bool = True, pe: str | None = 
     fp_graph = graph_fingerprint(ei, n) if cache_dir is not None else ""
     if hops:
         fp_x = graph_fingerprint(ei, n, data.x) if cache_dir is not None else ""
-        x = cached_tensor(cache_dir, f"propagate-v{CACHE_VERSION}-h{hops}-{fp_x}",
-                          lambda: propagate(data.x, ei, hops=hops, num_nodes=n))
+        x = cached_tensor(
+            cache_dir,
+            f"propagate-v{CACHE_VERSION}-h{hops}-{fp_x}",
+            lambda: propagate(data.x, ei, hops=hops, num_nodes=n),
+        )
     else:
         x = torch.as_tensor(data.x).float()
     if zscore:
@@ -524,14 +546,19 @@ def node_features(data, *, hops: int = 1, zscore: bool = True, pe: str | None = 
     if pe in (None, "none", ""):
         return x
     if pe == "laplacian":
-        enc = cached_tensor(cache_dir, f"lappe-v{CACHE_VERSION}-d{pe_dim}-s{pe_seed}-{fp_graph}",
-                            lambda: laplacian_pe(ei, n, pe_dim, seed=pe_seed))
+        enc = cached_tensor(
+            cache_dir,
+            f"lappe-v{CACHE_VERSION}-d{pe_dim}-s{pe_seed}-{fp_graph}",
+            lambda: laplacian_pe(ei, n, pe_dim, seed=pe_seed),
+        )
     elif pe == "random_walk":
         method = resolve_rwpe_method(ei, n, pe_dim, rwpe_method)
         tag = "exact" if method == "exact" else f"estimate-m{rwpe_probes}-s{pe_seed}"
-        enc = cached_tensor(cache_dir, f"rwpe-v{CACHE_VERSION}-k{pe_dim}-{tag}-{fp_graph}",
-                            lambda: random_walk_pe(ei, n, pe_dim, method=method, num_probes=rwpe_probes,
-                                                   seed=pe_seed))
+        enc = cached_tensor(
+            cache_dir,
+            f"rwpe-v{CACHE_VERSION}-k{pe_dim}-{tag}-{fp_graph}",
+            lambda: random_walk_pe(ei, n, pe_dim, method=method, num_probes=rwpe_probes, seed=pe_seed),
+        )
     else:
         raise ValueError(f"pe must be None, 'laplacian' or 'random_walk', got {pe!r}")
     return torch.cat([x, enc.to(x.dtype)], dim=1)

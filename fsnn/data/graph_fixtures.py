@@ -35,11 +35,17 @@ __all__ = ["GRAPH_FIXTURE_NAMES", "GRAPH_WRITERS"]
 GRAPH_FIXTURE_NAMES = ("cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv")
 
 # name -> (folder, file stem, num_classes, num_features)
-_PLANETOID = {"cora": ("Cora", "cora", 7, 1433), "citeseer": ("CiteSeer", "citeseer", 6, 3703),
-              "pubmed": ("PubMed", "pubmed", 3, 500)}
-_NPZ = {"photo": ("Photo", "amazon_electronics_photo", 8, 745),
-        "computers": ("Computers", "amazon_electronics_computers", 10, 767),
-        "cs": ("CS", "ms_academic_cs", 15, 6805), "physics": ("Physics", "ms_academic_phy", 5, 8415)}
+_PLANETOID = {
+    "cora": ("Cora", "cora", 7, 1433),
+    "citeseer": ("CiteSeer", "citeseer", 6, 3703),
+    "pubmed": ("PubMed", "pubmed", 3, 500),
+}
+_NPZ = {
+    "photo": ("Photo", "amazon_electronics_photo", 8, 745),
+    "computers": ("Computers", "amazon_electronics_computers", 10, 767),
+    "cs": ("CS", "ms_academic_cs", 15, 6805),
+    "physics": ("Physics", "ms_academic_phy", 5, 8415),
+}
 
 
 def _labels(rng: np.random.Generator, n: int, c: int) -> np.ndarray:
@@ -123,10 +129,18 @@ def _write_npz(root: Path, rng: np.random.Generator, name: str) -> Path:
     r = np.concatenate([pairs[0], pairs[1]])
     cc = np.concatenate([pairs[1], pairs[0]])
     adj = sp.csr_matrix((np.ones(r.size, dtype=np.float32), (r, cc)), shape=(n, n))
-    np.savez(raw / f"{stem}.npz",
-             adj_data=adj.data, adj_indices=adj.indices, adj_indptr=adj.indptr, adj_shape=np.array(adj.shape),
-             attr_data=attr.data, attr_indices=attr.indices, attr_indptr=attr.indptr,
-             attr_shape=np.array(attr.shape), labels=y.astype(np.int64))
+    np.savez(
+        raw / f"{stem}.npz",
+        adj_data=adj.data,
+        adj_indices=adj.indices,
+        adj_indptr=adj.indptr,
+        adj_shape=np.array(adj.shape),
+        attr_data=attr.data,
+        attr_indices=attr.indices,
+        attr_indptr=attr.indptr,
+        attr_shape=np.array(attr.shape),
+        labels=y.astype(np.int64),
+    )
     return root / folder
 
 
@@ -167,6 +181,8 @@ def _write_ogbn_arxiv(root: Path, rng: np.random.Generator) -> Path:
 
 
 #: name -> ``writer(root, rng) -> dataset folder``, for :func:`fsnn.data.fixtures.write_fixtures`
-GRAPH_WRITERS = {**{name: partial(_write_planetoid, name=name) for name in _PLANETOID},
-                 **{name: partial(_write_npz, name=name) for name in _NPZ},
-                 "ogbn_arxiv": _write_ogbn_arxiv}
+GRAPH_WRITERS = {
+    **{name: partial(_write_planetoid, name=name) for name in _PLANETOID},
+    **{name: partial(_write_npz, name=name) for name in _NPZ},
+    "ogbn_arxiv": _write_ogbn_arxiv,
+}

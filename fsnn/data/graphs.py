@@ -57,20 +57,24 @@ log = logging.getLogger(__name__)
 PAPER_RATIOS = (0.7, 0.2, 0.1)
 #: graphs whose library defines a train/val/test split (``split="public"``)
 PUBLIC_SPLITS = frozenset({"cora", "citeseer", "pubmed", "ogbn_arxiv"})
-SYNTHETIC_DEFAULTS = dict(num_nodes=2000, num_classes=5, num_features=64, avg_degree=8.0, homophily=0.8,
-                          feature_signal=0.2, graph_seed=0)
+SYNTHETIC_DEFAULTS = dict(
+    num_nodes=2000, num_classes=5, num_features=64, avg_degree=8.0, homophily=0.8, feature_signal=0.2, graph_seed=0
+)
 
 _RAW_FILES = {
-    "planetoid": lambda stem: [f"ind.{stem}.{ext}" for ext in ("x", "tx", "allx", "y", "ty", "ally", "graph",
-                                                                "test.index")],
+    "planetoid": lambda stem: [
+        f"ind.{stem}.{ext}" for ext in ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+    ],
     "amazon": lambda stem: [f"amazon_electronics_{stem}.npz"],
     "coauthor": lambda stem: [f"ms_academic_{stem[:3]}.npz"],
 }
 #: which raw files of a library hold the features, the labels and the edges (named when their values are wrong)
 _HOLDS = {
-    "planetoid": lambda stem: {"x": [f"ind.{stem}.{e}" for e in ("x", "tx", "allx")],
-                               "y": [f"ind.{stem}.{e}" for e in ("y", "ty", "ally")],
-                               "edge_index": [f"ind.{stem}.graph"]},
+    "planetoid": lambda stem: {
+        "x": [f"ind.{stem}.{e}" for e in ("x", "tx", "allx")],
+        "y": [f"ind.{stem}.{e}" for e in ("y", "ty", "ally")],
+        "edge_index": [f"ind.{stem}.graph"],
+    },
     "amazon": lambda stem: dict.fromkeys(("x", "y", "edge_index"), _RAW_FILES["amazon"](stem)),
     "coauthor": lambda stem: dict.fromkeys(("x", "y", "edge_index"), _RAW_FILES["coauthor"](stem)),
     "ogb": lambda stem: {"x": ["node-feat.csv.gz"], "y": ["node-label.csv.gz"], "edge_index": ["edge.csv.gz"]},
@@ -81,8 +85,14 @@ _URLS = {
     "coauthor": "https://github.com/shchur/gnn-benchmark/raw/master/data/npz/",
 }
 OGB_ARXIV_URL = "http://snap.stanford.edu/ogb/data/nodeproppred/arxiv.zip"
-OGB_RAW = ["edge.csv.gz", "node-feat.csv.gz", "num-node-list.csv.gz", "num-edge-list.csv.gz",
-           "node_year.csv.gz", "node-label.csv.gz"]
+OGB_RAW = [
+    "edge.csv.gz",
+    "node-feat.csv.gz",
+    "num-node-list.csv.gz",
+    "num-edge-list.csv.gz",
+    "node_year.csv.gz",
+    "node-label.csv.gz",
+]
 OGB_SPLIT = ["train.csv.gz", "valid.csv.gz", "test.csv.gz"]
 
 
@@ -134,9 +144,15 @@ def _synthetic_options(options: dict) -> dict:
     return opts
 
 
-def make_synthetic_graph(num_nodes: int = 2000, num_classes: int = 5, num_features: int = 64,
-                         avg_degree: float = 8.0, homophily: float = 0.8, feature_signal: float = 0.2,
-                         seed: int = 0):
+def make_synthetic_graph(
+    num_nodes: int = 2000,
+    num_classes: int = 5,
+    num_features: int = 64,
+    avg_degree: float = 8.0,
+    homophily: float = 0.8,
+    feature_signal: float = 0.2,
+    seed: int = 0,
+):
     """A seeded stochastic-block-model-like graph with class-dependent Gaussian features, built sparsely in
     O(N * (degree + features)) time and memory (ogbn-arxiv size in about a second).
 
@@ -194,12 +210,15 @@ def _load_pyg_files(info: DatasetInfo, root: Path, download: bool):
     files = _RAW_FILES[info.library](stem)
     missing = [f for f in files if not (raw_dir / f).is_file()]
     layout = [f"{raw_dir}/{f}" for f in files]
-    get_it = (f"PyG downloads the files from {_URLS[info.library]} automatically when online "
-              f"(load_graph(..., download=True) or FSNN_DATA_DOWNLOAD=1); offline, copy them from a machine "
-              f"that has them into {raw_dir}/")
+    get_it = (
+        f"PyG downloads the files from {_URLS[info.library]} automatically when online "
+        f"(load_graph(..., download=True) or FSNN_DATA_DOWNLOAD=1); offline, copy them from a machine "
+        f"that has them into {raw_dir}/"
+    )
     if missing and not download:
-        raise dataset_missing(info.name, folder, f"missing {', '.join(missing)} (automatic download disabled)",
-                              layout, get_it)
+        raise dataset_missing(
+            info.name, folder, f"missing {', '.join(missing)} (automatic download disabled)", layout, get_it
+        )
     cls = {"planetoid": Planetoid, "amazon": Amazon, "coauthor": Coauthor}[info.library]
     existed = folder.exists()
     try:
@@ -207,18 +226,30 @@ def _load_pyg_files(info: DatasetInfo, root: Path, download: bool):
             dataset = cls(str(root), info.directory)
             record_processed(folder / "processed", [raw_dir / f for f in files])
         else:
-            dataset = _checked_dataset(info, folder, [raw_dir / f for f in files],
-                                       lambda: cls(str(root), info.directory))
+            dataset = _checked_dataset(
+                info, folder, [raw_dir / f for f in files], lambda: cls(str(root), info.directory)
+            )
     except DatasetDamagedError:
         raise
     except Exception as err:
         if missing:
             if not existed:
                 _remove_empty_dirs(folder)
-            raise dataset_missing(info.name, folder, f"missing {', '.join(missing)} and the automatic download failed",
-                                  layout, get_it, err) from err
-        raise damaged(info, raw_dir, f"PyG cannot read the raw files ({type(err).__name__}: "
-                      f"{str(err).strip().splitlines()[0][:200] if str(err).strip() else ''})", folder) from err
+            raise dataset_missing(
+                info.name,
+                folder,
+                f"missing {', '.join(missing)} and the automatic download failed",
+                layout,
+                get_it,
+                err,
+            ) from err
+        raise damaged(
+            info,
+            raw_dir,
+            f"PyG cannot read the raw files ({type(err).__name__}: "
+            f"{str(err).strip().splitlines()[0][:200] if str(err).strip() else ''})",
+            folder,
+        ) from err
     return dataset[0]
 
 
@@ -233,8 +264,12 @@ def _checked_dataset(info: DatasetInfo, folder: Path, raw: list[Path], make, saf
                 return make()
             except Exception as error:  # noqa: BLE001 - a cache another version of the library wrote
                 reason = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-                log.warning("the processed cache %s cannot be read (%s: %s); it is rebuilt from the raw files",
-                            processed, type(error).__name__, reason)
+                log.warning(
+                    "the processed cache %s cannot be read (%s: %s); it is rebuilt from the raw files",
+                    processed,
+                    type(error).__name__,
+                    reason,
+                )
                 shutil.rmtree(processed)
         check_raw_files(info, raw, folder)
         dataset = make()
@@ -289,9 +324,11 @@ def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     split_dir = folder / "split" / "time"
     split_needed = [split_dir / f for f in OGB_SPLIT]
     layout = [str(release)] + [str(p) for p in raw_needed] + [str(p) for p in split_needed]
-    get_it = (f"OGB downloads {OGB_ARXIV_URL} automatically when online (load_graph(..., download=True) or "
-              f"FSNN_DATA_DOWNLOAD=1); offline, unzip arxiv.zip elsewhere and copy its folder 'arxiv' to "
-              f"{root / 'ogbn_arxiv'} (with RELEASE_v1.txt, raw/, split/time/)")
+    get_it = (
+        f"OGB downloads {OGB_ARXIV_URL} automatically when online (load_graph(..., download=True) or "
+        f"FSNN_DATA_DOWNLOAD=1); offline, unzip arxiv.zip elsewhere and copy its folder 'arxiv' to "
+        f"{root / 'ogbn_arxiv'} (with RELEASE_v1.txt, raw/, split/time/)"
+    )
     missing = _ogb_missing(folder)
     if folder.exists() and missing:
         raise dataset_missing(info.name, folder, f"incomplete: missing {', '.join(missing)}", layout, get_it)
@@ -321,10 +358,12 @@ def _load_ogb(info: DatasetInfo, root: Path, download: bool):
     except (Exception, SystemExit) as err:
         if not existed:
             _remove_empty_dirs(folder)
-            raise dataset_missing(info.name, folder, "folder not found and the automatic download failed", layout,
-                                  get_it, err) from err
-        raise dataset_missing(info.name, folder, "the files are present but could not be read", layout, get_it,
-                              err) from err
+            raise dataset_missing(
+                info.name, folder, "folder not found and the automatic download failed", layout, get_it, err
+            ) from err
+        raise dataset_missing(
+            info.name, folder, "the files are present but could not be read", layout, get_it, err
+        ) from err
     n = int(data.num_nodes)
     data.train_mask = _index_mask(n, split["train"])
     data.val_mask = _index_mask(n, split["valid"])
@@ -376,8 +415,15 @@ def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
     """
     if info.library == "synthetic":
         opts = _synthetic_options(options)
-        return make_synthetic_graph(opts["num_nodes"], opts["num_classes"], opts["num_features"], opts["avg_degree"],
-                                    opts["homophily"], opts["feature_signal"], seed=opts["graph_seed"])
+        return make_synthetic_graph(
+            opts["num_nodes"],
+            opts["num_classes"],
+            opts["num_features"],
+            opts["avg_degree"],
+            opts["homophily"],
+            opts["feature_signal"],
+            seed=opts["graph_seed"],
+        )
     if options:
         raise TypeError(f"graph dataset {info.name!r} takes no options, got {sorted(options)}")
     if info.library == "ogb":
@@ -387,8 +433,16 @@ def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
     return _load_pyg_files(info, data_dir, download)
 
 
-def build_graph(info: DatasetInfo, data_dir: str | Path, split: str = "ratio", seed: int = 0, ratios=PAPER_RATIOS,
-                *, download: bool | None = None, **options):
+def build_graph(
+    info: DatasetInfo,
+    data_dir: str | Path,
+    split: str = "ratio",
+    seed: int = 0,
+    ratios=PAPER_RATIOS,
+    *,
+    download: bool | None = None,
+    **options,
+):
     """Graph ``info`` read by its ``builder`` and made uniform: ``x`` float32, ``edge_index`` undirected, coalesced
     and without self loops, ``y`` long, and the ``split``'s masks (see :func:`fsnn.data.load_graph`)."""
     from torch_geometric.data import Data
@@ -408,5 +462,6 @@ def build_graph(info: DatasetInfo, data_dir: str | Path, split: str = "ratio", s
         masks = (raw.train_mask.clone(), raw.val_mask.clone(), raw.test_mask.clone())
     else:
         masks = stratified_masks(y, ratios, seed)
-    return Data(x=x, edge_index=edge_index, y=y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
-                num_nodes=n)
+    return Data(
+        x=x, edge_index=edge_index, y=y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], num_nodes=n
+    )

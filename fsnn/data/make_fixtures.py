@@ -25,19 +25,24 @@ def main(argv=None) -> int:
         argv: the command line after the program name (default ``None``: ``sys.argv[1:]``).
     """
     parser = argparse.ArgumentParser(
-        prog="fsnn-fixtures", description="Write tiny fake copies of the vision and graph datasets, in their real "
+        prog="fsnn-fixtures",
+        description="Write tiny fake copies of the vision and graph datasets, in their real "
         "on-disk formats, into DIR, for smoke runs that need no download.",
-        epilog="Then: fsnn-train ... paths.data_dir=DIR (event and image fakes also need FSNN_DATA_VERIFY=0).")
+        epilog="Then: fsnn-train ... paths.data_dir=DIR (event and image fakes also need FSNN_DATA_VERIFY=0).",
+    )
     parser.add_argument("out_dir", type=Path, metavar="DIR", help="folder to write into (then paths.data_dir=DIR)")
-    parser.add_argument("--only", nargs="+", choices=FIXTURE_NAMES, metavar="NAME",
-                        help=f"subset of {', '.join(FIXTURE_NAMES)}")
+    parser.add_argument(
+        "--only", nargs="+", choices=FIXTURE_NAMES, metavar="NAME", help=f"subset of {', '.join(FIXTURE_NAMES)}"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     written = write_fixtures(args.out_dir, args.only)
     for name, path in written.items():
         print(f"{name:12s} {path}")
-    print(f"wrote {len(written)} fixtures in {time.perf_counter() - start:.2f} s: paths.data_dir={args.out_dir} "
-          "reads them (event and image fakes with FSNN_DATA_VERIFY=0)")
+    print(
+        f"wrote {len(written)} fixtures in {time.perf_counter() - start:.2f} s: paths.data_dir={args.out_dir} "
+        "reads them (event and image fakes with FSNN_DATA_VERIFY=0)"
+    )
     return 0
 
 

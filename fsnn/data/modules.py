@@ -48,8 +48,14 @@ class SplitDataModule(L.LightningDataModule):
     rule; Lightning sets the epoch), so a run resumed from a checkpoint sees the order an uninterrupted run sees, and
     under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once."""
 
-    def __init__(self, build: Callable[[], tuple], batch_size: int | None, num_workers: int = 0, seed: int = 0,
-                 eval_batch_size: int | None = None):
+    def __init__(
+        self,
+        build: Callable[[], tuple],
+        batch_size: int | None,
+        num_workers: int = 0,
+        seed: int = 0,
+        eval_batch_size: int | None = None,
+    ):
         super().__init__()
         self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
         self.eval_batch_size = eval_batch_size
@@ -70,10 +76,18 @@ class SplitDataModule(L.LightningDataModule):
         size = self.batch_size if train or self.eval_batch_size is None else self.eval_batch_size
         size = len(data) if size is None else size
         world, rank = distributed_rank(self)
-        sampler = (DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=self.seed) if train
-                   else ShardSampler(len(data), world, rank))
-        return DataLoader(data, batch_size=max(size, 1), sampler=sampler, num_workers=self.num_workers,
-                          persistent_workers=self.num_workers > 0)
+        sampler = (
+            DistributedSampler(data, num_replicas=world, rank=rank, shuffle=True, seed=self.seed)
+            if train
+            else ShardSampler(len(data), world, rank)
+        )
+        return DataLoader(
+            data,
+            batch_size=max(size, 1),
+            sampler=sampler,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
 
     def train_dataloader(self):
         return self._loader(0, train=True)
@@ -90,12 +104,23 @@ class NodeDataModule(SplitDataModule):
     ``features=None``: batches ``(idx, y[idx])`` for full-graph models. ``batch_size=None``: one batch per split.
     Training shuffles with a seeded generator so reruns see the same order."""
 
-    def __init__(self, features: torch.Tensor | None, y: torch.Tensor, train_idx, val_idx, test_idx,
-                 batch_size: int | None = 32, seed: int = 0, num_workers: int = 0, eval_batch_size: int | None = None):
+    def __init__(
+        self,
+        features: torch.Tensor | None,
+        y: torch.Tensor,
+        train_idx,
+        val_idx,
+        test_idx,
+        batch_size: int | None = 32,
+        seed: int = 0,
+        num_workers: int = 0,
+        eval_batch_size: int | None = None,
+    ):
         self.features, self.y = features, y.long()
         self.index = [_as_index(i, len(y)) for i in (train_idx, val_idx, test_idx)]
-        super().__init__(lambda: tuple(self.dataset(k) for k in range(3)), batch_size, num_workers, seed,
-                         eval_batch_size)
+        super().__init__(
+            lambda: tuple(self.dataset(k) for k in range(3)), batch_size, num_workers, seed, eval_batch_size
+        )
 
     @classmethod
     def from_masks(cls, features, data, **kwargs) -> "NodeDataModule":
@@ -117,8 +142,15 @@ def _as_index(index, n: int) -> torch.Tensor:
     return index.long().view(-1)
 
 
-def link_split(data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0, *,
-               legacy_by_position: bool = False, legacy_negative_pool: bool = False):
+def link_split(
+    data,
+    num_val: float = 0.05,
+    num_test: float = 0.1,
+    seed: int = 0,
+    *,
+    legacy_by_position: bool = False,
+    legacy_negative_pool: bool = False,
+):
     """``(train, val, test)`` of PyG's ``RandomLinkSplit`` on an undirected graph, reproducible under ``seed``.
 
     Edges are shuffled (not split by position); val/test get one negative per positive, sampled against the whole
@@ -148,8 +180,14 @@ def link_split(data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0
             if legacy_by_position:
                 train, val, test = _split_by_position(data, num_val, num_test)
             else:
-                split = RandomLinkSplit(num_val=num_val, num_test=num_test, is_undirected=True, split_labels=True,
-                                        add_negative_train_samples=False, neg_sampling_ratio=1.0)
+                split = RandomLinkSplit(
+                    num_val=num_val,
+                    num_test=num_test,
+                    is_undirected=True,
+                    split_labels=True,
+                    add_negative_train_samples=False,
+                    neg_sampling_ratio=1.0,
+                )
                 train, val, test = split(copy.copy(data))  # shallow: the splits share x (1.2 GB on Physics)
             pool = None
             if legacy_negative_pool:
@@ -180,7 +218,7 @@ def _split_by_position(data, num_val: float, num_test: float):
     parts = []
     for lo, hi in ((n_val + n_test, edges.shape[1]), (0, n_val), (n_val, n_val + n_test)):
         part = copy.copy(data)
-        part.edge_index = edges[:, n_val + n_test:]
+        part.edge_index = edges[:, n_val + n_test :]
         part.pos_edge_label_index = edges[:, lo:hi]
         part.pos_edge_label = torch.ones(hi - lo)
         if lo < n_val + n_test:
@@ -299,8 +337,16 @@ class LinkDataModule(L.LightningDataModule):
     """One graph, split for link prediction by :func:`link_split`; every loader yields that split's ``Data`` once.
     Features that are mostly zeros are held as one sparse CSR matrix shared by the splits (MSG multiplies them so)."""
 
-    def __init__(self, data, num_val: float = 0.05, num_test: float = 0.1, seed: int = 0, *,
-                 legacy_by_position: bool = False, legacy_negative_pool: bool = False):
+    def __init__(
+        self,
+        data,
+        num_val: float = 0.05,
+        num_test: float = 0.1,
+        seed: int = 0,
+        *,
+        legacy_by_position: bool = False,
+        legacy_negative_pool: bool = False,
+    ):
         super().__init__()
         self.data, self.num_val, self.num_test, self.seed = data, num_val, num_test, seed
         self.legacy = {"legacy_by_position": legacy_by_position, "legacy_negative_pool": legacy_negative_pool}
@@ -320,9 +366,11 @@ class LinkDataModule(L.LightningDataModule):
         """Scored pairs of each split: training positives (negatives are drawn afresh each step), validation and
         test positives and negatives."""
         self.setup()
-        return {name: int(part.pos_edge_label_index.shape[1]) + (
-                    int(part.neg_edge_label_index.shape[1]) if name != "train" else 0)
-                for name, part in zip(("train", "val", "test"), self.splits)}
+        return {
+            name: int(part.pos_edge_label_index.shape[1])
+            + (int(part.neg_edge_label_index.shape[1]) if name != "train" else 0)
+            for name, part in zip(("train", "val", "test"), self.splits)
+        }
 
     def _loader(self, i):
         self.setup()

@@ -30,11 +30,21 @@ from fsnn.data.common import (
 from fsnn.registry import DATA_KINDS, Registry
 
 # what the loaders take from the run rather than from the dataset's config
-DATASETS = Registry("dataset", supplied=("info", "data_dir", "seed", "cache_dir"),
-                    entries=("a DatasetInfo with a callable builder",
-                             lambda entry: isinstance(entry, DatasetInfo) and callable(entry.builder)))
-Size = Annotated[int | list[int], Check("an integer >= 1 or an [H, W] pair of them", lambda v: (
-    v >= 1 if isinstance(v, int) else len(v) == 2 and all(isinstance(s, int) and s >= 1 for s in v)))]
+DATASETS = Registry(
+    "dataset",
+    supplied=("info", "data_dir", "seed", "cache_dir"),
+    entries=(
+        "a DatasetInfo with a callable builder",
+        lambda entry: isinstance(entry, DatasetInfo) and callable(entry.builder),
+    ),
+)
+Size = Annotated[
+    int | list[int],
+    Check(
+        "an integer >= 1 or an [H, W] pair of them",
+        lambda v: v >= 1 if isinstance(v, int) else len(v) == 2 and all(isinstance(s, int) and s >= 1 for s in v),
+    ),
+]
 
 
 class FrameOptions:
@@ -82,8 +92,12 @@ class SequenceOptions:
 
 
 #: the options of a dataset of each kind (a sequence task adds its generator's)
-OPTIONS = {"event": (FrameOptions,), "static": (StaticOptions,), "graph": (GraphOptions,),
-           "sequence": (SequenceOptions,)}
+OPTIONS = {
+    "event": (FrameOptions,),
+    "static": (StaticOptions,),
+    "graph": (GraphOptions,),
+    "sequence": (SequenceOptions,),
+}
 
 
 def register_dataset(info: DatasetInfo, builder: Callable | None = None, options=()) -> DatasetInfo:
@@ -110,24 +124,64 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None, options
 
 _SYNTHETIC = graphs.SYNTHETIC_DEFAULTS
 for _info in (
-    DatasetInfo("digits_dvs", "event", 10, 2, (32, 32), 8, "fsnn (simulated from sklearn digits)",
-                "digits_dvs", digits_dvs.build_digits_dvs),
+    DatasetInfo(
+        "digits_dvs",
+        "event",
+        10,
+        2,
+        (32, 32),
+        8,
+        "fsnn (simulated from sklearn digits)",
+        "digits_dvs",
+        digits_dvs.build_digits_dvs,
+    ),
     DatasetInfo("nmnist", "event", 10, 2, (34, 34), 16, "tonic.datasets.NMNIST", "NMNIST", events.build_tonic),
-    DatasetInfo("dvsgesture", "event", 11, 2, (128, 128), 16, "tonic.datasets.DVSGesture", "DVSGesture",
-                events.build_tonic),
-    DatasetInfo("ncaltech101", "event", 101, 2, (128, 128), 16, "tonic.datasets.NCALTECH101", "NCALTECH101",
-                events.build_tonic),
+    DatasetInfo(
+        "dvsgesture", "event", 11, 2, (128, 128), 16, "tonic.datasets.DVSGesture", "DVSGesture", events.build_tonic
+    ),
+    DatasetInfo(
+        "ncaltech101", "event", 101, 2, (128, 128), 16, "tonic.datasets.NCALTECH101", "NCALTECH101", events.build_tonic
+    ),
     DatasetInfo("dvslip", "event", 100, 2, (128, 128), 16, "tonic.datasets.DVSLip", "DVSLip", events.build_tonic),
-    DatasetInfo("hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS",
-                events.build_hardvs),
-    DatasetInfo("hardvs_mini", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "MINI_HARDVS",
-                events.build_hardvs),
-    DatasetInfo("cifar10", "static", 10, 3, (32, 32), 4, "torchvision.datasets.CIFAR10", "cifar-10-batches-py",
-                static.build_cifar),
-    DatasetInfo("cifar100", "static", 100, 3, (32, 32), 4, "torchvision.datasets.CIFAR100", "cifar-100-python",
-                static.build_cifar),
-    DatasetInfo("imagenet", "static", 1000, 3, (160, 160), 4, "torchvision.datasets.ImageNet", "imagenet",
-                static.build_imagenet),
+    DatasetInfo(
+        "hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS", events.build_hardvs
+    ),
+    DatasetInfo(
+        "hardvs_mini",
+        "event",
+        300,
+        2,
+        (128, 128),
+        8,
+        "spikingjelly.datasets.HARDVS",
+        "MINI_HARDVS",
+        events.build_hardvs,
+    ),
+    DatasetInfo(
+        "cifar10",
+        "static",
+        10,
+        3,
+        (32, 32),
+        4,
+        "torchvision.datasets.CIFAR10",
+        "cifar-10-batches-py",
+        static.build_cifar,
+    ),
+    DatasetInfo(
+        "cifar100",
+        "static",
+        100,
+        3,
+        (32, 32),
+        4,
+        "torchvision.datasets.CIFAR100",
+        "cifar-100-python",
+        static.build_cifar,
+    ),
+    DatasetInfo(
+        "imagenet", "static", 1000, 3, (160, 160), 4, "torchvision.datasets.ImageNet", "imagenet", static.build_imagenet
+    ),
     # graphs: ``library`` picks the loader of :func:`fsnn.data.graphs.read_graph`; T is the Poisson steps
     DatasetInfo("cora", "graph", 7, 1433, None, 100, "planetoid", "Cora", graphs.read_graph, num_nodes=2_708),
     DatasetInfo("citeseer", "graph", 6, 3703, None, 100, "planetoid", "CiteSeer", graphs.read_graph, num_nodes=3_327),
@@ -138,18 +192,49 @@ for _info in (
     DatasetInfo("physics", "graph", 5, 8415, None, 100, "coauthor", "Physics", graphs.read_graph, num_nodes=34_493),
     DatasetInfo("ogbn_arxiv", "graph", 40, 128, None, 100, "ogb", "ogbn_arxiv", graphs.read_graph, num_nodes=169_343),
     DatasetInfo("karate", "graph", 4, 34, None, 100, "pyg", "", graphs.read_graph),
-    DatasetInfo("synthetic", "graph", _SYNTHETIC["num_classes"], _SYNTHETIC["num_features"], None, 100, "synthetic",
-                "", graphs.read_graph),
+    DatasetInfo(
+        "synthetic",
+        "graph",
+        _SYNTHETIC["num_classes"],
+        _SYNTHETIC["num_features"],
+        None,
+        100,
+        "synthetic",
+        "",
+        graphs.read_graph,
+    ),
 ):
     register_dataset(_info)
 # generated sequences: num_classes, in_channels and T of the default options (the options change them)
 _CUE = sequences.defaults(sequences.delayed_cue)
-register_dataset(DatasetInfo("delayed_cue", "sequence", _CUE["num_cues"], _CUE["channels"] + 1, None,
-                             _CUE["cue_steps"] + _CUE["delay"] + _CUE["recall_steps"], "fsnn (generated)", "",
-                             sequences.build_delayed_cue), options=(sequences.delayed_cue,))
-register_dataset(DatasetInfo("seq_digits", "sequence", 10, 1, None, sequences.DIGIT_PIXELS,
-                             "fsnn (from sklearn digits)", "", sequences.build_seq_digits),
-                 options=(sequences.seq_digits, sequences.build_seq_digits))
+register_dataset(
+    DatasetInfo(
+        "delayed_cue",
+        "sequence",
+        _CUE["num_cues"],
+        _CUE["channels"] + 1,
+        None,
+        _CUE["cue_steps"] + _CUE["delay"] + _CUE["recall_steps"],
+        "fsnn (generated)",
+        "",
+        sequences.build_delayed_cue,
+    ),
+    options=(sequences.delayed_cue,),
+)
+register_dataset(
+    DatasetInfo(
+        "seq_digits",
+        "sequence",
+        10,
+        1,
+        None,
+        sequences.DIGIT_PIXELS,
+        "fsnn (from sklearn digits)",
+        "",
+        sequences.build_seq_digits,
+    ),
+    options=(sequences.seq_digits, sequences.build_seq_digits),
+)
 
 
 def dataset_info(name: str) -> DatasetInfo:
@@ -171,10 +256,20 @@ def _of_kind(name: str, *kinds: str) -> DatasetInfo:
 
 
 @checked
-def build_dataset(name: str, data_dir: str | Path = "./data", T: Count | None = None, size: Size | None = None,
-                  seed: int = 0, val_fraction: Fraction = 0.1, *, download: bool | None = None,
-                  verify: bool | None = None, num_workers: NonNegativeInt | None = None,
-                  cache_dir: str | Path | None = None, encoder: one_of(*static.ENCODERS) = "direct"):
+def build_dataset(
+    name: str,
+    data_dir: str | Path = "./data",
+    T: Count | None = None,
+    size: Size | None = None,
+    seed: int = 0,
+    val_fraction: Fraction = 0.1,
+    *,
+    download: bool | None = None,
+    verify: bool | None = None,
+    num_workers: NonNegativeInt | None = None,
+    cache_dir: str | Path | None = None,
+    encoder: one_of(*static.ENCODERS) = "direct",
+):
     """Load the frame dataset ``name`` (event or static) from ``data_dir`` -> ``(train, val, test)``; items are
     ``(float32 [T, C, H, W], int)``.
 
@@ -198,13 +293,31 @@ def build_dataset(name: str, data_dir: str | Path = "./data", T: Count | None = 
     if info.kind != "static" and encoder != "direct":
         raise ValueError(f"encoder={encoder!r} encodes static images; dataset {info.name!r} is {info.kind} data")
     extra = {"encoder": encoder} if info.kind == "static" else {}
-    return info.builder(info, Path(data_dir), T, resolve_size(size, info.size), int(seed), val_fraction,
-                        download=resolve_download(download), verify=resolve_verify(verify), num_workers=workers,
-                        cache_dir=cache, **extra)
+    return info.builder(
+        info,
+        Path(data_dir),
+        T,
+        resolve_size(size, info.size),
+        int(seed),
+        val_fraction,
+        download=resolve_download(download),
+        verify=resolve_verify(verify),
+        num_workers=workers,
+        cache_dir=cache,
+        **extra,
+    )
 
 
-def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio", seed: int = 0,
-               ratios=graphs.PAPER_RATIOS, *, download: bool | None = None, **options):
+def load_graph(
+    name: str,
+    data_dir: str | Path = "./data",
+    split: str = "ratio",
+    seed: int = 0,
+    ratios=graphs.PAPER_RATIOS,
+    *,
+    download: bool | None = None,
+    **options,
+):
     """Load the graph ``name`` as a ``torch_geometric.data.Data`` with ``x`` (float32 ``[N, F]``), ``edge_index``
     (``[2, E]`` undirected, coalesced, no self loops), ``y`` (long ``[N]``) and boolean
     ``train_mask``/``val_mask``/``test_mask``.
@@ -222,8 +335,15 @@ def load_graph(name: str, data_dir: str | Path = "./data", split: str = "ratio",
 
 
 @checked
-def build_sequences(name: str, data_dir: str | Path = "./data", seed: int = 0, val_fraction: Fraction = 0.1, *,
-                    cache_dir: str | Path | None = None, **options):
+def build_sequences(
+    name: str,
+    data_dir: str | Path = "./data",
+    seed: int = 0,
+    val_fraction: Fraction = 0.1,
+    *,
+    cache_dir: str | Path | None = None,
+    **options,
+):
     """Generate (once; then read from the cache) the sequence task ``name`` -> ``(train, val, test)``
     :class:`fsnn.data.sequences.SequenceDataset` s with items ``(float32 [T, C], int)`` and ``readout_steps``.
 

@@ -61,11 +61,20 @@ _CHUNK = 256
 
 
 @checked
-def delayed_cue(num_samples: Count = 1000, delay: NonNegativeInt = 128, *,
-                num_cues: integer("an integer >= 2", lambda v: v >= 2) = 4, channels: Count = 16, cue_steps: Count = 8,
-                cue_rate: number("a number in (0, 1]", lambda v: 0 < v <= 1) = 0.5, noise_rate: Probability = 0.05,
-                recall_steps: Count = 4, delay_noise: Flag = True, go_channel: Flag = True,
-                data_seed: NonNegativeInt = 0):
+def delayed_cue(
+    num_samples: Count = 1000,
+    delay: NonNegativeInt = 128,
+    *,
+    num_cues: integer("an integer >= 2", lambda v: v >= 2) = 4,
+    channels: Count = 16,
+    cue_steps: Count = 8,
+    cue_rate: number("a number in (0, 1]", lambda v: 0 < v <= 1) = 0.5,
+    noise_rate: Probability = 0.05,
+    recall_steps: Count = 4,
+    delay_noise: Flag = True,
+    go_channel: Flag = True,
+    data_seed: NonNegativeInt = 0,
+):
     """``(x, y, templates)`` of the delayed-cue task (module docstring): ``x`` uint8 spikes ``[N, T, channels + 1]``
     (the last channel is "go"), ``y`` int64 ``[N]`` balanced over ``num_cues`` classes, ``templates`` uint8
     ``[num_cues, cue_steps, channels]``. The templates and labels depend only on ``data_seed`` and the shapes, so every
@@ -89,9 +98,9 @@ def delayed_cue(num_samples: Count = 1000, delay: NonNegativeInt = 128, *,
         x[start:stop, :, :C] = rng.random((stop - start, T, C), dtype=np.float32) < noise_rate
     x[:, :L, :C] |= templates[y].astype(np.uint8)
     if not delay_noise:
-        x[:, L:T - R, :C] = 0
+        x[:, L : T - R, :C] = 0
     x[:, :, C] = 0
-    x[:, T - R:, C] = 1
+    x[:, T - R :, C] = 1
     return (x if go_channel else x[:, :, :C]), y.astype(np.int64), templates.astype(np.uint8)
 
 
@@ -122,8 +131,15 @@ class SequenceDataset(Dataset):
     ``(float32 [T, C], int)``. ``readout_steps``: the last steps the answer is read from; ``num_classes``;
     ``targets``: the subset's labels."""
 
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, indices, num_classes: int, readout_steps: int,
-                 info: DatasetInfo | None = None):
+    def __init__(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        indices,
+        num_classes: int,
+        readout_steps: int,
+        info: DatasetInfo | None = None,
+    ):
         self.x, self.y = x, y
         self.indices = [int(i) for i in indices]
         self.num_classes, self.readout_steps, self.info = int(num_classes), int(readout_steps), info
@@ -151,8 +167,9 @@ def _options(info: DatasetInfo, options: dict) -> dict:
     known = defaults(generator)
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"dataset {info.name!r} does not take {unknown}{did_you_mean(unknown[0], known)}; "
-                         f"it takes {sorted(known)}")
+        raise ValueError(
+            f"dataset {info.name!r} does not take {unknown}{did_you_mean(unknown[0], known)}; it takes {sorted(known)}"
+        )
     return check_arguments(generator, {**known, **options})
 
 
@@ -174,8 +191,9 @@ def _splits(info, x, y, num_classes, readout_steps, seed, val_fraction):
     return tuple(SequenceDataset(x, y, idx, num_classes, readout_steps, info) for idx in (pool[train], pool[val], test))
 
 
-def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None,
-                      **options):
+def build_delayed_cue(
+    info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None, **options
+):
     """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (its arguments); read over the recall window.
 
     Args:
@@ -210,8 +228,16 @@ def build_delayed_cue(info: DatasetInfo, data_dir: Path, seed: int, val_fraction
     return _splits(info, data["x"], data["y"], p["num_cues"], p["recall_steps"], seed, val_fraction)
 
 
-def build_seq_digits(info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None,
-                     readout_steps: Count = 8, **options):
+def build_seq_digits(
+    info: DatasetInfo,
+    data_dir: Path,
+    seed: int,
+    val_fraction: float,
+    *,
+    cache_dir: Path | None,
+    readout_steps: Count = 8,
+    **options,
+):
     """``(train, val, test)`` of :func:`seq_digits` with ``options`` (its arguments), read over the last
     ``readout_steps`` steps.
 

@@ -60,20 +60,28 @@ class EncodedImages(Dataset):
 def _splits(info, base_train, base_test, transforms, T, seed, val_fraction, encoder):
     train_tf, eval_tf = transforms
     val, train = stratified_split(np.asarray(base_train.targets), [val_fraction], seed)
-    return (EncodedImages(base_train, train, train_tf, T, info, encoder),
-            EncodedImages(base_train, val, eval_tf, T, info, encoder),
-            EncodedImages(base_test, range(len(base_test)), eval_tf, T, info, encoder))
+    return (
+        EncodedImages(base_train, train, train_tf, T, info, encoder),
+        EncodedImages(base_train, val, eval_tf, T, info, encoder),
+        EncodedImages(base_test, range(len(base_test)), eval_tf, T, info, encoder),
+    )
 
 
 # -- CIFAR -------------------------------------------------------------------------------------
 
 CIFAR = {
-    "cifar10": ("CIFAR10", "cifar-10-batches-py",
-                ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
-                 "batches.meta"],
-                "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"),
-    "cifar100": ("CIFAR100", "cifar-100-python", ["train", "test", "meta"],
-                 "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"),
+    "cifar10": (
+        "CIFAR10",
+        "cifar-10-batches-py",
+        ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch", "batches.meta"],
+        "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+    ),
+    "cifar100": (
+        "CIFAR100",
+        "cifar-100-python",
+        ["train", "test", "meta"],
+        "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
+    ),
 }
 
 
@@ -82,10 +90,15 @@ def _presence_only(cls, root: str, train: bool):
 
     Built through a subclass whose md5 sums are ``None``: torchvision's ``check_integrity(path, None)`` then only
     checks that the file exists, and the pickles are parsed by torchvision unchanged."""
-    presence_only = type(cls.__name__, (cls,), {
-        "train_list": [[name, None] for name, _ in cls.train_list],
-        "test_list": [[name, None] for name, _ in cls.test_list],
-        "meta": {**cls.meta, "md5": None}})
+    presence_only = type(
+        cls.__name__,
+        (cls,),
+        {
+            "train_list": [[name, None] for name, _ in cls.train_list],
+            "test_list": [[name, None] for name, _ in cls.test_list],
+            "meta": {**cls.meta, "md5": None},
+        },
+    )
     dataset = presence_only(root, train=train)
     dataset.__class__ = cls  # torchvision's own class again: a class made here cannot be pickled for spawned workers
     return dataset
@@ -110,8 +123,20 @@ def cifar_transforms(name: str, size: tuple[int, int], encoder: str = "direct"):
     return train, tv.Compose(head + tail)
 
 
-def build_cifar(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                download: bool, verify: bool, num_workers: int, cache_dir: Path, encoder: str = "direct"):
+def build_cifar(
+    info: DatasetInfo,
+    data_dir: Path,
+    T: int,
+    size,
+    seed: int,
+    val_fraction: float,
+    *,
+    download: bool,
+    verify: bool,
+    num_workers: int,
+    cache_dir: Path,
+    encoder: str = "direct",
+):
     """``(train, val, test)`` for CIFAR-10/100 through ``torchvision.datasets.CIFAR10/100(root=<data_dir>)``.
 
     With ``verify`` torchvision's md5 checks run as usual; without, only the files' presence is checked (a subclass
@@ -172,20 +197,30 @@ def build_cifar(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_
         except (RuntimeError, OSError, EOFError, ValueError, KeyError) as err:
             problem = f"the files are corrupted or incomplete ({type(err).__name__}: {err})"
     if problem:
-        layout = [f"{location}/{{{', '.join(files)}}}",
-                  f"(python pickles read by torchvision.datasets.{cls_name}(root=<data_dir>))"]
+        layout = [
+            f"{location}/{{{', '.join(files)}}}",
+            f"(python pickles read by torchvision.datasets.{cls_name}(root=<data_dir>))",
+        ]
         raise dataset_missing(
-            info.name, location, problem, layout,
-            f"torchvision downloads it automatically when online; offline, download {url} and extract it into {root}")
-    return _splits(info, base_train, base_test, cifar_transforms(info.name, size, encoder), T, seed, val_fraction,
-                   encoder)
+            info.name,
+            location,
+            problem,
+            layout,
+            f"torchvision downloads it automatically when online; offline, download {url} and extract it into {root}",
+        )
+    return _splits(
+        info, base_train, base_test, cifar_transforms(info.name, size, encoder), T, seed, val_fraction, encoder
+    )
 
 
 # -- ImageNet ----------------------------------------------------------------------------------
 
 IMAGENET_FOLDER = "imagenet"
-IMAGENET_ARCHIVES = {"train": "ILSVRC2012_img_train.tar", "val": "ILSVRC2012_img_val.tar",
-                     "devkit": "ILSVRC2012_devkit_t12.tar.gz"}
+IMAGENET_ARCHIVES = {
+    "train": "ILSVRC2012_img_train.tar",
+    "val": "ILSVRC2012_img_val.tar",
+    "devkit": "ILSVRC2012_devkit_t12.tar.gz",
+}
 
 
 def imagenet_transforms(size: tuple[int, int], encoder: str = "direct"):
@@ -214,15 +249,29 @@ def imagenet_problem(location: Path, verify: bool) -> str | None:
             if not classes:
                 return f"{split}/ holds no class folders"
             if verify and len(classes) != 1000:
-                return (f"incomplete: {split}/ holds {len(classes)} class folders, expected 1000 "
-                        f"(set FSNN_DATA_VERIFY=0 or verify=False to accept a subset)")
+                return (
+                    f"incomplete: {split}/ holds {len(classes)} class folders, expected 1000 "
+                    f"(set FSNN_DATA_VERIFY=0 or verify=False to accept a subset)"
+                )
         elif not (location / IMAGENET_ARCHIVES[split]).is_file():
             return f"neither {split}/ nor {IMAGENET_ARCHIVES[split]}"
     return None
 
 
-def build_imagenet(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, val_fraction: float, *,
-                   download: bool, verify: bool, num_workers: int, cache_dir: Path, encoder: str = "direct"):
+def build_imagenet(
+    info: DatasetInfo,
+    data_dir: Path,
+    T: int,
+    size,
+    seed: int,
+    val_fraction: float,
+    *,
+    download: bool,
+    verify: bool,
+    num_workers: int,
+    cache_dir: Path,
+    encoder: str = "direct",
+):
     """``(train, val, test)`` for ImageNet-1k through ``torchvision.datasets.ImageNet(root=<data_dir>/imagenet)``:
     val is carved from the official train split, test is the official val split.
 
@@ -262,14 +311,20 @@ def build_imagenet(info: DatasetInfo, data_dir: Path, T: int, size, seed: int, v
         except (RuntimeError, OSError, ValueError) as err:
             problem = f"torchvision could not read it ({type(err).__name__}: {err})"
     if problem:
-        layout = [f"{location}/meta.bin                        (torch.save((wnid_to_classes, val_wnids)); "
-                  "written by torchvision from the devkit)",
-                  f"{location}/train/<wnid>/<image>.JPEG       (1000 wnid folders, 1,281,167 images)",
-                  f"{location}/val/<wnid>/<image>.JPEG         (1000 wnid folders, 50,000 images)",
-                  f"or the archives {', '.join(IMAGENET_ARCHIVES.values())} in {location} "
-                  "(torchvision.datasets.ImageNet extracts them on first use)"]
+        layout = [
+            f"{location}/meta.bin                        (torch.save((wnid_to_classes, val_wnids)); "
+            "written by torchvision from the devkit)",
+            f"{location}/train/<wnid>/<image>.JPEG       (1000 wnid folders, 1,281,167 images)",
+            f"{location}/val/<wnid>/<image>.JPEG         (1000 wnid folders, 50,000 images)",
+            f"or the archives {', '.join(IMAGENET_ARCHIVES.values())} in {location} "
+            "(torchvision.datasets.ImageNet extracts them on first use)",
+        ]
         raise dataset_missing(
-            "imagenet", location, problem, layout,
+            "imagenet",
+            location,
+            problem,
+            layout,
             "manual download only (registration required): https://image-net.org/download.php -> ILSVRC2012; put "
-            f"the archives (or the extracted train/, val/ and meta.bin) in {location}")
+            f"the archives (or the extracted train/, val/ and meta.bin) in {location}",
+        )
     return _splits(info, base_train, base_test, imagenet_transforms(size, encoder), T, seed, val_fraction, encoder)

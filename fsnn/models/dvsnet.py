@@ -66,12 +66,14 @@ class DVSNet(nn.Module):
         cin = in_channels
         for _ in range(num_blocks):
             pool = h >= 2 and w >= 2
-            blocks.append(nn.Sequential(
-                SeqConv2d(cin, channels, kernel_size=3, padding=1, bias=False),
-                SeqBatchNorm2d(channels),
-                spiking(neuron, neuron_kwargs),
-                SeqMaxPool2d(2, 2) if pool else nn.Identity(),
-            ))
+            blocks.append(
+                nn.Sequential(
+                    SeqConv2d(cin, channels, kernel_size=3, padding=1, bias=False),
+                    SeqBatchNorm2d(channels),
+                    spiking(neuron, neuron_kwargs),
+                    SeqMaxPool2d(2, 2) if pool else nn.Identity(),
+                )
+            )
             if pool:
                 h, w = h // 2, w // 2
             self.pooled.append(pool)
@@ -101,9 +103,18 @@ class DVSNet(nn.Module):
 
 
 @register_backbone("dvsnet", supports={"event", "static"})
-def dvsnet(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
-           neuron_kwargs: dict | None = None, channels: Count = 128, num_blocks: Count = 5, hidden: Count = 512,
-           dropout: Probability = 0.5, voting: Count = 10) -> DVSNet:
+def dvsnet(
+    num_classes: int = 11,
+    in_channels: int = 2,
+    input_size=(128, 128),
+    neuron: str = "flif",
+    neuron_kwargs: dict | None = None,
+    channels: Count = 128,
+    num_blocks: Count = 5,
+    hidden: Count = 512,
+    dropout: Probability = 0.5,
+    voting: Count = 10,
+) -> DVSNet:
     """SpikingJelly ``DVSGestureNet`` (C=128, 5 blocks, FC 512, voting 10): 1,698,926 parameters for 11 classes.
 
     Takes ``[T, B, in_channels, H, W]`` frames and returns the voted firing rates ``[T, B, num_classes]``.
@@ -131,6 +142,15 @@ def dvsnet(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), n
         voting: the output neurons per class whose firing is averaged (SpikingJelly's voting head), an
             integer >= 1; default ``10`` (``1``: one neuron per class, the authors' released HarDVS CNN).
     """
-    return DVSNet(num_classes=num_classes, in_channels=in_channels, input_size=input_size, channels=channels,
-                  num_blocks=num_blocks, hidden=hidden, dropout=dropout, voting=voting, neuron=neuron,
-                  neuron_kwargs=neuron_kwargs)
+    return DVSNet(
+        num_classes=num_classes,
+        in_channels=in_channels,
+        input_size=input_size,
+        channels=channels,
+        num_blocks=num_blocks,
+        hidden=hidden,
+        dropout=dropout,
+        voting=voting,
+        neuron=neuron,
+        neuron_kwargs=neuron_kwargs,
+    )

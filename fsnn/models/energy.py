@@ -116,8 +116,9 @@ def neuron_kind(module: nn.Module) -> str:
     return "LIF" if getattr(module, "leak", True) else "IF"
 
 
-def neuron_energy_pj(kind: str, T: int, rate: float, memory: int | None = None, e_ac: float = E_AC_PJ,
-                     kappa: float | None = None) -> float:
+def neuron_energy_pj(
+    kind: str, T: int, rate: float, memory: int | None = None, e_ac: float = E_AC_PJ, kappa: float | None = None
+) -> float:
     """Energy in pJ of ONE neuron over ``T`` steps at output firing rate ``rate`` (formulas in the module docstring)."""
     k = E_MAC_PJ / E_AC_PJ if kappa is None else float(kappa)
     rho, T = float(rate), int(T)
@@ -152,8 +153,15 @@ def _synaptic_kind(module: nn.Module) -> str:
     return next(cls.__name__ for cls in SYNAPTIC if isinstance(module, cls))
 
 
-def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool = True, e_ac: float = E_AC_PJ,
-                     e_mac: float = E_MAC_PJ, kappa: float | None = None) -> list[LayerEnergy]:
+def count_operations(
+    model: nn.Module,
+    x: torch.Tensor,
+    *,
+    first_layer_mac: bool = True,
+    e_ac: float = E_AC_PJ,
+    e_mac: float = E_MAC_PJ,
+    kappa: float | None = None,
+) -> list[LayerEnergy]:
     """Per-layer energy rows of ONE forward pass ``model(x)``, ``x = [T, B, ...]``, in execution order.
 
     Synaptic rows (Conv/Linear, SSA): ``T x FLOPs`` per sample and the input firing rate; the first synaptic layer
@@ -175,8 +183,12 @@ def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool
             dense = not spikes or (first_layer_mac and not any(r.energy_type != "Neuron" for r in rows))
             rate = 1.0 if dense else float((inp.detach() != 0).float().mean())
             pj = macs * e_mac if dense else macs * rate * e_ac
-            rows.append(LayerEnergy(name, _synaptic_kind(module), "MAC" if dense else "AC",
-                                    macs, rate, pj / PJ_PER_MJ, T, spikes))
+            rows.append(
+                LayerEnergy(
+                    name, _synaptic_kind(module), "MAC" if dense else "AC", macs, rate, pj / PJ_PER_MJ, T, spikes
+                )
+            )
+
         return hook
 
     def ssa_hook(name):
@@ -187,6 +199,7 @@ def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool
             macs = Tm * module.num_heads * 2 * min(N * N * d, N * d * d)
             rate = last_rate.get(id(module.v_neuron), 1.0)
             rows.append(LayerEnergy(name, "SSA", "AC", float(macs), rate, macs * rate * e_ac / PJ_PER_MJ, Tm, True))
+
         return hook
 
     def neuron_hook(name):
@@ -199,8 +212,20 @@ def count_operations(model: nn.Module, x: torch.Tensor, *, first_layer_mac: bool
             kind = neuron_kind(module)
             memory = getattr(module, "memory", None) if kind == "f-LIF" else None
             pj = count * neuron_energy_pj(kind, Tn, rate, memory, e_ac, kappa)
-            rows.append(LayerEnergy(name, kind, "Neuron", count, rate, pj / PJ_PER_MJ, Tn, None,
-                                    memory if memory is None else int(memory)))
+            rows.append(
+                LayerEnergy(
+                    name,
+                    kind,
+                    "Neuron",
+                    count,
+                    rate,
+                    pj / PJ_PER_MJ,
+                    Tn,
+                    None,
+                    memory if memory is None else int(memory),
+                )
+            )
+
         return hook
 
     for name, module in model.named_modules():
@@ -241,10 +266,14 @@ def energy_report(model: nn.Module, x: torch.Tensor, **kwargs) -> EnergyReport:
     syn = sum(r.energy_mj for r in rows if r.energy_type != "Neuron")
     neu = sum(r.energy_mj for r in rows if r.energy_type == "Neuron")
     total = syn + neu
-    settings = {"T": int(x.shape[0]), "batch": int(x.shape[1]), "e_ac_pj": kwargs.get("e_ac", E_AC_PJ),
-                "e_mac_pj": kwargs.get("e_mac", E_MAC_PJ),
-                "kappa": E_MAC_PJ / E_AC_PJ if kwargs.get("kappa") is None else kwargs["kappa"],
-                "first_layer_mac": kwargs.get("first_layer_mac", True)}
+    settings = {
+        "T": int(x.shape[0]),
+        "batch": int(x.shape[1]),
+        "e_ac_pj": kwargs.get("e_ac", E_AC_PJ),
+        "e_mac_pj": kwargs.get("e_mac", E_MAC_PJ),
+        "kappa": E_MAC_PJ / E_AC_PJ if kwargs.get("kappa") is None else kwargs["kappa"],
+        "first_layer_mac": kwargs.get("first_layer_mac", True),
+    }
     return EnergyReport(rows, syn, neu, total, syn / total if total else 0.0, neu / total if total else 0.0, settings)
 
 
@@ -287,8 +316,14 @@ class SynapticLayer:
     target: str | None = None
 
 
-def synaptic_energy(model: nn.Module, firing_rates: dict[str, float], T: int | None = None, convention: str = "input",
-                    e_ac: float = E_AC_PJ, e_mac: float = E_MAC_PJ) -> dict[str, float]:
+def synaptic_energy(
+    model: nn.Module,
+    firing_rates: dict[str, float],
+    T: int | None = None,
+    convention: str = "input",
+    e_ac: float = E_AC_PJ,
+    e_mac: float = E_MAC_PJ,
+) -> dict[str, float]:
     """Synaptic energy per sample (node) in mJ: ``{layer name: mJ, ..., "total": mJ}``.
 
     For each :class:`SynapticLayer` of ``model.synaptic_layers()``: an accumulate layer driven by
@@ -316,8 +351,9 @@ def synaptic_energy(model: nn.Module, firing_rates: dict[str, float], T: int | N
         elif key in firing_rates:
             rate = float(firing_rates[key])
         else:
-            raise KeyError(f"no firing rate for {key!r} ({convention} of {layer.name!r}); "
-                           f"measured: {sorted(firing_rates)}")
+            raise KeyError(
+                f"no firing rate for {key!r} ({convention} of {layer.name!r}); measured: {sorted(firing_rates)}"
+            )
         if layer.kind not in ("AC", "MAC"):
             raise ValueError(f"layer {layer.name!r}: kind must be 'AC' or 'MAC', got {layer.kind!r}")
         per_op = e_ac if layer.kind == "AC" else e_mac

@@ -62,8 +62,16 @@ class GAE(nn.Module):
     full_graph = True
     link_only = True
 
-    def __init__(self, in_features: int, hidden: Count = 128, dim: Count = 64, normalize_features: Flag = True,
-                 neuron: str | None = None, neuron_kwargs: dict | None = None, T: int | None = None):
+    def __init__(
+        self,
+        in_features: int,
+        hidden: Count = 128,
+        dim: Count = 64,
+        normalize_features: Flag = True,
+        neuron: str | None = None,
+        neuron_kwargs: dict | None = None,
+        T: int | None = None,
+    ):
         super().__init__()
         from torch_geometric.nn import GAE as PygGAE
 

@@ -157,4 +157,3 @@ def spiking(neuron: str, neuron_kwargs: dict | None = None, **override) -> nn.Mo
 def output_size(size: int, kernel: int, stride: int, padding: int = 0) -> int:
     """Spatial size after a convolution / pooling window (floor mode)."""
     return (size + 2 * padding - kernel) // stride + 1
-

@@ -70,7 +70,7 @@ class _Cache:
                 self.items.append(self.items.pop(i))
                 return value
         value = build()
-        self.items = [*self.items[-(self.size - 1):], (tensor, tensor._version, value)]
+        self.items = [*self.items[-(self.size - 1) :], (tensor, tensor._version, value)]
         return value
 
 
@@ -162,12 +162,25 @@ class MSG(nn.Module):
 
     full_graph = True
 
-    def __init__(self, in_features: int, num_classes: int | None = None, neuron: str = "fif",
-                 neuron_kwargs: dict | None = None, T: Count = 10, dim: Count = 32, n_layers: NonNegativeInt = 1,
-                 manifold: one_of(*GEOMETRIES) = "lorentz", step_size: Positive = 0.1, dropout: Probability = 0.0,
-                 decoder: one_of(*DECODERS) = "cosine", r: Real = 2.0, t: Positive = 1.0,
-                 temperature: Positive = 1.0, spike_noise_std: NonNegative = 0.0,
-                 legacy_no_spike_gradient: Flag = False):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int | None = None,
+        neuron: str = "fif",
+        neuron_kwargs: dict | None = None,
+        T: Count = 10,
+        dim: Count = 32,
+        n_layers: NonNegativeInt = 1,
+        manifold: one_of(*GEOMETRIES) = "lorentz",
+        step_size: Positive = 0.1,
+        dropout: Probability = 0.0,
+        decoder: one_of(*DECODERS) = "cosine",
+        r: Real = 2.0,
+        t: Positive = 1.0,
+        temperature: Positive = 1.0,
+        spike_noise_std: NonNegative = 0.0,
+        legacy_no_spike_gradient: Flag = False,
+    ):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
@@ -176,8 +189,9 @@ class MSG(nn.Module):
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {list(DECODERS)}, got {decoder!r}")
         if decoder == "minkowski" and manifold != "lorentz":
-            raise ValueError(f"decoder='minkowski' is the Lorentz inner product: it needs manifold='lorentz', "
-                             f"got {manifold!r}")
+            raise ValueError(
+                f"decoder='minkowski' is the Lorentz inner product: it needs manifold='lorentz', got {manifold!r}"
+            )
         self.in_features, self.T = check_int("in_features", in_features), check_int("T", T)
         self.dim = check_int("dim", dim)
         self.n_layers = check_int("n_layers", n_layers, minimum=0)
@@ -191,7 +205,8 @@ class MSG(nn.Module):
         self.encoder = GCNConv(self.in_features, self.dim, bias=False)
         self.encoder_neuron = build_neuron(neuron, **neuron_kwargs)
         self.layers = nn.ModuleList(
-            _MSGLayer(self.dim, neuron, neuron_kwargs, self.step_size, self.dropout) for _ in range(self.n_layers))
+            _MSGLayer(self.dim, neuron, neuron_kwargs, self.step_size, self.dropout) for _ in range(self.n_layers)
+        )
         self.head = nn.Linear(self.dim, self.num_classes) if self.num_classes else None
         self.spike_noise_std = check_noise_std(spike_noise_std)
         self.legacy_no_spike_gradient = bool(legacy_no_spike_gradient)
@@ -199,9 +214,11 @@ class MSG(nn.Module):
         self._adjacency, self._features = _Cache(), _Cache()
 
     def extra_repr(self) -> str:
-        return (f"T={self.T}, manifold={self.manifold_name}, step_size={self.step_size}, dropout={self.dropout}, "
-                f"decoder={self.decoder}, spike_noise_std={self.spike_noise_std}"
-                + (", legacy_no_spike_gradient=True" if self.legacy_no_spike_gradient else ""))
+        return (
+            f"T={self.T}, manifold={self.manifold_name}, step_size={self.step_size}, dropout={self.dropout}, "
+            f"decoder={self.decoder}, spike_noise_std={self.spike_noise_std}"
+            + (", legacy_no_spike_gradient=True" if self.legacy_no_spike_gradient else "")
+        )
 
     def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Manifold embeddings ``[N, dim (+1 for Lorentz/sphere)]`` of every node; ``x`` dense or sparse CSR."""
@@ -261,8 +278,11 @@ class MSG(nn.Module):
         the firing rate of the spikes that drive them, plus ``(deg+1)*dim`` accumulates per step for the neighbour
         sums of the (real-valued) messages (the symmetric normalization folded into per-node scalings)."""
         agg = (self.avg_degree + 1.0) * self.dim
-        layers = [SynapticLayer("encoder", self.in_features * self.dim + agg, source=None, kind="MAC", steps=1,
-                                target="encoder_neuron")]
+        layers = [
+            SynapticLayer(
+                "encoder", self.in_features * self.dim + agg, source=None, kind="MAC", steps=1, target="encoder_neuron"
+            )
+        ]
         source = "encoder_neuron"
         for i in range(self.n_layers):
             target = f"layers.{i}.neuron"

@@ -89,13 +89,15 @@ class PoissonSpikes:
     def _take(self) -> torch.Tensor:
         """The ``[rows, features]`` probabilities, once: a sample is drawn once."""
         if self._p is None:
-            raise RuntimeError("these PoissonSpikes were already used: a sample is drawn once (encode again for "
-                               "another one)")
+            raise RuntimeError(
+                "these PoissonSpikes were already used: a sample is drawn once (encode again for another one)"
+            )
         p, self._p = self._p, None
         return p
 
-    def _draw(self, p: torch.Tensor, cost_per_entry: int,
-              per_row: bool) -> Iterator[tuple[slice, slice, torch.Tensor, torch.Tensor]]:
+    def _draw(
+        self, p: torch.Tensor, cost_per_entry: int, per_row: bool
+    ) -> Iterator[tuple[slice, slice, torch.Tensor, torch.Tensor]]:
         """The draws of the uncertain entries in stream order, chunk by chunk: ``(steps, rows, index, draws)`` with
         ``index`` the flat (row-major) positions, within the chunk's rows, of the chunk's uncertain entries and
         ``draws [len(steps), len(index)]`` their 0/1 spikes (``p``'s dtype).
@@ -145,8 +147,7 @@ class PoissonSpikes:
         else:
             spikes = certain.expand(self.steps, -1).clone()
             for steps, block, index, draws in self._draw(p, 1, True):
-                spikes[steps, block.start * features:block.stop * features].scatter_(1, index.expand_as(draws),
-                                                                                   draws)
+                spikes[steps, block.start * features : block.stop * features].scatter_(1, index.expand_as(draws), draws)
         return spikes.view(self.steps, *self.p_shape).expand(self.T, *self.p_shape)
 
     def linear(self, weight: torch.Tensor, bias: torch.Tensor | None = None, noise_std: float = 0.0) -> torch.Tensor:
@@ -222,8 +223,9 @@ class _CompiledCurrents(torch.autograd.Function):
     @staticmethod
     def forward(ctx, weight, flat, q, rows, steps, seed):
         record = weight.requires_grad
-        currents, fired, bits = EXTENSION.module().currents(weight.detach().t().contiguous(), flat, q, rows, steps,
-                                                             seed, record)
+        currents, fired, bits = EXTENSION.module().currents(
+            weight.detach().t().contiguous(), flat, q, rows, steps, seed, record
+        )
         ctx.save_for_backward(flat, bits)
         ctx.features = weight.shape[1]
         ctx.mark_non_differentiable(fired)
@@ -249,25 +251,34 @@ def _noise_currents(T: int, rows: int, features: int, weight: torch.Tensor, std:
     """``W n_t`` for Gaussian spike noise ``n_t ~ N(0, std^2)`` on every ``[rows, features]`` entry of each of ``T``
     steps, drawn a block of rows at a time."""
     block = max(1, CHUNK_ELEMENTS // (T * features))
-    parts = [F.linear(std * torch.randn(T, min(block, rows - r0), features, device=weight.device,
-                                        dtype=weight.dtype), weight) for r0 in range(0, rows, block)]
+    parts = [
+        F.linear(
+            std * torch.randn(T, min(block, rows - r0), features, device=weight.device, dtype=weight.dtype), weight
+        )
+        for r0 in range(0, rows, block)
+    ]
     return torch.cat(parts, 1)
 
 
-def poisson_encode(x: torch.Tensor, T: int, generator: torch.Generator | None = None,
-                   frozen: bool = False) -> PoissonSpikes:
+def poisson_encode(
+    x: torch.Tensor, T: int, generator: torch.Generator | None = None, frozen: bool = False
+) -> PoissonSpikes:
     """:class:`PoissonSpikes` of ``x``: probability ``clamp(x, 0, 1)`` at each of ``T`` steps (SpikingJelly's
     ``PoissonEncoder``, ``rand <= x``, which on z-scored features is exactly this clamp: negative features never fire,
     features >= 1 always fire). ``generator`` makes the draw reproducible without touching the global RNG;
     ``.dense()`` gives the ``[T, *x.shape]`` spike tensor, ``.linear(weight, bias)`` a layer's currents."""
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() == 0:
-        raise ValueError(f"x must be a floating-point tensor of at least one dimension, got "
-                         f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' {tuple(x.shape)}'}")
+        raise ValueError(
+            f"x must be a floating-point tensor of at least one dimension, got "
+            f"{type(x).__name__}{'' if not isinstance(x, torch.Tensor) else f' {tuple(x.shape)}'}"
+        )
     finite = torch.isfinite(x)
     if not bool(finite.all()):  # a NaN probability would silently never fire
-        raise ValueError(f"x must be finite to be encoded as spike probabilities, got {int((~finite).sum())} NaN or "
-                         f"infinite of its {x.numel()} values (the first at index "
-                         f"{tuple((~finite).nonzero()[0].tolist())})")
+        raise ValueError(
+            f"x must be finite to be encoded as spike probabilities, got {int((~finite).sum())} NaN or "
+            f"infinite of its {x.numel()} values (the first at index "
+            f"{tuple((~finite).nonzero()[0].tolist())})"
+        )
     return PoissonSpikes(x.detach().clamp(0.0, 1.0), check_int("T", T), generator, frozen)
 
 
@@ -298,8 +309,11 @@ def describe_encoders(model: nn.Module) -> dict[str, dict]:
     """What a run's record says of every spike encoder of ``model`` (``{module name: entry}``): its class, ``T``,
     whether it repeats one pattern (``frozen``) and the samplers that drew its spikes (sorted; empty before any
     forward), since the compiled and the torch sampler draw different streams from one seed."""
-    return {name: {"type": type(m).__name__, "T": m.T, "frozen": m.frozen, "samplers": sorted(m.samplers)}
-            for name, m in model.named_modules() if isinstance(m, PoissonEncoder)}
+    return {
+        name: {"type": type(m).__name__, "T": m.T, "frozen": m.frozen, "samplers": sorted(m.samplers)}
+        for name, m in model.named_modules()
+        if isinstance(m, PoissonEncoder)
+    }
 
 
 def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:

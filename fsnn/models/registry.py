@@ -71,5 +71,8 @@ def backbone_options(config: Mapping) -> dict:
             dict a ``metrics.json`` stores.
     """
     backbone, neuron = _plain(config["backbone"]), _plain(config["neuron"])
-    return {"neuron": neuron.pop("name"), "neuron_kwargs": neuron,
-            **{key: value for key, value in backbone.items() if key != "name"}}
+    return {
+        "neuron": neuron.pop("name"),
+        "neuron_kwargs": neuron,
+        **{key: value for key, value in backbone.items() if key != "name"},
+    }

@@ -33,8 +33,9 @@ class BasicBlock(nn.Module):
 
     expansion = 1
 
-    def __init__(self, inplanes: int, planes: int, stride: int = 1, neuron: str = "flif",
-                 neuron_kwargs: dict | None = None):
+    def __init__(
+        self, inplanes: int, planes: int, stride: int = 1, neuron: str = "flif", neuron_kwargs: dict | None = None
+    ):
         super().__init__()
         self.conv1 = SeqConv2d(inplanes, planes, 3, stride=stride, padding=1, bias=False)
         self.bn1 = SeqBatchNorm2d(planes)
@@ -125,9 +126,16 @@ class SpikingResNet(nn.Module):
 
 
 @register_backbone("resnet18", supports={"static", "event"})
-def resnet18(num_classes: int = 10, in_channels: int = 3, input_size=(32, 32), neuron: str = "flif",
-             neuron_kwargs: dict | None = None, width: Count = 64, stem: one_of("cifar", "imagenet") = "cifar",
-             zero_init_residual: Flag = False) -> SpikingResNet:
+def resnet18(
+    num_classes: int = 10,
+    in_channels: int = 3,
+    input_size=(32, 32),
+    neuron: str = "flif",
+    neuron_kwargs: dict | None = None,
+    width: Count = 64,
+    stem: one_of("cifar", "imagenet") = "cifar",
+    zero_init_residual: Flag = False,
+) -> SpikingResNet:
     """Spiking ResNet-18 with a CIFAR stem: 11,173,962 parameters for 10 classes (width 64).
 
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
@@ -152,6 +160,14 @@ def resnet18(num_classes: int = 10, in_channels: int = 3, input_size=(32, 32), n
         zero_init_residual: ``True`` initialises each block's last BatchNorm weight to 0, so every residual block
             starts as the identity (torchvision's option); default ``False``.
     """
-    return SpikingResNet((2, 2, 2, 2), num_classes=num_classes, in_channels=in_channels, input_size=input_size,
-                         width=width, stem=stem, zero_init_residual=zero_init_residual, neuron=neuron,
-                         neuron_kwargs=neuron_kwargs)
+    return SpikingResNet(
+        (2, 2, 2, 2),
+        num_classes=num_classes,
+        in_channels=in_channels,
+        input_size=input_size,
+        width=width,
+        stem=stem,
+        zero_init_residual=zero_init_residual,
+        neuron=neuron,
+        neuron_kwargs=neuron_kwargs,
+    )

@@ -34,8 +34,15 @@ class SpikingLinear(nn.Module):
     """``[T, B, in] -> spikes [T, B, out]``: ``S = neuron(BN(W x))``, or with ``recurrent`` the step-by-step
     ``S_t = neuron_t(BN(W x)_t + R S_{t-1})`` (``S_{-1} = 0``)."""
 
-    def __init__(self, in_features: int, out_features: int, neuron: str, neuron_kwargs: dict | None,
-                 recurrent: bool = False, norm: bool = True):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        neuron: str,
+        neuron_kwargs: dict | None,
+        recurrent: bool = False,
+        norm: bool = True,
+    ):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features, bias=not norm)
         self.norm = SeqBatchNorm1d(out_features) if norm else nn.Identity()
@@ -45,7 +52,8 @@ class SpikingLinear(nn.Module):
             raise ValueError(
                 f"recurrent=True needs a neuron that can be stepped one time step at a time (sj_lif, sj_plif, sj_if, "
                 f"snntorch_leaky); neuron {neuron!r} is multi-step only (fsnn's neurons keep their whole history "
-                "inside one call); use recurrent=False")
+                "inside one call); use recurrent=False"
+            )
         # a stepped neuron's forward hooks do not fire: the layer reports its spikes to firing-rate probes instead
         self.emits_spikes = recurrent
 
@@ -65,30 +73,53 @@ class SpikingLinear(nn.Module):
 class SeqMLP(nn.Module):
     """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring)."""
 
-    def __init__(self, in_features: int, num_classes: int, readout_steps: int = 1, hidden: int = 64, layers: int = 2,
-                 recurrent: bool = False, norm: bool = True, neuron: str = "flif", neuron_kwargs: dict | None = None):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        readout_steps: int = 1,
+        hidden: int = 64,
+        layers: int = 2,
+        recurrent: bool = False,
+        norm: bool = True,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
         super().__init__()
         self.in_features = check_int("in_features", in_features)
         self.num_classes = check_int("num_classes", num_classes)
         self.readout_steps = check_int("readout_steps", readout_steps)
         hidden, layers = check_int("hidden", hidden), check_int("layers", layers)
         sizes = [self.in_features] + [hidden] * layers
-        self.layers = nn.Sequential(*(SpikingLinear(a, b, neuron, neuron_kwargs, bool(recurrent), bool(norm))
-                                      for a, b in zip(sizes[:-1], sizes[1:])))
+        self.layers = nn.Sequential(
+            *(
+                SpikingLinear(a, b, neuron, neuron_kwargs, bool(recurrent), bool(norm))
+                for a, b in zip(sizes[:-1], sizes[1:])
+            )
+        )
         self.readout = nn.Linear(hidden, self.num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_sequence(x, 3)
         if x.shape[2] != self.in_features or x.shape[0] < self.readout_steps:
-            raise ValueError(f"seqmlp was built for [T >= {self.readout_steps}, B, {self.in_features}] inputs, "
-                             f"got {tuple(x.shape)}")
-        return self.readout(self.layers(x)[-self.readout_steps:])
+            raise ValueError(
+                f"seqmlp was built for [T >= {self.readout_steps}, B, {self.in_features}] inputs, got {tuple(x.shape)}"
+            )
+        return self.readout(self.layers(x)[-self.readout_steps :])
 
 
 @register_backbone("seqmlp", supports={"sequence"})
-def seqmlp(in_features: int = 17, num_classes: int = 4, readout_steps: int = 1, neuron: str = "flif",
-           neuron_kwargs: dict | None = None, hidden: Count = 64, layers: Count = 2, recurrent: Flag = False,
-           norm: Flag = True) -> SeqMLP:
+def seqmlp(
+    in_features: int = 17,
+    num_classes: int = 4,
+    readout_steps: int = 1,
+    neuron: str = "flif",
+    neuron_kwargs: dict | None = None,
+    hidden: Count = 64,
+    layers: Count = 2,
+    recurrent: Flag = False,
+    norm: Flag = True,
+) -> SeqMLP:
     """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
     classes).
 
@@ -114,5 +145,14 @@ def seqmlp(in_features: int = 17, num_classes: int = 4, readout_steps: int = 1, 
         norm: ``True`` (default) batch-normalises every hidden layer's currents over ``T * B`` (its Linear then has
             no bias); ``False``: no normalisation, a Linear with bias.
     """
-    return SeqMLP(in_features=in_features, num_classes=num_classes, readout_steps=readout_steps, hidden=hidden,
-                  layers=layers, recurrent=recurrent, norm=norm, neuron=neuron, neuron_kwargs=neuron_kwargs)
+    return SeqMLP(
+        in_features=in_features,
+        num_classes=num_classes,
+        readout_steps=readout_steps,
+        hidden=hidden,
+        layers=layers,
+        recurrent=recurrent,
+        norm=norm,
+        neuron=neuron,
+        neuron_kwargs=neuron_kwargs,
+    )

@@ -104,10 +104,20 @@ class SpikingGCN(nn.Module):
 
     full_graph = False
 
-    def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
-                 T: Count = 100, dropout: Probability = 0.0, bias: Flag = True, spike_noise_std: NonNegative = 0.0,
-                 legacy_frozen_encoding: Flag = False, legacy_double_softmax: Flag = False,
-                 legacy_cumulated_readout: Flag = False):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+        T: Count = 100,
+        dropout: Probability = 0.0,
+        bias: Flag = True,
+        spike_noise_std: NonNegative = 0.0,
+        legacy_frozen_encoding: Flag = False,
+        legacy_double_softmax: Flag = False,
+        legacy_cumulated_readout: Flag = False,
+    ):
         super().__init__()
         self.in_features = check_int("in_features", in_features)
         self.num_classes = check_int("num_classes", num_classes)
@@ -121,8 +131,9 @@ class SpikingGCN(nn.Module):
         self.legacy_cumulated_readout = bool(legacy_cumulated_readout)
 
     def extra_repr(self) -> str:
-        legacy = "".join(f", {name}=True" for name in ("legacy_double_softmax", "legacy_cumulated_readout")
-                         if getattr(self, name))
+        legacy = "".join(
+            f", {name}=True" for name in ("legacy_double_softmax", "legacy_cumulated_readout") if getattr(self, name)
+        )
         return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}{legacy}"
 
     # hooks for DRSGNN
@@ -204,13 +215,23 @@ class DRSGNN(SpikingGCN):
             ``legacy_*`` switches), with the same meaning, range and default.
     """
 
-    def __init__(self, in_features: int, num_classes: int, neuron: str = "flif", neuron_kwargs: dict | None = None,
-                 T: Count = 100, pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap",
-                 pe_dim: NonNegativeInt = 32, threshold_mode: one_of(*THRESHOLD_MODES) = "auto", **kwargs):
+    def __init__(
+        self,
+        in_features: int,
+        num_classes: int,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+        T: Count = 100,
+        pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap",
+        pe_dim: NonNegativeInt = 32,
+        threshold_mode: one_of(*THRESHOLD_MODES) = "auto",
+        **kwargs,
+    ):
         pe = PE_ALIASES.get(pe, pe)
         if pe not in PE_KINDS:
-            raise ValueError(f"pe must be one of {list(PE_KINDS)} (or {sorted(k for k in PE_ALIASES if k)}), "
-                             f"got {pe!r}")
+            raise ValueError(
+                f"pe must be one of {list(PE_KINDS)} (or {sorted(k for k in PE_ALIASES if k)}), got {pe!r}"
+            )
         if threshold_mode not in THRESHOLD_MODES:
             raise ValueError(f"threshold_mode must be one of {list(THRESHOLD_MODES)}, got {threshold_mode!r}")
         pe_dim = check_int("pe_dim", 0 if pe == "none" else pe_dim, minimum=0, below=in_features)
@@ -223,8 +244,10 @@ class DRSGNN(SpikingGCN):
                 raise ValueError(f"neuron {neuron!r} cannot learn its threshold; use threshold_mode='scale'")
             neuron_kwargs["learn_threshold"] = True
         elif learns and neuron_kwargs.get("learn_threshold"):
-            raise ValueError(f"threshold_mode={threshold_mode!r} with learn_threshold=True would learn the threshold "
-                             "twice (or not at all); drop learn_threshold or use threshold_mode='neuron'")
+            raise ValueError(
+                f"threshold_mode={threshold_mode!r} with learn_threshold=True would learn the threshold "
+                "twice (or not at all); drop learn_threshold or use threshold_mode='neuron'"
+            )
         super().__init__(in_features, num_classes, neuron, neuron_kwargs, T, **kwargs)
         self.pe, self.pe_dim, self.threshold_mode = pe, pe_dim, threshold_mode
         self.threshold0 = float(neuron_kwargs.get("threshold", self._neuron_default_threshold()))
@@ -256,7 +279,7 @@ class DRSGNN(SpikingGCN):
         if not (self.training and self.pe == "lap" and self.pe_dim > 0):
             return x
         signs = torch.randint(0, 2, (self.pe_dim,), device=x.device).to(x.dtype).mul_(2).sub_(1)
-        return torch.cat([x[:, :-self.pe_dim], x[:, -self.pe_dim:] * signs], dim=1)
+        return torch.cat([x[:, : -self.pe_dim], x[:, -self.pe_dim :] * signs], dim=1)
 
     def scale_currents(self, currents: torch.Tensor) -> torch.Tensor:
         if self.theta_raw is None:

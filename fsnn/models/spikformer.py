@@ -40,8 +40,15 @@ __all__ = ["MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "
 class SPS(nn.Module):
     """Spiking patch splitting: ``[T, B, C, H, W] -> [T, B, D, N]`` tokens."""
 
-    def __init__(self, in_channels: int, embed_dim: int, stages: int = 4, pool_stages: int | None = None,
-                 neuron: str = "flif", neuron_kwargs: dict | None = None):
+    def __init__(
+        self,
+        in_channels: int,
+        embed_dim: int,
+        stages: int = 4,
+        pool_stages: int | None = None,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
         super().__init__()
         stages = check_int("patch_stages", stages)
         pool_stages = stages if pool_stages is None else int(pool_stages)
@@ -53,12 +60,14 @@ class SPS(nn.Module):
         layers, cin = [], in_channels
         for i, pool in enumerate(self.pools):
             cout = embed_dim // 2 ** (stages - 1 - i)
-            layers.append(nn.Sequential(
-                SeqConv2d(cin, cout, 3, stride=1, padding=1, bias=False),
-                SeqBatchNorm2d(cout),
-                spiking(neuron, neuron_kwargs),
-                SeqMaxPool2d(3, stride=2, padding=1) if pool else nn.Identity(),
-            ))
+            layers.append(
+                nn.Sequential(
+                    SeqConv2d(cin, cout, 3, stride=1, padding=1, bias=False),
+                    SeqBatchNorm2d(cout),
+                    spiking(neuron, neuron_kwargs),
+                    SeqMaxPool2d(3, stride=2, padding=1) if pool else nn.Identity(),
+                )
+            )
             cin = cout
         self.stages = nn.Sequential(*layers)
         self.rpe_conv = SeqConv2d(embed_dim, embed_dim, 3, stride=1, padding=1, bias=False)
@@ -83,8 +92,15 @@ class SSA(nn.Module):
 
     spike_attention = True  # fsnn.models.energy counts its two spike matrix products (q, k, v neurons and num_heads)
 
-    def __init__(self, dim: int, num_heads: int = 16, scale: float = 0.125, attn_threshold: float = 0.5,
-                 neuron: str = "flif", neuron_kwargs: dict | None = None):
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int = 16,
+        scale: float = 0.125,
+        attn_threshold: float = 0.5,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"embed_dim {dim} must be divisible by num_heads {num_heads}")
@@ -138,9 +154,17 @@ class MLP(nn.Module):
 class SpikformerBlock(nn.Module):
     """``x + SSA(x)``, then ``x + MLP(x)``, each branch through stochastic depth (``drop_path``)."""
 
-    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, scale: float = 0.125,
-                 attn_threshold: float = 0.5, drop_path: float = 0.0, neuron: str = "flif",
-                 neuron_kwargs: dict | None = None):
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        mlp_ratio: float = 4.0,
+        scale: float = 0.125,
+        attn_threshold: float = 0.5,
+        drop_path: float = 0.0,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
         super().__init__()
         self.attn = SSA(dim, num_heads, scale, attn_threshold, neuron, neuron_kwargs)
         self.mlp = MLP(dim, int(dim * mlp_ratio), neuron, neuron_kwargs)
@@ -172,8 +196,12 @@ class Spikformer(nn.Module):
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        for name, value in (("num_classes", num_classes), ("in_channels", in_channels), ("embed_dim", embed_dim),
-                            ("num_heads", num_heads)):
+        for name, value in (
+            ("num_classes", num_classes),
+            ("in_channels", in_channels),
+            ("embed_dim", embed_dim),
+            ("num_heads", num_heads),
+        ):
             check_int(name, value)
         check_int("depth", depth, minimum=0)
         if not mlp_ratio > 0 or int(embed_dim * mlp_ratio) < 1:
@@ -215,11 +243,22 @@ class Spikformer(nn.Module):
 
 
 @register_backbone("spikformer", supports={"event", "static"})
-def spikformer(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128), neuron: str = "flif",
-               neuron_kwargs: dict | None = None, embed_dim: Count = 256, num_heads: Count = 16,
-               depth: NonNegativeInt = 2, mlp_ratio: Positive = 4.0, patch_stages: Count = 4,
-               pool_stages: NonNegativeInt | None = None, scale: Positive = 0.125, attn_threshold: Positive = 0.5,
-               drop_path_rate: Probability = 0.0) -> Spikformer:
+def spikformer(
+    num_classes: int = 11,
+    in_channels: int = 2,
+    input_size=(128, 128),
+    neuron: str = "flif",
+    neuron_kwargs: dict | None = None,
+    embed_dim: Count = 256,
+    num_heads: Count = 16,
+    depth: NonNegativeInt = 2,
+    mlp_ratio: Positive = 4.0,
+    patch_stages: Count = 4,
+    pool_stages: NonNegativeInt | None = None,
+    scale: Positive = 0.125,
+    attn_threshold: Positive = 0.5,
+    drop_path_rate: Probability = 0.0,
+) -> Spikformer:
     """Neuromorphic Spikformer (2x128x128 -> 64 tokens, D 256, 16 heads, 2 blocks): 2,566,923 parameters, 11 classes.
 
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
@@ -251,16 +290,41 @@ def spikformer(num_classes: int = 11, in_channels: int = 2, input_size=(128, 128
         drop_path_rate: the stochastic-depth rate of the last block, rising linearly from 0 over the blocks
             (training only), a number in ``[0, 1)``; default ``0.0``.
     """
-    return Spikformer(num_classes, in_channels, input_size, embed_dim, num_heads, depth, mlp_ratio, patch_stages,
-                      pool_stages, scale, attn_threshold, drop_path_rate, neuron, neuron_kwargs)
+    return Spikformer(
+        num_classes,
+        in_channels,
+        input_size,
+        embed_dim,
+        num_heads,
+        depth,
+        mlp_ratio,
+        patch_stages,
+        pool_stages,
+        scale,
+        attn_threshold,
+        drop_path_rate,
+        neuron,
+        neuron_kwargs,
+    )
 
 
 @register_backbone("spikformer_imagenet", supports={"static", "event"})
-def spikformer_imagenet(num_classes: int = 1000, in_channels: int = 3, input_size=(160, 160), neuron: str = "flif",
-                        neuron_kwargs: dict | None = None, embed_dim: Count = 512, num_heads: Count = 8,
-                        depth: NonNegativeInt = 8, mlp_ratio: Positive = 4.0, patch_stages: Count = 4,
-                        pool_stages: NonNegativeInt | None = None, scale: Positive = 0.125,
-                        attn_threshold: Positive = 0.5, drop_path_rate: Probability = 0.0) -> Spikformer:
+def spikformer_imagenet(
+    num_classes: int = 1000,
+    in_channels: int = 3,
+    input_size=(160, 160),
+    neuron: str = "flif",
+    neuron_kwargs: dict | None = None,
+    embed_dim: Count = 512,
+    num_heads: Count = 8,
+    depth: NonNegativeInt = 8,
+    mlp_ratio: Positive = 4.0,
+    patch_stages: Count = 4,
+    pool_stages: NonNegativeInt | None = None,
+    scale: Positive = 0.125,
+    attn_threshold: Positive = 0.5,
+    drop_path_rate: Probability = 0.0,
+) -> Spikformer:
     """Spikformer-8-512 (the paper's 29.7M-parameter ImageNet model, 160x160 -> 10x10 tokens): 29,689,384 parameters.
 
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
@@ -292,5 +356,19 @@ def spikformer_imagenet(num_classes: int = 1000, in_channels: int = 3, input_siz
         drop_path_rate: the stochastic-depth rate of the last block, rising linearly from 0 over the blocks
             (training only), a number in ``[0, 1)``; default ``0.0``.
     """
-    return Spikformer(num_classes, in_channels, input_size, embed_dim, num_heads, depth, mlp_ratio, patch_stages,
-                      pool_stages, scale, attn_threshold, drop_path_rate, neuron, neuron_kwargs)
+    return Spikformer(
+        num_classes,
+        in_channels,
+        input_size,
+        embed_dim,
+        num_heads,
+        depth,
+        mlp_ratio,
+        patch_stages,
+        pool_stages,
+        scale,
+        attn_threshold,
+        drop_path_rate,
+        neuron,
+        neuron_kwargs,
+    )

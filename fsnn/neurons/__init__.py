@@ -16,17 +16,30 @@ Nothing here imports the training suite or the reports.
 
 from fsnn.neurons.memory import history_kernel, soe_bank
 from fsnn.neurons.modules import (
-                                  FractionalIF,
-                                  FractionalLIF,
-                                  FractionalNeuron,
-                                  SpikingNeuron,
-                                  build_neuron,
-                                  collect_alphas,
-                                  neuron_names,
-                                  neuron_params,
-                                  register_neuron,
+    FractionalIF,
+    FractionalLIF,
+    FractionalNeuron,
+    SpikingNeuron,
+    build_neuron,
+    collect_alphas,
+    neuron_names,
+    neuron_params,
+    register_neuron,
 )
 from fsnn.neurons.surrogate import SURROGATES, spike
 
-__all__ = ["SURROGATES", "FractionalIF", "FractionalLIF", "FractionalNeuron", "SpikingNeuron", "build_neuron",
-           "collect_alphas", "history_kernel", "neuron_names", "neuron_params", "register_neuron", "soe_bank", "spike"]
+__all__ = [
+    "SURROGATES",
+    "FractionalIF",
+    "FractionalLIF",
+    "FractionalNeuron",
+    "SpikingNeuron",
+    "build_neuron",
+    "collect_alphas",
+    "history_kernel",
+    "neuron_names",
+    "neuron_params",
+    "register_neuron",
+    "soe_bank",
+    "spike",
+]

@@ -159,9 +159,17 @@ class SJLIF(_SJNode):
     """
 
     @checked
-    def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0,
-                 surrogate: Surrogate = "sigmoid", surrogate_scale: Positive | None = None, detach_reset: Flag = False,
-                 decay_input: Flag = True):
+    def __init__(
+        self,
+        tau: Tau = 2.0,
+        threshold: Positive = 1.0,
+        reset: Reset = "soft",
+        v_reset: Real = 0.0,
+        surrogate: Surrogate = "sigmoid",
+        surrogate_scale: Positive | None = None,
+        detach_reset: Flag = False,
+        decay_input: Flag = True,
+    ):
         """The options: keywords with defaults, named as fsnn's neurons name them.
 
         Args:
@@ -182,9 +190,15 @@ class SJLIF(_SJNode):
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = tau
         self.node = sj_neuron.LIFNode(
-            tau=self.tau, decay_input=decay_input, v_threshold=self.threshold, v_reset=self.v_reset,
+            tau=self.tau,
+            decay_input=decay_input,
+            v_threshold=self.threshold,
+            v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=detach_reset, step_mode="m", store_v_seq=True)
+            detach_reset=detach_reset,
+            step_mode="m",
+            store_v_seq=True,
+        )
 
 
 class SJPLIF(_SJNode):
@@ -193,9 +207,17 @@ class SJPLIF(_SJNode):
     started at ``tau`` (so ``tau > 1`` throughout). ``tau`` reads the current value."""
 
     @checked
-    def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0,
-                 surrogate: Surrogate = "sigmoid", surrogate_scale: Positive | None = None, detach_reset: Flag = False,
-                 decay_input: Flag = True):
+    def __init__(
+        self,
+        tau: Tau = 2.0,
+        threshold: Positive = 1.0,
+        reset: Reset = "soft",
+        v_reset: Real = 0.0,
+        surrogate: Surrogate = "sigmoid",
+        surrogate_scale: Positive | None = None,
+        detach_reset: Flag = False,
+        decay_input: Flag = True,
+    ):
         """The options: keywords with defaults, named as fsnn's neurons name them.
 
         Args:
@@ -210,9 +232,15 @@ class SJPLIF(_SJNode):
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.node = sj_neuron.ParametricLIFNode(
-            init_tau=tau, decay_input=decay_input, v_threshold=self.threshold, v_reset=self.v_reset,
+            init_tau=tau,
+            decay_input=decay_input,
+            v_threshold=self.threshold,
+            v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=detach_reset, step_mode="m", store_v_seq=True)
+            detach_reset=detach_reset,
+            step_mode="m",
+            store_v_seq=True,
+        )
 
     @property
     def tau(self) -> float:
@@ -232,9 +260,16 @@ class SJIF(_SJNode):
     leak = False
 
     @checked
-    def __init__(self, tau: number("1.0 (SpikingJelly's IFNode has no time constant)", lambda v: v == 1.0) = 1.0,
-                 threshold: Positive = 1.0, reset: Reset = "soft", v_reset: Real = 0.0, surrogate: Surrogate = "sigmoid",
-                 surrogate_scale: Positive | None = None, detach_reset: Flag = False):
+    def __init__(
+        self,
+        tau: number("1.0 (SpikingJelly's IFNode has no time constant)", lambda v: v == 1.0) = 1.0,
+        threshold: Positive = 1.0,
+        reset: Reset = "soft",
+        v_reset: Real = 0.0,
+        surrogate: Surrogate = "sigmoid",
+        surrogate_scale: Positive | None = None,
+        detach_reset: Flag = False,
+    ):
         """The options: keywords with defaults, named as fsnn's neurons name them.
 
         Args:
@@ -249,9 +284,13 @@ class SJIF(_SJNode):
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = 1.0
         self.node = sj_neuron.IFNode(
-            v_threshold=self.threshold, v_reset=self.v_reset,
+            v_threshold=self.threshold,
+            v_reset=self.v_reset,
             surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=detach_reset, step_mode="m", store_v_seq=True)
+            detach_reset=detach_reset,
+            step_mode="m",
+            store_v_seq=True,
+        )
 
 
 class SnnTorchLeaky(_MultiStep):
@@ -276,8 +315,15 @@ class SnnTorchLeaky(_MultiStep):
     """
 
     @checked
-    def __init__(self, tau: Tau = 2.0, threshold: Positive = 1.0, reset: Reset = "soft", surrogate: Surrogate = "sigmoid",
-                 surrogate_scale: Positive | None = None, reset_delay: Flag = False):
+    def __init__(
+        self,
+        tau: Tau = 2.0,
+        threshold: Positive = 1.0,
+        reset: Reset = "soft",
+        surrogate: Surrogate = "sigmoid",
+        surrogate_scale: Positive | None = None,
+        reset_delay: Flag = False,
+    ):
         """The options: keywords with defaults, named as fsnn's neurons name them.
 
         Args:
@@ -294,9 +340,12 @@ class SnnTorchLeaky(_MultiStep):
         self.tau, self.threshold, self.reset = tau, threshold, reset
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
         self.leaky = snntorch.Leaky(
-            beta=1.0 - 1.0 / self.tau, threshold=self.threshold,
+            beta=1.0 - 1.0 / self.tau,
+            threshold=self.threshold,
             spike_grad=_snntorch_surrogate(self.surrogate, self.surrogate_scale),
-            reset_mechanism="subtract" if reset == "soft" else "zero", reset_delay=reset_delay)
+            reset_mechanism="subtract" if reset == "soft" else "zero",
+            reset_delay=reset_delay,
+        )
 
     last_engine = "snntorch-loop"
 

@@ -100,8 +100,9 @@ class CompiledExtension:
                 partial.write_bytes(self.source.read_bytes())
                 partial.replace(source)
             log.info("building fsnn's CPU kernels %s in %s (once, about a minute)", self.name, folder)
-            module = cpp_extension.load(name=self.name, sources=[str(source)], extra_cflags=["-O3"],
-                                        build_directory=str(folder), verbose=False)
+            module = cpp_extension.load(
+                name=self.name, sources=[str(source)], extra_cflags=["-O3"], build_directory=str(folder), verbose=False
+            )
         except Exception as error:  # noqa: BLE001 - no compiler, no ninja, a failed build: all mean "use torch"
             return error
         _write_marker(folder, library)
@@ -140,16 +141,19 @@ def _build_problem(folder: Path, library: Path) -> str | None:
             _write_marker(folder, library)
         return None
     if library.stat().st_size != marker.get("size"):
-        return f"the library has {library.stat().st_size} bytes where {marker.get('size')} were built (truncated or " \
-               "replaced)"
+        return (
+            f"the library has {library.stat().st_size} bytes where {marker.get('size')} were built (truncated or "
+            "replaced)"
+        )
     if file_digest(library) != marker.get("sha256"):
         return "the library's content changed since it was built (damaged or replaced)"
     return None
 
 
 def _write_marker(folder: Path, library: Path) -> None:
-    write_json_atomic(folder / BUILT, {"library": library.name, "size": library.stat().st_size,
-                                       "sha256": file_digest(library)})
+    write_json_atomic(
+        folder / BUILT, {"library": library.name, "size": library.stat().st_size, "sha256": file_digest(library)}
+    )
 
 
 def _whole_elf(path: Path) -> bool:
@@ -161,7 +165,8 @@ def _whole_elf(path: Path) -> bool:
     wide, order = data[4] == 2, "<" if data[5] == 1 else ">"
     header = order + ("QQIHHHHHH" if wide else "IIIHHHHHH")
     phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, _ = struct.unpack_from(
-        header, data, 32 if wide else 28)
+        header, data, 32 if wide else 28
+    )
     if shoff + shentsize * shnum > len(data) or phoff + phentsize * phnum > len(data):
         return False
     for i in range(phnum):  # each program header's p_offset and p_filesz

@@ -38,12 +38,24 @@ def unavailable_reason() -> str | None:
     return EXTENSION.unavailable_reason()
 
 
-def forward(x: torch.Tensor, kappa: torch.Tensor, *, drive: float, offset: float, c_leak: float, theta: float,
-            hard: bool, v_reset: float, v_init: float, store_v: bool):
+def forward(
+    x: torch.Tensor,
+    kappa: torch.Tensor,
+    *,
+    drive: float,
+    offset: float,
+    c_leak: float,
+    theta: float,
+    hard: bool,
+    v_reset: float,
+    v_init: float,
+    store_v: bool,
+):
     """``(H, gamma, V)`` of ``x [T, N]`` (``V`` is ``[0, N]`` unless ``store_v``); ``kappa [L]``, ``kappa[0]``
     unused."""
-    return EXTENSION.module().forward(x, kappa.contiguous(), drive, offset, c_leak, theta, hard, v_reset, v_init,
-                                      store_v)
+    return EXTENSION.module().forward(
+        x, kappa.contiguous(), drive, offset, c_leak, theta, hard, v_reset, v_init, store_v
+    )
 
 
 def backward(coef: torch.Tensor, drive: torch.Tensor, kappa: torch.Tensor, c_leak: float) -> None:

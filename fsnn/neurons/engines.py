@@ -73,8 +73,10 @@ def once_differentiable(what: str):
     Args:
         what: what the message names, e.g. ``"the backward of FractionalLIF / FractionalIF"``.
     """
-    message = (f"{what} is differentiable once: create_graph=True through it (for a second derivative: a backward "
-               "of a gradient, gradgradcheck, a penalty on a gradient) is not supported")
+    message = (
+        f"{what} is differentiable once: create_graph=True through it (for a second derivative: a backward "
+        "of a gradient, gradgradcheck, a penalty on a gradient) is not supported"
+    )
 
     def decorate(backward):
         @functools.wraps(backward)
@@ -89,8 +91,9 @@ def once_differentiable(what: str):
 
 
 #: the words of a refused second derivative through the neurons' engines
-NEURON_BACKWARD = ("the backward of fsnn's fractional neurons (FractionalLIF, FractionalIF, every engine of "
-                   "convention='fsnn')")
+NEURON_BACKWARD = (
+    "the backward of fsnn's fractional neurons (FractionalLIF, FractionalIF, every engine of convention='fsnn')"
+)
 
 
 def _toeplitz(kappa: torch.Tensor, rows: range, cols: range) -> torch.Tensor:
@@ -175,8 +178,18 @@ class FractionalNeuronFunction(torch.autograd.Function):
         ctx.cfg = cfg
         ctx.set_materialize_grads(False)  # an unused V output must not cost a zero [T, N] gradient
         if cfg.backend == "triton":
-            spikes, H, V = kernels.forward(x, tau, theta, k_head, soe_w, cfg.decays, leak=cfg.leak, reset=cfg.reset,
-                                           v_reset=cfg.v_reset, store_v=cfg.return_state)
+            spikes, H, V = kernels.forward(
+                x,
+                tau,
+                theta,
+                k_head,
+                soe_w,
+                cfg.decays,
+                leak=cfg.leak,
+                reset=cfg.reset,
+                v_reset=cfg.v_reset,
+                store_v=cfg.return_state,
+            )
             ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
             ctx.x_dtype = x.dtype
             return spikes, V if cfg.return_state else H[:0]
@@ -186,9 +199,18 @@ class FractionalNeuronFunction(torch.autograd.Function):
         drive = k0 / tau_f  # H_k = Y_k + (K0/tau) (X_k + leak v_rest) - (K0/tau) leak V_{k-1}
         offset = drive * cfg.v_rest if cfg.leak else 0.0
         if cfg.backend == "cpp":
-            H, _, V = cpu_kernels.forward(x, kappa, drive=drive, offset=offset, c_leak=drive if cfg.leak else 0.0,
-                                          theta=theta_f, hard=cfg.reset == "hard", v_reset=cfg.v_reset,
-                                          v_init=cfg.v_init, store_v=cfg.return_state)
+            H, _, V = cpu_kernels.forward(
+                x,
+                kappa,
+                drive=drive,
+                offset=offset,
+                c_leak=drive if cfg.leak else 0.0,
+                theta=theta_f,
+                hard=cfg.reset == "hard",
+                v_reset=cfg.v_reset,
+                v_init=cfg.v_init,
+                store_v=cfg.return_state,
+            )
             ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
             ctx.kappa = kappa
             return (H >= theta_f).to(x.dtype), V
@@ -209,7 +231,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
         B = cfg.block
         # the step loop is Python-bound for small N: rows as views made once, not indexed at every step
         H_rows, G_rows, V_rows = H.unbind(0), G.unbind(0), V.unbind(0)
-        near_rows = [hist.near[i:i + 1, :i] for i in range(min(B, T))]  # [1, i]: vector @ matrix is this mm
+        near_rows = [hist.near[i : i + 1, :i] for i in range(min(B, T))]  # [1, i]: vector @ matrix is this mm
         for s in range(0, T, B):
             e = min(s + B, T)
             far = hist.forward_far(s, e, G, state)
@@ -243,8 +265,14 @@ class FractionalNeuronFunction(torch.autograd.Function):
 
         sg = surrogate_derivative_(H - theta_f, cfg.surrogate, cfg.surrogate_scale)
         coef, drive = dynamics.reset_adjoint_coefficients(  # consumes sg
-            H, sg, grad_spikes, grad_v, threshold=theta_f, reset=cfg.reset,
-            v_reset=cfg.v_reset, detach_reset=cfg.detach_reset,
+            H,
+            sg,
+            grad_spikes,
+            grad_v,
+            threshold=theta_f,
+            reset=cfg.reset,
+            v_reset=cfg.v_reset,
+            detach_reset=cfg.detach_reset,
         )
         # coef becomes Hbar and drive becomes U in place, step by step, in reverse time
         U, Hbar = drive.contiguous(), coef.contiguous()
@@ -284,9 +312,22 @@ def _triton_backward(ctx, grad_spikes, grad_v):
     cfg = ctx.cfg
     need_params = any(ctx.needs_input_grad[1:5])
     grad_x, U, Hbar = kernels.backward(
-        grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg.decays, leak=cfg.leak, reset=cfg.reset,
-        v_reset=cfg.v_reset, detach_reset=cfg.detach_reset, surrogate=cfg.surrogate, scale=cfg.surrogate_scale,
-        x_dtype=ctx.x_dtype, need_uh=need_params,
+        grad_spikes,
+        grad_v,
+        H,
+        tau,
+        theta,
+        k_head,
+        soe_w,
+        cfg.decays,
+        leak=cfg.leak,
+        reset=cfg.reset,
+        v_reset=cfg.v_reset,
+        detach_reset=cfg.detach_reset,
+        surrogate=cfg.surrogate,
+        scale=cfg.surrogate_scale,
+        x_dtype=ctx.x_dtype,
+        need_uh=need_params,
     )
     if not need_params:
         return grad_x, None, None, None, None, None

@@ -114,9 +114,12 @@ def stable_tau(method: str, alpha: float, dt: float = 1.0, memory: int | None = 
             signs = torch.ones(128, dtype=torch.float64)
             signs[1::2] = -1
             sums = torch.cumsum(signs * k, 0)
-            weights = torch.exp(torch.lgamma(torch.tensor(128.0, dtype=torch.float64))
-                                - torch.lgamma(torch.arange(1, 129, dtype=torch.float64))
-                                - torch.lgamma(torch.arange(128, 0, -1, dtype=torch.float64)) - 127 * math.log(2))
+            weights = torch.exp(
+                torch.lgamma(torch.tensor(128.0, dtype=torch.float64))
+                - torch.lgamma(torch.arange(1, 129, dtype=torch.float64))
+                - torch.lgamma(torch.arange(128, 0, -1, dtype=torch.float64))
+                - 127 * math.log(2)
+            )
             return float((weights * sums).sum())
         k = history_kernel(method, alpha, memory + 1, dt)
         points = max(1 << 14, 16 * (memory + 1))

@@ -77,15 +77,17 @@ LEARNED_THRESHOLD = 1e-4
 #: the domains of the raw parameters the learned ones are made of
 RAW_DOMAINS = {
     "alpha_raw": f"a finite number (the learned alpha is sigmoid(alpha_raw), held in [{LEARNED_ALPHA[0]:g}, "
-                 f"{LEARNED_ALPHA[1]:g}])",
+    f"{LEARNED_ALPHA[1]:g}])",
     "tau_raw": "a finite number (the learned tau is softplus(tau_raw), held above the stability bound)",
     "theta_raw": f"a finite number (the learned threshold is softplus(theta_raw), held at or above {LEARNED_THRESHOLD:g} "
-                 "times its starting value)",
+    "times its starting value)",
 }
 #: why the engines run outside a torch.compile graph, and what that allows
-OUTSIDE_GRAPH = ("its engines run outside the graph (they read tau, the threshold and the kernel as numbers and run "
-                 "Python, compiled or Triton loops): torch.compile runs it with a graph break at each neuron layer; "
-                 "torch.compile(fullgraph=True) and torch.export cannot")
+OUTSIDE_GRAPH = (
+    "its engines run outside the graph (they read tau, the threshold and the kernel as numbers and run "
+    "Python, compiled or Triton loops): torch.compile runs it with a graph break at each neuron layer; "
+    "torch.compile(fullgraph=True) and torch.export cannot"
+)
 #: a learned or alpha-dependent tau is held this far (relatively) above the stability bound, so that it stays
 #: strictly above it after a rounding to float32 (a relative 6e-8)
 TAU_MARGIN = 1e-6
@@ -139,13 +141,13 @@ class FractionalNeuron(SpikingNeuron):
     foreign_options = {
         "v_threshold": "SpikingJelly's v_threshold is threshold here",
         "v_reset=None": "SpikingJelly's soft reset (v_reset=None) is reset='soft' here (the default); v_reset is the "
-                        "potential of reset='hard'",
+        "potential of reset='hard'",
         "surrogate_function": "SpikingJelly's surrogate_function is surrogate (a name: "
-                              f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its alpha) here",
+        f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its alpha) here",
         "spike_grad": "snnTorch's spike_grad is surrogate (a name: "
-                      f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its slope) here",
+        f"{', '.join(map(repr, SURROGATES))}) and surrogate_scale (its slope) here",
         "beta": "snnTorch's beta (the decay per step) is tau here: this LIF decays by 1 - 1/tau per step, so "
-                "tau = 1 / (1 - beta) (and it divides the input by tau, which snnTorch does not)",
+        "tau = 1 / (1 - beta) (and it divides the input by tau, which snnTorch does not)",
     }
 
     @checked
@@ -224,8 +226,9 @@ class FractionalNeuron(SpikingNeuron):
         if engine == "soe" and method not in SOE_METHODS:
             raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
         if engine in ("triton", "cpp") and convention != "fsnn":
-            raise ValueError(f"engine={engine!r} runs the fsnn convention; convention='spikede' has its own loop "
-                             "(use engine='auto')")
+            raise ValueError(
+                f"engine={engine!r} runs the fsnn convention; convention='spikede' has its own loop (use engine='auto')"
+            )
         self.check_tau(alpha, tau, dt, method, memory, convention)
         self.v_reset = v_reset
         self.reset, self.method, self.memory = reset, method, memory
@@ -247,15 +250,20 @@ class FractionalNeuron(SpikingNeuron):
         self._checks_assignments = True  # from here on, setting alpha, tau or the threshold is checked
 
     @classmethod
-    def check_tau(cls, alpha: float, tau: float, dt: float, method: str, memory: int | None,
-                  convention: str = "fsnn") -> None:
+    def check_tau(
+        cls, alpha: float, tau: float, dt: float, method: str, memory: int | None, convention: str = "fsnn"
+    ) -> None:
         """A leaky neuron's ``tau`` above the bound of :func:`fsnn.neurons.memory.stable_tau`: below it the membrane
         oscillates with a growing amplitude until potentials and gradients are inf and NaN. (A learning ``alpha``
         or ``tau`` is checked where it starts.)"""
         if tau <= (bound := cls.tau_bound(alpha, dt, method, memory, convention)):
-            raise OptionError("tau", f"a number > {bound:.6g} (at or below it the discrete f-LIF with "
-                              f"alpha={alpha:g}, dt={dt:g}, method={method} grows without bound, to inf and NaN; "
-                              "the bound scales as dt^alpha)", tau)
+            raise OptionError(
+                "tau",
+                f"a number > {bound:.6g} (at or below it the discrete f-LIF with "
+                f"alpha={alpha:g}, dt={dt:g}, method={method} grows without bound, to inf and NaN; "
+                "the bound scales as dt^alpha)",
+                tau,
+            )
 
     @classmethod
     def tau_bound(cls, alpha: float, dt: float, method: str, memory: int | None, convention: str = "fsnn") -> float:
@@ -354,8 +362,14 @@ class FractionalNeuron(SpikingNeuron):
         self._prepared.clear()
 
     #: what an assignment of each name sets, through the checks of the property
-    _CHECKED_NAMES = {"alpha": "alpha", "alpha_value": "alpha", "tau": "tau", "tau_value": "tau",
-                      "threshold": "threshold", "threshold_value": "threshold"}
+    _CHECKED_NAMES = {
+        "alpha": "alpha",
+        "alpha_value": "alpha",
+        "tau": "tau",
+        "tau_value": "tau",
+        "threshold": "threshold",
+        "threshold_value": "threshold",
+    }
 
     def __setattr__(self, name, value) -> None:
         # alpha_value (a buffer), tau_value and threshold_value are the stored fixed values: after the constructor
@@ -379,8 +393,12 @@ class FractionalNeuron(SpikingNeuron):
         ``ValueError`` when it is NaN or inf (after an optimiser step or a loaded state): the engines would turn it
         into a NaN membrane and no spikes, without a word."""
         raws = self._raw_parameters()
-        values = torch.stack([alpha.detach().to(torch.float64).reshape(()),
-                              *(raw.detach().to(alpha.device, torch.float64).reshape(()) for _, raw in raws)]).tolist()
+        values = torch.stack(
+            [
+                alpha.detach().to(torch.float64).reshape(()),
+                *(raw.detach().to(alpha.device, torch.float64).reshape(()) for _, raw in raws),
+            ]
+        ).tolist()
         for (name, _), value in zip(raws, values[1:]):
             if not math.isfinite(value):
                 raise OptionError(name, RAW_DOMAINS[name], value)
@@ -407,8 +425,12 @@ class FractionalNeuron(SpikingNeuron):
             if reason is not None:
                 raise ValueError(f"engine='triton' cannot run here: {reason}; use engine='auto'")
             return True
-        return (self.engine == "auto" and device is not None and device.type == "cuda"
-                and kernels.unavailable_reason(device) is None)
+        return (
+            self.engine == "auto"
+            and device is not None
+            and device.type == "cuda"
+            and kernels.unavailable_reason(device) is None
+        )
 
     def _compiled(self, steps: int, device: torch.device | None) -> bool:
         """Whether this call runs the compiled CPU loops (``auto``: on CPU tensors, up to
@@ -419,8 +441,12 @@ class FractionalNeuron(SpikingNeuron):
             if reason is not None:
                 raise ValueError(f"engine='cpp' cannot run here: {reason}; use engine='auto'")
             return True
-        return (self.engine == "auto" and on_cpu and steps <= cpu_kernels.AUTO_MAX_STEPS
-                and cpu_kernels.unavailable_reason() is None)
+        return (
+            self.engine == "auto"
+            and on_cpu
+            and steps <= cpu_kernels.AUTO_MAX_STEPS
+            and cpu_kernels.unavailable_reason() is None
+        )
 
     def resolve_engine(self, steps: int, alpha: float, device: torch.device | None = None):
         """``(engine, soe_bank or None)`` for a sequence of ``steps`` on ``device``.
@@ -439,8 +465,9 @@ class FractionalNeuron(SpikingNeuron):
         if want == "auto" and steps <= (kernels.R_DIRECT + 1 if fused else 2 * self.block):
             return prefix + "direct", None
         head = min(self.soe_head, 2 * self.block)  # the torch engine reads exact lags from its first two blocks
-        bank = soe_bank(self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1),
-                        self.dt, head, self.tol / 2)
+        bank = soe_bank(
+            self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1), self.dt, head, self.tol / 2
+        )
         if bank is None:
             if want == "soe":
                 raise ValueError(
@@ -479,13 +506,24 @@ class FractionalNeuron(SpikingNeuron):
         alpha stays float64, a raw parameter its dtype under a cast to a coarser one, such as ``.half()`` rounding
         alpha 0.3 to 0.30005); they follow a move to another device."""
         self._prepared.clear()  # .to() / .double() / .cuda(): the cached tensors would be stale
-        precise = {id(t) for t in (self._buffers.get("alpha_value"), *(raw for _, raw in self._raw_parameters()),
-                                   *(raw.grad for _, raw in self._raw_parameters())) if t is not None}
+        precise = {
+            id(t)
+            for t in (
+                self._buffers.get("alpha_value"),
+                *(raw for _, raw in self._raw_parameters()),
+                *(raw.grad for _, raw in self._raw_parameters()),
+            )
+            if t is not None
+        }
 
         def keep_precision(tensor):
             out = fn(tensor)
-            if (id(tensor) in precise and out.dtype != tensor.dtype and out.is_floating_point()
-                    and torch.finfo(out.dtype).eps > torch.finfo(tensor.dtype).eps):
+            if (
+                id(tensor) in precise
+                and out.dtype != tensor.dtype
+                and out.is_floating_point()
+                and torch.finfo(out.dtype).eps > torch.finfo(tensor.dtype).eps
+            ):
                 return tensor.to(device=out.device)
             return out
 
@@ -498,8 +536,11 @@ class FractionalNeuron(SpikingNeuron):
         rounded (a ``.half()`` copy's) leaves the full-precision value in place."""
         alpha = None
         key = prefix + "alpha_value"
-        if self._alpha_host is not None and isinstance(stored := state_dict.get(key), torch.Tensor) \
-                and stored.numel() == 1:
+        if (
+            self._alpha_host is not None
+            and isinstance(stored := state_dict.get(key), torch.Tensor)
+            and stored.numel() == 1
+        ):
             alpha = float(stored.item())
             own = torch.tensor(self._alpha_host, dtype=torch.float64)
             if stored.is_floating_point() and stored.dtype != torch.float64 and own.to(stored.dtype).item() == alpha:
@@ -514,8 +555,9 @@ class FractionalNeuron(SpikingNeuron):
         for name, _ in self._raw_parameters():
             stored = state_dict.get(prefix + name)
             if isinstance(stored, torch.Tensor) and stored.numel() == 1 and not math.isfinite(stored.item()):
-                raise ValueError(f"{name} must be {RAW_DOMAINS[name]}, got {stored.item()!r} (state dict key "
-                                 f"{prefix + name!r})")
+                raise ValueError(
+                    f"{name} must be {RAW_DOMAINS[name]}, got {stored.item()!r} (state dict key {prefix + name!r})"
+                )
         guarded = self.__dict__.get("_checks_assignments", False)
         self._checks_assignments = False  # load_state_dict(assign=True) sets the buffer itself, checked above
         try:
@@ -529,8 +571,10 @@ class FractionalNeuron(SpikingNeuron):
 
     # -- forward -----------------------------------------------------------------------------
     def __prepare_scriptable__(self):  # torch.jit.script calls it first, on every submodule of what it compiles
-        raise TypeError(f"torch.jit.script cannot compile {type(self).__name__} (its engines are Python loops and "
-                        "a custom autograd Function); call the module eagerly")
+        raise TypeError(
+            f"torch.jit.script cannot compile {type(self).__name__} (its engines are Python loops and "
+            "a custom autograd Function); call the module eagerly"
+        )
 
     def forward(self, x: torch.Tensor, return_state: bool = False):
         """Run the neuron over a whole sequence, from a fresh state (nothing to reset between calls).
@@ -546,13 +590,17 @@ class FractionalNeuron(SpikingNeuron):
         """
         # the engines read tau and the kernel as numbers (torch.compile has no functorch wrappers to look for)
         if not torch.compiler.is_compiling() and torch._C._functorch.is_functorch_wrapped_tensor(x):
-            raise TypeError(f"{type(self).__name__} does not run under torch.func transforms (vmap, grad, jacrev, "
-                            "...); use loss.backward(), and fold a mapped dimension into the batch: x of shape "
-                            "[T, B * V, ...]")
+            raise TypeError(
+                f"{type(self).__name__} does not run under torch.func transforms (vmap, grad, jacrev, "
+                "...); use loss.backward(), and fold a mapped dimension into the batch: x of shape "
+                "[T, B * V, ...]"
+            )
         check_spike_input(x)
         if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
-            raise ValueError("x must hold values (a cpu or cuda tensor): the meta device is not supported by "
-                             f"{type(self).__name__}, got device 'meta'")
+            raise ValueError(
+                "x must hold values (a cpu or cuda tensor): the meta device is not supported by "
+                f"{type(self).__name__}, got device 'meta'"
+            )
         return self._integrate(x, return_state)
 
     @torch.compiler.disable(reason=OUTSIDE_GRAPH)
@@ -574,10 +622,16 @@ class FractionalNeuron(SpikingNeuron):
             engine, k_head, soe_w, decays, tau, theta = self._history_tensors(T, flat.new_empty(0, dtype=state))
             self.last_engine = engine
             cfg = EngineConfig(
-                leak=self.leak, reset=self.reset, v_reset=self.v_reset,
-                detach_reset=self.detach_reset, surrogate=self.surrogate,
-                surrogate_scale=self.surrogate_scale, block=self.block,
-                memory=self.memory, decays=decays, return_state=return_state,
+                leak=self.leak,
+                reset=self.reset,
+                v_reset=self.v_reset,
+                detach_reset=self.detach_reset,
+                surrogate=self.surrogate,
+                surrogate_scale=self.surrogate_scale,
+                block=self.block,
+                memory=self.memory,
+                decays=decays,
+                return_state=return_state,
                 backend="triton" if fused else "cpp" if engine.startswith("cpp-") else "torch",
             )
             spikes, v = FractionalNeuronFunction.apply(flat.contiguous(), tau, theta, k_head, soe_w, cfg)
@@ -598,8 +652,13 @@ class FractionalNeuron(SpikingNeuron):
         if steps < T:
             kernel = torch.cat([kernel, kernel.new_zeros(T - steps)])
         return spikede_sequence(
-            flat, kernel, tau=self.tau.to(flat), threshold=self.threshold.to(flat), leak=self.leak,
-            surrogate=self.surrogate, scale=self.surrogate_scale,
+            flat,
+            kernel,
+            tau=self.tau.to(flat),
+            threshold=self.threshold.to(flat),
+            leak=self.leak,
+            surrogate=self.surrogate,
+            scale=self.surrogate_scale,
         )
 
 
@@ -656,8 +715,11 @@ def describe_neurons(model: nn.Module) -> dict[str, dict]:
         tau = m.time_constant()
         if tau is not None:
             tau = torch.as_tensor(tau).detach().double().flatten()
-            entry |= {"tau_mean": float(tau.mean()), "tau_std": float(tau.std(unbiased=False)),
-                      "tau_learned": bool(m.time_constant_parameters())}
+            entry |= {
+                "tau_mean": float(tau.mean()),
+                "tau_std": float(tau.std(unbiased=False)),
+                "tau_learned": bool(m.time_constant_parameters()),
+            }
         if isinstance(m, FractionalNeuron):
             entry |= {"alpha": float(m.alpha.detach()), "alpha_learned": hasattr(m, "alpha_raw")}
         out[name] = entry
@@ -758,11 +820,17 @@ def _first_order(cls: type[FractionalNeuron], name: str):
     def build(**kwargs) -> FractionalNeuron:
         return cls(alpha=1.0, **kwargs)
 
-    build.__signature__ = inspect.Signature([
-        inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-        for option, (annotation, default) in option_fields(cls).items() if option not in ("alpha", "learn_alpha")])
-    build.__doc__ = (f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``.\n\n"
-                     + _arguments_but(cls, ("alpha", "learn_alpha")))
+    build.__signature__ = inspect.Signature(
+        [
+            inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for option, (annotation, default) in option_fields(cls).items()
+            if option not in ("alpha", "learn_alpha")
+        ]
+    )
+    build.__doc__ = (
+        f"fsnn's own first-order {name.upper()}: ``{cls.__name__}`` with ``alpha = 1``.\n\n"
+        + _arguments_but(cls, ("alpha", "learn_alpha"))
+    )
     build.check_options = lambda options: cls.check_options({**options, "alpha": 1.0})
     build.foreign_options = cls.foreign_options
     return build
@@ -771,14 +839,33 @@ def _first_order(cls: type[FractionalNeuron], name: str):
 register_neuron("lif", label="LIF (fsnn, alpha = 1)", order="integer")(_first_order(FractionalLIF, "lif"))
 register_neuron("if", label="IF (fsnn, alpha = 1)", order="integer")(_first_order(FractionalIF, "if"))
 # integer-order baselines (fsnn.neurons.baselines): listed always, their library imported only when one is built
-NEURONS.lazy("sj_lif", "fsnn.neurons.baselines:SJLIF", extra="baselines", label="LIF (SpikingJelly)", order="integer",
-             paper_baseline=True)
-NEURONS.lazy("sj_plif", "fsnn.neurons.baselines:SJPLIF", extra="baselines", label="PLIF (SpikingJelly)",
-             order="integer")
-NEURONS.lazy("sj_if", "fsnn.neurons.baselines:SJIF", extra="baselines", label="IF (SpikingJelly)", order="integer",
-             paper_baseline=True)
-NEURONS.lazy("snntorch_leaky", "fsnn.neurons.baselines:SnnTorchLeaky", extra="baselines", label="LIF (snnTorch)",
-             order="integer", paper_baseline=True)
+NEURONS.lazy(
+    "sj_lif",
+    "fsnn.neurons.baselines:SJLIF",
+    extra="baselines",
+    label="LIF (SpikingJelly)",
+    order="integer",
+    paper_baseline=True,
+)
+NEURONS.lazy(
+    "sj_plif", "fsnn.neurons.baselines:SJPLIF", extra="baselines", label="PLIF (SpikingJelly)", order="integer"
+)
+NEURONS.lazy(
+    "sj_if",
+    "fsnn.neurons.baselines:SJIF",
+    extra="baselines",
+    label="IF (SpikingJelly)",
+    order="integer",
+    paper_baseline=True,
+)
+NEURONS.lazy(
+    "snntorch_leaky",
+    "fsnn.neurons.baselines:SnnTorchLeaky",
+    extra="baselines",
+    label="LIF (snnTorch)",
+    order="integer",
+    paper_baseline=True,
+)
 
 
 def _registered_prefix(name: str) -> str | None:
@@ -797,7 +884,7 @@ def neuron_label(name: str) -> str:
     base = _registered_prefix(name)
     if base is None:
         return str(name)
-    suffix = NEURONS.key(name)[len(base):].lstrip("_")
+    suffix = NEURONS.key(name)[len(base) :].lstrip("_")
     return NEURONS.meta(base)["label"] + (f" {suffix}" if suffix else "")
 
 

@@ -93,6 +93,7 @@ else:
     _TRITON_MISSING = None
 
 if not _TRITON_MISSING:
+
     @triton.jit
     def _surrogate(z, scale, SURROGATE: tl.constexpr):
         """``s(z)`` of :mod:`fsnn.neurons.surrogate` at ``z = H - theta``."""
@@ -110,8 +111,7 @@ if not _TRITON_MISSING:
         return out
 
     @triton.jit
-    def _constants(kappa_ptr, length, lam_ptr, w_ptr, tau_ptr, R: tl.constexpr, W: tl.constexpr,
-                   DT: tl.constexpr):
+    def _constants(kappa_ptr, length, lam_ptr, w_ptr, tau_ptr, R: tl.constexpr, W: tl.constexpr, DT: tl.constexpr):
         """``K_0 / tau``, ``kappa_1..kappa_R`` and the SOE ``(lam_q, w_q lam_q^(R+1) / K_0)``."""
         k0 = tl.load(kappa_ptr).to(DT)
         drive = k0 / tl.load(tau_ptr).to(DT)
@@ -144,7 +144,7 @@ if not _TRITON_MISSING:
             if t < 4:
                 acc = acc + (term,)
             else:
-                acc = acc[: t % 4] + (acc[t % 4] + term,) + acc[t % 4 + 1:]
+                acc = acc[: t % 4] + (acc[t % 4] + term,) + acc[t % 4 + 1 :]
         total = acc[0]
         for j in tl.static_range(1, len(acc)):
             total += acc[j]
@@ -182,10 +182,37 @@ if not _TRITON_MISSING:
         return out
 
     @triton.jit
-    def _forward_step(s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, k, N, reach, x, ring, modes, v_prev,
-                      kap, lam, read, drive, k0, theta, v_reset, v_init,
-                      R: tl.constexpr, W: tl.constexpr, FAR: tl.constexpr, LEAK: tl.constexpr,
-                      HARD: tl.constexpr, STORE_V: tl.constexpr, DT: tl.constexpr):
+    def _forward_step(
+        s_ptr,
+        h_ptr,
+        v_ptr,
+        g_ptr,
+        kappa_ptr,
+        col,
+        mask,
+        k,
+        N,
+        reach,
+        x,
+        ring,
+        modes,
+        v_prev,
+        kap,
+        lam,
+        read,
+        drive,
+        k0,
+        theta,
+        v_reset,
+        v_init,
+        R: tl.constexpr,
+        W: tl.constexpr,
+        FAR: tl.constexpr,
+        LEAK: tl.constexpr,
+        HARD: tl.constexpr,
+        STORE_V: tl.constexpr,
+        DT: tl.constexpr,
+    ):
         row = tl.cast(k, col.dtype) * N
         y = _history(ring, modes, kap, read, R, W) + v_init
         if FAR:
@@ -209,11 +236,33 @@ if not _TRITON_MISSING:
         return ring, modes, v
 
     @triton.jit
-    def _forward_kernel(x_ptr, s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, length, lam_ptr, w_ptr, tau_ptr, theta_ptr,
-                        const_ptr, T, N, reach,
-                        R: tl.constexpr, W: tl.constexpr, FAR: tl.constexpr, LEAK: tl.constexpr,
-                        HARD: tl.constexpr, STORE_V: tl.constexpr, UNROLL: tl.constexpr, DT: tl.constexpr,
-                        IDX: tl.constexpr, BLOCK: tl.constexpr):
+    def _forward_kernel(
+        x_ptr,
+        s_ptr,
+        h_ptr,
+        v_ptr,
+        g_ptr,
+        kappa_ptr,
+        length,
+        lam_ptr,
+        w_ptr,
+        tau_ptr,
+        theta_ptr,
+        const_ptr,
+        T,
+        N,
+        reach,
+        R: tl.constexpr,
+        W: tl.constexpr,
+        FAR: tl.constexpr,
+        LEAK: tl.constexpr,
+        HARD: tl.constexpr,
+        STORE_V: tl.constexpr,
+        UNROLL: tl.constexpr,
+        DT: tl.constexpr,
+        IDX: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         col = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
         mask = col < N
         drive, kap, lam, read = _constants(kappa_ptr, length, lam_ptr, w_ptr, tau_ptr, R, W, DT)
@@ -231,21 +280,109 @@ if not _TRITON_MISSING:
             ahead = _prefetch(x_ptr, col, mask, c + UNROLL, 1, T, N, UNROLL, DT)
             for j in tl.static_range(UNROLL):
                 ring, modes, v_prev = _forward_step(
-                    s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, c + j, N, reach, xs[j], ring, modes, v_prev,
-                    kap, lam, read, drive, k0, theta, v_reset, v_init, R, W, FAR, LEAK, HARD, STORE_V, DT)
+                    s_ptr,
+                    h_ptr,
+                    v_ptr,
+                    g_ptr,
+                    kappa_ptr,
+                    col,
+                    mask,
+                    c + j,
+                    N,
+                    reach,
+                    xs[j],
+                    ring,
+                    modes,
+                    v_prev,
+                    kap,
+                    lam,
+                    read,
+                    drive,
+                    k0,
+                    theta,
+                    v_reset,
+                    v_init,
+                    R,
+                    W,
+                    FAR,
+                    LEAK,
+                    HARD,
+                    STORE_V,
+                    DT,
+                )
             xs = ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
                 ring, modes, v_prev = _forward_step(
-                    s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, full + j, N, reach, xs[j], ring, modes,
-                    v_prev, kap, lam, read, drive, k0, theta, v_reset, v_init, R, W, FAR, LEAK, HARD, STORE_V, DT)
+                    s_ptr,
+                    h_ptr,
+                    v_ptr,
+                    g_ptr,
+                    kappa_ptr,
+                    col,
+                    mask,
+                    full + j,
+                    N,
+                    reach,
+                    xs[j],
+                    ring,
+                    modes,
+                    v_prev,
+                    kap,
+                    lam,
+                    read,
+                    drive,
+                    k0,
+                    theta,
+                    v_reset,
+                    v_init,
+                    R,
+                    W,
+                    FAR,
+                    LEAK,
+                    HARD,
+                    STORE_V,
+                    DT,
+                )
 
     @triton.jit
-    def _backward_step(gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, k, T, N, reach, h, gs, gv,
-                       ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale,
-                       R: tl.constexpr, W: tl.constexpr, FAR: tl.constexpr, LEAK: tl.constexpr,
-                       HARD: tl.constexpr, DETACH: tl.constexpr, SURROGATE: tl.constexpr, HAS_GS: tl.constexpr,
-                       HAS_GV: tl.constexpr, STORE_UH: tl.constexpr, DT: tl.constexpr):
+    def _backward_step(
+        gx_ptr,
+        u_ptr,
+        hb_ptr,
+        kappa_ptr,
+        col,
+        mask,
+        k,
+        T,
+        N,
+        reach,
+        h,
+        gs,
+        gv,
+        ring,
+        modes,
+        u_next,
+        kap,
+        lam,
+        read,
+        drive,
+        k0,
+        theta,
+        v_reset,
+        scale,
+        R: tl.constexpr,
+        W: tl.constexpr,
+        FAR: tl.constexpr,
+        LEAK: tl.constexpr,
+        HARD: tl.constexpr,
+        DETACH: tl.constexpr,
+        SURROGATE: tl.constexpr,
+        HAS_GS: tl.constexpr,
+        HAS_GV: tl.constexpr,
+        STORE_UH: tl.constexpr,
+        DT: tl.constexpr,
+    ):
         row = tl.cast(k, col.dtype) * N
         sg = _surrogate(h - theta, scale, SURROGATE)
         if HARD:
@@ -278,12 +415,38 @@ if not _TRITON_MISSING:
         return ring, modes, u
 
     @triton.jit
-    def _backward_kernel(gs_ptr, gv_ptr, h_ptr, gx_ptr, u_ptr, hb_ptr, kappa_ptr, length, lam_ptr, w_ptr, tau_ptr,
-                         theta_ptr, const_ptr, T, N, reach,
-                         R: tl.constexpr, W: tl.constexpr, FAR: tl.constexpr, LEAK: tl.constexpr,
-                         HARD: tl.constexpr, DETACH: tl.constexpr, SURROGATE: tl.constexpr, HAS_GS: tl.constexpr,
-                         HAS_GV: tl.constexpr, STORE_UH: tl.constexpr, UNROLL: tl.constexpr, DT: tl.constexpr,
-                         IDX: tl.constexpr, BLOCK: tl.constexpr):
+    def _backward_kernel(
+        gs_ptr,
+        gv_ptr,
+        h_ptr,
+        gx_ptr,
+        u_ptr,
+        hb_ptr,
+        kappa_ptr,
+        length,
+        lam_ptr,
+        w_ptr,
+        tau_ptr,
+        theta_ptr,
+        const_ptr,
+        T,
+        N,
+        reach,
+        R: tl.constexpr,
+        W: tl.constexpr,
+        FAR: tl.constexpr,
+        LEAK: tl.constexpr,
+        HARD: tl.constexpr,
+        DETACH: tl.constexpr,
+        SURROGATE: tl.constexpr,
+        HAS_GS: tl.constexpr,
+        HAS_GV: tl.constexpr,
+        STORE_UH: tl.constexpr,
+        UNROLL: tl.constexpr,
+        DT: tl.constexpr,
+        IDX: tl.constexpr,
+        BLOCK: tl.constexpr,
+    ):
         col = tl.program_id(0).to(IDX) * BLOCK + tl.arange(0, BLOCK)
         mask = col < N
         drive, kap, lam, read = _constants(kappa_ptr, length, lam_ptr, w_ptr, tau_ptr, R, W, DT)
@@ -307,16 +470,82 @@ if not _TRITON_MISSING:
             gv_ahead = _prefetch(gv_ptr, col, mask, k, -1, T, N, UNROLL, DT) if HAS_GV else none
             for j in tl.static_range(UNROLL):
                 ring, modes, u_next = _backward_step(
-                    gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T - 1 - c - j, T, N, reach, hs[j], gss[j], gvs[j],
-                    ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale, R, W, FAR, LEAK, HARD,
-                    DETACH, SURROGATE, HAS_GS, HAS_GV, STORE_UH, DT)
+                    gx_ptr,
+                    u_ptr,
+                    hb_ptr,
+                    kappa_ptr,
+                    col,
+                    mask,
+                    T - 1 - c - j,
+                    T,
+                    N,
+                    reach,
+                    hs[j],
+                    gss[j],
+                    gvs[j],
+                    ring,
+                    modes,
+                    u_next,
+                    kap,
+                    lam,
+                    read,
+                    drive,
+                    k0,
+                    theta,
+                    v_reset,
+                    scale,
+                    R,
+                    W,
+                    FAR,
+                    LEAK,
+                    HARD,
+                    DETACH,
+                    SURROGATE,
+                    HAS_GS,
+                    HAS_GV,
+                    STORE_UH,
+                    DT,
+                )
             hs, gss, gvs = h_ahead, gs_ahead, gv_ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
                 ring, modes, u_next = _backward_step(
-                    gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T - 1 - full - j, T, N, reach, hs[j], gss[j],
-                    gvs[j], ring, modes, u_next, kap, lam, read, drive, k0, theta, v_reset, scale, R, W, FAR, LEAK,
-                    HARD, DETACH, SURROGATE, HAS_GS, HAS_GV, STORE_UH, DT)
+                    gx_ptr,
+                    u_ptr,
+                    hb_ptr,
+                    kappa_ptr,
+                    col,
+                    mask,
+                    T - 1 - full - j,
+                    T,
+                    N,
+                    reach,
+                    hs[j],
+                    gss[j],
+                    gvs[j],
+                    ring,
+                    modes,
+                    u_next,
+                    kap,
+                    lam,
+                    read,
+                    drive,
+                    k0,
+                    theta,
+                    v_reset,
+                    scale,
+                    R,
+                    W,
+                    FAR,
+                    LEAK,
+                    HARD,
+                    DETACH,
+                    SURROGATE,
+                    HAS_GS,
+                    HAS_GV,
+                    STORE_UH,
+                    DT,
+                )
 
 
 def _compute_dtype(x: torch.Tensor):
@@ -365,17 +594,55 @@ def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_r
     block, warps, unroll = _launch_options()
     v_init = v_reset if reset == "hard" else 0.0
     _forward_kernel[_launch_grid(N, block)](
-        x, spikes, H, V, G, k_head.detach().contiguous(), len(k_head), lam, w,
-        tau.detach(), theta.detach(), _constants_on(x.device, state, (float(v_reset), float(v_init), 0.0)),
-        T, N, reach,
-        R=R, W=W, FAR=bool(reach), LEAK=leak, HARD=reset == "hard", STORE_V=store_v, UNROLL=unroll,
-        DT=_compute_dtype(x), IDX=_index_dtype(T, N, block), BLOCK=block, num_warps=warps,
+        x,
+        spikes,
+        H,
+        V,
+        G,
+        k_head.detach().contiguous(),
+        len(k_head),
+        lam,
+        w,
+        tau.detach(),
+        theta.detach(),
+        _constants_on(x.device, state, (float(v_reset), float(v_init), 0.0)),
+        T,
+        N,
+        reach,
+        R=R,
+        W=W,
+        FAR=bool(reach),
+        LEAK=leak,
+        HARD=reset == "hard",
+        STORE_V=store_v,
+        UNROLL=unroll,
+        DT=_compute_dtype(x),
+        IDX=_index_dtype(T, N, block),
+        BLOCK=block,
+        num_warps=warps,
     )
     return spikes, H, (V if store_v else None)
 
 
-def backward(grad_spikes, grad_v, H, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_reset: float,
-             detach_reset: bool, surrogate: str, scale: float, x_dtype: torch.dtype, need_uh: bool):
+def backward(
+    grad_spikes,
+    grad_v,
+    H,
+    tau,
+    theta,
+    k_head,
+    soe_w,
+    decays,
+    *,
+    leak: bool,
+    reset: str,
+    v_reset: float,
+    detach_reset: bool,
+    surrogate: str,
+    scale: float,
+    x_dtype: torch.dtype,
+    need_uh: bool,
+):
     """``(dL/dX, U, Hbar)``; ``U``/``Hbar`` are ``None`` unless ``need_uh``."""
     T, N = H.shape
     R, reach = ring_size(len(k_head), soe=decays is not None)
@@ -387,11 +654,36 @@ def backward(grad_spikes, grad_v, H, tau, theta, k_head, soe_w, decays, *, leak:
     gv = grad_v.contiguous() if grad_v is not None else H
     block, warps, unroll = _launch_options()
     _backward_kernel[_launch_grid(N, block)](
-        gs, gv, H, grad_x, U, Hbar, k_head.detach().contiguous(), len(k_head), lam, w, tau.detach(),
-        theta.detach(), _constants_on(H.device, H.dtype, (float(v_reset), 0.0, float(scale))), T, N, reach,
-        R=R, W=W, FAR=bool(reach), LEAK=leak, HARD=reset == "hard", DETACH=detach_reset,
-        SURROGATE=SURROGATE_IDS[surrogate], HAS_GS=grad_spikes is not None, HAS_GV=grad_v is not None,
-        STORE_UH=need_uh, UNROLL=unroll, DT=_compute_dtype(H), IDX=_index_dtype(T, N, block), BLOCK=block,
+        gs,
+        gv,
+        H,
+        grad_x,
+        U,
+        Hbar,
+        k_head.detach().contiguous(),
+        len(k_head),
+        lam,
+        w,
+        tau.detach(),
+        theta.detach(),
+        _constants_on(H.device, H.dtype, (float(v_reset), 0.0, float(scale))),
+        T,
+        N,
+        reach,
+        R=R,
+        W=W,
+        FAR=bool(reach),
+        LEAK=leak,
+        HARD=reset == "hard",
+        DETACH=detach_reset,
+        SURROGATE=SURROGATE_IDS[surrogate],
+        HAS_GS=grad_spikes is not None,
+        HAS_GV=grad_v is not None,
+        STORE_UH=need_uh,
+        UNROLL=unroll,
+        DT=_compute_dtype(H),
+        IDX=_index_dtype(T, N, block),
+        BLOCK=block,
         num_warps=warps,
     )
     return grad_x, (U if need_uh else None), (Hbar if need_uh else None)

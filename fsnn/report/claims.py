@@ -67,8 +67,9 @@ def welch(a: Sequence[float], b: Sequence[float], level: float = LEVEL, power: f
     return diff, diff - half * se, diff + half * se, (half + float(t.ppf(power, dof))) * se
 
 
-def decide(a: Sequence[float], b: Sequence[float], claim: float | None = None, level: float = LEVEL,
-           power: float = POWER) -> Decision:
+def decide(
+    a: Sequence[float], b: Sequence[float], claim: float | None = None, level: float = LEVEL, power: float = POWER
+) -> Decision:
     """Decide the claim that ``mean(a) - mean(b)`` is ``claim`` (``None``: that it is above 0) from the runs.
 
     With the interval ``[low, high]`` of :func:`welch`:
@@ -84,8 +85,17 @@ def decide(a: Sequence[float], b: Sequence[float], claim: float | None = None, l
     found = welch(a, b, level, power)
     if found is None:
         diff = statistics.fmean(a) - statistics.fmean(b) if a and b else None
-        return Decision(len(a), len(b), diff, None, None, None, claim, INCONCLUSIVE,
-                        f"fewer than 2 runs on a side (n = {len(a)} and {len(b)}): no interval")
+        return Decision(
+            len(a),
+            len(b),
+            diff,
+            None,
+            None,
+            None,
+            claim,
+            INCONCLUSIVE,
+            f"fewer than 2 runs on a side (n = {len(a)} and {len(b)}): no interval",
+        )
     diff, low, high, detectable = found
     interval = f"the {level:.0%} interval [{low:+.2f}, {high:+.2f}]"
     if claim is None:
@@ -142,9 +152,14 @@ def claims(spec: dict, table: dict, specs: Sequence[dict] = ()) -> list[dict]:
             label = row["label"]
             if "neuron" not in (col_spec.get("match") or {}) or not table.get("in_paper"):
                 found = cell["match"]
-                dataset = column if "neuron" not in (col_spec.get("match") or {}) else str(found.get("dataset")).capitalize()
-                label = (dataset + (f" / {found['backbone'].upper()}" if found.get("backbone") else "")
-                         + (f", {found['recipe_switch']}" if found.get("recipe_switch") else ""))
+                dataset = (
+                    column if "neuron" not in (col_spec.get("match") or {}) else str(found.get("dataset")).capitalize()
+                )
+                label = (
+                    dataset
+                    + (f" / {found['backbone'].upper()}" if found.get("backbone") else "")
+                    + (f", {found['recipe_switch']}" if found.get("recipe_switch") else "")
+                )
             groups.setdefault(_setting_key(cell["match"]), {})[neuron] = (cell, row_spec, label)
     elsewhere = {s["id"]: s for s in specs}
     out = []
@@ -164,9 +179,16 @@ def claims(spec: dict, table: dict, specs: Sequence[dict] = ()) -> list[dict]:
                 paper = [paper_value(elsewhere[source], frac["match"]), paper_value(elsewhere[source], cell["match"])]
             paper = None if None in paper else paper
             claim = None if paper is None else paper[0] - paper[1]
-            out.append({"setting": setting, "fractional": neuron_label(fractional), "baseline": neuron_label(name),
-                        "paper": paper, "size": None if paper is None else decide(frac["values"], cell["values"], claim),
-                        "beats": decide(frac["values"], cell["values"])})
+            out.append(
+                {
+                    "setting": setting,
+                    "fractional": neuron_label(fractional),
+                    "baseline": neuron_label(name),
+                    "paper": paper,
+                    "size": None if paper is None else decide(frac["values"], cell["values"], claim),
+                    "beats": decide(frac["values"], cell["values"]),
+                }
+            )
     return out
 
 
@@ -180,34 +202,56 @@ def tally(found: list[dict], key: str = "size") -> dict[str, int]:
     return counts
 
 
-LEGEND = (f"Δ = fractional neuron - baseline, percentage points; {LEVEL:.0%} CI: {METHOD}; detectable: the smallest "
-          f"true Δ a two-sided test at α = {1 - LEVEL:.2f} finds with power {POWER:g} at these runs' spread. "
-          "Claimed gap: the paper's Δ, rejected when it lies outside the CI, confirmed when the CI contains it and "
-          "excludes 0, else inconclusive. Beats: the direction alone (confirmed: the CI lies above 0; rejected: it "
-          "holds no positive Δ).")
+LEGEND = (
+    f"Δ = fractional neuron - baseline, percentage points; {LEVEL:.0%} CI: {METHOD}; detectable: the smallest "
+    f"true Δ a two-sided test at α = {1 - LEVEL:.2f} finds with power {POWER:g} at these runs' spread. "
+    "Claimed gap: the paper's Δ, rejected when it lies outside the CI, confirmed when the CI contains it and "
+    "excludes 0, else inconclusive. Beats: the direction alone (confirmed: the CI lies above 0; rejected: it "
+    "holds no positive Δ)."
+)
 
 #: the columns of a claim as a table shows it (:func:`claim_cells`), with their headers
-COLUMNS = {"setting": "setting", "baseline": "vs", "n": "n", "diff": "Δ ours", "interval": "95 % CI",
-           "claim": "paper Δ", "detectable": "detectable", "size": "claimed gap", "beats": "beats"}
+COLUMNS = {
+    "setting": "setting",
+    "baseline": "vs",
+    "n": "n",
+    "diff": "Δ ours",
+    "interval": "95 % CI",
+    "claim": "paper Δ",
+    "detectable": "detectable",
+    "size": "claimed gap",
+    "beats": "beats",
+}
 
 
 def claim_cells(entry: dict) -> dict[str, str]:
     """A claim (:func:`claims`) as the text of its table cells (:data:`COLUMNS`), plus ``reason``: why the claimed
     size (else the direction) was decided so."""
     beats, size = entry["beats"], entry["size"]
-    return {"setting": entry["setting"], "baseline": entry["baseline"], "n": f"{beats.n_a} / {beats.n_b}",
-            "diff": DASH if beats.diff is None else f"{beats.diff:+.2f}",
-            "interval": DASH if beats.low is None else f"[{beats.low:+.2f}, {beats.high:+.2f}]",
-            "claim": DASH if size is None else f"{size.claim:+.2f}",
-            "detectable": DASH if beats.detectable is None else number(beats.detectable),
-            "size": "not claimed" if size is None else size.verdict, "beats": beats.verdict,
-            "reason": (beats if size is None else size).reason}
+    return {
+        "setting": entry["setting"],
+        "baseline": entry["baseline"],
+        "n": f"{beats.n_a} / {beats.n_b}",
+        "diff": DASH if beats.diff is None else f"{beats.diff:+.2f}",
+        "interval": DASH if beats.low is None else f"[{beats.low:+.2f}, {beats.high:+.2f}]",
+        "claim": DASH if size is None else f"{size.claim:+.2f}",
+        "detectable": DASH if beats.detectable is None else number(beats.detectable),
+        "size": "not claimed" if size is None else size.verdict,
+        "beats": beats.verdict,
+        "reason": (beats if size is None else size).reason,
+    }
 
 
 def claims_markdown(table: dict, found: list[dict]) -> str:
     """The claims of one built table as a Markdown section (:data:`COLUMNS`, :data:`LEGEND`)."""
-    lines = [f"### {table['id']}: the paper's claims, decided", "", LEGEND, "",
-             "| " + " | ".join(COLUMNS.values()) + " |", "|---" * len(COLUMNS) + "|"]
+    lines = [
+        f"### {table['id']}: the paper's claims, decided",
+        "",
+        LEGEND,
+        "",
+        "| " + " | ".join(COLUMNS.values()) + " |",
+        "|---" * len(COLUMNS) + "|",
+    ]
     for entry in found:
         cells = claim_cells(entry)
         lines.append("| " + " | ".join(cells[key].replace("|", "\\|") for key in COLUMNS) + " |")

@@ -41,8 +41,9 @@ def figures(args: argparse.Namespace) -> None:
 
     out = args.out or args.results / "figures"
     with telling("fsnn-report figures", [out]):
-        paths = make_figures(args.results, out, args.dt, args.t_max, args.t_lin, args.engine, args.kernel_steps,
-                             args.tau_lif)
+        paths = make_figures(
+            args.results, out, args.dt, args.t_max, args.t_lin, args.engine, args.kernel_steps, args.tau_lif
+        )
     for path in paths:
         print(f"wrote {path}")
 
@@ -79,8 +80,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_argument("--tau-lif", type=float, default=2.0, help="tau of the integer-order LIF reference kernel")
     sub = command("page", page, "the report page, index.html")
     sub.add_argument("--figures", type=Path, default=None, help="figures folder (default: <results>/figures)")
-    sub.add_argument("--bench", type=Path, default=None,
-                     help="benchmark tables for the estimates (default: <results>/bench)")
+    sub.add_argument(
+        "--bench", type=Path, default=None, help="benchmark tables for the estimates (default: <results>/bench)"
+    )
     return top
 
 
@@ -93,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     args = top.parse_args(argv)
     args.results = args.results if args.results is not None else results_root()
     if not args.results.is_dir():
-        top.exit(2, f"fsnn: error: --results {printable(args.results)}: not a folder (expected a results folder with "
-                    "<experiment>/<run>/metrics.json)\n")
+        top.exit(
+            2,
+            f"fsnn: error: --results {printable(args.results)}: not a folder (expected a results folder with "
+            "<experiment>/<run>/metrics.json)\n",
+        )
     try:
         args.run(args)
     except OSError as error:  # fsnn.atomic.RunFileError names the file; any other names its path

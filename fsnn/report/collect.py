@@ -22,10 +22,15 @@ from typing import Any
 from fsnn.records import config_root, is_earlier_generation
 
 # match keys that are not dotted paths into a run's resolved config
-ALIASES = {"dataset": "config.dataset.name", "backbone": "config.backbone.name",
-           "neuron": "config.neuron.name", "alpha": "config.neuron.alpha",
-           "task_name": "task", "metric": "metric",
-           "neuron_variant": "choices.neuron_variant"}  # the conf/neuron_variant/ option a sequence run used
+ALIASES = {
+    "dataset": "config.dataset.name",
+    "backbone": "config.backbone.name",
+    "neuron": "config.neuron.name",
+    "alpha": "config.neuron.alpha",
+    "task_name": "task",
+    "metric": "metric",
+    "neuron_variant": "choices.neuron_variant",
+}  # the conf/neuron_variant/ option a sequence run used
 
 
 # studies written beside a run's metrics.json by later commands, merged into its record under these names
@@ -81,8 +86,15 @@ OBJECT = Kind("an object", lambda value: isinstance(value, dict))
 
 
 def _kind(value: Any) -> str:
-    name = {str: "text", bool: "true or false", int: "a number", float: "a number", dict: "an object",
-            list: "a list", type(None): "null"}.get(type(value), type(value).__name__)
+    name = {
+        str: "text",
+        bool: "true or false",
+        int: "a number",
+        float: "a number",
+        dict: "an object",
+        list: "a list",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
     return f"{name} ({printable(json.dumps(value))[:40]})" if isinstance(value, (str, int, float)) else name
 
 
@@ -128,16 +140,32 @@ CONFIG = {
 
 #: a ``robustness.json``: the clean metric and, per corruption, its levels (the metric's list per level is checked
 #: by :func:`record_problem`, its key being the study's ``metric``)
-ROBUSTNESS = {"metric": Required(TEXT), "clean": Required(NUMBER), "config": CONFIG,
-              "corruptions": Required(Values({"levels": Required(Each(NUMBER)), "score": NUMBER}))}
+ROBUSTNESS = {
+    "metric": Required(TEXT),
+    "clean": Required(NUMBER),
+    "config": CONFIG,
+    "corruptions": Required(Values({"levels": Required(Each(NUMBER)), "score": NUMBER})),
+}
 
 #: a ``metrics.json`` where the tables, figures and page read it (``val_*`` / ``test_*`` numbers: :func:`record_problem`)
 RECORD = {
-    "status": TEXT, "task": TEXT, "run": TEXT, "metric": TEXT, "device": TEXT, "seed": INTEGER,
-    "wall_time_s": NUMBER, "train_epoch_s": NUMBER, "overrides": Each(TEXT), "versions": OBJECT,
-    "config": CONFIG, "choices": {"neuron_variant": TEXT}, "test_metrics": OBJECT, "firing_rates": Values(NUMBER),
+    "status": TEXT,
+    "task": TEXT,
+    "run": TEXT,
+    "metric": TEXT,
+    "device": TEXT,
+    "seed": INTEGER,
+    "wall_time_s": NUMBER,
+    "train_epoch_s": NUMBER,
+    "overrides": Each(TEXT),
+    "versions": OBJECT,
+    "config": CONFIG,
+    "choices": {"neuron_variant": TEXT},
+    "test_metrics": OBJECT,
+    "firing_rates": Values(NUMBER),
     "neurons_by_epoch": Each({"epoch": Required(NUMBER), "neurons": Required(Values(Values(NUMBER)))}),
-    "robustness": ROBUSTNESS, "energy": OBJECT,
+    "robustness": ROBUSTNESS,
+    "energy": OBJECT,
 }
 
 #: the sibling studies' shapes, by name (:data:`SIBLINGS`)
@@ -156,8 +184,9 @@ def record_problem(record: dict, shape: Any = RECORD) -> str | None:
     studies = [record] if shape is ROBUSTNESS else [record["robustness"]] if "robustness" in record else []
     for study in studies:
         for name, entry in study["corruptions"].items():
-            if problem := shape_problem(entry.get(study["metric"]), Each(NUMBER),
-                                        f"corruptions.{name}.{study['metric']}"):
+            if problem := shape_problem(
+                entry.get(study["metric"]), Each(NUMBER), f"corruptions.{name}.{study['metric']}"
+            ):
                 return problem
     return None
 
@@ -175,8 +204,10 @@ class Collection:
 
     def summary(self) -> str:
         bad = f", {len(self.impossible)} with impossible metrics" if self.impossible else ""
-        return (f"{len(self.complete)} complete, {len(self.failed)} failed, "
-                f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt{bad}")
+        return (
+            f"{len(self.complete)} complete, {len(self.failed)} failed, "
+            f"{len(self.running)} running/unfinished, {len(self.corrupt)} corrupt{bad}"
+        )
 
 
 # the documented range of a run record's metrics, by name: fractions (accuracy, AUC, average precision, firing
@@ -192,8 +223,10 @@ def impossible_metrics(record: dict) -> list[str]:
     (NaN or infinite; a fraction outside [0, 1], :data:`FRACTION_METRIC`; a negative loss, std, energy or speed,
     :data:`NON_NEGATIVE_METRIC`), each as ``key`` for a non-finite value, else ``key=value (expected ...)``; a
     complete run without its test metric (``test_<metric>``) gives ``test_<metric> (not recorded)``."""
-    found = {**{k: v for k, v in record.items() if k.startswith(("val_", "test_"))},
-             **{f"test_metrics.{k}": v for k, v in (record.get("test_metrics") or {}).items()}}
+    found = {
+        **{k: v for k, v in record.items() if k.startswith(("val_", "test_"))},
+        **{f"test_metrics.{k}": v for k, v in (record.get("test_metrics") or {}).items()},
+    }
     test = f"test_{record.get('metric', 'acc')}"
     bad = [f"{test} (not recorded)"] if record.get("status") == "complete" and not _number(record.get(test)) else []
     for key, value in found.items():

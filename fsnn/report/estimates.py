@@ -41,13 +41,17 @@ EXTENT = Kind("a positive integer below 2**31", lambda value: isinstance(value, 
 
 #: what the estimates read of a benchmark file, by its ``benchmark``: a file of another shape is not read
 BENCH_SHAPES = {
-    "graph_runs": {"setting": OBJECT, "runs": Each({"dataset": TEXT, "version": TEXT, "whole_run_s": POSITIVE,
-                                                    "backbone": TEXT, "neuron": TEXT})},
-    "dvsnet_train_step": {"hardware": TEXT, "config": Required({"device": TEXT, "T": Required(EXTENT),
-                                                                "size": Required(EXTENT), "channels": INTEGER,
-                                                                "batch": INTEGER}),
-                          "results": Each({"neuron": Required(TEXT), "train_samples_per_s": SPEED,
-                                           "test_samples_per_s": SPEED})},
+    "graph_runs": {
+        "setting": OBJECT,
+        "runs": Each({"dataset": TEXT, "version": TEXT, "whole_run_s": POSITIVE, "backbone": TEXT, "neuron": TEXT}),
+    },
+    "dvsnet_train_step": {
+        "hardware": TEXT,
+        "config": Required(
+            {"device": TEXT, "T": Required(EXTENT), "size": Required(EXTENT), "channels": INTEGER, "batch": INTEGER}
+        ),
+        "results": Each({"neuron": Required(TEXT), "train_samples_per_s": SPEED, "test_samples_per_s": SPEED}),
+    },
 }
 
 
@@ -68,8 +72,9 @@ def bench_records(bench_dir: str | Path | None, benchmark: str) -> list[tuple[Pa
     return found
 
 
-def graph_run_minutes(name: str, bench_dir: str | Path | None = None,
-                      experiment: str = "table2_node_classification") -> dict | None:
+def graph_run_minutes(
+    name: str, bench_dir: str | Path | None = None, experiment: str = "table2_node_classification"
+) -> dict | None:
     """Minutes of one run of ``experiment`` (one CPU core) on the graph ``name``: the whole run that
     ``scripts/bench_graph.py runs --experiment <experiment>`` measured on it (the "after" rows of a benchmark file of
     ``bench_dir`` whose setting names that experiment), else the largest graph it measured scaled by the number of
@@ -80,8 +85,14 @@ def graph_run_minutes(name: str, bench_dir: str | Path | None = None,
     rows = []
     for _, record in bench_records(bench_dir, "graph_runs"):
         if (record.get("setting") or {}).get("experiment") == experiment:
-            rows += [r for r in record.get("runs", []) if r.get("version") == "after" and "failed" not in r
-                     and r.get("dataset") in DATASETS and "whole_run_s" in r]
+            rows += [
+                r
+                for r in record.get("runs", [])
+                if r.get("version") == "after"
+                and "failed" not in r
+                and r.get("dataset") in DATASETS
+                and "whole_run_s" in r
+            ]
     nodes = dataset_info(name).num_nodes
     measured = [(dataset_info(r["dataset"]).num_nodes, r) for r in rows]
     measured = [(n, r) for n, r in measured if n]
@@ -89,9 +100,13 @@ def graph_run_minutes(name: str, bench_dir: str | Path | None = None,
         return None
     own = [item for item in measured if item[1]["dataset"] == name]
     basis_nodes, basis = max(own or measured, key=lambda item: (item[0], item[1]["whole_run_s"]))
-    return {"minutes": basis["whole_run_s"] / 60 * nodes / basis_nodes, "basis": basis["dataset"],
-            "basis_minutes": basis["whole_run_s"] / 60, "backbone": basis.get("backbone", "?"),
-            "neuron": basis.get("neuron", "?")}
+    return {
+        "minutes": basis["whole_run_s"] / 60 * nodes / basis_nodes,
+        "basis": basis["dataset"],
+        "basis_minutes": basis["whole_run_s"] / 60,
+        "backbone": basis.get("backbone", "?"),
+        "neuron": basis.get("neuron", "?"),
+    }
 
 
 def _get_it(name: str) -> str | None:
@@ -129,13 +144,19 @@ def sweep(experiment: str) -> dict[str, list[str]]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from omegaconf import OmegaConf
 
-    params = OmegaConf.select(OmegaConf.load(config_root() / "experiment" / f"{experiment}.yaml"), "hydra.sweeper.params") or {}
+    params = (
+        OmegaConf.select(OmegaConf.load(config_root() / "experiment" / f"{experiment}.yaml"), "hydra.sweeper.params")
+        or {}
+    )
     parser = OverridesParser.create()
     out = {}
     for key, value in params.items():
         override = parser.parse_overrides([f"{key}={value}"])[0]
-        out[key] = (list(override.sweep_string_iterator()) if override.is_sweep_override()
-                    else [override.get_value_element_as_str()])
+        out[key] = (
+            list(override.sweep_string_iterator())
+            if override.is_sweep_override()
+            else [override.get_value_element_as_str()]
+        )
     return out
 
 
@@ -168,13 +189,25 @@ def step_costs(bench_dir: str | Path | None = None) -> list[dict]:
         config = record["config"]
         if config.get("device") != "cuda":
             continue
-        rates = {r["neuron"]: (r["train_samples_per_s"], r["test_samples_per_s"]) for r in record.get("results", [])
-                 if r.get("train_samples_per_s") and r.get("test_samples_per_s")}
+        rates = {
+            r["neuron"]: (r["train_samples_per_s"], r["test_samples_per_s"])
+            for r in record.get("results", [])
+            if r.get("train_samples_per_s") and r.get("test_samples_per_s")
+        }
         if not rates:  # nothing measured: no step to scale
             continue
-        out.append({"file": path.name, "backbone": "dvsnet", "channels": config.get("channels"), "T": config["T"],
-                    "size": config["size"], "batch": config.get("batch"), "hardware": record.get("hardware", "GPU"),
-                    "rates": rates})
+        out.append(
+            {
+                "file": path.name,
+                "backbone": "dvsnet",
+                "channels": config.get("channels"),
+                "T": config["T"],
+                "size": config["size"],
+                "batch": config.get("batch"),
+                "hardware": record.get("hardware", "GPU"),
+                "rates": rates,
+            }
+        )
     return out
 
 
@@ -221,8 +254,11 @@ def estimate(experiment: str, costs: list[dict]) -> dict:
         total += count
         step, samples = _step(cfg, costs), train_samples(cfg)
         if step is None:
-            unestimated[f"{cfg.backbone.name}" + (f" ({cfg.backbone.channels} channels)" if cfg.backbone.get("channels")
-                                                   else "") + ": no measured step"] += count
+            unestimated[
+                f"{cfg.backbone.name}"
+                + (f" ({cfg.backbone.channels} channels)" if cfg.backbone.get("channels") else "")
+                + ": no measured step"
+            ] += count
             continue
         if samples is None:
             unestimated[f"{cfg.dataset.name}: size unknown"] += count
@@ -238,8 +274,14 @@ def estimate(experiment: str, costs: list[dict]) -> dict:
             hours += job["jobs_per_neuron"] * cfg.trainer.max_epochs * samples * scale / bench["rates"][timed][0] / 3600
             estimated += job["jobs_per_neuron"]
         basis.add((bench["file"], bench["hardware"], bench["T"], bench["size"], bench["batch"]))
-    return {"jobs": total, "estimated": estimated, "hours": hours, "unestimated": dict(sorted(unestimated.items())),
-            "basis": sorted(basis), "notes": sorted(notes)}
+    return {
+        "jobs": total,
+        "estimated": estimated,
+        "hours": hours,
+        "unestimated": dict(sorted(unestimated.items())),
+        "basis": sorted(basis),
+        "notes": sorted(notes),
+    }
 
 
 def spec_values(spec: dict, key: str) -> list[str]:

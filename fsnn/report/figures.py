@@ -68,10 +68,16 @@ from fsnn.report.tables import (
 )
 from fsnn.report.theory import kernel_figure, relaxation_figure
 
-CORRUPTION_LABELS = {"gaussian_noise": "Noise injection", "center_occlusion": "Occlude block",
-                     "temporal_truncation": "Temporal truncate", "temporal_jitter": "Temporal jitter",
-                     "frame_discard": "Discard frame", "feature_masking": "Feature masking",
-                     "edge_dropping": "Edge dropping", "spike_noise": "Spike noise"}
+CORRUPTION_LABELS = {
+    "gaussian_noise": "Noise injection",
+    "center_occlusion": "Occlude block",
+    "temporal_truncation": "Temporal truncate",
+    "temporal_jitter": "Temporal jitter",
+    "frame_discard": "Discard frame",
+    "feature_masking": "Feature masking",
+    "edge_dropping": "Edge dropping",
+    "spike_noise": "Spike noise",
+}
 MANIFEST = "figures.json"
 
 
@@ -132,8 +138,10 @@ def network_order(run: dict, layers: Iterable[str]) -> list[str]:
         dims = {"num_classes": info.num_classes}
         if info.kind in ("event", "static"):
             size = cfg.dataset.get("size") or info.size
-            dims |= {"in_channels": info.in_channels,
-                     "input_size": (size, size) if isinstance(size, int) else tuple(size)}
+            dims |= {
+                "in_channels": info.in_channels,
+                "input_size": (size, size) if isinstance(size, int) else tuple(size),
+            }
         else:
             dims["in_features"] = info.in_channels
         with torch.device("meta"):
@@ -146,8 +154,9 @@ def network_order(run: dict, layers: Iterable[str]) -> list[str]:
 
 
 @styled
-def firing_rate_figure(runs: list[dict], out: str | Path, name: str = "firing_rates",
-                       captions: dict | None = None) -> list[Path]:
+def firing_rate_figure(
+    runs: list[dict], out: str | Path, name: str = "firing_rates", captions: dict | None = None
+) -> list[Path]:
     """Firing rate of every spiking layer, one panel per setting (dataset + backbone, epochs, recipe), layers in
     network order (:func:`network_order`), one bar per neuron: the mean over that neuron's runs (e.g. seeds) with
     the standard deviation as an error bar. ``runs``: ``metrics.json`` records with ``firing_rates``
@@ -167,23 +176,43 @@ def firing_rate_figure(runs: list[dict], out: str | Path, name: str = "firing_ra
         neurons = _by_neuron(members)
         width = 0.8 / len(neurons)
         for i, (neuron, group) in enumerate(neurons.items()):
-            stats = [_mean_std([r["firing_rates"][layer] for r in group if layer in r["firing_rates"]] or [np.nan])
-                     for layer in layers]
-            ax.bar(np.arange(len(layers)) + (i - (len(neurons) - 1) / 2) * width, [m for m, _ in stats], width,
-                   yerr=[s for _, s in stats], capsize=3, color=styles[neuron]["color"], edgecolor="white", lw=0.5,
-                   error_kw={"lw": 1, "ecolor": "0.2"}, label=_legend(neuron_label(neuron), group))
-        ax.set_xticks(np.arange(len(layers)), layers, rotation=30 if len(layers) > 4 else 0,
-                      ha="right" if len(layers) > 4 else "center")
-        where = f"{key.replace('_', ' / ')}, {_epochs_text(epochs or None)}" + ("" if recipe == "matched"
-                                                                                 else f", recipe {recipe}")
+            stats = [
+                _mean_std([r["firing_rates"][layer] for r in group if layer in r["firing_rates"]] or [np.nan])
+                for layer in layers
+            ]
+            ax.bar(
+                np.arange(len(layers)) + (i - (len(neurons) - 1) / 2) * width,
+                [m for m, _ in stats],
+                width,
+                yerr=[s for _, s in stats],
+                capsize=3,
+                color=styles[neuron]["color"],
+                edgecolor="white",
+                lw=0.5,
+                error_kw={"lw": 1, "ecolor": "0.2"},
+                label=_legend(neuron_label(neuron), group),
+            )
+        ax.set_xticks(
+            np.arange(len(layers)),
+            layers,
+            rotation=30 if len(layers) > 4 else 0,
+            ha="right" if len(layers) > 4 else "center",
+        )
+        where = f"{key.replace('_', ' / ')}, {_epochs_text(epochs or None)}" + (
+            "" if recipe == "matched" else f", recipe {recipe}"
+        )
         ax.set(ylabel="firing rate (spikes / element)", title=f"{where}: layers in network order")
         ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.grid(alpha=0.3, axis="y", lw=0.5)
         panels.append(where)
     fig.tight_layout()
-    _note(captions, name, "Firing rate of each spiking layer on the test split at the best-validation checkpoint, "
-          "layers in network order; bars: mean over the runs (n in the legend), error bars: ± one standard deviation. "
-          f"Panels: {'; '.join(panels)}.")
+    _note(
+        captions,
+        name,
+        "Firing rate of each spiking layer on the test split at the best-validation checkpoint, "
+        "layers in network order; bars: mean over the runs (n in the legend), error bars: ± one standard deviation. "
+        f"Panels: {'; '.join(panels)}.",
+    )
     return save(fig, out, name)
 
 
@@ -192,8 +221,9 @@ def _corruptions(records: list[dict]) -> list[str]:
 
 
 @styled
-def robustness_curves(records: list[dict], out: str | Path, name: str = "robustness_curves",
-                      captions: dict | None = None) -> list[Path]:
+def robustness_curves(
+    records: list[dict], out: str | Path, name: str = "robustness_curves", captions: dict | None = None
+) -> list[Path]:
     """Metric (in %) vs corruption level, one panel per corruption, one line per neuron (mean ± std over its runs
     at each level); the clean metric is drawn at level 0. ``records``: ``robustness.json`` contents."""
     names = _corruptions(records)
@@ -216,23 +246,36 @@ def robustness_curves(records: list[dict], out: str | Path, name: str = "robustn
             if points:
                 levels = sorted(points)
                 stats = [_mean_std([100 * v for v in points[lv]]) for lv in levels]
-                ax.errorbar(levels, [m for m, _ in stats], yerr=[s for _, s in stats], capsize=2, ms=5,
-                            label=_legend(neuron_label(neuron), group), **styles[neuron])
-        ax.set(xlabel="level (0 = clean)", ylabel=f"test {metric} (%)",
-               title=CORRUPTION_LABELS.get(corruption, corruption))
+                ax.errorbar(
+                    levels,
+                    [m for m, _ in stats],
+                    yerr=[s for _, s in stats],
+                    capsize=2,
+                    ms=5,
+                    label=_legend(neuron_label(neuron), group),
+                    **styles[neuron],
+                )
+        ax.set(
+            xlabel="level (0 = clean)", ylabel=f"test {metric} (%)", title=CORRUPTION_LABELS.get(corruption, corruption)
+        )
         ax.grid(alpha=0.3, lw=0.5)
-    for ax in axes[len(names):]:
+    for ax in axes[len(names) :]:
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     legend_below(fig, handles, labels, ncol=min(3, len(labels)), axes_height=3.2 * rows)
-    _note(captions, name, f"Test {metric} under each corruption against its level (level 0: clean); mean ± std over "
-          "each neuron's runs (n in the legend).")
+    _note(
+        captions,
+        name,
+        f"Test {metric} under each corruption against its level (level 0: clean); mean ± std over "
+        "each neuron's runs (n in the legend).",
+    )
     return save(fig, out, name)
 
 
 @styled
-def robustness_radar(records: list[dict], out: str | Path, name: str = "robustness_radar",
-                     captions: dict | None = None) -> list[Path]:
+def robustness_radar(
+    records: list[dict], out: str | Path, name: str = "robustness_radar", captions: dict | None = None
+) -> list[Path]:
     """Radar chart of the paper's robustness scores, one axis per corruption, one polygon per neuron (mean score
     over its runs; a missing score leaves a gap). Needs at least three corruptions (``[]`` otherwise)."""
     names = _corruptions(records)
@@ -249,21 +292,36 @@ def robustness_radar(records: list[dict], out: str | Path, name: str = "robustne
             values = [s for r in group if (s := r.get("corruptions", {}).get(corruption, {}).get("score")) is not None]
             scores.append(np.mean(values) if values else np.nan)
         closed = np.append(angles, angles[0])
-        ax.plot(closed, np.append(scores, scores[0]), "-", ms=5, label=_legend(neuron_label(neuron),
-                                                                              group), **styles[neuron])
+        ax.plot(
+            closed,
+            np.append(scores, scores[0]),
+            "-",
+            ms=5,
+            label=_legend(neuron_label(neuron), group),
+            **styles[neuron],
+        )
         ax.fill(closed, np.append(scores, scores[0]), color=styles[neuron]["color"], alpha=0.08)
     ax.set_xticks(angles, [CORRUPTION_LABELS.get(n, n) for n in names])
     ax.set_ylim(0, max(100.0, ax.get_ylim()[1]))
     ax.tick_params(axis="x", pad=22)  # the axis names sit outside the rim, clear of the polygons
     ax.set_title("robustness score (100 x mean corrupted / clean)", pad=18)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.08, 1.0))
-    _note(captions, name, "Robustness score per corruption (100 x mean corrupted accuracy / clean accuracy, larger is "
-          "better), mean over each neuron's runs.")
+    _note(
+        captions,
+        name,
+        "Robustness score per corruption (100 x mean corrupted accuracy / clean accuracy, larger is "
+        "better), mean over each neuron's runs.",
+    )
     return save(fig, out, name)
 
 
-def robustness_figures(records: list[dict], out: str | Path, prefix: str = "robustness",
-                       echo: Callable = print, captions: dict | None = None) -> list[Path]:
+def robustness_figures(
+    records: list[dict],
+    out: str | Path,
+    prefix: str = "robustness",
+    echo: Callable = print,
+    captions: dict | None = None,
+) -> list[Path]:
     """Curves (``<prefix>_curves``) and radar (``<prefix>_radar``, when three or more corruptions) of ``records``.
     Without a radar, an older ``<prefix>_radar`` file in ``out`` is removed, so the figures beside a
     ``robustness.json`` always show that study."""
@@ -285,11 +343,13 @@ GRAPH_STUDIES = {
     "feature_masking": {
         "datasets": ("cora", "citeseer"),
         "claim": "f-SNN performs significantly better than the SpikingJelly and snnTorch baselines at every tested "
-                 "masking rate (Cora and Citeseer)"},
+        "masking rate (Cora and Citeseer)",
+    },
     "edge_dropping": {
         "datasets": ("photo", "computers"),
         "claim": "f-SNN performs better than the SpikingJelly and snnTorch baselines at every edge-dropping rate "
-                 "(Photo and Computers)"},
+        "(Photo and Computers)",
+    },
 }
 GRAPH_BACKBONES = ("sgcn", "drsgnn")
 
@@ -313,8 +373,9 @@ def _table_alpha(record: dict, dataset: str, backbone: str) -> float | None:
 
 
 @styled
-def graph_robustness_figure(records: list[dict], corruption: str, out: str | Path,
-                            captions: dict | None = None) -> list[Path]:
+def graph_robustness_figure(
+    records: list[dict], corruption: str, out: str | Path, captions: dict | None = None
+) -> list[Path]:
     """One of the paper's graph robustness studies (:data:`GRAPH_STUDIES`): test accuracy against the corruption
     level, one panel per dataset and backbone, one line per neuron (mean ± std over its seeds; level 0 is the clean
     test of the same pass). A neuron with a single run (a same-computation check, see Table 2) is left out. The
@@ -323,8 +384,14 @@ def graph_robustness_figure(records: list[dict], corruption: str, out: str | Pat
     name = f"graph_{corruption}"
     panels = [(d, b) for d in study["datasets"] for b in GRAPH_BACKBONES]
     chosen = [r for r in records if corruption in r.get("corruptions", {})]
-    by_panel = {p: {neuron: group for neuron, group in _by_neuron(r for r in chosen if setting(r) == "_".join(p)).items()
-                    if len(group) > 1} for p in panels}
+    by_panel = {
+        p: {
+            neuron: group
+            for neuron, group in _by_neuron(r for r in chosen if setting(r) == "_".join(p)).items()
+            if len(group) > 1
+        }
+        for p in panels
+    }
     panels = [p for p in panels if by_panel[p]]
     if not panels:
         return []
@@ -337,27 +404,46 @@ def graph_robustness_figure(records: list[dict], corruption: str, out: str | Pat
         for neuron, group in by_panel[(dataset, backbone)].items():
             levels, stats = _level_stats(group, corruption)
             label = f"{neuron_label(neuron)}"
-            line = ax.errorbar(levels, [m for m, _ in stats], yerr=[s for _, s in stats], capsize=2, ms=5,
-                               label=label, **styles[neuron])
+            line = ax.errorbar(
+                levels,
+                [m for m, _ in stats],
+                yerr=[s for _, s in stats],
+                capsize=2,
+                ms=5,
+                label=label,
+                **styles[neuron],
+            )
             handles.setdefault(label, line)
             strongest.append((dataset, backbone, neuron, levels[-1], *stats[-1], len(group)))
-        ax.set(xlabel=f"{CORRUPTION_LABELS[corruption].lower()} ratio (0 = clean)", ylabel="test accuracy (%)",
-               title=f"{dataset.capitalize() if dataset != 'citeseer' else 'CiteSeer'} / {backbone.upper()}")
+        ax.set(
+            xlabel=f"{CORRUPTION_LABELS[corruption].lower()} ratio (0 = clean)",
+            ylabel="test accuracy (%)",
+            title=f"{dataset.capitalize() if dataset != 'citeseer' else 'CiteSeer'} / {backbone.upper()}",
+        )
         ax.grid(alpha=0.3, lw=0.5)
     legend_below(fig, list(handles.values()), list(handles), ncol=min(4, len(handles)), axes_height=3.4)
     at_strongest: dict[tuple, list[str]] = defaultdict(list)
     for dataset, backbone, neuron, level, mean, std, n in strongest:
-        at_strongest[(dataset, backbone, level)].append(f"{neuron_label(neuron)} {mean:.1f} ± {std:.1f} "
-                                                        f"(n={n})")
-    summary = "; ".join(f"{dataset}/{backbone} at {level:g}: {', '.join(items)}"
-                        for (dataset, backbone, level), items in at_strongest.items())
+        at_strongest[(dataset, backbone, level)].append(f"{neuron_label(neuron)} {mean:.1f} ± {std:.1f} (n={n})")
+    summary = "; ".join(
+        f"{dataset}/{backbone} at {level:g}: {', '.join(items)}"
+        for (dataset, backbone, level), items in at_strongest.items()
+    )
     integer = [f"{d}/{b}" for d, b in panels if any(_table_alpha(r, d, b) == 1.0 for r in chosen)]
-    same = (f" On {' and '.join(integer)} tab:alpha_gnn sets f-LIF's alpha to 1.0, which makes f-LIF fsnn's LIF "
-            f"(alpha = 1): one computation, drawn once, under the name with more runs." if integer else "")
-    _note(captions, name, f"{CORRUPTION_LABELS[corruption]} at test time (the trained model tested on the corrupted "
-          f"graph, its input rebuilt with the run's own preprocessing), test accuracy against the ratio, mean ± std "
-          f"over seeds (Table 2's matched runs). The paper claims: {study['claim']}. Measured at the strongest level: "
-          f"{summary}.{same}")
+    same = (
+        f" On {' and '.join(integer)} tab:alpha_gnn sets f-LIF's alpha to 1.0, which makes f-LIF fsnn's LIF "
+        f"(alpha = 1): one computation, drawn once, under the name with more runs."
+        if integer
+        else ""
+    )
+    _note(
+        captions,
+        name,
+        f"{CORRUPTION_LABELS[corruption]} at test time (the trained model tested on the corrupted "
+        f"graph, its input rebuilt with the run's own preprocessing), test accuracy against the ratio, mean ± std "
+        f"over seeds (Table 2's matched runs). The paper claims: {study['claim']}. Measured at the strongest level: "
+        f"{summary}.{same}",
+    )
     return save(fig, out, name)
 
 
@@ -365,8 +451,9 @@ VERDICT_COLORS = {CONFIRMED: "#238b45", REJECTED: "#b2182b", INCONCLUSIVE: "#737
 
 
 @styled
-def claims_figure(sections: list[tuple[str, list[dict]]], out: str | Path, name: str = "claims",
-                  captions: dict | None = None) -> list[Path]:
+def claims_figure(
+    sections: list[tuple[str, list[dict]]], out: str | Path, name: str = "claims", captions: dict | None = None
+) -> list[Path]:
     """The paper's claimed gaps against ours: one panel per table, one row per claim (:func:`fsnn.report.claims.claims`
     with a claimed size): our difference with its confidence interval (a bar, coloured by the decision), the paper's
     claimed difference (a cross) and 0 (a line)."""
@@ -383,7 +470,9 @@ def claims_figure(sections: list[tuple[str, list[dict]]], out: str | Path, name:
             decision = entry["size"]
             color = VERDICT_COLORS[decision.verdict]
             if decision.diff is not None:  # fewer than two runs on a side: a point without an interval, or none
-                xerr = None if decision.low is None else [[decision.diff - decision.low], [decision.high - decision.diff]]
+                xerr = (
+                    None if decision.low is None else [[decision.diff - decision.low], [decision.high - decision.diff]]
+                )
                 ax.errorbar([decision.diff], [row], xerr=xerr, fmt="o", color=color, capsize=3, ms=5)
             ax.plot([decision.claim], [row], "x", color="black", ms=7, mew=1.5)
         ax.axvline(0.0, color="#525252", lw=0.8)
@@ -396,10 +485,14 @@ def claims_figure(sections: list[tuple[str, list[dict]]], out: str | Path, name:
     handles.append(Line2D([], [], color="black", marker="x", ls="", mew=1.5, label="the paper's claimed difference"))
     legend_below(fig, handles, [h.get_label() for h in handles], ncol=4, axes_height=0.3 * sum(heights) + 1.0)
     counts = [f"{title}: {', '.join(f'{n} {v}' for v, n in tally(found).items() if n)}" for title, found in sections]
-    _note(captions, name, f"The paper's claimed gaps against the runs: per pair of cells that differ only in the "
-          f"neuron, our difference with its {LEVEL:.0%} confidence interval ({METHOD}), coloured by the decision on "
-          f"the claimed size (rejected: the claim lies outside the interval; confirmed: the interval contains it and "
-          f"excludes 0; else inconclusive); the cross is the paper's difference. {'; '.join(counts)}.")
+    _note(
+        captions,
+        name,
+        f"The paper's claimed gaps against the runs: per pair of cells that differ only in the "
+        f"neuron, our difference with its {LEVEL:.0%} confidence interval ({METHOD}), coloured by the decision on "
+        f"the claimed size (rejected: the claim lies outside the interval; confirmed: the interval contains it and "
+        f"excludes 0; else inconclusive); the cross is the paper's difference. {'; '.join(counts)}.",
+    )
     return save(fig, out, name)
 
 
@@ -435,8 +528,9 @@ def _plain_log_axis(axis, ticks=None) -> None:
 
 
 @styled
-def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory_horizon",
-                          captions: dict | None = None) -> list[Path]:
+def memory_horizon_figure(
+    runs: list[dict], out: str | Path, name: str = "memory_horizon", captions: dict | None = None
+) -> list[Path]:
     """Delayed cue: test accuracy (%) against the delay (log axis), one line per neuron variant (mean ± std over its
     seeds as error bars, n in the legend), chance (100 / num_cues) dotted and labelled beside the axes; second panel:
     seconds of training steps per epoch against the delay (mean ± std). ``runs``: complete ``metrics.json`` records;
@@ -446,8 +540,12 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
     groups, order = _horizon_groups(runs)
     if not groups:
         return []
-    chance = {100.0 / int(r["config"]["dataset"]["num_cues"]) for by_delay in groups.values()
-              for group in by_delay.values() for r in group}
+    chance = {
+        100.0 / int(r["config"]["dataset"]["num_cues"])
+        for by_delay in groups.values()
+        for group in by_delay.values()
+        for r in group
+    }
     styles = family_styles(order)
     fig = Figure(figsize=(10, 4.4))
     ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
@@ -458,34 +556,60 @@ def memory_horizon_figure(runs: list[dict], out: str | Path, name: str = "memory
         stats = [_mean_std([100 * r["test_acc"] for r in groups[variant][d]]) for d in delays]
         counts |= {len(groups[variant][d]) for d in delays}
         style = {**styles[variant], "ls": "-" if is_fractional(variant) else "--", "ms": 5, "capsize": 2}
-        ax_acc.errorbar(delays, [m for m, _ in stats], yerr=[s for _, s in stats], label=labels.get(variant, variant),
-                        **style)
+        ax_acc.errorbar(
+            delays, [m for m, _ in stats], yerr=[s for _, s in stats], label=labels.get(variant, variant), **style
+        )
         # seconds on one kind of hardware only: the CPU's, where a sweep's long delays ran on a GPU
-        times = [(d, _mean_std([r["train_epoch_s"] for r in groups[variant][d]])) for d in delays
-                 if all(r.get("train_epoch_s") and _on_cpu(r) for r in groups[variant][d])]
+        times = [
+            (d, _mean_std([r["train_epoch_s"] for r in groups[variant][d]]))
+            for d in delays
+            if all(r.get("train_epoch_s") and _on_cpu(r) for r in groups[variant][d])
+        ]
         if times:
-            ax_time.errorbar([d for d, _ in times], [m for _, (m, _) in times], yerr=[s for _, (_, s) in times],
-                             **style)
+            ax_time.errorbar(
+                [d for d, _ in times], [m for _, (m, _) in times], yerr=[s for _, (_, s) in times], **style
+            )
     for level in sorted(chance):  # the label sits right of the axes, where no data is drawn
         ax_acc.axhline(level, color="0.3", ls=":", lw=1.2)
-        ax_acc.annotate(f"chance\n{level:g} %", (1.0, level), xycoords=("axes fraction", "data"), xytext=(4, 0),
-                        textcoords="offset points", va="center", fontsize=MIN_FONT_PT, color="0.3")
+        ax_acc.annotate(
+            f"chance\n{level:g} %",
+            (1.0, level),
+            xycoords=("axes fraction", "data"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=MIN_FONT_PT,
+            color="0.3",
+        )
     n_text = "/".join(str(n) for n in sorted(counts))
-    ax_acc.set(xlabel="delay between cue and recall (steps)", ylabel="test accuracy (%)", ylim=(0, 102),
-               title=f"delayed cue: accuracy (mean ± std, n={n_text} seeds)")
-    ax_time.set(yscale="log", xlabel="delay (steps)", ylabel="train steps, s / epoch",
-                title="training time per epoch (CPU runs)")
+    ax_acc.set(
+        xlabel="delay between cue and recall (steps)",
+        ylabel="test accuracy (%)",
+        ylim=(0, 102),
+        title=f"delayed cue: accuracy (mean ± std, n={n_text} seeds)",
+    )
+    ax_time.set(
+        yscale="log",
+        xlabel="delay (steps)",
+        ylabel="train steps, s / epoch",
+        title="training time per epoch (CPU runs)",
+    )
     for ax in (ax_acc, ax_time):
         ax.set_xscale("log", base=2)
         _plain_log_axis(ax.xaxis, all_delays)
         ax.grid(alpha=0.3, which="both", lw=0.5)
     _plain_log_axis(ax_time.yaxis)
     handles, names = ax_acc.get_legend_handles_labels()
-    legend_below(fig, handles, names, ncol=2,
-                 title="warm, solid: fractional order (f-LIF); cool, dashed: first order (LIF)")
-    _note(captions, name, "Delayed cue (not in the paper): test accuracy against the delay between cue and recall, "
-          f"mean ± std over seeds (n={n_text} per point), chance dotted; right: seconds of training steps per epoch "
-          "of the delays that ran on a CPU.")
+    legend_below(
+        fig, handles, names, ncol=2, title="warm, solid: fractional order (f-LIF); cool, dashed: first order (LIF)"
+    )
+    _note(
+        captions,
+        name,
+        "Delayed cue (not in the paper): test accuracy against the delay between cue and recall, "
+        f"mean ± std over seeds (n={n_text} per point), chance dotted; right: seconds of training steps per epoch "
+        "of the delays that ran on a CPU.",
+    )
     return save(fig, out, name)
 
 
@@ -506,8 +630,9 @@ def _on_cpu(run: dict) -> bool:
 
 
 @styled
-def learned_tau_figure(runs: list[dict], out: str | Path, name: str = "memory_horizon_tau",
-                       captions: dict | None = None) -> list[Path]:
+def learned_tau_figure(
+    runs: list[dict], out: str | Path, name: str = "memory_horizon_tau", captions: dict | None = None
+) -> list[Path]:
     """Delayed cue: the learned time constant against the training epoch (``metrics.json``'s ``neurons_by_epoch``),
     one panel per neuron variant that learns tau, one colour per delay, the last hidden layer solid and the first
     dashed, mean over seeds (log axis). ``runs``: complete ``memory_horizon`` records; nothing is written without a
@@ -532,18 +657,30 @@ def learned_tau_figure(runs: list[dict], out: str | Path, name: str = "memory_ho
             layers = sorted(histories[0][0]["neurons"])
             for layer, ls in zip(layers, ("--", "-")):
                 epochs = sorted({e["epoch"] for h in histories for e in h})
-                means = [np.nanmean([e["neurons"][layer]["tau_mean"] for h in histories for e in h
-                                     if e["epoch"] == epoch and layer in e["neurons"]]) for epoch in epochs]
-                ax.plot(epochs, means, ls=ls, color=colours[delay],
-                        label=f"delay {delay}" if ls == "-" else None)
+                means = [
+                    np.nanmean(
+                        [
+                            e["neurons"][layer]["tau_mean"]
+                            for h in histories
+                            for e in h
+                            if e["epoch"] == epoch and layer in e["neurons"]
+                        ]
+                    )
+                    for epoch in epochs
+                ]
+                ax.plot(epochs, means, ls=ls, color=colours[delay], label=f"delay {delay}" if ls == "-" else None)
         ax.set(title=labels.get(variant, variant), xlabel="epoch", yscale="log")
         ax.grid(alpha=0.3, which="both", lw=0.5)
     axes[0].set_ylabel("learned tau (mean over seeds)")
     _plain_log_axis(axes[0].yaxis)
     handles, names = axes[0].get_legend_handles_labels()
     legend_below(fig, handles, names, ncol=len(delays), title="solid: last hidden layer; dashed: first")
-    _note(captions, name, "Delayed cue (not in the paper): the time constant that the learned-tau neurons learn, "
-          "epoch by epoch, per delay (mean over seeds; solid: last hidden layer, dashed: first).")
+    _note(
+        captions,
+        name,
+        "Delayed cue (not in the paper): the time constant that the learned-tau neurons learn, "
+        "epoch by epoch, per delay (mean over seeds; solid: last hidden layer, dashed: first).",
+    )
     return save(fig, out, name)
 
 
@@ -553,10 +690,16 @@ def _test_percent(run: dict) -> float:
 
 def _comparable(run: dict, sweep_run: dict) -> bool:
     """A Table 2 run trained like the sweep's runs: same setting, recipe, epochs and Poisson steps."""
+
     def key(r):
         config = r.get("config") or {}
-        return (setting(r), recipe_of(r), (config.get("trainer") or {}).get("max_epochs"),
-                (config.get("dataset") or {}).get("T"))
+        return (
+            setting(r),
+            recipe_of(r),
+            (config.get("trainer") or {}).get("max_epochs"),
+            (config.get("dataset") or {}).get("T"),
+        )
+
     return key(run) == key(sweep_run)
 
 
@@ -569,17 +712,26 @@ def _paper_marks(dataset: str, backbone: str) -> tuple[list[tuple[str, str, floa
     if column is None:
         return [], None
     table = build_table(spec, [])
-    marks = [(row_spec["match"]["neuron"], row["label"], cell["paper_mean"], cell["paper_std"])
-             for row_spec, row in zip(spec["rows"], table["rows"])
-             if row_spec["match"].get("backbone") == backbone and (cell := row["cells"][column])["paper_mean"] is not None]
-    alpha = next((row["paper"].get(dataset) for row in specs["alpha_gnn"]["rows"]
-                  if row["match"].get("backbone") == backbone), None)
+    marks = [
+        (row_spec["match"]["neuron"], row["label"], cell["paper_mean"], cell["paper_std"])
+        for row_spec, row in zip(spec["rows"], table["rows"])
+        if row_spec["match"].get("backbone") == backbone and (cell := row["cells"][column])["paper_mean"] is not None
+    ]
+    alpha = next(
+        (row["paper"].get(dataset) for row in specs["alpha_gnn"]["rows"] if row["match"].get("backbone") == backbone),
+        None,
+    )
     return marks, alpha
 
 
 @styled
-def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "ablation_alpha_node",
-                       reference: str = "table2_node_classification", captions: dict | None = None) -> list[Path]:
+def alpha_curve_figure(
+    runs: list[dict],
+    out: str | Path,
+    experiment: str = "ablation_alpha_node",
+    reference: str = "table2_node_classification",
+    captions: dict | None = None,
+) -> list[Path]:
     """Test accuracy (%) against f-LIF's alpha, one figure per setting (``alpha_<dataset>_<backbone>``) and in it one
     panel per number of training epochs: each run of the sweep ``experiment`` (fixed alpha, the matched recipe) as a
     dot, their mean ± std per alpha as a line with error bars; the other neurons' runs of ``reference`` trained the
@@ -587,16 +739,25 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
     paper's Table 2 values (f-SNN as a star at its tab:alpha_gnn alpha) only on the panel trained for the paper's
     epochs (``protocol`` of Table 2 in ``paper_tables.yaml``), since other panels do not measure what the paper did.
     A panel needs a sweep of three alphas or more; a figure without panels is not written."""
-    sweep = [r for r in runs if experiment_of(r) == experiment and recipe_of(r) == "matched"
-             and neuron_name(r) == "flif" and not r["config"]["neuron"].get("learn_alpha")]
+    sweep = [
+        r
+        for r in runs
+        if experiment_of(r) == experiment
+        and recipe_of(r) == "matched"
+        and neuron_name(r) == "flif"
+        and not r["config"]["neuron"].get("learn_alpha")
+    ]
     groups: dict[str, dict[int | None, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for run in sweep:
         groups[setting(run)][epochs_of(run)].append(run)
     paper_epochs = paper_protocol(next(s for s in load_spec() if s["id"] == "node_classification")).get("epochs")
     paths: list[Path] = []
     for key, by_epochs in sorted(groups.items()):
-        panels = {e: members for e, members in sorted(by_epochs.items(), key=lambda i: i[0] or 0)
-                  if len({r["config"]["neuron"]["alpha"] for r in members}) >= 3}
+        panels = {
+            e: members
+            for e, members in sorted(by_epochs.items(), key=lambda i: i[0] or 0)
+            if len({r["config"]["neuron"]["alpha"] for r in members}) >= 3
+        }
         if not panels:
             continue
         first = next(iter(panels.values()))[0]
@@ -613,16 +774,28 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
             alphas = sorted(by_alpha)
             warm = family_styles(["flif"])["flif"]["color"]
             for alpha in alphas:
-                dots = ax.scatter([alpha] * len(by_alpha[alpha]), by_alpha[alpha], s=16, color=warm, alpha=0.35,
-                                  lw=0, zorder=2)
+                dots = ax.scatter(
+                    [alpha] * len(by_alpha[alpha]), by_alpha[alpha], s=16, color=warm, alpha=0.35, lw=0, zorder=2
+                )
             handles["dots"] = (dots, "f-LIF, one run (one dot per seed)")
             stats = [_mean_std(by_alpha[a]) for a in alphas]
             seeds = "/".join(map(str, sorted({len(v) for v in by_alpha.values()})))
-            line = ax.errorbar(alphas, [m for m, _ in stats], yerr=[s for _, s in stats], color=warm, marker="o",
-                               ms=5, capsize=3, zorder=3)
+            line = ax.errorbar(
+                alphas,
+                [m for m, _ in stats],
+                yerr=[s for _, s in stats],
+                color=warm,
+                marker="o",
+                ms=5,
+                capsize=3,
+                zorder=3,
+            )
             handles["flif"] = (line, f"f-LIF, mean ± std over seeds (n={seeds} per alpha)")
-            others = _by_neuron(r for r in runs if experiment_of(r) == reference and _comparable(r, members[0])
-                                and neuron_name(r) != "flif")
+            others = _by_neuron(
+                r
+                for r in runs
+                if experiment_of(r) == reference and _comparable(r, members[0]) and neuron_name(r) != "flif"
+            )
             styles = family_styles(others)
             dashes = ["-", (0, (6, 3)), (0, (1.5, 1.5)), (0, (6, 2, 1.5, 2))]
             for i, (neuron, group) in enumerate(others.items()):
@@ -630,17 +803,38 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
                 color = styles[neuron]["color"]
                 # equivalent neurons (SpikingJelly's LIF, fsnn's alpha = 1) land on one line: dash each its own way
                 ax.axhline(mean, color=color, ls=dashes[i % len(dashes)], lw=1.6, zorder=1)
-                ax.errorbar([1.08 + 0.05 * i], [mean], yerr=[std], color=color, marker=styles[neuron]["marker"],
-                            ms=6, capsize=3, ls="none", zorder=3)
+                ax.errorbar(
+                    [1.08 + 0.05 * i],
+                    [mean],
+                    yerr=[std],
+                    color=color,
+                    marker=styles[neuron]["marker"],
+                    ms=6,
+                    capsize=3,
+                    ls="none",
+                    zorder=3,
+                )
                 proxy = Line2D([], [], color=color, ls=dashes[i % len(dashes)], lw=1.6, marker=styles[neuron]["marker"])
-                handles[neuron] = (proxy, f"{neuron_label(neuron)}, Table 2 runs, n={len(group)}: "
-                                          "mean (line), ± std (bar right of alpha = 1)")
+                handles[neuron] = (
+                    proxy,
+                    f"{neuron_label(neuron)}, Table 2 runs, n={len(group)}: "
+                    "mean (line), ± std (bar right of alpha = 1)",
+                )
             ax.set_xlim(min(alphas) - 0.05, 1.08 + 0.05 * max(len(others), 1))
             if paper_epochs is not None and epochs == paper_epochs:
                 for neuron, label, mean, std in marks:
                     if neuron == "flif" and paper_alpha is not None:
-                        star = ax.errorbar([paper_alpha], [mean], yerr=[std or 0], color="k", marker="*", ms=12,
-                                           capsize=3, ls="none", zorder=4)
+                        star = ax.errorbar(
+                            [paper_alpha],
+                            [mean],
+                            yerr=[std or 0],
+                            color="k",
+                            marker="*",
+                            ms=12,
+                            capsize=3,
+                            ls="none",
+                            zorder=4,
+                        )
                         handles[f"paper {label}"] = (star, f"paper: {label} {mean:.2f} at its alpha {paper_alpha:g}")
                     else:
                         ref = ax.axhline(mean, color="k", ls=(0, (4, 3)) if neuron == "sj_lif" else ":", lw=1)
@@ -656,9 +850,13 @@ def alpha_curve_figure(runs: list[dict], out: str | Path, experiment: str = "abl
         fig.suptitle(f"{dataset} / {backbone}: test accuracy against f-LIF's alpha")
         legend_below(fig, [h for h, _ in handles.values()], [t for _, t in handles.values()])
         name = f"alpha_{dataset}_{backbone}"
-        _note(captions, name, f"f-LIF's alpha swept on {dataset} / {backbone} ({experiment}), beside the other neurons' "
-              f"runs of Table 2 trained the same way; one panel per number of training epochs."
-              + (f" {'; '.join(notes)}." if notes else ""))
+        _note(
+            captions,
+            name,
+            f"f-LIF's alpha swept on {dataset} / {backbone} ({experiment}), beside the other neurons' "
+            f"runs of Table 2 trained the same way; one panel per number of training epochs."
+            + (f" {'; '.join(notes)}." if notes else ""),
+        )
         paths += save(fig, out, name)
     return paths
 
@@ -668,12 +866,18 @@ def neuron_comparisons() -> set[str]:
     figure may average them per neuron: those behind a table the paper prints values for, less its ablations, which
     vary the neuron itself (alpha, memory); the suite's own studies (a recipe switched per row, a delay sweep) vary
     more than the neuron."""
-    return {name for spec in load_spec() if has_paper_values(spec) for name in spec.get("experiments") or ()
-            if not name.startswith("ablation_")}
+    return {
+        name
+        for spec in load_spec()
+        if has_paper_values(spec)
+        for name in spec.get("experiments") or ()
+        if not name.startswith("ablation_")
+    }
 
 
-def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print,
-                captions: dict | None = None) -> list[Path]:
+def run_figures(
+    results_dir: str | Path, out: str | Path, echo: Callable = print, captions: dict | None = None
+) -> list[Path]:
     """The figures from the complete runs of the suite's experiments under ``results_dir``
     (:func:`fsnn.report.tables.suite_runs`): firing rates (``metrics.json``), per setting, robustness curves and radar
     (``robustness.json``), the alpha curve and the memory horizon. Says so and skips a figure that has no data."""
@@ -685,8 +889,10 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
         echo(f"  corrupt, skipped: {path} ({reason})")
     runs, ad_hoc = suite_runs(found.complete)
     if ad_hoc:
-        echo(f"  not of a suite experiment, not drawn: {len(ad_hoc)} run(s) "
-             f"({', '.join(sorted({experiment_of(r) or '?' for r in ad_hoc}))})")
+        echo(
+            f"  not of a suite experiment, not drawn: {len(ad_hoc)} run(s) "
+            f"({', '.join(sorted({experiment_of(r) or '?' for r in ad_hoc}))})"
+        )
     compared = neuron_comparisons()
     paths = firing_rate_figure([r for r in runs if experiment_of(r) in compared], out, captions=captions)
     if not paths:
@@ -697,31 +903,47 @@ def run_figures(results_dir: str | Path, out: str | Path, echo: Callable = print
     paths += alpha
     records = [run["robustness"] for run in runs if "robustness" in run]
     if not records:
-        echo(f"no robustness.json under {results_dir} (run evaluate.py run_dir=<run> robustness=events): "
-             "robustness figures skipped")
+        echo(
+            f"no robustness.json under {results_dir} (run evaluate.py run_dir=<run> robustness=events): "
+            "robustness figures skipped"
+        )
     groups: dict[str, list[dict]] = defaultdict(list)
     for record in records:
         groups[setting(record)].append(record)
     for key, group in sorted(groups.items()):
         # the setting names a file in out: a record's dataset or backbone name cannot lead it out of there
-        paths += robustness_figures(group, out, f"robustness_{fitting_name(key.replace('/', '_'), 200)}", echo,
-                                    captions)
-    matched = [run["robustness"] for run in runs if "robustness" in run and recipe_of(run) == "matched"
-               and experiment_of(run) == "table2_node_classification"]
+        paths += robustness_figures(
+            group, out, f"robustness_{fitting_name(key.replace('/', '_'), 200)}", echo, captions
+        )
+    matched = [
+        run["robustness"]
+        for run in runs
+        if "robustness" in run and recipe_of(run) == "matched" and experiment_of(run) == "table2_node_classification"
+    ]
     for corruption in GRAPH_STUDIES:
         paths += graph_robustness_figure(matched, corruption, out, captions)
     paths += claims_figure(claim_sections(runs), out, captions=captions)
     horizon = memory_horizon_figure(runs, out, captions=captions)
     horizon += learned_tau_figure(runs, out, captions=captions)
     if not horizon:
-        echo(f"no memory_horizon runs under {results_dir} (python train.py experiment=memory_horizon): "
-             "memory-horizon figure skipped")
+        echo(
+            f"no memory_horizon runs under {results_dir} (python train.py experiment=memory_horizon): "
+            "memory-horizon figure skipped"
+        )
     return paths + horizon
 
 
-def make_figures(results_dir: str | Path, out: str | Path, dt: float = 0.01, t_max: float = 100.0,
-                 t_lin: float = 5.0, engine: str = "direct", kernel_steps: int = 10001, tau_lif: float = 2.0,
-                 echo: Callable = print) -> list[Path]:
+def make_figures(
+    results_dir: str | Path,
+    out: str | Path,
+    dt: float = 0.01,
+    t_max: float = 100.0,
+    t_lin: float = 5.0,
+    engine: str = "direct",
+    kernel_steps: int = 10001,
+    tau_lif: float = 2.0,
+    echo: Callable = print,
+) -> list[Path]:
     """Every figure: those from the runs under ``results_dir`` (:func:`run_figures`), then the theory ones; writes
     ``<out>/figures.json`` (``written``: the figures' names in page order, ``captions``) and deletes the files of a
     figure the previous manifest listed and this call did not draw, so ``out`` holds exactly what the runs give.

@@ -34,7 +34,8 @@ def confined(folder: str | Path, results_dir: str | Path) -> Path:
         raise RunFileError(
             f"{printable(folder)}: a link leads it to {printable(os.path.realpath(folder))}, outside the results "
             f"folder {printable(results_dir)}; a report's folder stays inside it (the reports overwrite and remove "
-            "files in their folders): remove the link, or name a folder outside the results folder (--out, --figures)")
+            "files in their folders): remove the link, or name a folder outside the results folder (--out, --figures)"
+        )
     return folder
 
 
@@ -62,8 +63,11 @@ def listed_files(folder: str | Path, manifest: str) -> tuple[list[str], dict[str
     except (OSError, ValueError):
         return [], {}
     written = record.get("written")
-    names = [name for name in written if isinstance(name, str) and is_folder_name(name)] \
-        if isinstance(written, list) else []
+    names = (
+        [name for name in written if isinstance(name, str) and is_folder_name(name)]
+        if isinstance(written, list)
+        else []
+    )
     return names, record
 
 

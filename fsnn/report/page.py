@@ -94,9 +94,16 @@ def not_run_columns(spec: dict, hidden: list[str], bench_dir: str | Path) -> lis
         if column["label"] not in hidden or name is None or dataset_info(name).kind != "graph":
             continue
         cost = graph_run_minutes(name, bench_dir, experiment)
-        out.append({"label": column["label"], "source": dataset_source(name), "runs": per_dataset,
-                    "command": f"python train.py experiment={experiment} dataset={name}", "cost": cost,
-                    "cpu_hours": cost["minutes"] * per_dataset / 60 if cost else None})
+        out.append(
+            {
+                "label": column["label"],
+                "source": dataset_source(name),
+                "runs": per_dataset,
+                "command": f"python train.py experiment={experiment} dataset={name}",
+                "cost": cost,
+                "cpu_hours": cost["minutes"] * per_dataset / 60 if cost else None,
+            }
+        )
     return out
 
 
@@ -118,9 +125,19 @@ def not_run(specs_without_runs: list[dict], costs: list[dict]) -> list[dict]:
     for spec in specs_without_runs:
         experiment = (spec.get("experiments") or [None])[0]
         command = spec.get("command") or f"python train.py experiment={experiment}"
-        entry = entries.setdefault(command, {"titles": [], "command": command, "experiment": experiment,
-                                             "after": spec.get("after"), "spec": spec, "datasets": [],
-                                             "estimate": None, "evaluation": None})
+        entry = entries.setdefault(
+            command,
+            {
+                "titles": [],
+                "command": command,
+                "experiment": experiment,
+                "after": spec.get("after"),
+                "spec": spec,
+                "datasets": [],
+                "estimate": None,
+                "evaluation": None,
+            },
+        )
         entry["titles"].append(spec.get("title") or spec["id"])
         entry.setdefault("specs", []).append(spec)
         entry["datasets"] = list(dict.fromkeys(entry["datasets"] + spec_values(spec, "dataset")))
@@ -161,11 +178,19 @@ def coverage(specs: list[dict], shown: list[dict], todo: list[dict]) -> list[dic
             hours = sum(costs[label]["cpu_hours"] or 0 for label in missing if label in costs)
             why = f"≈ {hours:.0f} CPU-hours" if hours else ""
             papered = main["verdict"].get("papered")
-            rows.append({"id": main["id"], "title": spec.get("title") or spec["id"], "label": spec.get("label"),
-                         "status": "answered" if not missing and papered and papered[0] == papered[1] else "partly",
-                         "kind": main["verdict"]["kind"], "word": main["verdict"]["word"],
-                         "short": main["verdict"]["short"], "measured": measured,
-                         "not_run": {"labels": missing, "why": why} if missing else None})
+            rows.append(
+                {
+                    "id": main["id"],
+                    "title": spec.get("title") or spec["id"],
+                    "label": spec.get("label"),
+                    "status": "answered" if not missing and papered and papered[0] == papered[1] else "partly",
+                    "kind": main["verdict"]["kind"],
+                    "word": main["verdict"]["word"],
+                    "short": main["verdict"]["short"],
+                    "measured": measured,
+                    "not_run": {"labels": missing, "why": why} if missing else None,
+                }
+            )
             done.add(spec["id"])
             continue
         entry = next((e for e in todo if spec in e["specs"]), None)
@@ -177,10 +202,19 @@ def coverage(specs: list[dict], shown: list[dict], todo: list[dict]) -> list[dic
             why = f"GPU work, ≈ {entry['estimate']['hours']:.0f} GPU-hours ({entry['estimate']['jobs']} runs)"
         elif entry["after"]:
             why = f"after the runs of {entry['after']}"
-        rows.append({"id": "not-run", "title": entry["title"], "label": spec.get("label"), "status": "not run",
-                     "kind": "none", "word": "not run here", "short": "", "measured": [],
-                     "not_run": {"labels": [d["name"] for d in entry["datasets"]],
-                                 "why": why}})
+        rows.append(
+            {
+                "id": "not-run",
+                "title": entry["title"],
+                "label": spec.get("label"),
+                "status": "not run",
+                "kind": "none",
+                "word": "not run here",
+                "short": "",
+                "measured": [],
+                "not_run": {"labels": [d["name"] for d in entry["datasets"]], "why": why},
+            }
+        )
     return rows
 
 
@@ -203,6 +237,7 @@ def strip_paths(text: str, run: dict) -> str:
         if root and (path == root or path.startswith(root.rstrip("/") + "/")):
             return os.path.relpath(path, root)
         return "…/" + Path(path).name
+
     return re.sub(r"(?<![\w.])/(?:[^\s/'\",=]+/)*[^\s/'\",=]*", shorten, text)
 
 
@@ -213,8 +248,11 @@ def _commit(run: dict) -> str:
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else (f"{seconds / 60:.0f} min" if seconds >= 90
-                                                               else f"{seconds:.0f} s")
+    return (
+        f"{seconds / 3600:.1f} h"
+        if seconds >= 5400
+        else (f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s")
+    )
 
 
 def provenance(runs: list[dict], results_dir: Path, out_dir: Path) -> list[dict]:
@@ -230,32 +268,49 @@ def provenance(runs: list[dict], results_dir: Path, out_dir: Path) -> list[dict]
         status = defaultdict(int)
         for r in members:
             status[r.get("status", "unknown")] += 1
-        folders = sorted({Path(os.path.relpath(Path(r["_path"]).parent.parent, results_dir)).as_posix()
-                          for r in members} - {experiment})
+        folders = sorted(
+            {Path(os.path.relpath(Path(r["_path"]).parent.parent, results_dir)).as_posix() for r in members}
+            - {experiment}
+        )
         rows = []
         for r in members:
             metric = r.get("metric", "acc")
             value = r.get(f"test_{metric}")
-            rows.append({
-                "run": r.get("run") or Path(r["_path"]).parent.name, "seed": r.get("seed"), "status": r.get("status"),
-                "recipe": recipe_of(r), "epochs": epochs_of(r),
-                "metric": f"{metric} {percent(value)}" if isinstance(value, (int, float)) else "—",
-                "overrides": " ".join(strip_paths(o, r) for o in r.get("overrides") or []) or "(defaults)",
-                "commit": _commit(r), "device": r.get("device", "?"),
-                "wall": _hours(r["wall_time_s"]) if isinstance(r.get("wall_time_s"), (int, float)) else "—",
-                "error": strip_paths(str(r["error"]), r) if r.get("error") else None,
-                "href": relative_url(os.path.relpath(r["_path"], out_dir))})
-        out.append({
-            "experiment": experiment, "folders": folders, "runs": len(members),
-            "status": ", ".join(f"{n} {s}" for s, n in sorted(status.items())),
-            "seeds": seed_list(sorted({r["seed"] for r in members if isinstance(r.get("seed"), int)})),
-            "epochs": "/".join(map(str, sorted({e for r in members if (e := epochs_of(r)) is not None}))) or "—",
-            "recipes": ", ".join(sorted({recipe_of(r) for r in members})),
-            "commits": ", ".join(sorted({_commit(r) for r in members})),
-            "hardware": ", ".join(sorted({str(r.get("device", "?")) for r in members})),
-            "wall": (f"{_hours(sum(walls))} in all, median {_hours(statistics.median(walls))} per run" if walls
-                     else "not recorded"),
-            "rows": rows})
+            rows.append(
+                {
+                    "run": r.get("run") or Path(r["_path"]).parent.name,
+                    "seed": r.get("seed"),
+                    "status": r.get("status"),
+                    "recipe": recipe_of(r),
+                    "epochs": epochs_of(r),
+                    "metric": f"{metric} {percent(value)}" if isinstance(value, (int, float)) else "—",
+                    "overrides": " ".join(strip_paths(o, r) for o in r.get("overrides") or []) or "(defaults)",
+                    "commit": _commit(r),
+                    "device": r.get("device", "?"),
+                    "wall": _hours(r["wall_time_s"]) if isinstance(r.get("wall_time_s"), (int, float)) else "—",
+                    "error": strip_paths(str(r["error"]), r) if r.get("error") else None,
+                    "href": relative_url(os.path.relpath(r["_path"], out_dir)),
+                }
+            )
+        out.append(
+            {
+                "experiment": experiment,
+                "folders": folders,
+                "runs": len(members),
+                "status": ", ".join(f"{n} {s}" for s, n in sorted(status.items())),
+                "seeds": seed_list(sorted({r["seed"] for r in members if isinstance(r.get("seed"), int)})),
+                "epochs": "/".join(map(str, sorted({e for r in members if (e := epochs_of(r)) is not None}))) or "—",
+                "recipes": ", ".join(sorted({recipe_of(r) for r in members})),
+                "commits": ", ".join(sorted({_commit(r) for r in members})),
+                "hardware": ", ".join(sorted({str(r.get("device", "?")) for r in members})),
+                "wall": (
+                    f"{_hours(sum(walls))} in all, median {_hours(statistics.median(walls))} per run"
+                    if walls
+                    else "not recorded"
+                ),
+                "rows": rows,
+            }
+        )
     return out
 
 
@@ -274,16 +329,25 @@ def _figures(figures_dir: Path) -> list[dict]:
             data = png.read_bytes()
             # shown at its own size (CSS inches of 96 px), so that 9 pt text reads as 9 pt
             width = round(int.from_bytes(data[16:20], "big") * 96 / FIGURE_DPI)
-            out.append({"name": name, "caption": str(captions.get(name, "")), "width": width,
-                        "uri": "data:image/png;base64," + base64.b64encode(data).decode()})
+            out.append(
+                {
+                    "name": name,
+                    "caption": str(captions.get(name, "")),
+                    "width": width,
+                    "uri": "data:image/png;base64," + base64.b64encode(data).decode(),
+                }
+            )
     return out
 
 
 def _display(path: Path) -> str:
     """A path as the page shows it: relative to the current directory when under it, else its last part."""
     try:
-        shown = Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix() if path.resolve().is_relative_to(
-            Path.cwd().resolve()) else "…/" + path.resolve().name
+        shown = (
+            Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix()
+            if path.resolve().is_relative_to(Path.cwd().resolve())
+            else "…/" + path.resolve().name
+        )
     except (OSError, RuntimeError, ValueError):  # RuntimeError: a link loop
         shown = path.name
     return printable(shown)
@@ -291,10 +355,13 @@ def _display(path: Path) -> str:
 
 def glance(shown: list[dict], idle: int) -> str:
     """The page's first sentence: how many tables hold runs, their verdicts, how many were not run."""
-    words = {"reproduces": ("reproduces", "reproduce"), "partly": ("partly reproduces", "partly reproduce"),
-             "not": ("does not reproduce", "do not reproduce"),
-             "setting": ("uses the paper's setting", "use the paper's settings"),
-             "measured": ("is measured only", "are measured only")}
+    words = {
+        "reproduces": ("reproduces", "reproduce"),
+        "partly": ("partly reproduces", "partly reproduce"),
+        "not": ("does not reproduce", "do not reproduce"),
+        "setting": ("uses the paper's setting", "use the paper's settings"),
+        "measured": ("is measured only", "are measured only"),
+    }
     counts = defaultdict(int)
     for table in shown:
         counts[table["verdict"]["kind"]] += 1
@@ -304,8 +371,12 @@ def glance(shown: list[dict], idle: int) -> str:
     return f"{held}{f' ({verdicts})' if verdicts else ''}; {idle} {more}{'were' if idle != 1 else 'was'} not run here."
 
 
-def build(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
-          figures_dir: str | Path | None = None, bench_dir: str | Path | None = None) -> dict:
+def build(
+    results_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    figures_dir: str | Path | None = None,
+    bench_dir: str | Path | None = None,
+) -> dict:
     """Everything the page shows, as data (what :func:`render` fills the template with)."""
     results_dir = Path(results_dir) if results_dir is not None else results_root()
     out_dir = Path(out_dir) if out_dir is not None else results_dir / "report"
@@ -329,39 +400,72 @@ def build(results_dir: str | Path | None = None, out_dir: str | Path | None = No
             idle.append(spec)
         for table in built:
             content = shown_table(table)
-            shown.append({"id": table["id"], "spec": spec["id"], "variant": table["id"] != spec["id"],
-                          "title": spec.get("title") or spec["id"], "label": table["label"],
-                          "caption": table["caption"], "section": table["section"], "notes": table["notes"],
-                          "verdict": verdict(spec, table, specs), **content,
-                          "claims": [claim_cells(c) for c in claims(spec, table, specs)],
-                          "not_run_columns": not_run_columns(spec, content["hidden_columns"], bench_dir)})
+            shown.append(
+                {
+                    "id": table["id"],
+                    "spec": spec["id"],
+                    "variant": table["id"] != spec["id"],
+                    "title": spec.get("title") or spec["id"],
+                    "label": table["label"],
+                    "caption": table["caption"],
+                    "section": table["section"],
+                    "notes": table["notes"],
+                    "verdict": verdict(spec, table, specs),
+                    **content,
+                    "claims": [claim_cells(c) for c in claims(spec, table, specs)],
+                    "not_run_columns": not_run_columns(spec, content["hidden_columns"], bench_dir),
+                }
+            )
     others = ad_hoc + ad_hoc_failed + ad_hoc_running
     costs = step_costs(bench_dir)
     todo = not_run(idle, costs)
     used = {basis[0] for entry in todo if entry["estimate"] for basis in entry["estimate"]["basis"]}
     return {
-        "commit": _commit({"versions": {"fsnn_commit": source_commit()}}), "results": _display(results_dir), "sigmas": SIGMAS,
-        "summary": found.summary(), "tables": shown, "claim_columns": COLUMNS, "claims_legend": LEGEND, "glance": glance(shown, sum(len(e["titles"]) for e in todo)),
+        "commit": _commit({"versions": {"fsnn_commit": source_commit()}}),
+        "results": _display(results_dir),
+        "sigmas": SIGMAS,
+        "summary": found.summary(),
+        "tables": shown,
+        "claim_columns": COLUMNS,
+        "claims_legend": LEGEND,
+        "glance": glance(shown, sum(len(e["titles"]) for e in todo)),
         "coverage": coverage(specs, shown, todo),
-        "also": [t["title"].removesuffix(" (not in the paper)") for t in shown
-                 if not has_paper_values(next(s for s in specs if s["id"] == t["spec"]))],
-        "not_run": todo, "bench": [c for c in costs if c["file"] in used], "figures": _figures(figures_dir),
+        "also": [
+            t["title"].removesuffix(" (not in the paper)")
+            for t in shown
+            if not has_paper_values(next(s for s in specs if s["id"] == t["spec"]))
+        ],
+        "not_run": todo,
+        "bench": [c for c in costs if c["file"] in used],
+        "figures": _figures(figures_dir),
         "provenance": provenance(complete + failed + running, results_dir, out_dir),
         "ad_hoc": sorted({Path(os.path.relpath(Path(r["_path"]).parent, results_dir)).as_posix() for r in others}),
         "corrupt": [(Path(os.path.relpath(p, results_dir)).as_posix(), reason) for p, reason in found.corrupt],
     }
 
 
-def render(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
-           figures_dir: str | Path | None = None, bench_dir: str | Path | None = None) -> str:
+def render(
+    results_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    figures_dir: str | Path | None = None,
+    bench_dir: str | Path | None = None,
+) -> str:
     """The report page of ``results_dir`` as HTML text (links relative to ``out_dir``)."""
-    env = Environment(loader=PackageLoader("fsnn.report", "."), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("fsnn.report", "."),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     return env.get_template(TEMPLATE).render(**build(results_dir, out_dir, figures_dir, bench_dir))
 
 
-def write_report(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
-                 figures_dir: str | Path | None = None, bench_dir: str | Path | None = None) -> Path:
+def write_report(
+    results_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    figures_dir: str | Path | None = None,
+    bench_dir: str | Path | None = None,
+) -> Path:
     """Write ``<out_dir>/index.html`` (default ``<results_dir>/report``, which must stay in ``results_dir``:
     :func:`confined`) atomically, making the folder only to write the page (a page interrupted while it is built leaves
     no folder behind); returns its path."""

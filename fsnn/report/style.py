@@ -17,17 +17,34 @@ from fsnn.neurons.modules import is_fractional
 MIN_FONT_PT = 9
 
 
-STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "legend.fontsize": MIN_FONT_PT,
-         "legend.title_fontsize": MIN_FONT_PT, "xtick.labelsize": MIN_FONT_PT, "ytick.labelsize": MIN_FONT_PT,
-         "figure.titlesize": 11, "axes.spines.top": False, "axes.spines.right": False}
+STYLE = {
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "legend.fontsize": MIN_FONT_PT,
+    "legend.title_fontsize": MIN_FONT_PT,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "figure.titlesize": 11,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 # two hue families, each colour with its own marker so that the lines stay apart in grey print as well
 WARM = (("#b2182b", "o"), ("#e6550d", "s"), ("#f4a300", "^"), ("#8c510a", "D"), ("#de77ae", "v"))
 
 
-COOL = (("#08519c", "X"), ("#1ab2c4", "P"), ("#238b45", "h"), ("#6a51a3", "d"), ("#525252", "<"), ("#6baed6", ">"),
-        ("#74c476", "p"), ("#9e9ac8", "*"))
+COOL = (
+    ("#08519c", "X"),
+    ("#1ab2c4", "P"),
+    ("#238b45", "h"),
+    ("#6a51a3", "d"),
+    ("#525252", "<"),
+    ("#6baed6", ">"),
+    ("#74c476", "p"),
+    ("#9e9ac8", "*"),
+)
 
 
 METADATA = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None, "CreationDate": None}}
@@ -35,10 +52,12 @@ METADATA = {"png": {"Software": None}, "pdf": {"Creator": None, "Producer": None
 
 def styled(draw: Callable) -> Callable:
     """Run a figure function under :data:`STYLE` (fonts are fixed when a text is created, so the whole function)."""
+
     @functools.wraps(draw)
     def wrapper(*args, **kwargs):
         with matplotlib.rc_context(STYLE):
             return draw(*args, **kwargs)
+
     return wrapper
 
 
@@ -50,8 +69,12 @@ def save(fig: Figure, out: str | Path, name: str) -> list[Path]:
     paths = []
     for ext in ("png", "pdf"):
         path = out / f"{name}.{ext}"
-        write_atomic(path, lambda handle, ext=ext: fig.savefig(handle, format=ext, dpi=150, bbox_inches="tight",
-                                                               metadata=METADATA[ext]))
+        write_atomic(
+            path,
+            lambda handle, ext=ext: fig.savefig(
+                handle, format=ext, dpi=150, bbox_inches="tight", metadata=METADATA[ext]
+            ),
+        )
         paths.append(path)
     return paths
 
@@ -80,8 +103,9 @@ def _note(captions: dict | None, name: str, text: str) -> None:
         captions[name] = text
 
 
-def legend_below(fig: Figure, handles: list, labels: list[str], ncol: int = 1, title: str | None = None,
-                 axes_height: float = 4.4) -> None:
+def legend_below(
+    fig: Figure, handles: list, labels: list[str], ncol: int = 1, title: str | None = None, axes_height: float = 4.4
+) -> None:
     """A legend under the axes, never over the data: the figure grows by the legend's measured height."""
     legend = fig.legend(handles, labels, loc="lower center", ncol=ncol, frameon=False, title=title)
     height = legend.get_window_extent().height / fig.dpi + 0.1

@@ -203,11 +203,16 @@ def _stand_in_for_same_computations(spec: dict, rows: list[dict], recipe: str) -
                 continue
             seeds = sorted(set(own.get("by_seed", {})) & set(theirs.get("by_seed", {})))
             identical = all(own["by_seed"][s] == theirs["by_seed"][s] for s in seeds) if seeds else None
-            row["cells"][i] = {**theirs, "match": own["match"],  # the cell's own setting, its neighbour's runs
-                               "paper_mean": own["paper_mean"], "paper_std": own["paper_std"],
-                               "diff": None if own["paper_mean"] is None or theirs["mean"] is None
-                               else theirs["mean"] - own["paper_mean"],
-                               "same_as": {"label": other["label"], "seeds": seeds, "identical": identical}}
+            row["cells"][i] = {
+                **theirs,
+                "match": own["match"],  # the cell's own setting, its neighbour's runs
+                "paper_mean": own["paper_mean"],
+                "paper_std": own["paper_std"],
+                "diff": None
+                if own["paper_mean"] is None or theirs["mean"] is None
+                else theirs["mean"] - own["paper_mean"],
+                "same_as": {"label": other["label"], "seeds": seeds, "identical": identical},
+            }
 
 
 def _compare_to_reference(rows: list[dict], reference: str) -> None:
@@ -237,8 +242,9 @@ def paper_protocol(spec: dict, row: dict | None = None) -> dict:
 
 def _row_of(spec: dict, run: dict) -> dict | None:
     """The first row of ``spec`` whose cells ``run`` may fill (``None``: it fills none)."""
-    return next((row for row in spec["rows"]
-                 if matches(run, {**(spec.get("match") or {}), **(row.get("match") or {})})), None)
+    return next(
+        (row for row in spec["rows"] if matches(run, {**(spec.get("match") or {}), **(row.get("match") or {})})), None
+    )
 
 
 def protocol_key(spec: dict, run: dict) -> int | None:
@@ -255,8 +261,11 @@ def table_variants(spec: dict, runs) -> list[tuple[str, int | str | None]]:
     ``(recipe, PAPER_EPOCHS)`` and ``(recipe, E)`` for each other ``E``. ``epochs=None``: every run of the recipe."""
     variants: list[tuple[str, int | str | None]] = []
     for recipe in table_recipes(spec, runs):
-        keys = {protocol_key(spec, r) for r in _own_runs(spec, runs)
-                if (spec.get("all_recipes") or recipe_of(r) == recipe) and _row_of(spec, r) is not None}
+        keys = {
+            protocol_key(spec, r)
+            for r in _own_runs(spec, runs)
+            if (spec.get("all_recipes") or recipe_of(r) == recipe) and _row_of(spec, r) is not None
+        }
         if len(keys) <= 1:
             variants.append((recipe, None))
         else:
@@ -264,12 +273,14 @@ def table_variants(spec: dict, runs) -> list[tuple[str, int | str | None]]:
     return variants
 
 
-def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE,
-                epochs: int | str | None = None) -> dict:
+def build_table(
+    spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE, epochs: int | str | None = None
+) -> dict:
     """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
     value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
     ``epochs``: ``None`` takes every run; :data:`PAPER_EPOCHS` only the runs trained for the paper's epochs, a
     number only those trained for that many epochs where the paper's differ (id ``<id>[_<recipe>]_<E>ep``)."""
+
     def chosen(pool):  # a table comparing recipes itself (all_recipes) takes every recipe
         pool = [r for r in _own_runs(spec, pool) if spec.get("all_recipes") or recipe_of(r) == recipe]
         if epochs is None:
@@ -289,10 +300,25 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
             scale = col.get("scale", row.get("scale", spec.get("scale", 100.0 if percent else 1.0)))
             match = {**(spec.get("match") or {}), **(row.get("match") or {}), **(col.get("match") or {})}
             paper_mean, paper_std = _paper((row.get("paper") or {}).get(col["key"]))
-            cell = {"mean": None, "std": None, "n": 0, "paper_mean": paper_mean, "paper_std": paper_std,
-                    "diff": None, "failed": 0, "mixed": False, "runs": [], "measured": source is not None,
-                    "match": match, "percent": bool(percent), "judge": col.get("judge", True),
-                    "paper_epochs": paper_protocol(spec, row).get("epochs"), "epochs": [], "seeds": [], "values": []}
+            cell = {
+                "mean": None,
+                "std": None,
+                "n": 0,
+                "paper_mean": paper_mean,
+                "paper_std": paper_std,
+                "diff": None,
+                "failed": 0,
+                "mixed": False,
+                "runs": [],
+                "measured": source is not None,
+                "match": match,
+                "percent": bool(percent),
+                "judge": col.get("judge", True),
+                "paper_epochs": paper_protocol(spec, row).get("epochs"),
+                "epochs": [],
+                "seeds": [],
+                "values": [],
+            }
             if source is not None:
                 values = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
                 numbers = [v * scale for _, v in values]
@@ -320,12 +346,20 @@ def build_table(spec: dict, runs: list[dict], failed: list[dict] = (), recipe: s
         suffix += f"_{epochs}ep"
         paper = paper_protocol(spec).get("epochs")
         caption += f" Runs trained for {epochs} epochs" + (f" (paper: {paper})." if paper else ".")
-    return {"id": spec["id"] + suffix, "label": spec.get("label"), "recipe": recipe, "epochs": epochs,
-            "in_paper": has_paper_values(spec),
-            "recipes": sorted({recipe_of(r) for r in runs}),
-            "caption": caption, "section": spec.get("section", ""), "notes": spec.get("notes"),
-            "reference_row": spec.get("reference_row"),
-            "columns": [c["label"] for c in spec["columns"]], "rows": rows}
+    return {
+        "id": spec["id"] + suffix,
+        "label": spec.get("label"),
+        "recipe": recipe,
+        "epochs": epochs,
+        "in_paper": has_paper_values(spec),
+        "recipes": sorted({recipe_of(r) for r in runs}),
+        "caption": caption,
+        "section": spec.get("section", ""),
+        "notes": spec.get("notes"),
+        "reference_row": spec.get("reference_row"),
+        "columns": [c["label"] for c in spec["columns"]],
+        "rows": rows,
+    }
 
 
 def has_paper_values(spec: dict) -> bool:
@@ -343,8 +377,13 @@ def cell_text(cell: dict, pm: str = "±") -> str:
         ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''})"
     if same := cell.get("same_as"):
         seeds = ("seed " if len(same["seeds"]) == 1 else "seeds ") + ", ".join(str(s) for s in same["seeds"])
-        checked = ("identity not checked" if same["identical"] is None else
-                   f"identical on {seeds}" if same["identical"] else f"DIFFERENT on {seeds}")
+        checked = (
+            "identity not checked"
+            if same["identical"] is None
+            else f"identical on {seeds}"
+            if same["identical"]
+            else f"DIFFERENT on {seeds}"
+        )
         ours += f" [the runs of {same['label']}: the same computation, {checked}]"
     if cell["failed"]:
         ours += f" [{cell['failed']} failed]"
@@ -358,18 +397,25 @@ def cell_text(cell: dict, pm: str = "±") -> str:
 
 def to_markdown(table: dict) -> str:
     """A built table (:func:`build_table`) as Markdown: caption, paper reference, one row per setting."""
+
     def esc(text: str) -> str:
         return str(text).replace("|", "\\|")
 
     if table.get("reference_row"):
-        legend = (f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
-                  "the larger of the two rows' seed-to-seed standard deviations; p: Welch's t-test over the seeds.")
+        legend = (
+            f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
+            "the larger of the two rows' seed-to-seed standard deviations; p: Welch's t-test over the seeds."
+        )
     else:
         legend = "Cells: ours mean ± std (n) / paper / Δ = ours - paper."
-    lines = [f"### {table['id']} ({table['label']}): {esc(table['caption'])}", "",
-             f"Paper: {table['section']}. {legend}", "",
-             "| | " + " | ".join(esc(c) for c in table["columns"]) + " |",
-             "|---" * (len(table["columns"]) + 1) + "|"]
+    lines = [
+        f"### {table['id']} ({table['label']}): {esc(table['caption'])}",
+        "",
+        f"Paper: {table['section']}. {legend}",
+        "",
+        "| | " + " | ".join(esc(c) for c in table["columns"]) + " |",
+        "|---" * (len(table["columns"]) + 1) + "|",
+    ]
     for row in table["rows"]:
         lines.append(f"| {esc(row['label'])} | " + " | ".join(esc(cell_text(c)) for c in row["cells"]) + " |")
     if table.get("notes"):
@@ -379,8 +425,16 @@ def to_markdown(table: dict) -> str:
 
 def _latex_escape(text: str) -> str:
     out = str(text)
-    for char, repl in (("\\", r"\textbackslash "), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
-                       ("#", r"\#"), ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+    for char, repl in (
+        ("\\", r"\textbackslash "),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("_", r"\_"),
+        ("#", r"\#"),
+        ("$", r"\$"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+    ):
         out = out.replace(char, repl)
     return out.replace(DASH, "---").replace("Δ", r"$\Delta$").replace("±", r"$\pm$").replace("α", r"$\alpha$")
 
@@ -388,19 +442,31 @@ def _latex_escape(text: str) -> str:
 def to_latex(table: dict) -> str:
     """A built table (:func:`build_table`) as a LaTeX ``table`` with booktabs rules."""
     cols = "l" + "c" * len(table["columns"])
-    lines = [r"\begin{table}[ht]", r"\centering", r"\small",
-             rf"\caption{{{_latex_escape(table['caption'])} (paper: {_latex_escape(table['label'] or '')})}}",
-             rf"\label{{repro:{table['id']}}}", rf"\begin{{tabular}}{{{cols}}}", r"\toprule",
-             " & ".join([""] + [_latex_escape(c) for c in table["columns"]]) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[ht]",
+        r"\centering",
+        r"\small",
+        rf"\caption{{{_latex_escape(table['caption'])} (paper: {_latex_escape(table['label'] or '')})}}",
+        rf"\label{{repro:{table['id']}}}",
+        rf"\begin{{tabular}}{{{cols}}}",
+        r"\toprule",
+        " & ".join([""] + [_latex_escape(c) for c in table["columns"]]) + r" \\",
+        r"\midrule",
+    ]
     for row in table["rows"]:
-        lines.append(" & ".join([_latex_escape(row["label"])]
-                                + [_latex_escape(cell_text(c)) for c in row["cells"]]) + r" \\")
+        lines.append(
+            " & ".join([_latex_escape(row["label"])] + [_latex_escape(cell_text(c)) for c in row["cells"]]) + r" \\"
+        )
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
-def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | None = None,
-                spec_path: str | Path | None = None, echo=print) -> tuple[Collection, list[dict]]:
+def make_tables(
+    results_dir: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    spec_path: str | Path | None = None,
+    echo=print,
+) -> tuple[Collection, list[dict]]:
     """Build every table (one per recipe its runs used) from ``results_dir``, write ``<id>.md`` / ``<id>.tex`` (and
     ``all.md``) to ``out_dir``."""
     results_dir = Path(results_dir) if results_dir is not None else results_root()
@@ -417,8 +483,10 @@ def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | Non
         echo(f"  failed (counted as missing): {run['_path']} ({run.get('error', 'no error recorded')})")
     (complete, ad_hoc), (failed, _) = suite_runs(found.complete), suite_runs(found.failed)
     if ad_hoc:
-        echo(f"  not of a suite experiment (conf/experiment/), not tabulated: {len(ad_hoc)} run(s) of "
-             + ", ".join(sorted({experiment_of(r) or "?" for r in ad_hoc})))
+        echo(
+            f"  not of a suite experiment (conf/experiment/), not tabulated: {len(ad_hoc)} run(s) of "
+            + ", ".join(sorted({experiment_of(r) or "?" for r in ad_hoc}))
+        )
     tables, markdown, decided = [], [], []
     specs = load_spec(spec_path)
     for spec in specs:
@@ -445,8 +513,13 @@ def make_tables(results_dir: str | Path | None = None, out_dir: str | Path | Non
     return found, tables
 
 
-def remove_stale(out_dir: str | Path, names: list[str], suffixes: tuple[str, ...], manifest: str = MANIFEST,
-                 extra: dict | None = None) -> list[Path]:
+def remove_stale(
+    out_dir: str | Path,
+    names: list[str],
+    suffixes: tuple[str, ...],
+    manifest: str = MANIFEST,
+    extra: dict | None = None,
+) -> list[Path]:
     """Remove from ``out_dir`` the files ``<name><suffix>`` of the names that its ``manifest`` listed last time and
     ``names`` no longer holds, then write ``names`` (and ``extra``) as the new manifest. Only files this function
     recorded are ever removed; an unreadable manifest removes nothing, and a listed name that is not a plain file
@@ -463,6 +536,7 @@ def remove_stale(out_dir: str | Path, names: list[str], suffixes: tuple[str, ...
                 except OSError as error:
                     raise RunFileError(f"cannot remove {stale}: {error.strerror or error}") from error
                 removed.append(stale)
-    write_text_atomic(Path(out_dir) / manifest,
-                      json.dumps({"written": list(names), **(extra or {})}, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(
+        Path(out_dir) / manifest, json.dumps({"written": list(names), **(extra or {})}, indent=2, sort_keys=True) + "\n"
+    )
     return removed

@@ -35,8 +35,12 @@ def compare_cell(cell: dict) -> dict:
             return {"z": 0.0, "sigma": None, "by": None, "direction": "within"}
         return none
     z = cell["diff"] / sigma
-    return {"z": z, "sigma": sigma, "by": by,
-            "direction": "within" if abs(z) <= SIGMAS else ("above" if z > 0 else "below")}
+    return {
+        "z": z,
+        "sigma": sigma,
+        "by": by,
+        "direction": "within" if abs(z) <= SIGMAS else ("above" if z > 0 else "below"),
+    }
 
 
 def off_the_paper(cell: dict) -> bool:
@@ -71,18 +75,37 @@ def rankings(table: dict, spec: dict) -> list[dict]:
                 labels.setdefault(key, f"{column}" + (f" / {backbone.upper()}" if backbone else ""))
     out = []
     for key, cells in groups.items():
-        name = next((n for n in NEURONS.names(order="fractional") if n in cells and cells[n]["n"] and cells[n]["paper_mean"] is not None), None)
-        baselines = [cells[n] for n in paper_baselines() if n in cells and cells[n]["n"] and cells[n]["paper_mean"] is not None]
+        name = next(
+            (
+                n
+                for n in NEURONS.names(order="fractional")
+                if n in cells and cells[n]["n"] and cells[n]["paper_mean"] is not None
+            ),
+            None,
+        )
+        baselines = [
+            cells[n] for n in paper_baselines() if n in cells and cells[n]["n"] and cells[n]["paper_mean"] is not None
+        ]
         if name is None or not baselines:
             continue
         fractional = cells[name]
         best_cell = max(baselines, key=lambda c: c["mean"])
         best, paper_best = best_cell["mean"], max(c["paper_mean"] for c in baselines)
         decided = decide(fractional["values"], best_cell["values"]).verdict
-        out.append({"setting": labels[key], "neuron": neuron_label(name), "ours": decided == CONFIRMED,
-                    "tie": decided == INCONCLUSIVE, "behind": decided == REJECTED,
-                    "paper": fractional["paper_mean"] > paper_best, "mean": fractional["mean"], "best": best,
-                    "paper_mean": fractional["paper_mean"], "paper_best": paper_best})
+        out.append(
+            {
+                "setting": labels[key],
+                "neuron": neuron_label(name),
+                "ours": decided == CONFIRMED,
+                "tie": decided == INCONCLUSIVE,
+                "behind": decided == REJECTED,
+                "paper": fractional["paper_mean"] > paper_best,
+                "mean": fractional["mean"],
+                "best": best,
+                "paper_mean": fractional["paper_mean"],
+                "paper_best": paper_best,
+            }
+        )
     return out
 
 
@@ -115,19 +138,33 @@ def protocols(spec: dict, table: dict) -> dict:
     paper = paper_protocol(spec)
     row_epochs = sorted({c["paper_epochs"] for c in cells if c["paper_epochs"] is not None})
     n_text = "-".join(map(str, [counts[0], counts[-1]] if len(counts) > 1 else counts)) or "0"
-    ours = [(f"{'/'.join(map(str, epochs)) or 'unrecorded'} epochs",
-             bool(epochs and row_epochs and any(e not in row_epochs for e in epochs))),
-            (f"n={n_text} per cell ({seed_list(seeds)})", bool(paper.get("runs") and counts and max(counts) < paper["runs"])),
-            _recipe_text(spec, table, bool(paper))]
+    ours = [
+        (
+            f"{'/'.join(map(str, epochs)) or 'unrecorded'} epochs",
+            bool(epochs and row_epochs and any(e not in row_epochs for e in epochs)),
+        ),
+        (
+            f"n={n_text} per cell ({seed_list(seeds)})",
+            bool(paper.get("runs") and counts and max(counts) < paper["runs"]),
+        ),
+        _recipe_text(spec, table, bool(paper)),
+    ]
     if not paper:
         theirs = "not in the paper"
     else:
         stated = row_epochs or ([paper["epochs"]] if paper.get("epochs") else [])
-        theirs = (f"{'/'.join(map(str, stated)) if stated else 'unstated'} epochs, "
-                  + (f"{paper['runs']} runs per cell" if paper.get("runs") else "one value per cell"))
-    return {"ours": ours, "ours_text": ", ".join(text for text, _ in ours), "paper": theirs,
-            "source": paper.get("source"), "differs": [text for text, differs in ours if differs], "epochs": epochs,
-            "paper_epochs": row_epochs or ([paper["epochs"]] if paper.get("epochs") else [])}
+        theirs = f"{'/'.join(map(str, stated)) if stated else 'unstated'} epochs, " + (
+            f"{paper['runs']} runs per cell" if paper.get("runs") else "one value per cell"
+        )
+    return {
+        "ours": ours,
+        "ours_text": ", ".join(text for text, _ in ours),
+        "paper": theirs,
+        "source": paper.get("source"),
+        "differs": [text for text, differs in ours if differs],
+        "epochs": epochs,
+        "paper_epochs": row_epochs or ([paper["epochs"]] if paper.get("epochs") else []),
+    }
 
 
 def moved_count(table: dict) -> str:
@@ -135,8 +172,11 @@ def moved_count(table: dict) -> str:
     reference = next(row["label"] for row in table["rows"] if row.get("key") == table["reference_row"])
     compared = [row for row in table["rows"] if any(cell["diff"] is not None for cell in row["cells"])]
     moved = [row for row in compared if any(cell.get("moved") for cell in row["cells"])]
-    return (f"{len(moved)} of {len(compared)} rows differ from \"{reference}\" by more than the seed spread"
-            if compared else f"No row has runs beside \"{reference}\"")
+    return (
+        f'{len(moved)} of {len(compared)} rows differ from "{reference}" by more than the seed spread'
+        if compared
+        else f'No row has runs beside "{reference}"'
+    )
 
 
 def moved_rows(table: dict) -> str:
@@ -146,8 +186,11 @@ def moved_rows(table: dict) -> str:
     reference = next(row["label"] for row in table["rows"] if row.get("key") == table["reference_row"])
     compared, moved = [], []
     for row in table["rows"]:
-        cells = [(neuron_label(_neuron(cell)) if _neuron(cell) else column, cell) for column, cell in zip(table["columns"], row["cells"])
-                 if cell["diff"] is not None]
+        cells = [
+            (neuron_label(_neuron(cell)) if _neuron(cell) else column, cell)
+            for column, cell in zip(table["columns"], row["cells"])
+            if cell["diff"] is not None
+        ]
         if not cells:
             continue
         compared.append((row["label"], cells))
@@ -155,13 +198,16 @@ def moved_rows(table: dict) -> str:
         if shifts:
             moved.append((row["label"], shifts))
     if not compared:
-        return f"No row has runs beside the row \"{reference}\" to compare with."
+        return f'No row has runs beside the row "{reference}" to compare with.'
     moved.sort(key=lambda item: -max(abs(d) for _, d in item[1]))
-    head = (f"{len(moved)} of {len(compared)} rows differ from the row \"{reference}\" by more than the seed-to-seed "
-            "spread (the larger std of the two cells) in a column")
+    head = (
+        f'{len(moved)} of {len(compared)} rows differ from the row "{reference}" by more than the seed-to-seed '
+        "spread (the larger std of the two cells) in a column"
+    )
     if moved:
-        head += ": " + "; ".join(f"{label} ({', '.join(f'{name} {d:+.2f}' for name, d in shifts)})"
-                                 for label, shifts in moved)
+        head += ": " + "; ".join(
+            f"{label} ({', '.join(f'{name} {d:+.2f}' for name, d in shifts)})" for label, shifts in moved
+        )
     rest = [(label, name, cell["diff"]) for label, cells in compared for name, cell in cells if not cell.get("moved")]
     if rest:
         label, name, diff = max(rest, key=lambda item: abs(item[2]))
@@ -175,9 +221,11 @@ def claims_sentence(found: list[dict]) -> str | None:
     sized = tally(found, "size")
     if not sum(sized.values()):
         return None
-    return (f"The paper's claimed gaps ({found[0]['fractional']} - baseline): {sized[REJECTED]} of "
-            f"{sum(sized.values())} rejected, {sized[CONFIRMED]} confirmed, {sized[INCONCLUSIVE]} inconclusive "
-            f"({LEVEL:.0%} Welch intervals over the seeds).")
+    return (
+        f"The paper's claimed gaps ({found[0]['fractional']} - baseline): {sized[REJECTED]} of "
+        f"{sum(sized.values())} rejected, {sized[CONFIRMED]} confirmed, {sized[INCONCLUSIVE]} inconclusive "
+        f"({LEVEL:.0%} Welch intervals over the seeds)."
+    )
 
 
 def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
@@ -188,24 +236,40 @@ def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
     A table reproduces when every compared cell is within :data:`SIGMAS` sigma of the paper and, where the paper
     ranks its fractional neuron against baselines, our ranking agrees in every setting; it does not when our
     ranking disagrees in every such setting, or, without rankings, when no compared cell is within; else partly."""
-    cells = [(row["label"], column, cell) for row in table["rows"] for column, cell in zip(table["columns"], row["cells"])]
+    cells = [
+        (row["label"], column, cell) for row in table["rows"] for column, cell in zip(table["columns"], row["cells"])
+    ]
     measured = [(r, c, cell) for r, c, cell in cells if cell["n"]]
     proto = protocols(spec, table)
     if not measured:
         return {"word": "not run here", "kind": "none", "sentence": "No run.", "short": "No run.", "protocol": proto}
     epochs_note = ""
     if proto["ours"][0][1]:
-        epochs_note = (f"at {'/'.join(map(str, proto['epochs']))} of the paper's "
-                       f"{'/'.join(map(str, proto['paper_epochs']))} epochs, ")
+        epochs_note = (
+            f"at {'/'.join(map(str, proto['epochs']))} of the paper's "
+            f"{'/'.join(map(str, proto['paper_epochs']))} epochs, "
+        )
     tail = f" Ours: {proto['ours_text']}; paper: {proto['paper']}."
     if spec.get("kind") == "setting":
-        same = all(compare_cell(cell)["direction"] == "within" for _, _, cell in measured if cell["paper_mean"] is not None)
-        values = "; ".join(f"{r} / {c} {cell['mean']:g} (paper {number(cell['paper_mean'], 1)})" for r, c, cell in measured)
-        short = (f"The runs use the paper's {spec.get('printed_as', 'values')}." if same else
-                 f"The runs' {spec.get('printed_as', 'values')} is not the paper's in "
-                 f"{sum(compare_cell(c)['direction'] != 'within' for *_, c in measured)} of {len(measured)} cells.")
-        return {"word": "the paper's setting" if same else "differs from the paper", "kind": "setting",
-                "sentence": f"The runs use {values}.", "short": short, "protocol": proto}
+        same = all(
+            compare_cell(cell)["direction"] == "within" for _, _, cell in measured if cell["paper_mean"] is not None
+        )
+        values = "; ".join(
+            f"{r} / {c} {cell['mean']:g} (paper {number(cell['paper_mean'], 1)})" for r, c, cell in measured
+        )
+        short = (
+            f"The runs use the paper's {spec.get('printed_as', 'values')}."
+            if same
+            else f"The runs' {spec.get('printed_as', 'values')} is not the paper's in "
+            f"{sum(compare_cell(c)['direction'] != 'within' for *_, c in measured)} of {len(measured)} cells."
+        )
+        return {
+            "word": "the paper's setting" if same else "differs from the paper",
+            "kind": "setting",
+            "sentence": f"The runs use {values}.",
+            "short": short,
+            "protocol": proto,
+        }
     if not has_paper_values(spec):
         text = f"{len(measured)} cells measured; the paper has no such experiment."
         short = text
@@ -214,8 +278,7 @@ def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
             text = moved_rows(table) + " " + text
         if decided := claims_sentence(claims(spec, table, specs)):
             short, text = f"{short} {decided}", f"{decided} {text}"
-        return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail,
-                "short": short}
+        return {"word": "measured here", "kind": "measured", "protocol": proto, "sentence": text + tail, "short": short}
     papered = [(r, c, cell) for r, c, cell in cells if cell["paper_mean"] is not None and cell.get("judge", True)]
     compared = [(r, c, cell, compare_cell(cell)) for r, c, cell in papered if compare_cell(cell)["direction"]]
     count = {d: sum(1 for *_, v in compared if v["direction"] == d) for d in ("within", "above", "below")}
@@ -231,43 +294,69 @@ def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
         kind = "measured"
     else:
         kind = "partly"
-    word = {"reproduces": "reproduces", "partly": "partly reproduces", "not": "does not reproduce",
-            "measured": "measured, not compared"}[kind]
+    word = {
+        "reproduces": "reproduces",
+        "partly": "partly reproduces",
+        "not": "does not reproduce",
+        "measured": "measured, not compared",
+    }[kind]
     sentences, short = [], []
     if ranks:
-        shown = "; ".join(f"{k['setting']} {number(k['mean'])} vs {number(k['best'])} (paper {number(k['paper_mean'])} vs "
-                          f"{number(k['paper_best'])})" for k in ranks[:4])
+        shown = "; ".join(
+            f"{k['setting']} {number(k['mean'])} vs {number(k['best'])} (paper {number(k['paper_mean'])} vs "
+            f"{number(k['paper_best'])})"
+            for k in ranks[:4]
+        )
         wins, paper_wins = sum(k["ours"] for k in ranks), sum(k["paper"] for k in ranks)
         ties, behind = sum(k["tie"] for k in ranks), sum(k["behind"] for k in ranks)
         undecided = f" ({ties} undecided, {behind} behind)" if ties or behind else ""
-        sentences.append(f"{epochs_note}{ranks[0]['neuron']} beats the best baseline (the {LEVEL:.0%} Welch interval "
-                         f"of the difference above 0) in {wins} of {len(ranks)} settings here{undecided}, in "
-                         f"{paper_wins} of {len(ranks)} in the paper: {shown}{'; …' if len(ranks) > 4 else ''}.")
-        short.append(f"{ranks[0]['neuron']} ahead of the best baseline in {wins} of {len(ranks)} settings"
-                     f" ({f'{ties} undecided; ' if ties else ''}paper: {paper_wins} of {len(ranks)})")
+        sentences.append(
+            f"{epochs_note}{ranks[0]['neuron']} beats the best baseline (the {LEVEL:.0%} Welch interval "
+            f"of the difference above 0) in {wins} of {len(ranks)} settings here{undecided}, in "
+            f"{paper_wins} of {len(ranks)} in the paper: {shown}{'; …' if len(ranks) > 4 else ''}."
+        )
+        short.append(
+            f"{ranks[0]['neuron']} ahead of the best baseline in {wins} of {len(ranks)} settings"
+            f" ({f'{ties} undecided; ' if ties else ''}paper: {paper_wins} of {len(ranks)})"
+        )
         epochs_note = ""
     found = claims(spec, table, specs)
     if decided := claims_sentence(found):
         sized = tally(found, "size")
         sentences.append(decided)
-        short.append(f"the paper's claimed gaps: {sized[REJECTED]} of {sum(sized.values())} rejected, "
-                     f"{sized[CONFIRMED]} confirmed")
+        short.append(
+            f"the paper's claimed gaps: {sized[REJECTED]} of {sum(sized.values())} rejected, "
+            f"{sized[CONFIRMED]} confirmed"
+        )
     if compared:
         r, c, cell, v = max(compared, key=lambda item: abs(item[3]["z"]))
-        sentences.append(f"{epochs_note}{count['within']} of {len(compared)} compared cells within {SIGMAS:g}σ of the "
-                         f"paper, {count['above']} above, {count['below']} below (largest gap: {r} / {c} "
-                         f"{number(cell['mean'])} vs {number(cell['paper_mean'])}, {v['z']:+.1f}σ).")
+        sentences.append(
+            f"{epochs_note}{count['within']} of {len(compared)} compared cells within {SIGMAS:g}σ of the "
+            f"paper, {count['above']} above, {count['below']} below (largest gap: {r} / {c} "
+            f"{number(cell['mean'])} vs {number(cell['paper_mean'])}, {v['z']:+.1f}σ)."
+        )
         short.append(f"{count['within']} of {len(compared)} cells within {SIGMAS:g}σ of the paper")
     measured_cells = sum(1 for *_, cell in papered if cell["n"])
     counts_papered = (measured_cells, len(papered))
     sentences.append(f"{measured_cells} of {len(papered)} paper cells measured.")
-    short.append(f"{measured_cells} of {len(papered)} cells measured"
-                 + (f" at {'/'.join(map(str, proto['epochs']))} of {'/'.join(map(str, proto['paper_epochs']))} epochs"
-                    if proto["ours"][0][1] else ""))
+    short.append(
+        f"{measured_cells} of {len(papered)} cells measured"
+        + (
+            f" at {'/'.join(map(str, proto['epochs']))} of {'/'.join(map(str, proto['paper_epochs']))} epochs"
+            if proto["ours"][0][1]
+            else ""
+        )
+    )
     text = " ".join(t if t.startswith("f-") else t[0].upper() + t[1:] for t in sentences)  # f-LIF keeps its f
     short_text = "; ".join(short)
-    return {"word": word, "kind": kind, "sentence": text + tail, "protocol": proto, "papered": counts_papered,
-            "short": (short_text if short_text.startswith("f-") else short_text[0].upper() + short_text[1:]) + "."}
+    return {
+        "word": word,
+        "kind": kind,
+        "sentence": text + tail,
+        "protocol": proto,
+        "papered": counts_papered,
+        "short": (short_text if short_text.startswith("f-") else short_text[0].upper() + short_text[1:]) + ".",
+    }
 
 
 def shown_cell(cell: dict, mixed_epochs: bool = False, reference: str | None = None) -> dict:
@@ -284,33 +373,51 @@ def shown_cell(cell: dict, mixed_epochs: bool = False, reference: str | None = N
     if cell["diff"] is not None and reference is not None:
         delta = f"{cell['diff']:+.2f} vs {reference}" + (", moved" if cell.get("moved") else "")
     elif cell["diff"] is not None:
-        delta = f"{cell['diff']:+.2f}" + (f" ({versus['z']:+.1f}σ{'' if versus['by'] == 'paper' else ' ours'})"
-                                          if versus["sigma"] else "")
+        delta = f"{cell['diff']:+.2f}" + (
+            f" ({versus['z']:+.1f}σ{'' if versus['by'] == 'paper' else ' ours'})" if versus["sigma"] else ""
+        )
     epochs = "/".join(map(str, cell["epochs"]))
     same = None
     if cell.get("same_as"):
         checked = cell["same_as"]
         seeds = ", ".join(map(str, checked["seeds"]))
-        same = (f"the runs of {checked['label']}, the same computation"
-                + ("" if checked["identical"] is None else
-                   f" ({'identical' if checked['identical'] else 'DIFFERENT'} on seed{'s' * (len(checked['seeds']) > 1)}"
-                   f" {seeds})"))
-    return {"ours": ours, "n": cell["n"], "paper": paper, "delta": delta, "direction": versus["direction"],
-            "failed": cell["failed"], "mixed": cell["mixed"], "moved": bool(cell.get("moved")),
-            "epochs": epochs if mixed_epochs and cell["epochs"] else None, "same": same}
+        same = f"the runs of {checked['label']}, the same computation" + (
+            ""
+            if checked["identical"] is None
+            else f" ({'identical' if checked['identical'] else 'DIFFERENT'} on seed{'s' * (len(checked['seeds']) > 1)}"
+            f" {seeds})"
+        )
+    return {
+        "ours": ours,
+        "n": cell["n"],
+        "paper": paper,
+        "delta": delta,
+        "direction": versus["direction"],
+        "failed": cell["failed"],
+        "mixed": cell["mixed"],
+        "moved": bool(cell.get("moved")),
+        "epochs": epochs if mixed_epochs and cell["epochs"] else None,
+        "same": same,
+    }
 
 
 def shown_table(table: dict) -> dict:
     """The rows and columns of ``table`` that hold a run, the labels of those left out, and the label of the row its
     cells are compared with (``reference``, ``None`` where they are compared with the paper)."""
-    columns = [i for i in range(len(table["columns"])) if any(r["cells"][i]["n"] or r["cells"][i]["failed"]
-                                                               for r in table["rows"])]
+    columns = [
+        i
+        for i in range(len(table["columns"]))
+        if any(r["cells"][i]["n"] or r["cells"][i]["failed"] for r in table["rows"])
+    ]
     rows = [r for r in table["rows"] if any(r["cells"][i]["n"] or r["cells"][i]["failed"] for i in columns)]
     mixed = len({e for r in rows for i in columns for e in r["cells"][i]["epochs"]}) > 1
     reference = table.get("reference_row")
-    return {"columns": [table["columns"][i] for i in columns],
-            "rows": [{"label": r["label"], "cells": [shown_cell(r["cells"][i], mixed, reference) for i in columns]}
-                     for r in rows],
-            "hidden_columns": [c for i, c in enumerate(table["columns"]) if i not in columns],
-            "hidden_rows": [r["label"] for r in table["rows"] if r not in rows],
-            "reference": next((r["label"] for r in table["rows"] if reference and r.get("key") == reference), None)}
+    return {
+        "columns": [table["columns"][i] for i in columns],
+        "rows": [
+            {"label": r["label"], "cells": [shown_cell(r["cells"][i], mixed, reference) for i in columns]} for r in rows
+        ],
+        "hidden_columns": [c for i, c in enumerate(table["columns"]) if i not in columns],
+        "hidden_rows": [r["label"] for r in table["rows"] if r not in rows],
+        "reference": next((r["label"] for r in table["rows"] if reference and r.get("key") == reference), None),
+    }

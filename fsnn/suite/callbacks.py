@@ -22,8 +22,7 @@ class PercentProgressBar(TQDMProgressBar):
 
     def get_metrics(self, trainer, pl_module):
         metrics = super().get_metrics(trainer, pl_module)
-        return {k: f"{100 * v:.2f}%" if k.endswith("/acc") and isinstance(v, float) else v
-                for k, v in metrics.items()}
+        return {k: f"{100 * v:.2f}%" if k.endswith("/acc") and isinstance(v, float) else v for k, v in metrics.items()}
 
 
 class SpeedMonitor(L.Callback):
@@ -81,15 +80,21 @@ class SpeedMonitor(L.Callback):
         self.totals["test"] = [0.0, 0]
 
     def summary(self) -> dict:
-        out = {f"{split}_samples_per_s": (count / seconds if seconds > 0 else None)
-               for split, (seconds, count) in self.totals.items()}
+        out = {
+            f"{split}_samples_per_s": (count / seconds if seconds > 0 else None)
+            for split, (seconds, count) in self.totals.items()
+        }
         out["train_epoch_s"] = self.totals["train"][0] / self.train_epochs if self.train_epochs else None
         if self.cuda_device is not None:
-            out |= {"peak_memory_gib": torch.cuda.max_memory_allocated(self.cuda_device) / 2**30,
-                    "peak_memory_kind": "cuda max_memory_allocated"}
+            out |= {
+                "peak_memory_gib": torch.cuda.max_memory_allocated(self.cuda_device) / 2**30,
+                "peak_memory_kind": "cuda max_memory_allocated",
+            }
         else:
-            out |= {"peak_memory_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                    "peak_memory_kind": "process peak RSS"}
+            out |= {
+                "peak_memory_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+                "peak_memory_kind": "process peak RSS",
+            }
         return out
 
 

@@ -37,8 +37,16 @@ RECORD = "fsnn"  # the checkpoint key of the integrity record
 #: keys (and the keys under them) that do not change a run's result: where files go, logging, progress bars, loader
 #: processes, the studies run after training. They are left out of the config a finished run is compared with and,
 #: with the launcher's own keys (:data:`FOLDER_EXCLUDED`), out of a run folder's name.
-NON_RESULT_KEYS = ("run_name", "force", "paths", "logger", "study", "robustness", "trainer.enable_progress_bar",
-                   "dataset.num_workers")
+NON_RESULT_KEYS = (
+    "run_name",
+    "force",
+    "paths",
+    "logger",
+    "study",
+    "robustness",
+    "trainer.enable_progress_bar",
+    "dataset.num_workers",
+)
 FOLDER_EXCLUDED = (*NON_RESULT_KEYS, "experiment", "launcher", "hydra.launcher.n_jobs")
 
 
@@ -51,8 +59,11 @@ def strip_non_result(values: dict) -> dict:
     """A copy of a plain config tree without Hydra's node and :data:`NON_RESULT_KEYS`."""
 
     def strip(node: dict, path: str) -> dict:
-        return {k: strip(v, f"{path}{k}.") if isinstance(v, dict) else v for k, v in node.items()
-                if not non_result(f"{path}{k}")}
+        return {
+            k: strip(v, f"{path}{k}.") if isinstance(v, dict) else v
+            for k, v in node.items()
+            if not non_result(f"{path}{k}")
+        }
 
     return strip({k: v for k, v in values.items() if k != "hydra"}, "")
 
@@ -94,14 +105,18 @@ def load_checkpoint(path: str | Path, config: dict | None = None, map_location: 
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "weights_only" in str(error) or "Unsupported global" in str(error):
             reason = "it holds Python objects other than tensors and plain data, which fsnn never writes"
-        raise CheckpointError(path, f"cannot be read ({reason[:200]}); the file is truncated, damaged or not a "
-                                    "checkpoint") from None
+        raise CheckpointError(
+            path, f"cannot be read ({reason[:200]}); the file is truncated, damaged or not a checkpoint"
+        ) from None
     record = checkpoint.pop(RECORD, None) if isinstance(checkpoint, dict) else None
     if not isinstance(record, dict) or "digest" not in record:
         raise CheckpointError(path, "has no fsnn integrity record (it was not written by fsnn's train.py)")
     if content_digest(checkpoint) != record["digest"]:
-        raise CheckpointError(path, "its content does not match the digest written with it (the file was altered "
-                                    "after it was written, e.g. by disk or copy corruption)")
+        raise CheckpointError(
+            path,
+            "its content does not match the digest written with it (the file was altered "
+            "after it was written, e.g. by disk or copy corruption)",
+        )
     if config is not None and record.get("config") != config:
         changes = tree_changes(record.get("config") or {}, config)
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
@@ -115,22 +130,31 @@ def check_fits(module: torch.nn.Module, checkpoint: dict, path: str | Path) -> N
     traceback. A run's config is checked with its checkpoint (:func:`load_checkpoint`); what changes a model's shapes
     besides is the data (another feature count) or the code that builds it."""
     state, own = checkpoint.get("state_dict") or {}, module.state_dict()
-    shapes = [(key, tuple(getattr(state[key], "shape", ())), tuple(value.shape)) for key, value in own.items()
-              if key in state and tuple(getattr(state[key], "shape", ())) != tuple(value.shape)]
+    shapes = [
+        (key, tuple(getattr(state[key], "shape", ())), tuple(value.shape))
+        for key, value in own.items()
+        if key in state and tuple(getattr(state[key], "shape", ())) != tuple(value.shape)
+    ]
     missing, extra = [k for k in own if k not in state], [k for k in state if k not in own]
     if shapes:
         key, saved, built = shapes[0]
         problem = f"its {key} has shape {list(saved)} where the model built now has {list(built)}"
     elif missing or extra:
-        problem = (f"it lacks {missing[0]}, which the model built now has" if missing
-                   else f"it holds {extra[0]}, which the model built now lacks")
+        problem = (
+            f"it lacks {missing[0]}, which the model built now has"
+            if missing
+            else f"it holds {extra[0]}, which the model built now lacks"
+        )
     else:
         return
     count = len(shapes) + len(missing) + len(extra)
-    raise CheckpointError(path, f"{problem}{f' ({count} tensors differ)' if count > 1 else ''}: the data or fsnn "
-                                "changed since the run was trained (e.g. another feature count)",
-                          "use it with the data and fsnn it was trained with (its metrics.json records its split "
-                          "sizes and versions), or rerun its train.py command with force=true to train it on these")
+    raise CheckpointError(
+        path,
+        f"{problem}{f' ({count} tensors differ)' if count > 1 else ''}: the data or fsnn "
+        "changed since the run was trained (e.g. another feature count)",
+        "use it with the data and fsnn it was trained with (its metrics.json records its split "
+        "sizes and versions), or rerun its train.py command with force=true to train it on these",
+    )
 
 
 class RunCheckpointIO(TorchCheckpointIO):
@@ -167,8 +191,9 @@ class RelativeModelCheckpoint(ModelCheckpoint):
         state = super().state_dict()
         folder = str(self.dirpath)
         state.update({key: os.path.relpath(state[key], folder) if state[key] else "" for key in self._PATHS})
-        state["best_k_models"] = {os.path.relpath(path, folder): score
-                                  for path, score in state["best_k_models"].items()}
+        state["best_k_models"] = {
+            os.path.relpath(path, folder): score for path, score in state["best_k_models"].items()
+        }
         state["dirpath"] = "."  # what the paths above are relative to: the folder of this checkpoint
         return state
 
@@ -181,8 +206,7 @@ class RelativeModelCheckpoint(ModelCheckpoint):
 
         state = {**state_dict, "dirpath": self.dirpath}  # Lightning restores everything only for its own dirpath
         state.update({key: here(state_dict.get(key) or "") for key in self._PATHS})
-        state["best_k_models"] = {here(path): score
-                                  for path, score in (state_dict.get("best_k_models") or {}).items()}
+        state["best_k_models"] = {here(path): score for path, score in (state_dict.get("best_k_models") or {}).items()}
         super().load_state_dict(state)
 
 
@@ -193,8 +217,13 @@ def _rng_states() -> dict:
     return {
         "torch": torch.get_rng_state(),
         "torch.cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "numpy": {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "gauss": float(gauss),
+        },
         "python": {"version": version, "state": list(state), "gauss": py_gauss},
     }
 

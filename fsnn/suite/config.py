@@ -56,16 +56,27 @@ register_resolvers()  # the configs it checks read the environment through ${fsn
 #: fsnn ships configs for. A run folder's ``.hydra/config.yaml`` is checked against it before anything is built.
 TARGETS = {
     "optimizer": ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD"),
-    "scheduler": ("torch.optim.lr_scheduler.CosineAnnealingLR", "torch.optim.lr_scheduler.ReduceLROnPlateau",
-                  "torch.optim.lr_scheduler.StepLR", "torch.optim.lr_scheduler.MultiStepLR"),
-    "logger": ("lightning.pytorch.loggers.CSVLogger", "lightning.pytorch.loggers.WandbLogger",
-               "lightning.pytorch.loggers.TensorBoardLogger"),
+    "scheduler": (
+        "torch.optim.lr_scheduler.CosineAnnealingLR",
+        "torch.optim.lr_scheduler.ReduceLROnPlateau",
+        "torch.optim.lr_scheduler.StepLR",
+        "torch.optim.lr_scheduler.MultiStepLR",
+    ),
+    "logger": (
+        "lightning.pytorch.loggers.CSVLogger",
+        "lightning.pytorch.loggers.WandbLogger",
+        "lightning.pytorch.loggers.TensorBoardLogger",
+    ),
 }
 #: the groups of a component, checked by its registry's schema
 COMPONENTS = {"dataset": DATASETS, "neuron": NEURONS, "backbone": BACKBONES, "study": STUDIES}
 #: the schemas of the training loop's groups and of the paths
-RUN_GROUPS = {"trainer": TrainerSchema, "optimizer": OptimizerSchema, "scheduler": SchedulerSchema,
-              "paths": PathsSchema}
+RUN_GROUPS = {
+    "trainer": TrainerSchema,
+    "optimizer": OptimizerSchema,
+    "scheduler": SchedulerSchema,
+    "paths": PathsSchema,
+}
 #: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
 #: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
 ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "logger", "paths", "study")
@@ -86,16 +97,22 @@ def _validate(schema: type[BaseModel], values: dict, prefix: str, owner: str = "
         first = error.errors()[0]
         refused = first.get("ctx", {}).get("error")
         if isinstance(refused, OptionError):  # a combination of options (a component's check_options)
-            raise ConfigError(f"{prefix}{refused.option}: expected {refused.expected}, "
-                              f"got {_show(refused.value)}") from None
+            raise ConfigError(
+                f"{prefix}{refused.option}: expected {refused.expected}, got {_show(refused.value)}"
+            ) from None
         key = first["loc"][0]
         if first["type"] == "extra_forbidden":
-            raise ConfigError(f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "
-                              f"got {key!r}{did_you_mean(key, schema.model_fields)}") from None
+            raise ConfigError(
+                f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "
+                f"got {key!r}{did_you_mean(key, schema.model_fields)}"
+            ) from None
         field = next((f for name, f in schema.model_fields.items() if key in (name, f.alias)), None)
         # an option type's own message says more than a field's description, which says more than pydantic's
-        expected = (str(first["ctx"]["error"]) if first["type"] == "value_error"
-                    else field.description or _described(field) or first["msg"].lower())
+        expected = (
+            str(first["ctx"]["error"])
+            if first["type"] == "value_error"
+            else field.description or _described(field) or first["msg"].lower()
+        )
         got = values.get(key, first["input"]) if isinstance(values, dict) else values
         raise ConfigError(f"{prefix}{key}: expected {expected}, got {_show(got)}") from None
 
@@ -115,8 +132,9 @@ def _check_component(group: str, values: dict) -> None:
     try:
         schema = COMPONENTS[group].schema(name)
     except UnknownNameError as error:
-        raise ConfigError(f"{group}.name: expected one of {', '.join(error.choices)}, got {_show(name)}"
-                          f"{error.suggestion}") from None
+        raise ConfigError(
+            f"{group}.name: expected one of {', '.join(error.choices)}, got {_show(name)}{error.suggestion}"
+        ) from None
     except ImportError as error:
         raise ConfigError(f"{group}.name: {error}") from None
     for key, value in values.items():  # another library's name for an option (SpikingJelly's v_threshold)
@@ -134,7 +152,9 @@ def _container(cfg: DictConfig, key: str):
             return node
         return OmegaConf.to_container(node, resolve=key != "logger")
     except MissingMandatoryValue as error:
-        raise ConfigError(f"{getattr(error, 'full_key', None) or key}: expected a value, got ??? (none given)") from None
+        raise ConfigError(
+            f"{getattr(error, 'full_key', None) or key}: expected a value, got ??? (none given)"
+        ) from None
     except OmegaConfBaseException as error:
         raise ConfigError(f"{getattr(error, 'full_key', None) or key}: {error.msg}") from None
 
@@ -150,8 +170,9 @@ def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -
     task = values.get("task")
     if task is not None and task not in TASKS:
         tasks = TASKS.names()
-        raise ConfigError(f"task: expected null or one of {', '.join(tasks)}, got {_show(task)}"
-                          f"{did_you_mean(task, tasks)}")
+        raise ConfigError(
+            f"task: expected null or one of {', '.join(tasks)}, got {_show(task)}{did_you_mean(task, tasks)}"
+        )
     for group in ORDER:
         if not values.get(group) or group in swept:
             continue
@@ -213,8 +234,10 @@ def check_logger_folders(logger: dict | None) -> None:
     for key in ("name", "version"):
         value = (logger or {}).get(key)
         if isinstance(value, str) and value and not is_folder_name(value):  # "" or null: no folder of its own
-            raise ConfigError(f"logger.{key}: expected null or a folder name (not . or .., without / or control "
-                              f"characters, at most 255 bytes), got {value!r}")
+            raise ConfigError(
+                f"logger.{key}: expected null or a folder name (not . or .., without / or control "
+                f"characters, at most 255 bytes), got {value!r}"
+            )
 
 
 def check_run_config(run_cfg: DictConfig, source: Path) -> None:

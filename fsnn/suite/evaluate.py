@@ -43,8 +43,9 @@ def check_eval_config(cfg: DictConfig) -> None:
     """Check a composed ``evaluate.py`` config; the run folder's own config is checked by :func:`open_run`."""
     values = check_config(cfg, EvalSchema, results=False)
     if not (Path(values["run_dir"]) / ".hydra" / "config.yaml").is_file():
-        raise ConfigError(f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), "
-                          f"got {values['run_dir']!r}")
+        raise ConfigError(
+            f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), got {values['run_dir']!r}"
+        )
     check_writable_folder("run_dir", values["run_dir"])  # eval/, eval.json and a study's output are written there
     run_status(Path(values["run_dir"]), values["allow_unfinished"])
 
@@ -57,9 +58,11 @@ def run_status(run_dir: Path, allow_unfinished: bool = False) -> str:
     if holder is None:
         return (read_run_record(run_dir) or {}).get("status", "unknown")
     if not allow_unfinished:
-        raise RunLockedError(f"run folder {run_dir} is in use by {describe_holder(holder)}: its run is still training; "
-                             "evaluate it when it has finished, or allow_unfinished=true evaluates its checkpoint now "
-                             "(recorded as unfinished in the output)")
+        raise RunLockedError(
+            f"run folder {run_dir} is in use by {describe_holder(holder)}: its run is still training; "
+            "evaluate it when it has finished, or allow_unfinished=true evaluates its checkpoint now "
+            "(recorded as unfinished in the output)"
+        )
     return "running"
 
 
@@ -69,8 +72,9 @@ def open_run(run_dir: Path | str, data_dir: str | None = None) -> tuple[DictConf
     this machine's ``data_dir`` when given. :class:`ConfigError` when it is missing or refused."""
     saved = Path(run_dir) / ".hydra" / "config.yaml"
     if not saved.is_file():
-        raise ConfigError(f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), "
-                          f"got {str(run_dir)!r}")
+        raise ConfigError(
+            f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), got {str(run_dir)!r}"
+        )
     run_cfg = OmegaConf.load(saved)
     check_run_config(run_cfg, saved)
     if data_dir is not None:
@@ -83,19 +87,33 @@ def _checkpoint(run_dir: Path, checkpoint: str, config: dict) -> tuple[Path, dic
     path = run_dir / "checkpoints" / f"{checkpoint}.ckpt"
     if not path.exists():
         found = sorted(p.stem for p in (run_dir / "checkpoints").glob("*.ckpt"))
-        raise ConfigError(f"checkpoint={checkpoint!r}: {path} does not exist (run_dir={run_dir} has "
-                          f"{'checkpoints ' + ', '.join(found) if found else 'no checkpoints'}; expected best or last)")
+        raise ConfigError(
+            f"checkpoint={checkpoint!r}: {path} does not exist (run_dir={run_dir} has "
+            f"{'checkpoints ' + ', '.join(found) if found else 'no checkpoints'}; expected best or last)"
+        )
     try:
         return path, load_checkpoint(path, config)
     except CheckpointError as error:
         other = "last" if checkpoint == "best" else "best"
-        raise CheckpointError(path, error.problem, f"checkpoint={other} tests the run's other checkpoint; "
-                              "rerunning its train.py command with force=true trains it again") from None
+        raise CheckpointError(
+            path,
+            error.problem,
+            f"checkpoint={other} tests the run's other checkpoint; "
+            "rerunning its train.py command with force=true trains it again",
+        ) from None
 
 
-def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: str | None = None,
-                 checkpoint: str = "best", accelerator: str = "auto", seed: int | None = None,
-                 limit_test_batches=None, allow_unfinished: bool = False) -> dict:
+def evaluate_run(
+    run_dir: Path | str,
+    study: dict | None = None,
+    *,
+    data_dir: str | None = None,
+    checkpoint: str = "best",
+    accelerator: str = "auto",
+    seed: int | None = None,
+    limit_test_batches=None,
+    allow_unfinished: bool = False,
+) -> dict:
     """Re-test a trained run from its saved config and ``checkpoint``, and/or run the post-training ``study``
     (``{"name": ..., **options}``) on it: the one seam of ``evaluate.py`` and of ``train.py study=...``.
 
@@ -116,9 +134,17 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
     task.module.load_state_dict(state["state_dict"])
     # a study is many passes: one tqdm bar over them instead of Lightning's bar per pass
     quiet_libraries()
-    trainer = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=run_dir, accelerator=accelerator,
-                        devices=1, limit_test_batches=limit_test_batches, enable_progress_bar=asked is None,
-                        callbacks=[PercentProgressBar()] if asked is None else [], enable_model_summary=False)
+    trainer = L.Trainer(
+        logger=False,
+        enable_checkpointing=False,
+        default_root_dir=run_dir,
+        accelerator=accelerator,
+        devices=1,
+        limit_test_batches=limit_test_batches,
+        enable_progress_bar=asked is None,
+        callbacks=[PercentProgressBar()] if asked is None else [],
+        enable_model_summary=False,
+    )
     counted = CountedTest()
     trainer.callbacks.append(counted)
     run = StudyRun(run_dir, run_cfg, kind, task, trainer, ckpt, seed, limit_test_batches, status)
@@ -127,10 +153,14 @@ def evaluate_run(run_dir: Path | str, study: dict | None = None, *, data_dir: st
         test = run.test_pass()
         metric = task.metric
         run.clean = test[f"test/{metric}"]
-        result |= {f"test_{metric}": run.clean, "test_metrics": test, "firing_rates": task.module.test_rates,
-                   "encoders": describe_encoders(task.module.model),
-                   "device": device_description(trainer.strategy.root_device),
-                   "evaluated": coverage(counted, limit_test_batches, run_cfg.trainer.get("limit_test_batches"))}
+        result |= {
+            f"test_{metric}": run.clean,
+            "test_metrics": test,
+            "firing_rates": task.module.test_rates,
+            "encoders": describe_encoders(task.module.model),
+            "device": device_description(trainer.strategy.root_device),
+            "evaluated": coverage(counted, limit_test_batches, run_cfg.trainer.get("limit_test_batches")),
+        }
         write_json_atomic(run_dir / "eval.json", result)
         log.info("test %s %s (%s; %s)", metric, percent(run.clean), ckpt, result["evaluated"]["note"])
     if asked is not None:
@@ -157,13 +187,23 @@ def coverage(counted: CountedTest, limit: int | float | None, run_limit: int | f
     """What an evaluation's test pass covered, for ``eval.json``: the split, its batches and samples, the run's own
     ``trainer.limit_test_batches``, and why the metric can differ from the run's own test."""
     same = limit == run_limit
-    note = (f"the whole test split, {counted.samples} samples in {counted.batches} batches" if limit is None else
-            f"{counted.samples} samples in the first {counted.batches} test batches (limit_test_batches={limit})")
+    note = (
+        f"the whole test split, {counted.samples} samples in {counted.batches} batches"
+        if limit is None
+        else f"{counted.samples} samples in the first {counted.batches} test batches (limit_test_batches={limit})"
+    )
     if not same:
         run_part = "the whole split" if run_limit is None else f"limit_test_batches={run_limit}"
         note += f"; the run's own test covered {run_part}, so the two can differ"
-    return {"split": "test", "batches": counted.batches, "samples": counted.samples, "limit_test_batches": limit,
-            "run_limit_test_batches": run_limit, "as_the_run_tested": same, "note": note}
+    return {
+        "split": "test",
+        "batches": counted.batches,
+        "samples": counted.samples,
+        "limit_test_batches": limit,
+        "run_limit_test_batches": run_limit,
+        "as_the_run_tested": same,
+        "note": note,
+    }
 
 
 def evaluate(cfg: DictConfig) -> dict:
@@ -174,10 +214,17 @@ def evaluate(cfg: DictConfig) -> dict:
     reuse_freed_memory()
     study = OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
     outputs = ([] if study and not STUDIES.meta(study["name"])["retest"] else ["eval.json"]) + (
-        [f"{study['name']}.json"] if study else [])
+        [f"{study['name']}.json"] if study else []
+    )
     # a signal stops it with one line naming what it wrote (exit 128 + n), not a success without its outputs
     with telling(f"evaluate.py run_dir={cfg.run_dir}", [cfg.run_dir], outputs):
-        return evaluate_run(cfg.run_dir, study, data_dir=cfg.paths.data_dir, checkpoint=cfg.checkpoint,
-                            accelerator=cfg.accelerator, seed=cfg.get("seed"),
-                            limit_test_batches=cfg.get("limit_test_batches"),
-                            allow_unfinished=cfg.get("allow_unfinished", False))
+        return evaluate_run(
+            cfg.run_dir,
+            study,
+            data_dir=cfg.paths.data_dir,
+            checkpoint=cfg.checkpoint,
+            accelerator=cfg.accelerator,
+            seed=cfg.get("seed"),
+            limit_test_batches=cfg.get("limit_test_batches"),
+            allow_unfinished=cfg.get("allow_unfinished", False),
+        )

@@ -60,10 +60,15 @@ def quiet_libraries() -> None:
     rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
     if not any(isinstance(f, _DropLitLoggerTip) for f in rank_zero.filters):
         rank_zero.addFilter(_DropLitLoggerTip())
-    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
-                            category=FutureWarning, module=r"lightning\.pytorch\.utilities\._pytree")
-    warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=FutureWarning,
-                            module=r"torch\.jit\._script")
+    warnings.filterwarnings(
+        "ignore",
+        message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+        category=FutureWarning,
+        module=r"lightning\.pytorch\.utilities\._pytree",
+    )
+    warnings.filterwarnings(
+        "ignore", message=r"`torch\.jit\.script` is deprecated", category=FutureWarning, module=r"torch\.jit\._script"
+    )
 
 
 class NonFiniteLossError(RuntimeError):
@@ -90,7 +95,8 @@ def check_finite_parameters(module: nn.Module, when: str) -> None:
             at = "" if p.dim() == 0 else f" at {list(map(int, bad.nonzero()[0]))} ({int(bad.sum())} of {p.numel()})"
             raise NonFiniteParameterError(
                 f"parameter {param} of layer {layer or '(top)'} ({kind}) is {p.detach()[bad][0].item()}{at} after "
-                f"the optimiser step of {when}; the last good checkpoint is kept")
+                f"the optimiser step of {when}; the last good checkpoint is kept"
+            )
 
 
 class SpikingModule(L.LightningModule):
@@ -102,8 +108,9 @@ class SpikingModule(L.LightningModule):
     spike encoder) of ``model``, summed over the ranks, into :attr:`test_rates` (``measure_rates = False`` switches
     that off, e.g. for a pass timed for throughput)."""
 
-    def __init__(self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None,
-                 monitor: str = "val/acc"):
+    def __init__(
+        self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None, monitor: str = "val/acc"
+    ):
         super().__init__()
         self.model, self.optimizer_factory, self.scheduler_factory = model, optimizer, scheduler
         self.monitor = monitor
@@ -134,16 +141,19 @@ class SpikingModule(L.LightningModule):
         """The optimizer's parameter groups: every parameter at the optimizer's ``lr``, except the ones the neurons
         learn ``tau`` through (:meth:`fsnn.neurons.modules.SpikingNeuron.time_constant_parameters`) at ``lr *
         tau_lr_scale``, so a schedule scales both alike."""
-        taus = {id(p) for m in self.model.modules() if isinstance(m, SpikingNeuron)
-                for p in m.time_constant_parameters()}
+        taus = {
+            id(p) for m in self.model.modules() if isinstance(m, SpikingNeuron) for p in m.time_constant_parameters()
+        }
         if self.tau_lr_scale == 1.0 or not taus:
             return [{"params": list(self.parameters())}]
         rest = [p for p in self.parameters() if id(p) not in taus]
         lr = getattr(self.optimizer_factory, "keywords", {}).get("lr")
         if lr is None:
             raise ConfigError("tau_lr_scale needs optimizer.lr set (the time constants' rate is a multiple of it)")
-        return [{"params": rest}, {"params": [p for p in self.parameters() if id(p) in taus],
-                                   "lr": lr * self.tau_lr_scale}]
+        return [
+            {"params": rest},
+            {"params": [p for p in self.parameters() if id(p) in taus], "lr": lr * self.tau_lr_scale},
+        ]
 
     def configure_optimizers(self):
         optimizer = self.optimizer_factory(self.parameter_groups())
@@ -173,16 +183,27 @@ class SpikingModule(L.LightningModule):
 class ClassifierModule(SpikingModule):
     """One cross-entropy on ``self(x)`` and accuracy per split. Subclasses define ``forward``."""
 
-    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None,
-                 monitor: str = "val/acc"):
+    def __init__(
+        self,
+        model: nn.Module,
+        num_classes: int,
+        optimizer: Callable,
+        scheduler: Callable | None = None,
+        monitor: str = "val/acc",
+    ):
         super().__init__(model, optimizer, scheduler, monitor)
         self.num_classes = int(num_classes)
         # metric states are summed over DDP ranks: each split's loss and accuracy are those of all its samples
-        self.metrics = nn.ModuleDict({
-            f"{split}_{name}": metric for split in ("train", "val", "test")
-            for name, metric in (("acc", MulticlassAccuracy(self.num_classes, average="micro")),
-                                 ("loss", MeanMetric(nan_strategy="disable")))
-        })
+        self.metrics = nn.ModuleDict(
+            {
+                f"{split}_{name}": metric
+                for split in ("train", "val", "test")
+                for name, metric in (
+                    ("acc", MulticlassAccuracy(self.num_classes, average="micro")),
+                    ("loss", MeanMetric(nan_strategy="disable")),
+                )
+            }
+        )
 
     def _step(self, batch, split: str) -> torch.Tensor:
         x, y = batch
@@ -192,8 +213,9 @@ class ClassifierModule(SpikingModule):
         acc(logits, y)
         mean_loss(loss.detach(), len(y))
         on_step = split == "train"
-        self.log(f"{split}/loss", mean_loss, on_step=on_step, on_epoch=True, prog_bar=split != "test",
-                 batch_size=len(y))
+        self.log(
+            f"{split}/loss", mean_loss, on_step=on_step, on_epoch=True, prog_bar=split != "test", batch_size=len(y)
+        )
         self.log(f"{split}/acc", acc, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(y))
         return loss
 
@@ -232,19 +254,30 @@ class GraphNodeClassifier(ClassifierModule):
     """
 
     @checked
-    def __init__(self, model: nn.Module, num_classes: int, optimizer: Callable, scheduler: Callable | None = None,
-                 graph=None, test_repeats: Count = 1, spike_noise_std: NonNegative = 0.0, monitor: str = "val/loss"):
+    def __init__(
+        self,
+        model: nn.Module,
+        num_classes: int,
+        optimizer: Callable,
+        scheduler: Callable | None = None,
+        graph=None,
+        test_repeats: Count = 1,
+        spike_noise_std: NonNegative = 0.0,
+        monitor: str = "val/loss",
+    ):
         super().__init__(model, num_classes, optimizer, scheduler, monitor)
         self.test_repeats, self.spike_noise_std = test_repeats, spike_noise_std
         self.full_graph = bool(getattr(model, "full_graph", False))
         if self.full_graph:
             if graph is None:
                 raise ValueError(
-                    f"{type(model).__name__} needs the whole graph: pass graph=Data(x=..., edge_index=...)")
+                    f"{type(model).__name__} needs the whole graph: pass graph=Data(x=..., edge_index=...)"
+                )
             self.register_buffer("graph_x", graph.x.float(), persistent=False)
             self.register_buffer("graph_edge_index", graph.edge_index.long(), persistent=False)
         self.test_metrics = nn.ModuleList(
-            MulticlassAccuracy(self.num_classes, average="micro") for _ in range(self.test_repeats))
+            MulticlassAccuracy(self.num_classes, average="micro") for _ in range(self.test_repeats)
+        )
         self.test_energy: dict[str, float] = {}
         self.test_energy_output: dict[str, float] = {}
 
@@ -252,8 +285,10 @@ class GraphNodeClassifier(ClassifierModule):
         """Class scores for rows of features, or (full-graph models) for node indices."""
         if self.full_graph:
             if x.is_floating_point():
-                raise ValueError(f"{type(self.model).__name__} is a full-graph model: batches must be node indices "
-                                 "(NodeDataModule(features=None, ...)), not feature rows")
+                raise ValueError(
+                    f"{type(self.model).__name__} is a full-graph model: batches must be node indices "
+                    "(NodeDataModule(features=None, ...)), not feature rows"
+                )
             return self.model(self.graph_x, self.graph_edge_index)[x]
         return self.model(x)
 
@@ -280,8 +315,11 @@ class GraphNodeClassifier(ClassifierModule):
         else:  # rows are independent: the re-samplings as few batches as fit (few passes of the neuron's time loop)
             per_repeat = len(x) * getattr(self.model, "T", 1) * self.num_classes
             together = max(1, min(repeats, self.test_chunk_elements // max(per_repeat, 1)))
-            outputs = [logits for r in range(0, repeats, together)
-                       for logits in self(x.repeat(min(together, repeats - r), 1)).view(-1, len(x), self.num_classes)]
+            outputs = [
+                logits
+                for r in range(0, repeats, together)
+                for logits in self(x.repeat(min(together, repeats - r), 1)).view(-1, len(x), self.num_classes)
+            ]
         for metric, logits in zip(self.test_metrics, outputs):
             metric.update(logits, y)
             self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
@@ -318,8 +356,9 @@ class GraphLinkPredictor(SpikingModule):
     precision.
     """
 
-    def __init__(self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None,
-                 monitor: str = "val/auc"):
+    def __init__(
+        self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None, monitor: str = "val/auc"
+    ):
         super().__init__(model, optimizer, scheduler, monitor)
 
     def forward(self, data) -> torch.Tensor:
@@ -438,6 +477,5 @@ def reuse_freed_memory() -> bool:
     libc = ctypes.CDLL("libc.so.6")
     m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
     return bool(libc.mallopt(m_mmap_threshold, KEEP_FREED_BELOW)) and bool(
-        libc.mallopt(m_trim_threshold, KEEP_FREED_BELOW))
-
-
+        libc.mallopt(m_trim_threshold, KEEP_FREED_BELOW)
+    )

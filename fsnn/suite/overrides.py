@@ -28,17 +28,28 @@ from fsnn.checks import ConfigError
 from fsnn.registry import did_you_mean
 
 # Hydra's flags that do something other than run the app: left to Hydra
-_HYDRA_MODES = ("help", "hydra_help", "version", "cfg", "info", "shell_completion", "experimental_rerun",
-                "config_path", "config_name", "config_dir")
-
+_HYDRA_MODES = (
+    "help",
+    "hydra_help",
+    "version",
+    "cfg",
+    "info",
+    "shell_completion",
+    "experimental_rerun",
+    "config_path",
+    "config_name",
+    "config_dir",
+)
 
 
 def swept_groups(cfg: DictConfig) -> set[str]:
     """The groups a multirun sweeps (its sweeper's ``params`` and the command line's sweeps): a job may select
     another option of them than the base config holds."""
     overrides = OverridesParser.create().parse_overrides(list(OmegaConf.select(cfg, "hydra.overrides.task") or []))
-    keys = {*(OmegaConf.select(cfg, "hydra.sweeper.params") or {}),
-            *(o.key_or_group for o in overrides if o.is_sweep_override())}
+    keys = {
+        *(OmegaConf.select(cfg, "hydra.sweeper.params") or {}),
+        *(o.key_or_group for o in overrides if o.is_sweep_override()),
+    }
     return {key.lstrip("+~").split(".")[0] for key in keys}
 
 
@@ -111,9 +122,13 @@ def _overrides(argv: list[str]) -> list | None:
                 value = f"{value} {line}"
             elif not equal:
                 return None
-            raise ConfigError(f"{key.lstrip('+~')}: expected a value Hydra can parse, got {value!r}; quote it for "
-                              f"the shell and for Hydra: '{key}=\"{value}\"'") from None
+            raise ConfigError(
+                f"{key.lstrip('+~')}: expected a value Hydra can parse, got {value!r}; quote it for "
+                f"the shell and for Hydra: '{key}=\"{value}\"'"
+            ) from None
     return None
+
+
 def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None:
     """:class:`ConfigError` for the first override that names an unknown group option or a key the composed config
     does not have (see the module docstring)."""
@@ -129,8 +144,7 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
                         composed.append(override.input_line)
                     continue
                 groups.add(group)
-                values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
-                          else [override.value()])
+                values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.value()]
                 for value in values:
                     if value is not None and value != "null":
                         _check_option(loader, group, str(value))
@@ -144,8 +158,13 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
     tree = OmegaConf.to_container(cfg, resolve=False)
     for override in overrides:
         key = override.key_or_group
-        if not (key in groups or key.startswith("hydra") or override.is_add() or override.is_force_add()
-                or override.is_delete()):
+        if not (
+            key in groups
+            or key.startswith("hydra")
+            or override.is_add()
+            or override.is_force_add()
+            or override.is_delete()
+        ):
             _check_key(tree, key)
 
 
@@ -156,8 +175,7 @@ def _check_option(loader, group: str, value: str) -> None:
     options = [f"{folder}/{o}" if folder else o for o in loader.get_group_options(where)]
     if value not in options:
         options = options or loader.list_groups(group)
-        raise ConfigError(f"{group}: expected one of {', '.join(options)}, got {value!r}"
-                          f"{did_you_mean(value, options)}")
+        raise ConfigError(f"{group}: expected one of {', '.join(options)}, got {value!r}{did_you_mean(value, options)}")
 
 
 def _check_key(tree: dict, key: str) -> None:
@@ -168,8 +186,10 @@ def _check_key(tree: dict, key: str) -> None:
             return
         if part not in node:
             where = ".".join(path) or "the config"
-            raise ConfigError(f"{key}: expected a key of {where} ({', '.join(map(str, node))}), got {part!r}"
-                              f"{did_you_mean(part, node)}")
+            raise ConfigError(
+                f"{key}: expected a key of {where} ({', '.join(map(str, node))}), got {part!r}"
+                f"{did_you_mean(part, node)}"
+            )
         node = node[part]
         path.append(part)
 

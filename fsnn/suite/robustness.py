@@ -165,7 +165,7 @@ def center_occlusion(x: torch.Tensor, level: float, generator=None, *, fill: flo
     xb, batched = _check_frames(x)
     top, left, sh, sw = occlusion_box(xb.shape[-2], xb.shape[-1], level)
     out = xb.clone()
-    out[..., top:top + sh, left:left + sw] = fill
+    out[..., top : top + sh, left : left + sw] = fill
     return _restore(out, batched)
 
 
@@ -206,7 +206,7 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
     if k == 0:
         return _restore(out, batched)
     if mode == "tail":
-        out[:, t - k:] = 0
+        out[:, t - k :] = 0
     elif mode == "head":
         out[:, :k] = 0
     elif mode == "random":
@@ -214,7 +214,7 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
         for b in range(out.shape[0]):
             start = int(torch.randint(0, k + 1, (1,), generator=g))
             out[b, :start] = 0
-            out[b, start + t - k:] = 0
+            out[b, start + t - k :] = 0
     else:
         raise ValueError(f"mode must be 'tail', 'head' or 'random', got {mode!r}")
     return _restore(out, batched)
@@ -451,8 +451,9 @@ def check_corruption(family: str, name: str, levels, options: Mapping | None = N
     return [float(v) for v in levels]
 
 
-def robustness_score(clean_acc: float, accs_by_level: Sequence[float] | Mapping[float, float],
-                     weights: Sequence[float] | None = None) -> float:
+def robustness_score(
+    clean_acc: float, accs_by_level: Sequence[float] | Mapping[float, float], weights: Sequence[float] | None = None
+) -> float:
     """The paper's robustness score of one model under one corruption type, in ``[0, 100]`` (can exceed 100 if
     a corrupted accuracy beats the clean one).
 

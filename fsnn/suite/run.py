@@ -88,11 +88,26 @@ log = logging.getLogger("fsnn")
 
 
 # errors that are the user's to fix: one message, non-zero exit, no traceback
-USER_ERRORS = (DatasetMissingError, DatasetDamagedError, ConfigError, NonFiniteLossError, CheckpointError,
-               RunLockedError, MissingExtraError, RunFileError)
+USER_ERRORS = (
+    DatasetMissingError,
+    DatasetDamagedError,
+    ConfigError,
+    NonFiniteLossError,
+    CheckpointError,
+    RunLockedError,
+    MissingExtraError,
+    RunFileError,
+)
 #: what one generation of a run is (glob patterns in its folder): ``force=true`` moves it into ``previous.<n>/``
-GENERATION_FILES = (".hydra", "metrics.json", "checkpoints", "eval.json", "energy.json", "robustness.json",
-                    "robustness_*.*")
+GENERATION_FILES = (
+    ".hydra",
+    "metrics.json",
+    "checkpoints",
+    "eval.json",
+    "energy.json",
+    "robustness.json",
+    "robustness_*.*",
+)
 
 
 #: keys every run folder names, given on the command line or not: the seed tells a sweep's cells apart, so a name
@@ -104,8 +119,9 @@ def _parse(overrides) -> list[Override]:
     return OverridesParser.create().parse_overrides(list(overrides or []))
 
 
-def rendered_run_name(run_name: str | None, overrides, named: dict[str, str] | None = None,
-                      unchanged=frozenset()) -> str:
+def rendered_run_name(
+    run_name: str | None, overrides, named: dict[str, str] | None = None, unchanged=frozenset()
+) -> str:
     """The name a run's folder stands for: ``run_name`` if given, else its command-line overrides (``key=value``
     strings) less those of :data:`fsnn.suite.checkpoint.FOLDER_EXCLUDED` and the keys in ``unchanged``, with the
     ``named`` ``{key: value}`` of the keys it carries even when not given, as ``key-value`` joined by ``+`` in sorted
@@ -138,14 +154,18 @@ def folder_keys(cfg: DictConfig, hydra_cfg: DictConfig) -> tuple[dict[str, str],
         return {}, frozenset()
     task = list(hydra_cfg.overrides.task)
     given = {o.key_or_group for o in _parse(task) if not non_result(o.key_or_group, FOLDER_EXCLUDED)}
-    named = {key: Override._get_value_element_as_str(cfg[key]) for key in ALWAYS_NAMED
-             if key not in given and cfg.get(key) is not None}
+    named = {
+        key: Override._get_value_element_as_str(cfg[key])
+        for key in ALWAYS_NAMED
+        if key not in given and cfg.get(key) is not None
+    }
     swept = {key.lstrip("+~") for key in OmegaConf.select(hydra_cfg, "sweeper.params") or {}}
     candidates = tuple(sorted(given - swept - set(ALWAYS_NAMED)))
     if not candidates or not GlobalHydra.instance().is_initialized():
         return named, frozenset()
-    return named, _unchanged_keys(hydra_cfg.job.config_name, tuple(hydra_cfg.overrides.hydra), tuple(task),
-                                  candidates, _search_path())
+    return named, _unchanged_keys(
+        hydra_cfg.job.config_name, tuple(hydra_cfg.overrides.hydra), tuple(task), candidates, _search_path()
+    )
 
 
 def _search_path() -> tuple:
@@ -155,8 +175,9 @@ def _search_path() -> tuple:
 
 
 @functools.lru_cache(maxsize=64)
-def _unchanged_keys(config_name: str, hydra_overrides: tuple, task: tuple, candidates: tuple,
-                    search_path: tuple) -> frozenset[str]:
+def _unchanged_keys(
+    config_name: str, hydra_overrides: tuple, task: tuple, candidates: tuple, search_path: tuple
+) -> frozenset[str]:
     """The ``candidates`` (keys of ``task``'s overrides) whose overrides leave the result config
     (:func:`fsnn.suite.checkpoint.result_config`) as the command composes it: each left out alone, then all together
     (two keys can matter together and not alone: then none is left out). Composed by the running Hydra;
@@ -166,8 +187,9 @@ def _unchanged_keys(config_name: str, hydra_overrides: tuple, task: tuple, candi
     def composed(without: set[str]) -> dict | None:
         lines = [line for line, o in zip(task, _parse(task)) if o.key_or_group not in without]
         try:
-            cfg = loader.load_configuration(config_name, [*hydra_overrides, *lines], RunMode.RUN,
-                                            validate_sweep_overrides=False)
+            cfg = loader.load_configuration(
+                config_name, [*hydra_overrides, *lines], RunMode.RUN, validate_sweep_overrides=False
+            )
             return result_config(cfg)
         except Exception:  # noqa: BLE001 - a config that does not compose without the key: the key matters
             return None
@@ -227,8 +249,10 @@ def _check_fit(cfg: DictConfig) -> None:
     """Dataset, backbone and task fit together, and the study after training fits the task and one device."""
     check_study(task_kind(cfg), _study(cfg))
     if _study(cfg) and (cfg.trainer.get("devices", 1) != 1 or cfg.trainer.get("num_nodes", 1) != 1):
-        raise ConfigError(f"study={cfg.study.name}: after a multi-device run it runs on its own: "
-                          "python evaluate.py run_dir=<run> study=...")
+        raise ConfigError(
+            f"study={cfg.study.name}: after a multi-device run it runs on its own: "
+            "python evaluate.py run_dir=<run> study=..."
+        )
 
 
 def launch_rank_zero() -> bool:
@@ -256,16 +280,22 @@ def _finished(run_dir: Path, cfg: DictConfig, config: dict) -> dict | None:
     changes = tree_changes(strip_non_result(record.get("config") or {}), config, added=False)
     if changes:
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
-        raise ConfigError(f"{run_dir} holds a finished run of another config ({shown}); force=true trains this "
-                          "config in its place (keeping the finished one in previous.<n>/), or run_name=<name> "
-                          "trains it in a folder of its own")
+        raise ConfigError(
+            f"{run_dir} holds a finished run of another config ({shown}); force=true trains this "
+            "config in its place (keeping the finished one in previous.<n>/), or run_name=<name> "
+            "trains it in a folder of its own"
+        )
     for path in sorted((run_dir / "checkpoints").glob("*.ckpt")):
         try:
             load_checkpoint(path, config)
         except CheckpointError as error:
-            raise CheckpointError(path, error.problem, "the run is finished and its metrics.json is kept; delete the "
-                                  "file if you do not need it (evaluate.py and its studies read best.ckpt), or "
-                                  "force=true trains the run again") from None
+            raise CheckpointError(
+                path,
+                error.problem,
+                "the run is finished and its metrics.json is kept; delete the "
+                "file if you do not need it (evaluate.py and its studies read best.ckpt), or "
+                "force=true trains the run again",
+            ) from None
     return record
 
 
@@ -274,8 +304,11 @@ def _set_aside(run_dir: Path) -> None:
     after every earlier one, so that the new run starts from scratch and nothing finished is ever lost."""
     kept = set_aside(run_dir, GENERATION_FILES)
     if kept is not None:
-        log.info("force=true: the previous generation of this run (%s) is kept in %s",
-                 ", ".join(sorted(p.name for p in kept.iterdir())), kept)
+        log.info(
+            "force=true: the previous generation of this run (%s) is kept in %s",
+            ", ".join(sorted(p.name for p in kept.iterdir())),
+            kept,
+        )
 
 
 def _save_config(run_dir: Path, cfg: DictConfig) -> None:
@@ -311,15 +344,26 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
         config = OmegaConf.to_container(cfg, resolve=True)
     except Exception:  # noqa: BLE001 - a failing interpolation is reported by check_config; keep the config as given
         config = OmegaConf.to_container(cfg, resolve=False)
-    record = {"status": "running", "task": cfg.get("task_name"), "run": run_dir.name,
-              "overrides": list(hydra_cfg.overrides.task), "choices": dict(hydra_cfg.runtime.choices),
-              "config": relative_to_run(config, run_dir), "seed": cfg.get("seed"),
-              "recipe": cfg.get("recipe"), "versions": package_versions()}
+    record = {
+        "status": "running",
+        "task": cfg.get("task_name"),
+        "run": run_dir.name,
+        "overrides": list(hydra_cfg.overrides.task),
+        "choices": dict(hydra_cfg.runtime.choices),
+        "config": relative_to_run(config, run_dir),
+        "seed": cfg.get("seed"),
+        "recipe": cfg.get("recipe"),
+        "versions": package_versions(),
+    }
     whole = rendered_run_name(cfg.get("run_name"), hydra_cfg.overrides.task, *folder_keys(cfg, hydra_cfg))
     if whole != run_dir.name and fitting_name(whole) == run_dir.name:  # a name too long for a folder, shortened
         record["run_whole_name"] = whole
-        log.info("run folder %s: its whole name (%d bytes, recorded in metrics.json as run_whole_name) is longer "
-                 "than a file system takes", run_dir.name, len(whole.encode()))
+        log.info(
+            "run folder %s: its whole name (%d bytes, recorded in metrics.json as run_whole_name) is longer "
+            "than a file system takes",
+            run_dir.name,
+            len(whole.encode()),
+        )
     return record
 
 
@@ -342,8 +386,12 @@ def train(cfg: DictConfig) -> float:
             return _train(cfg, run_dir, zero, record)
     except Interrupted as interrupted:
         if zero:
-            print(f"fsnn: {run_dir} {interrupted}; rerunning the command resumes it from its last finished epoch "
-                  "(checkpoints/last.ckpt)", file=sys.stderr, flush=True)
+            print(
+                f"fsnn: {run_dir} {interrupted}; rerunning the command resumes it from its last finished epoch "
+                "(checkpoints/last.ckpt)",
+                file=sys.stderr,
+                flush=True,
+            )
         if os.environ.get(SWEEP_PARENT, str(os.getpid())) != str(os.getpid()):
             # a joblib worker would take the sweep's next job: it ends, as its sweep does (StopJobs)
             os._exit(128 + interrupted.signum)
@@ -372,21 +420,29 @@ def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> f
     except BaseException as error:
         if zero and not isinstance(error, RunLockedError):  # the other process's run is not ours to record
             stopped = isinstance(error, (Interrupted, KeyboardInterrupt, SystemExit))  # SystemExit: a scheduler's
-            record.update({"status": "interrupted" if stopped else "failed",
-                           "error": f"{type(error).__name__}: {error}"})
+            record.update(
+                {"status": "interrupted" if stopped else "failed", "error": f"{type(error).__name__}: {error}"}
+            )
             with contextlib.suppress(RunFileError):  # a full disk, or a folder where metrics.json belongs: reported
                 _write_record(run_dir, record)
         raise
     if _study(cfg):  # on the trained (or earlier finished) run, as evaluate.py would
-        evaluate_run(run_dir, _study(cfg), data_dir=cfg.paths.data_dir, accelerator=cfg.trainer.accelerator,
-                     limit_test_batches=cfg.trainer.get("limit_test_batches"))
+        evaluate_run(
+            run_dir,
+            _study(cfg),
+            data_dir=cfg.paths.data_dir,
+            accelerator=cfg.trainer.accelerator,
+            limit_test_batches=cfg.trainer.get("limit_test_batches"),
+        )
     return best
 
 
 def _report_finished(run_dir: Path, record: dict) -> float:
     metric = record.get("metric", "acc")
-    print(f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. "
-          f"Its result: {run_dir / 'metrics.json'} (force=true trains it again)")
+    print(
+        f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. "
+        f"Its result: {run_dir / 'metrics.json'} (force=true trains it again)"
+    )
     return record.get(f"val_{metric}_best")
 
 
@@ -406,8 +462,12 @@ def _verify_resume_point(resume: Path, config: dict) -> None:
     except CheckpointError as error:
         best = resume.with_name("best.ckpt")
         then = "resumes from best.ckpt" if resume.name == "last.ckpt" and best.exists() else "starts again from epoch 0"
-        raise CheckpointError(resume, error.problem, f"delete it and rerun: the run then {then} and ends as it "
-                              "would have (training is deterministic); or force=true starts again") from None
+        raise CheckpointError(
+            resume,
+            error.problem,
+            f"delete it and rerun: the run then {then} and ends as it "
+            "would have (training is deterministic); or force=true starts again",
+        ) from None
 
 
 def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, record: dict | None) -> float:
@@ -417,13 +477,21 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     checkpoints = run_dir / "checkpoints"
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module, data, metric = build_task(cfg)
-    log.info("model: %s, %s parameters", type(module.model).__name__,
-             f"{sum(p.numel() for p in module.model.parameters()):,}")
+    log.info(
+        "model: %s, %s parameters",
+        type(module.model).__name__,
+        f"{sum(p.numel() for p in module.model.parameters()):,}",
+    )
     # best first: when both are saved at an epoch's end, last.ckpt never points at a best.ckpt not yet written
-    best_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="best", monitor=f"val/{metric}", mode="max",
-                                      save_top_k=1, enable_version_counter=False)
-    last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1,
-                                      enable_version_counter=False)
+    best_cb = RelativeModelCheckpoint(
+        dirpath=checkpoints,
+        filename="best",
+        monitor=f"val/{metric}",
+        mode="max",
+        save_top_k=1,
+        enable_version_counter=False,
+    )
+    last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False)
     speed, learned = SpeedMonitor(), LearnedNeurons()
     trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed, learned], config, module)
     if record is not None:
@@ -433,8 +501,12 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         # what Lightning runs, which is not always what was asked: 16-mixed on a CPU runs as bf16-mixed
         record["precision"] = trainer.precision
         if str(cfg.trainer.get("precision")) not in (trainer.precision, trainer.precision.split("-")[0]):
-            log.info("trainer.precision=%s runs as %s on %s (recorded in metrics.json)",
-                     cfg.trainer.get("precision"), trainer.precision, record["device"])
+            log.info(
+                "trainer.precision=%s runs as %s on %s (recorded in metrics.json)",
+                cfg.trainer.get("precision"),
+                trainer.precision,
+                record["device"],
+            )
         record["resumed_from"] = None if resume is None else os.path.relpath(resume, run_dir)
         _write_record(run_dir, record)
     trainer.fit(module, datamodule=data, ckpt_path=resume)
@@ -450,31 +522,39 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     best_test = trainer.test(module, datamodule=data, ckpt_path=best_path, verbose=False)[0]
     best_val = float(best_cb.best_model_score) if best_cb.best_model_score is not None else last_val
     if record is not None and trainer.is_global_zero:
-        record.update({
-            "status": "complete",
-            "metric": metric,
-            "metric_unit": METRIC_UNIT,
-            "epochs": trainer.current_epoch,
-            f"val_{metric}_best": best_val,
-            f"val_{metric}_last": last_val,
-            f"test_{metric}": best_test[f"test/{metric}"],  # at the best-validation checkpoint
-            f"test_{metric}_last": last_test[f"test/{metric}"],
-            "test_metrics": best_test,
-            "best_checkpoint": os.path.relpath(best_path, run_dir),  # relative: the run folder can move
-            "split_sizes": data.split_sizes(),
-            "firing_rates": module.test_rates,
-            "alphas": collect_alphas(module.model),
-            "neurons": describe_neurons(module.model),  # at the best checkpoint: tau, alpha, the engine it ran
-            "encoders": describe_encoders(module.model),  # the Poisson samplers that drew the run's input spikes
-            "neurons_by_epoch": by_epoch,
-            "num_parameters": sum(p.numel() for p in module.model.parameters()),
-            "world_size": trainer.world_size,
-            **speeds,
-            "wall_time_s": time.perf_counter() - start,
-        })
+        record.update(
+            {
+                "status": "complete",
+                "metric": metric,
+                "metric_unit": METRIC_UNIT,
+                "epochs": trainer.current_epoch,
+                f"val_{metric}_best": best_val,
+                f"val_{metric}_last": last_val,
+                f"test_{metric}": best_test[f"test/{metric}"],  # at the best-validation checkpoint
+                f"test_{metric}_last": last_test[f"test/{metric}"],
+                "test_metrics": best_test,
+                "best_checkpoint": os.path.relpath(best_path, run_dir),  # relative: the run folder can move
+                "split_sizes": data.split_sizes(),
+                "firing_rates": module.test_rates,
+                "alphas": collect_alphas(module.model),
+                "neurons": describe_neurons(module.model),  # at the best checkpoint: tau, alpha, the engine it ran
+                "encoders": describe_encoders(module.model),  # the Poisson samplers that drew the run's input spikes
+                "neurons_by_epoch": by_epoch,
+                "num_parameters": sum(p.numel() for p in module.model.parameters()),
+                "world_size": trainer.world_size,
+                **speeds,
+                "wall_time_s": time.perf_counter() - start,
+            }
+        )
         _write_record(run_dir, record)
-        log.info("best val %s %s | test %s at best val %s | last test %s", metric, percent(best_val), metric,
-                 percent(record[f"test_{metric}"]), percent(record[f"test_{metric}_last"]))
+        log.info(
+            "best val %s %s | test %s at best val %s | last test %s",
+            metric,
+            percent(best_val),
+            metric,
+            percent(record[f"test_{metric}"]),
+            percent(record[f"test_{metric}_last"]),
+        )
         log.info("metrics: %s", run_dir / "metrics.json")
     return best_val
 
@@ -506,8 +586,11 @@ def run_guarded(fn, cfg: DictConfig):
     except Exception as error:
         if not multirun:
             raise
-        files = [h for h in logging.getLogger().handlers
-                 if isinstance(h, logging.FileHandler) and h.baseFilename != os.devnull]  # pytest adds /dev/null
+        files = [
+            h
+            for h in logging.getLogger().handlers
+            if isinstance(h, logging.FileHandler) and h.baseFilename != os.devnull
+        ]  # pytest adds /dev/null
         for handler in files:  # the job's log file, not the console
             handler.handle(log.makeRecord(log.name, logging.ERROR, __file__, 0, "job failed", None, sys.exc_info()))
         where = f"traceback in {files[0].baseFilename}" if files else "no log file for its traceback"

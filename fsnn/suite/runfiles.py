@@ -33,9 +33,9 @@ def relative_to_run(node: Any, run_dir: str | Path) -> Any:
             return [relative(v) for v in node]
         if isinstance(node, str) and os.path.isabs(node):
             parts = Path(node).parts
-            at = [i for i in range(len(parts) - 1) if parts[i:i + 2] == tail]
+            at = [i for i in range(len(parts) - 1) if parts[i : i + 2] == tail]
             if at:
-                return str(Path(*parts[at[-1] + 2:])) if len(parts) > at[-1] + 2 else "."
+                return str(Path(*parts[at[-1] + 2 :])) if len(parts) > at[-1] + 2 else "."
         return node
 
     return relative(node)
@@ -52,7 +52,8 @@ def make_records_relative(results_dir: str | Path) -> list[Path]:
         if config != record.get("config"):
             record["config"] = config
             record.setdefault("rewritten", []).append(
-                "absolute paths of the run folder in config made relative to it (fsnn.suite.runfiles.make_records_relative)")
+                "absolute paths of the run folder in config made relative to it (fsnn.suite.runfiles.make_records_relative)"
+            )
             write_json_atomic(path, record)
             done.append(path)
     return done
@@ -89,8 +90,12 @@ def run_lock(run_dir: Path):
     ends (a finished run leaves no ``.lock``); removed while still held, so a process that opened it just before
     finds the inode unlinked when it gets the ``flock`` and makes a new one (``filelock`` checks for that)."""
     path = run_dir / ".lock"
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
-              "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    holder = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "command": " ".join(sys.argv),
+        "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
     def write_holder(fd: int) -> None:
         os.ftruncate(fd, 0)
@@ -101,8 +106,9 @@ def run_lock(run_dir: Path):
     try:
         lock.acquire()
     except Timeout:
-        raise RunLockedError(f"run folder {run_dir} is in use by {describe_holder(_holder(path))}; wait for it to "
-                             "finish or stop it") from None
+        raise RunLockedError(
+            f"run folder {run_dir} is in use by {describe_holder(_holder(path))}; wait for it to finish or stop it"
+        ) from None
     try:
         yield
     finally:
@@ -120,8 +126,10 @@ def _holder(path: Path) -> dict:
 
 def describe_holder(holder: dict) -> str:
     """The process that holds a run folder's lock, as a person reads it."""
-    return (f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {holder.get('since', '?')} "
-            f"({holder.get('command', '?')})")
+    return (
+        f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} since {holder.get('since', '?')} "
+        f"({holder.get('command', '?')})"
+    )
 
 
 def lock_holder(run_dir: Path) -> dict | None:
@@ -152,5 +160,3 @@ def set_aside(run_dir: Path, patterns: tuple[str, ...]) -> Path | None:
     for name in present:
         os.replace(run_dir / name, target / name)
     return target
-
-

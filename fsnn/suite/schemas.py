@@ -65,13 +65,30 @@ class RunSchema(Schema):
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps")
 
 
-PRECISIONS = ("64-true", "32-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true", "64", "32", "16", "bf16",
-              64, 32, 16)
+PRECISIONS = (
+    "64-true",
+    "32-true",
+    "16-mixed",
+    "bf16-mixed",
+    "16-true",
+    "bf16-true",
+    "64",
+    "32",
+    "16",
+    "bf16",
+    64,
+    32,
+    16,
+)
 
 
-Batches = Annotated[int | float | None, Check(
-    "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the batches)",
-    lambda v: v is None or (v >= 0 if isinstance(v, int) else 0 <= v <= 1))]
+Batches = Annotated[
+    int | float | None,
+    Check(
+        "null, an integer >= 0 (batches) or a number in [0, 1] (a share of the batches)",
+        lambda v: v is None or (v >= 0 if isinstance(v, int) else 0 <= v <= 1),
+    ),
+]
 
 
 class OptimizerSchema(Schema):
@@ -110,7 +127,8 @@ class TrainerSchema(Schema):
     max_steps: integer("-1 (no limit) or an integer >= 0", lambda v: v >= -1) = None
     accelerator: one_of(*ACCELERATORS) = None
     devices: Count | Literal["auto"] | list[NonNegativeInt] = Field(
-        None, description="an integer >= 1, a list of device indices or auto")
+        None, description="an integer >= 1, a list of device indices or auto"
+    )
     num_nodes: Count = None
     strategy: Annotated[str, AfterValidator(_strategy)] = Field(None, description="a Lightning strategy")
     precision: Literal[PRECISIONS] = Field(None, description="one of " + ", ".join(PRECISIONS[:10]))
@@ -131,8 +149,10 @@ def check_hardware(values: dict, prefix: str) -> None:
     if accelerator in ("gpu", "cuda"):
         count = torch.cuda.device_count()
         if count == 0:
-            raise ConfigError(f"{prefix}accelerator: expected auto or cpu (no GPU is visible: "
-                              f"torch.cuda.is_available() is False), got {accelerator!r}")
+            raise ConfigError(
+                f"{prefix}accelerator: expected auto or cpu (no GPU is visible: "
+                f"torch.cuda.is_available() is False), got {accelerator!r}"
+            )
         wanted = len(devices) if isinstance(devices, list) else devices if isinstance(devices, int) else 1
         if wanted > count:
             raise ConfigError(f"{prefix}devices: expected at most {count} (the GPUs visible), got {devices!r}")
@@ -150,13 +170,16 @@ def check_arguments(group: str, values: dict) -> None:
     allowed = allowed and allowed - {"default_root_dir", "logger", "callbacks", "plugins", "use_distributed_sampler"}
     for key in values:
         if allowed is not None and not key.startswith("_") and key not in allowed:
-            raise ConfigError(f"{group}.{key}: expected an argument of {owner}, got {key!r}"
-                              f"{did_you_mean(key, allowed)}")
+            raise ConfigError(
+                f"{group}.{key}: expected an argument of {owner}, got {key!r}{did_you_mean(key, allowed)}"
+            )
 
 
 #: the optional libraries a logger needs (any one of them) and the extra that installs them
-LOGGER_LIBRARIES = {"lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
-                    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard")}
+LOGGER_LIBRARIES = {
+    "lightning.pytorch.loggers.WandbLogger": (("wandb",), "wandb"),
+    "lightning.pytorch.loggers.TensorBoardLogger": (("tensorboard", "tensorboardX"), "tensorboard"),
+}
 
 
 def check_logger_library(logger: dict | None) -> None:
@@ -164,5 +187,7 @@ def check_logger_library(logger: dict | None) -> None:
     target = (logger or {}).get("_target_")
     modules, extra = LOGGER_LIBRARIES.get(target, ((), None))
     if modules and not any(importlib.util.find_spec(m) for m in modules):
-        raise ConfigError(f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
-                          f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'")
+        raise ConfigError(
+            f"logger: {target.rsplit('.', 1)[-1]} needs the optional libraries of fsnn[{extra}] "
+            f"({modules[0]} is not installed); install them with: pip install 'fsnn[{extra}]'"
+        )

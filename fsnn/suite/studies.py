@@ -60,8 +60,12 @@ class StudyRun:
     def about(self) -> dict:
         """What every study's output says of the run it measured: the folder's name, the checkpoint (relative to
         the folder, which can move) and whether the run was unfinished then."""
-        return {"run": self.run_dir.name, "checkpoint": self.checkpoint.relative_to(self.run_dir).as_posix(),
-                "run_status": self.status, "run_unfinished": self.status != "complete"}
+        return {
+            "run": self.run_dir.name,
+            "checkpoint": self.checkpoint.relative_to(self.run_dir).as_posix(),
+            "run_status": self.status,
+            "run_unfinished": self.status != "complete",
+        }
 
     def test_pass(self, datamodule=None) -> dict[str, float]:
         """One test pass, seeded, so that every pass of a study draws the same Poisson spikes and spike noise."""
@@ -82,8 +86,10 @@ def prepare_robustness(kind: TaskKind, options: dict) -> dict:
     plan = options.get("plan") or {}
     corruptions = plan.get("corruptions")
     if not any(entry is not None for entry in (corruptions or {}).values()):
-        raise ConfigError(f"robustness: expected a plan of corruptions (robustness={kind.robustness_plan} fits this "
-                          f"run), got {plan.get('name', 'none')!r} with none")
+        raise ConfigError(
+            f"robustness: expected a plan of corruptions (robustness={kind.robustness_plan} fits this "
+            f"run), got {plan.get('name', 'none')!r} with none"
+        )
     checked = {}
     for name, entry in corruptions.items():
         if entry is None:  # a plan built on another drops its corruptions by setting them to null
@@ -95,8 +101,11 @@ def prepare_robustness(kind: TaskKind, options: dict) -> dict:
         try:
             checked[name] = (check_corruption(kind.corruptions, name, entry.get("levels"), corruption), corruption)
         except ValueError as error:
-            hint = "" if name in CORRUPTIONS.names(family=kind.corruptions) else (
-                f" (this is a {kind.corruptions} run; robustness={kind.robustness_plan} fits it)")
+            hint = (
+                ""
+                if name in CORRUPTIONS.names(family=kind.corruptions)
+                else (f" (this is a {kind.corruptions} run; robustness={kind.robustness_plan} fits it)")
+            )
             raise ConfigError(f"robustness.corruptions.{name}: {error}{hint}") from None
     return {**options, "plan": {"name": plan.get("name"), "corruptions": checked}}
 
@@ -121,8 +130,7 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
     )
 
     start, metric, clean = time.perf_counter(), run.task.metric, run.clean
-    test = run.kind.corrupted_tester(run.config, run.task, run.seed,
-                                     lambda data: run.test_pass(data)[f"test/{metric}"])
+    test = run.kind.corrupted_tester(run.config, run.task, run.seed, lambda data: run.test_pass(data)[f"test/{metric}"])
     corruptions = {}
     steps = plan["corruptions"]
     with tqdm(total=sum(len(levels) for levels, _ in steps.values()), desc="robustness", unit="test pass") as bar:
@@ -134,28 +142,41 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
                 bar.update()
                 log.info("%s %g: test %s %s (clean %s)", name, level, metric, percent(values[-1]), percent(clean))
             corruptions[name] = {
-                "levels": levels, metric: values, "by_level": {f"{level:g}": v for level, v in zip(levels, values)},
-                "score": robustness_score(clean, values) if clean > 0 else None, "options": options,
+                "levels": levels,
+                metric: values,
+                "by_level": {f"{level:g}": v for level, v in zip(levels, values)},
+                "score": robustness_score(clean, values) if clean > 0 else None,
+                "options": options,
             }
     record = {
-        "robustness": plan.get("name"), **run.about(),
-        "metric": metric, "metric_unit": METRIC_UNIT, "clean": clean, "seed": run.seed,
+        "robustness": plan.get("name"),
+        **run.about(),
+        "metric": metric,
+        "metric_unit": METRIC_UNIT,
+        "clean": clean,
+        "seed": run.seed,
         "limit_test_batches": run.limit_test_batches,
-        "corruptions": corruptions, "config": run.recorded_config(),
-        "device": device_description(run.trainer.strategy.root_device), "versions": package_versions(),
+        "corruptions": corruptions,
+        "config": run.recorded_config(),
+        "device": device_description(run.trainer.strategy.root_device),
+        "versions": package_versions(),
         "wall_time_s": time.perf_counter() - start,
     }
     write_json_atomic(run.run_dir / "robustness.json", record)
-    log.info("robustness: %s; scores %s", run.run_dir / "robustness.json",
-             {name: c["score"] for name, c in corruptions.items()})
+    log.info(
+        "robustness: %s; scores %s",
+        run.run_dir / "robustness.json",
+        {name: c["score"] for name, c in corruptions.items()},
+    )
     for path in robustness_figures([record], run.run_dir, echo=log.info):
         log.info("figure: %s", path)
     return record
 
 
 # -- energy -----------------------------------------------------------------------------------------------------------
-def energy(run: StudyRun, batch_size: Count | None = None, kappa: Positive | None = None,
-           first_layer_mac: Flag = True) -> dict:
+def energy(
+    run: StudyRun, batch_size: Count | None = None, kappa: Positive | None = None, first_layer_mac: Flag = True
+) -> dict:
     """The layer-wise energy table of one test batch (its first ``batch_size`` samples) through the checkpoint's
     model (:func:`fsnn.models.energy.energy_report`: firing rates and operations counted on a real forward pass); printed
     and written to ``energy.json``. ``kappa``: the MAC/AC conversion (default E_MAC / E_AC);
@@ -179,8 +200,13 @@ def energy(run: StudyRun, batch_size: Count | None = None, kappa: Positive | Non
         x = x[:, :batch_size]
     report = energy_report(run.task.module.model, x, kappa=kappa, first_layer_mac=first_layer_mac)
     cfg = run.config
-    record = {**run.about(), "backbone": cfg.backbone.name, "dataset": cfg.dataset.name, "neuron": cfg.neuron.name,
-              **report.to_dict()}
+    record = {
+        **run.about(),
+        "backbone": cfg.backbone.name,
+        "dataset": cfg.dataset.name,
+        "neuron": cfg.neuron.name,
+        **report.to_dict(),
+    }
     print(format_table(report))
     write_json_atomic(run.run_dir / "energy.json", record)
     log.info("energy: %s", run.run_dir / "energy.json")
@@ -203,5 +229,3 @@ def check_study(kind: TaskKind, study: dict | None) -> tuple[str, dict] | None:
         raise ConfigError(f"study: expected a study the {kind.name} task supports ({supported}), got {name!r}")
     prepare = STUDIES.meta(name).get("prepare")
     return name, prepare(kind, options) if prepare else options
-
-

@@ -29,8 +29,10 @@ from fsnn.signals import INTERRUPTING, Interrupted
 from fsnn.suite.overrides import distinct_jobs
 
 #: what a missing dataset's message adds: how to point a run at data, or make fake data for a smoke run
-DATA_HINT = ("paths.data_dir=DIR reads the datasets from DIR; for a smoke run on fake data, `fsnn-fixtures DIR` "
-             "writes them first")
+DATA_HINT = (
+    "paths.data_dir=DIR reads the datasets from DIR; for a smoke run on fake data, `fsnn-fixtures DIR` "
+    "writes them first"
+)
 
 
 def check_sweep_data(config: DictConfig) -> None:
@@ -49,10 +51,12 @@ def check_sweep_data(config: DictConfig) -> None:
             missing.setdefault(data_dir, {})[info.name] = info.directory
     for data_dir, datasets in missing.items():
         lacking = ", ".join(f"{name} ({folder}/)" for name, folder in datasets.items())
-        raise ConfigError(f"paths.data_dir: expected a folder holding the sweep's datasets, got {str(data_dir)!r}, "
-                          f"which lacks {lacking}. A sweep starts once its data is on disk, rather than failing in "
-                          f"every job: get each dataset with a single run (its library downloads what it can), or "
-                          f"{DATA_HINT}, e.g. fsnn-fixtures fake_data, then paths.data_dir=fake_data")
+        raise ConfigError(
+            f"paths.data_dir: expected a folder holding the sweep's datasets, got {str(data_dir)!r}, "
+            f"which lacks {lacking}. A sweep starts once its data is on disk, rather than failing in "
+            f"every job: get each dataset with a single run (its library downloads what it can), or "
+            f"{DATA_HINT}, e.g. fsnn-fixtures fake_data, then paths.data_dir=fake_data"
+        )
 
 
 SWEEP_JOBS = "FSNN_SWEEP_JOBS"  # the file a sweep's jobs add their run folders to (set by SweepSummary)
@@ -127,10 +131,14 @@ class StopJobs(Callback):
         for pid in [descendant for worker in killed for descendant in _descendants(worker)] + killed:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        print(f"fsnn: sweep {Interrupted(signum)}: sent SIGTERM to its {len(workers)} job processes"
-              + (f" and killed {len(killed)} of them after {JOB_GRACE_S} s" if killed else "")
-              + "; a job in training recorded interrupted in its metrics.json, no job runs on; rerunning the "
-              "command resumes the unfinished jobs and leaves the finished ones", file=sys.stderr, flush=True)
+        print(
+            f"fsnn: sweep {Interrupted(signum)}: sent SIGTERM to its {len(workers)} job processes"
+            + (f" and killed {len(killed)} of them after {JOB_GRACE_S} s" if killed else "")
+            + "; a job in training recorded interrupted in its metrics.json, no job runs on; rerunning the "
+            "command resumes the unfinished jobs and leaves the finished ones",
+            file=sys.stderr,
+            flush=True,
+        )
         raise SystemExit(128 + signum)
 
 
@@ -172,8 +180,12 @@ def sweep_jobs_file() -> Path | None:
 
 def sweep_table(folders: list[Path]) -> str:
     """The Markdown table :class:`SweepSummary` prints: one row per run folder, from its ``metrics.json``."""
-    lines = ["", f"sweep of {len(folders)} runs:", "| run | status | test | best val | epochs | minutes |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "",
+        f"sweep of {len(folders)} runs:",
+        "| run | status | test | best val | epochs | minutes |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for folder in folders:
         try:
             record = read_run_record(folder)
@@ -184,7 +196,9 @@ def sweep_table(folders: list[Path]) -> str:
             continue
         metric = record.get("metric", "acc")
         minutes = record.get("wall_time_s")
-        lines.append(f"| {folder.name} | {record.get('status', '?')} | {percent(record.get(f'test_{metric}'))} | "
-                     f"{percent(record.get(f'val_{metric}_best'))} | {record.get('epochs', '')} | "
-                     f"{'' if minutes is None else f'{minutes / 60:.1f}'} |")
+        lines.append(
+            f"| {folder.name} | {record.get('status', '?')} | {percent(record.get(f'test_{metric}'))} | "
+            f"{percent(record.get(f'val_{metric}_best'))} | {record.get('epochs', '')} | "
+            f"{'' if minutes is None else f'{minutes / 60:.1f}'} |"
+        )
     return "\n".join(lines)

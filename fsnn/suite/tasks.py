@@ -109,8 +109,10 @@ class TaskKind:
     def studies(self) -> tuple[str, ...]:
         """The post-training studies this task supports."""
         kind = type(self)
-        return (*(("robustness",) if self.corruptions else ()),
-                *(("energy",) if kind.sample_input is not TaskKind.sample_input else ()))
+        return (
+            *(("robustness",) if self.corruptions else ()),
+            *(("energy",) if kind.sample_input is not TaskKind.sample_input else ()),
+        )
 
 
 def _first_test_batch(task: Task) -> torch.Tensor:
@@ -128,14 +130,25 @@ class VisionTask(TaskKind):
     def build(self, cfg, optimizer, scheduler) -> Task:
         info = dataset_info(cfg.dataset.name)
         size = cfg.dataset.size
-        model = build_backbone(cfg.backbone.name, num_classes=info.num_classes, in_channels=info.in_channels,
-                               input_size=(size, size), **backbone_options(cfg))
+        model = build_backbone(
+            cfg.backbone.name,
+            num_classes=info.num_classes,
+            in_channels=info.in_channels,
+            input_size=(size, size),
+            **backbone_options(cfg),
+        )
         module = SpikingClassifier(model, info.num_classes, optimizer, scheduler)
 
         def splits():
-            return build_dataset(cfg.dataset.name, data_dir=Path(cfg.paths.data_dir), T=cfg.dataset.T, size=size,
-                                 seed=cfg.seed, val_fraction=cfg.dataset.val_fraction,
-                                 encoder=cfg.dataset.get("encoder", "direct"))
+            return build_dataset(
+                cfg.dataset.name,
+                data_dir=Path(cfg.paths.data_dir),
+                T=cfg.dataset.T,
+                size=size,
+                seed=cfg.seed,
+                val_fraction=cfg.dataset.val_fraction,
+                encoder=cfg.dataset.get("encoder", "direct"),
+            )
 
         data = SplitDataModule(splits, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed)
         return Task(module, data, self.metric)
@@ -159,8 +172,9 @@ class VisionTask(TaskKind):
 
         def test(name: str, level: float, corruption: dict) -> float:
             corrupted = CorruptedDataset(test_set, name, level, seed, corruption)
-            return run_pass(SplitDataModule(lambda: (None, None, corrupted), data.batch_size, data.num_workers,
-                                            data.seed))
+            return run_pass(
+                SplitDataModule(lambda: (None, None, corrupted), data.batch_size, data.num_workers, data.seed)
+            )
 
         return test
 
@@ -179,11 +193,21 @@ class SequenceTask(TaskKind):
     LOADER_KEYS = ("name", "batch_size", "val_fraction", "num_workers", "lr")
 
     def build(self, cfg, optimizer, scheduler) -> Task:
-        splits = build_sequences(cfg.dataset.name, data_dir=Path(cfg.paths.data_dir), seed=cfg.seed,
-                                 val_fraction=cfg.dataset.val_fraction, **options(cfg.dataset, drop=self.LOADER_KEYS))
+        splits = build_sequences(
+            cfg.dataset.name,
+            data_dir=Path(cfg.paths.data_dir),
+            seed=cfg.seed,
+            val_fraction=cfg.dataset.val_fraction,
+            **options(cfg.dataset, drop=self.LOADER_KEYS),
+        )
         train = splits[0]
-        model = build_backbone(cfg.backbone.name, in_features=train.channels, num_classes=train.num_classes,
-                               readout_steps=train.readout_steps, **backbone_options(cfg))
+        model = build_backbone(
+            cfg.backbone.name,
+            in_features=train.channels,
+            num_classes=train.num_classes,
+            readout_steps=train.readout_steps,
+            **backbone_options(cfg),
+        )
         module = SpikingClassifier(model, train.num_classes, optimizer, scheduler)
         data = SplitDataModule(lambda: splits, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed)
         return Task(module, data, self.metric)
@@ -222,8 +246,15 @@ def node_inputs(cfg: DictConfig, graph, cache: Path | None = None) -> torch.Tens
     if full_graph(cfg.backbone.name):
         return None
     backbone = options(cfg.backbone)
-    return node_features(graph, hops=cfg.dataset.hops, zscore=cfg.dataset.get("zscore", True), pe=backbone.get("pe"),
-                         pe_dim=backbone.get("pe_dim", 32), pe_seed=0, cache_dir=cache)
+    return node_features(
+        graph,
+        hops=cfg.dataset.hops,
+        zscore=cfg.dataset.get("zscore", True),
+        pe=backbone.get("pe"),
+        pe_dim=backbone.get("pe_dim", 32),
+        pe_seed=0,
+        cache_dir=cache,
+    )
 
 
 def graph_options(cfg: DictConfig) -> dict:
@@ -245,24 +276,38 @@ class NodeTask(TaskKind):
     def check(self, cfg) -> None:
         link_only = [key for key in ("legacy_link_split", "legacy_link_negatives") if cfg.dataset.get(key)]
         if link_only:
-            raise ConfigError(f"dataset.{link_only[0]}: a switch of link prediction (task=link), got true for node "
-                              "classification")
+            raise ConfigError(
+                f"dataset.{link_only[0]}: a switch of link prediction (task=link), got true for node classification"
+            )
         if getattr(BACKBONES.get(cfg.backbone.name), "link_only", False):
-            raise ConfigError(f"backbone={cfg.backbone.name} predicts links and has no classification head: run it "
-                              "with task=link")
+            raise ConfigError(
+                f"backbone={cfg.backbone.name} predicts links and has no classification head: run it with task=link"
+            )
 
     def build(self, cfg, optimizer, scheduler) -> Task:
         graph = load_split_graph(cfg)
         features = node_inputs(cfg, graph, cache=cache_dir(cfg.paths.data_dir, "graphs", cfg.dataset.name))
         in_features, whole = (graph.num_features, graph) if features is None else (features.shape[1], None)
         num_classes = int(graph.y.max()) + 1
-        model = build_backbone(cfg.backbone.name, in_features=in_features, num_classes=num_classes,
-                               **graph_options(cfg))
-        module = GraphNodeClassifier(model, num_classes, optimizer, scheduler, graph=whole,
-                                     test_repeats=cfg.dataset.test_repeats,
-                                     monitor=cfg.get("lr_monitor") or f"val/{self.metric}")
-        data = NodeDataModule.from_masks(features, graph, batch_size=cfg.dataset.batch_size, seed=cfg.seed,
-                                         eval_batch_size=cfg.dataset.get("eval_batch_size"))
+        model = build_backbone(
+            cfg.backbone.name, in_features=in_features, num_classes=num_classes, **graph_options(cfg)
+        )
+        module = GraphNodeClassifier(
+            model,
+            num_classes,
+            optimizer,
+            scheduler,
+            graph=whole,
+            test_repeats=cfg.dataset.test_repeats,
+            monitor=cfg.get("lr_monitor") or f"val/{self.metric}",
+        )
+        data = NodeDataModule.from_masks(
+            features,
+            graph,
+            batch_size=cfg.dataset.batch_size,
+            seed=cfg.seed,
+            eval_batch_size=cfg.dataset.get("eval_batch_size"),
+        )
         return Task(module, data, self.metric)
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
@@ -289,8 +334,13 @@ class NodeTask(TaskKind):
             if module.full_graph:
                 with _replaced(module, graph_x=corrupted.x.float(), graph_edge_index=corrupted.edge_index.long()):
                     return run_pass(data)
-            rows = NodeDataModule.from_masks(node_inputs(cfg, corrupted), corrupted, batch_size=data.batch_size,
-                                             seed=cfg.seed, eval_batch_size=data.eval_batch_size)
+            rows = NodeDataModule.from_masks(
+                node_inputs(cfg, corrupted),
+                corrupted,
+                batch_size=data.batch_size,
+                seed=cfg.seed,
+                eval_batch_size=data.eval_batch_size,
+            )
             return run_pass(rows)
 
         return test
@@ -304,14 +354,20 @@ class LinkTask(TaskKind):
     def check(self, cfg) -> None:
         decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.get(name), "decode")]
         if cfg.backbone.name not in decoders:
-            raise ConfigError(f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "
-                              f"got backbone={cfg.backbone.name!r}")
+            raise ConfigError(
+                f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "
+                f"got backbone={cfg.backbone.name!r}"
+            )
 
     def build(self, cfg, optimizer, scheduler) -> Task:
         graph = load_split_graph(cfg)
         model = build_backbone(cfg.backbone.name, in_features=graph.num_features, **graph_options(cfg))
-        data = LinkDataModule(graph, seed=cfg.seed, legacy_by_position=cfg.dataset.get("legacy_link_split", False),
-                              legacy_negative_pool=cfg.dataset.get("legacy_link_negatives", False))
+        data = LinkDataModule(
+            graph,
+            seed=cfg.seed,
+            legacy_by_position=cfg.dataset.get("legacy_link_split", False),
+            legacy_negative_pool=cfg.dataset.get("legacy_link_negatives", False),
+        )
         return Task(GraphLinkPredictor(model, optimizer, scheduler), data, self.metric)
 
 
@@ -338,8 +394,9 @@ def task_kind(cfg: DictConfig) -> TaskKind:
         try:
             kind = TASKS[name]
         except UnknownNameError as error:
-            raise ConfigError(f"task: expected null or one of {', '.join(error.choices)}, got {name!r}"
-                              f"{error.suggestion}") from None
+            raise ConfigError(
+                f"task: expected null or one of {', '.join(error.choices)}, got {name!r}{error.suggestion}"
+            ) from None
         if data not in TASKS.meta(name)["data"]:
             raise ConfigError(f"task={name} takes no {data!r} data (dataset {cfg.dataset.name!r})")
     kind.check(cfg)
