@@ -27,6 +27,7 @@ train: $(STAMP)
 # ruff over the whole tree, as configured in pyproject.toml: pyflakes, import order, complexity
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 tests
