@@ -18,14 +18,11 @@ Computers and CS 6, Photo 4, under 3 GiB). Results: a table on stdout and JSON a
 ``results/bench/graph_runs.json``, written atomically)::
 
     .venv/bin/python scripts/bench_graph.py runs --datasets photo computers --data-dir <copy of graphs> \
-        --before 6163c7f --before-epochs 5 --cpus 0 1
-    .venv/bin/python scripts/bench_graph.py runs --before a1c427f --backbones sgcn --neurons flif sj_lif --epochs 5
+        --before <rev> --before-epochs 5 --cpus 0 1
+    .venv/bin/python scripts/bench_graph.py runs --before <rev> --backbones sgcn --neurons flif sj_lif --epochs 5
     .venv/bin/python scripts/bench_graph.py runs --experiment table_link_prediction --backbones msg --neurons fif \
         --epochs 200 --datasets physics computers cs photo --data-dir <copy of graphs> --before <rev> \
         --out results/bench/link_runs.json
-
-(``results/bench/graph_cora.json`` was written by this command's earlier form, ``cora --before a1c427f``, for Cora
-alone.)
 
 ``arxiv``: CPU time and peak memory of the preprocessing of an ogbn-arxiv-sized graph, then one training epoch of
 SGCN per neuron. The graph is :func:`fsnn.data.graphs.make_synthetic_graph` with ogbn-arxiv's size: 169,343 nodes,

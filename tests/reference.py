@@ -51,7 +51,7 @@ def fsnn_neuron(
 
 
 def spikede_neuron(x, alpha, *, tau, theta, leak=True, method="pred", h=1.0, scale=5.0, surrogate="sigmoid"):
-    """The official toolbox's update, in its own state form (issue text / official-toolbox.md)."""
+    """The official toolbox's update, in its own state form."""
     T = x.shape[0]
     a = float(alpha)
     v = [torch.zeros_like(x[0])]

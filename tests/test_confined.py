@@ -1,6 +1,6 @@
 """Strings that become a file name, a folder or a link stay in their root (checked before any folder is made, or
 made safe), a folder name too long for a file system becomes a readable start and a hash, and one configuration has
-one folder whether it comes from a single run or a sweep (issue 32, points 1 and 5)."""
+one folder whether it comes from a single run or a sweep."""
 
 from __future__ import annotations
 

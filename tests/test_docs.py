@@ -155,15 +155,9 @@ def arguments(obj) -> list[str]:
     return [name for name in inspect.signature(obj).parameters if name not in ("self", "cls")]
 
 
-#: callables of the registries whose arguments are not documented yet (issue 31, point 3): none since every registry
-#: entry documents its arguments; it may only stay empty: a new undocumented callable fails the test below
-NOT_DOCUMENTED_YET: set[str] = set()
-
-
 def test_every_public_argument_is_documented():
     """Each argument of ``fsnn.__all__`` and of the neurons (``forward`` included) has an entry in its docstring's
-    ``Args:`` (meaning, range, default), no entry names an argument that is gone, and the registries' callables not
-    documented yet are exactly :data:`NOT_DOCUMENTED_YET`."""
+    ``Args:`` (meaning, range, default), and no entry names an argument that is gone."""
     api = public_api()
     assert {
         "fsnn.FractionalLIF",
@@ -182,8 +176,7 @@ def test_every_public_argument_is_documented():
             undocumented[where] = missing
         if gone := sorted(set(documented) - set(arguments(obj))):
             stale[where] = gone
-    assert {w: m for w, m in undocumented.items() if w not in NOT_DOCUMENTED_YET} == {}
-    assert NOT_DOCUMENTED_YET - set(undocumented) == set(), "documented now: remove from NOT_DOCUMENTED_YET"
+    assert undocumented == {}
     assert stale == {}
 
 

@@ -538,7 +538,7 @@ def test_node_features_cache(graph_root, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("damage", ["same-size bytes in the tensor", "truncated", "an older format"])
 def test_damaged_graph_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, damage):
-    # a same-size corruption used to load silently: 550 NaN features trained into a "complete" run
+    # a same-size corruption must not load silently: its NaN features would train into a "complete" run
     from fsnn.data.cache import cached_tensor
 
     data = load_graph("cora", data_dir=graph_root, download=False)
@@ -573,7 +573,7 @@ def test_damaged_graph_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, 
 @pytest.mark.parametrize("name,folder", [("cora", "Cora"), ("photo", "Photo")])
 @pytest.mark.parametrize("damage", ["truncated", "empty"])
 def test_damaged_pyg_processed_cache_is_named_and_rebuilt(graph_root, tmp_path, caplog, name, folder, damage):
-    # a truncated Cora/processed/data.pt used to be reported as unreadable raw files, never naming the cache
+    # a truncated Cora/processed/data.pt is named as the damaged cache, not reported as unreadable raw files
     shutil.copytree(graph_root / folder / "raw", tmp_path / folder / "raw")
     data = load_graph(name, data_dir=tmp_path, download=False)
     path = tmp_path / folder / "processed" / "data.pt"

@@ -406,7 +406,8 @@ def test_msg_train_step_has_finite_gradients(karate, manifold, neuron):
 
 
 def test_msg_runs_under_inference_mode_after_backward(karate):
-    """Regression: geoopt's TorchScript Lorentz maps fail under inference_mode once profiled with autograd."""
+    """MSG evaluates under inference_mode after a backward pass, where geoopt's TorchScript Lorentz maps, once profiled
+    with autograd, fail."""
     model = build_backbone("msg", in_features=karate.num_features, num_classes=4, T=5)
     model(karate.x, karate.edge_index).sum().backward()
     model.eval()

@@ -136,7 +136,7 @@ def _record(task, run, dataset, backbone, neuron, seed, acc, recipe="matched", s
     if status == "complete":
         record["test_acc"] = acc
     else:
-        record["error"] = "RuntimeError: boom in /home/someone/fsnn/fsnn/app.py"
+        record["error"] = "RuntimeError: boom in /home/someone/fsnn/fsnn/suite/run.py"
     return record
 
 
@@ -264,7 +264,7 @@ def test_paths_stripped_from_overrides_and_errors():
     run = _record(T2, "x", "cora", "sgcn", "flif", 0, None, status="failed")
     shown = [report.strip_paths(o, run) for o in run["overrides"]]
     assert shown[2:] == ["paths.data_dir=data", "paths.results_dir=results", "+extra=…/cache"]
-    assert report.strip_paths(run["error"], run) == "RuntimeError: boom in fsnn/app.py"
+    assert report.strip_paths(run["error"], run) == "RuntimeError: boom in fsnn/suite/run.py"
     assert report.strip_paths("neuron.alpha=0.3 a/b", run) == "neuron.alpha=0.3 a/b"
 
 

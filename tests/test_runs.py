@@ -55,7 +55,7 @@ TINY = [
     "dataset.batch_size=16",
 ]
 
-# (override, the key the error names): every case of issue 10 and more of the same kinds
+# (override, the key the error names): bad values of every kind a command line can give
 BAD_VALUES = [
     *[(f"neuron.alpha={v}", "neuron.alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf", "null", "true")],
     ("neuron.tau=0", "neuron.tau"),

@@ -122,7 +122,7 @@ class CompiledExtension:
 
 def _build_problem(folder: Path, library: Path) -> str | None:
     """Why the build in ``folder`` cannot be imported as it is (``None``: it can): no ``built`` marker, or a library
-    that no longer has the size and SHA-256 its marker records. A marker of an older fsnn, without them, is taken
+    that no longer has the size and SHA-256 its marker records. A marker without them is taken
     when the library is a whole ELF file (every segment and section table inside it), and rewritten with them."""
     try:
         text = (folder / BUILT).read_text()

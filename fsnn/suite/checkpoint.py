@@ -178,8 +178,8 @@ class RunCheckpointIO(TorchCheckpointIO):
 class RelativeModelCheckpoint(ModelCheckpoint):
     """Lightning's ``ModelCheckpoint`` whose state in a checkpoint names its files relative to its folder
     (``best.ckpt``, not ``/where/it/ran/checkpoints/best.ckpt``): restored, they are the files of the folder the run
-    now lives in. A path stored absolute (by fsnn before this), or one naming another folder, is read as the file of
-    the same name in this folder.
+    now lives in. A path stored absolute, or one naming another folder, is read as the file of the same name in this
+    folder.
     Its state key is ``ModelCheckpoint``'s, so checkpoints written by either class restore into the other."""
 
     _PATHS = ("best_model_path", "kth_best_model_path", "last_model_path")

@@ -1,6 +1,5 @@
-"""Files a run can trust: the one atomic writer (text, JSON), the content digest that checkpoints and caches are checked
-against, the differences between two config trees, the lock that keeps one process per run folder, and the
-provenance every ``metrics.json`` carries (package versions, the fsnn commit, the device)."""
+"""The files of a run folder: its records' paths made relative to it, the differences between two config trees, the
+lock that keeps one process per run folder, and the setting aside of an earlier generation (``force=true``)."""
 
 from __future__ import annotations
 

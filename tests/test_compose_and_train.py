@@ -1,4 +1,4 @@
-"""The Hydra application: config composition, training runs, errors, determinism (resume, idempotence and
+"""The training application: config composition, training runs, errors, determinism (resume, idempotence and
 bad values: test_runs.py)."""
 
 from __future__ import annotations
