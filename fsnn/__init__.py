@@ -15,31 +15,15 @@ from typing import TYPE_CHECKING
 # The names below are imported on first use (PEP 562), so that the commands (fsnn.suite.cli) answer --help and refuse a
 # typo without loading torch; static tools (type checkers, the API docs) read them from this block.
 if TYPE_CHECKING:
+    from fsnn.neurons.fractional import FractionalIF, FractionalLIF, FractionalNeuron, collect_alphas
     from fsnn.neurons.memory import history_kernel, soe_bank
-    from fsnn.neurons.modules import (
-        FractionalIF,
-        FractionalLIF,
-        FractionalNeuron,
-        build_neuron,
-        collect_alphas,
-        neuron_names,
-        neuron_params,
-        register_neuron,
-    )
+    from fsnn.neurons.registry import build_neuron, neuron_names, neuron_params, register_neuron
     from fsnn.neurons.surrogate import SURROGATES, spike
 
 _HOMES = {
     "fsnn.neurons.memory": ("history_kernel", "soe_bank"),
-    "fsnn.neurons.modules": (
-        "FractionalIF",
-        "FractionalLIF",
-        "FractionalNeuron",
-        "build_neuron",
-        "collect_alphas",
-        "neuron_names",
-        "neuron_params",
-        "register_neuron",
-    ),
+    "fsnn.neurons.fractional": ("FractionalIF", "FractionalLIF", "FractionalNeuron", "collect_alphas"),
+    "fsnn.neurons.registry": ("build_neuron", "neuron_names", "neuron_params", "register_neuron"),
     "fsnn.neurons.surrogate": ("SURROGATES", "spike"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}

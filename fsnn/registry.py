@@ -17,7 +17,7 @@ post-training studies are each a :class:`Registry`, looked up, listed, built and
   validates a config group with it, so an option is declared once: by the component that takes it. A source with a
   ``check_options(options)`` also refuses combinations there (an :class:`fsnn.checks.OptionError` naming the option).
 
-Each registry lives beside the components that fill it (:data:`fsnn.neurons.modules.NEURONS`,
+Each registry lives beside the components that fill it (:data:`fsnn.neurons.registry.NEURONS`,
 :data:`fsnn.models.registry.BACKBONES`, ...); whoever checks names imports that package.
 
 A component that needs an optional library imports it with :func:`require`; without it the user reads one

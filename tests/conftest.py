@@ -70,7 +70,7 @@ def registries() -> dict:
     """Every registry of fsnn, by what it holds (``Registry.what``)."""
     from fsnn.data.registry import DATASETS
     from fsnn.models.registry import BACKBONES
-    from fsnn.neurons.modules import NEURONS
+    from fsnn.neurons.registry import NEURONS
     from fsnn.suite.robustness import CORRUPTIONS
     from fsnn.suite.studies import STUDIES
     from fsnn.suite.tasks import TASKS

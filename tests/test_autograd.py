@@ -156,7 +156,7 @@ def test_the_spike_function_has_exact_second_derivatives(surrogate):
 
 
 def test_the_confined_parameters_have_exact_second_derivatives_inside_their_bounds():
-    from fsnn.neurons.modules import Confine
+    from fsnn.neurons.fractional import Confine
 
     # at a bound the gradient is projected on purpose (a first derivative that finite differences do not see)
     x = torch.tensor([-0.9, -0.5, 0.3, 1.5, 1.9], dtype=torch.float64, requires_grad=True)

@@ -185,12 +185,14 @@ def test_the_neuron_page_explains_every_argument(site):
     docstring, merged) and the neurons' ``forward`` documents ``return_state``."""
     page = (site / "api" / "neurons.html").read_text()
     section = page[
-        page.index('id="fsnn.neurons.modules.FractionalLIF"') : page.index('id="fsnn.neurons.modules.FractionalIF"')
+        page.index('id="fsnn.neurons.fractional.FractionalLIF"') : page.index(
+            'id="fsnn.neurons.fractional.FractionalIF"'
+        )
     ]
     for name in inspect.signature(__import__("fsnn").FractionalLIF).parameters:
         assert f"<code>{name}</code>" in section, name
     assert "a number in" in section  # the range of an opaque type, Alpha, in words
-    forward = page[page.index('id="fsnn.neurons.modules.FractionalNeuron.forward"') :]
+    forward = page[page.index('id="fsnn.neurons.fractional.FractionalNeuron.forward"') :]
     assert "<code>return_state</code>" in forward[: forward.index('class="doc doc-heading"', 100)]
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import robustness_levels, run_app
 
-from fsnn.neurons.modules import neuron_label
+from fsnn.neurons.registry import neuron_label
 from fsnn.report import figures, style, theory
 from fsnn.suite.robustness import robustness_score
 

@@ -40,7 +40,7 @@ from fsnn.models.energy import SynapticLayer, synaptic_energy
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
 from fsnn.models.poisson import poisson_encode
 from fsnn.models.sgcn import cumulated_spike_readout
-from fsnn.neurons.modules import is_neuron
+from fsnn.neurons.registry import is_neuron
 from fsnn.suite.lightning import (
     GraphLinkPredictor,
     GraphNodeClassifier,
@@ -578,7 +578,7 @@ def test_drsgnn_threshold_modes():
 
 def test_drsgnn_scaled_threshold_pushed_to_zero_is_held_at_its_floor():
     """A softplus gone to 0 would scale the currents to inf: held at 1e-4 of its start, as a neuron's own."""
-    from fsnn.neurons.modules import LEARNED_THRESHOLD
+    from fsnn.neurons.fractional import LEARNED_THRESHOLD
 
     model = build_backbone(
         "drsgnn",

@@ -14,8 +14,9 @@ import torch
 from torch import nn
 
 from fsnn import FractionalIF, FractionalLIF
+from fsnn.neurons.fractional import LEARNED_ALPHA, LEARNED_THRESHOLD, MAX_MEMORY, inverse_softplus
 from fsnn.neurons.memory import stable_tau
-from fsnn.neurons.modules import LEARNED_ALPHA, LEARNED_THRESHOLD, MAX_MEMORY, NEURONS, inverse_softplus
+from fsnn.neurons.registry import NEURONS
 from fsnn.suite.lightning import (
     NonFiniteLossError,
     NonFiniteParameterError,

@@ -3,7 +3,7 @@ r"""Inference energy of a spiking network, following the paper's "Energy Consump
 :func:`count_operations` runs ONE real forward pass of a backbone on ``x = [T, B, ...]`` with forward hooks on every
 ``nn.Conv1d/2d/3d`` and ``nn.Linear`` (also those wrapped by the time-folding layers of :mod:`fsnn.models.layers`),
 on spike self-attention (a module declaring ``spike_attention = True``, Spikformer's ``SSA``: its two spike matrix
-products) and on every neuron (:func:`fsnn.neurons.modules.is_neuron`). All numbers are per sample (the batch mean), summed
+products) and on every neuron (:func:`fsnn.neurons.registry.is_neuron`). All numbers are per sample (the batch mean), summed
 over the ``T`` time steps. The graph models list their synapses instead (:class:`SynapticLayer`), priced by
 :func:`synaptic_energy`.
 
@@ -47,7 +47,8 @@ from dataclasses import asdict, dataclass, field
 import torch
 from torch import nn
 
-from fsnn.neurons.modules import FractionalNeuron, is_neuron
+from fsnn.neurons.fractional import FractionalNeuron
+from fsnn.neurons.registry import is_neuron
 
 __all__ = [
     "E_AC_PJ",
@@ -110,7 +111,7 @@ class EnergyReport:
 
 def neuron_kind(module: nn.Module) -> str:
     """``'f-LIF'`` (any fractional neuron with alpha < 1), ``'LIF'`` or ``'IF'`` (integer order, by the neuron's
-    ``leak``: :class:`fsnn.neurons.modules.SpikingNeuron`)."""
+    ``leak``: :class:`fsnn.neurons.fractional.SpikingNeuron`)."""
     if isinstance(module, FractionalNeuron) and float(module.alpha.detach()) < 1.0:
         return "f-LIF"
     return "LIF" if getattr(module, "leak", True) else "IF"

@@ -37,8 +37,9 @@ from fsnn.checks import (
 from fsnn.models.energy import SynapticLayer
 from fsnn.models.poisson import PoissonEncoder, check_noise_std
 from fsnn.models.registry import register_backbone
+from fsnn.neurons.fractional import LEARNED_THRESHOLD, Confine, FractionalNeuron, inverse_softplus
 from fsnn.neurons.memory import history_kernel
-from fsnn.neurons.modules import LEARNED_THRESHOLD, Confine, FractionalNeuron, inverse_softplus, neuron_params
+from fsnn.neurons.registry import neuron_params
 
 
 # ------------------------------------------------------------------------------------------------------- SGCN

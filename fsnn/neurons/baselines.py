@@ -4,7 +4,7 @@ Every adapter is an ``nn.Module`` whose ``forward(x)`` takes ``x`` of shape ``[T
 the same shape, dtype and device; ``forward(x, return_state=True)`` returns ``(spikes, v)`` with ``v`` the membrane
 trace ``[T, B, ...]``. State lives only inside one call: each forward starts from a fresh state and drops it on
 return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils.reset`` is never used).
-:mod:`fsnn.neurons.modules` registers them as ``sj_lif``, ``sj_plif``, ``sj_if`` and ``snntorch_leaky`` and imports this module
+:mod:`fsnn.neurons.registry` registers them as ``sj_lif``, ``sj_plif``, ``sj_if`` and ``snntorch_leaky`` and imports this module
 (and so SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Unlike fsnn's neurons these
 can also be stepped one time step at a time (``with neuron.single_step() as step: s_t = step(x_t)``), which a
 recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their defaults (soft reset, sigmoid
@@ -37,7 +37,7 @@ from spikingjelly.activation_based import neuron as sj_neuron, surrogate as sj_s
 from torch import nn
 
 from fsnn.checks import Flag, Positive, Real, check_spike_input, checked, number
-from fsnn.neurons.modules import Reset, SpikingNeuron, Surrogate
+from fsnn.neurons.fractional import Reset, SpikingNeuron, Surrogate
 from fsnn.neurons.surrogate import check_surrogate, spike
 
 __all__ = ["SJLIF", "SJIF", "SJPLIF", "SnnTorchLeaky"]

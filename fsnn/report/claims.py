@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsnn.neurons.modules import NEURONS, is_fractional, neuron_label
+from fsnn.neurons.registry import NEURONS, is_fractional, neuron_label
 from fsnn.numbers import DASH, number
 
 LEVEL = 0.95  # the confidence level of the interval; the detectable difference is for a test at 1 - LEVEL

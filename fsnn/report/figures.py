@@ -51,7 +51,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
-from fsnn.neurons.modules import neuron_label
+from fsnn.neurons.registry import neuron_label
 from fsnn.records import fitting_name
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, REJECTED, claims, tally
 from fsnn.report.collect import DEFAULT_RECIPE, epochs_of, experiment_of, recipe_of, scan_runs

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fsnn.atomic import write_atomic
-from fsnn.neurons.modules import is_fractional
+from fsnn.neurons.registry import is_fractional
 
 MIN_FONT_PT = 9
 

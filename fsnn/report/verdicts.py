@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from fsnn.neurons.modules import NEURONS, neuron_label, paper_baselines
+from fsnn.neurons.registry import NEURONS, neuron_label, paper_baselines
 from fsnn.numbers import number
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, REJECTED, claims, decide, tally
 from fsnn.report.collect import (

@@ -1,5 +1,5 @@
 """The Lightning callbacks of a training run: the progress bar in percent, the speed monitor, the learned
-parameters per epoch."""
+parameters per epoch; and what ``metrics.json`` records of a model's neurons (:func:`describe_neurons`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ import time
 import lightning as L
 import torch
 from lightning.pytorch.callbacks import TQDMProgressBar
+from torch import nn
 
-from fsnn.neurons.modules import (
-    describe_neurons,
-    learned_values,
-)
+from fsnn.neurons.fractional import FractionalNeuron, SpikingNeuron
 
 
 class PercentProgressBar(TQDMProgressBar):
@@ -98,8 +96,42 @@ class SpeedMonitor(L.Callback):
         return out
 
 
+def describe_neurons(model: nn.Module) -> dict[str, dict]:
+    """What ``metrics.json`` records of every neuron of ``model`` (``{module name: entry}``): its class, the engine
+    of its last forward, its time constant as ``tau_mean`` / ``tau_std`` over the layer's elements (one value per
+    layer has std 0) with ``tau_learned``, and for fractional neurons ``alpha`` with ``alpha_learned``."""
+    out = {}
+    for name, m in model.named_modules():
+        if not isinstance(m, SpikingNeuron):
+            continue
+        entry = {"type": type(m).__name__, "engine": m.last_engine}
+        tau = m.time_constant()
+        if tau is not None:
+            tau = torch.as_tensor(tau).detach().double().flatten()
+            entry |= {
+                "tau_mean": float(tau.mean()),
+                "tau_std": float(tau.std(unbiased=False)),
+                "tau_learned": bool(m.time_constant_parameters()),
+            }
+        if isinstance(m, FractionalNeuron):
+            entry |= {"alpha": float(m.alpha.detach()), "alpha_learned": hasattr(m, "alpha_raw")}
+        out[name] = entry
+    return out
+
+
+def learned_values(neurons: dict[str, dict]) -> dict[str, dict]:
+    """The learned part of :func:`describe_neurons` (``tau_mean``, ``tau_std``, ``alpha``): what changes in training."""
+    keep = {"tau_learned": ("tau_mean", "tau_std"), "alpha_learned": ("alpha",)}
+    out = {}
+    for name, entry in neurons.items():
+        values = {k: entry[k] for flag, keys in keep.items() if entry.get(flag) for k in keys}
+        if values:
+            out[name] = values
+    return out
+
+
 class LearnedNeurons(L.Callback):
-    """The neurons' learned time constants and orders (:func:`fsnn.neurons.modules.learned_values`) before training and
+    """The neurons' learned time constants and orders (:func:`learned_values`) before training and
     after every training epoch, for ``metrics.json``'s ``neurons_by_epoch`` (empty when nothing of a neuron learns).
     Kept in checkpoints, so a resumed run keeps the epochs it had."""
 

@@ -33,7 +33,7 @@ from fsnn.checks import (
 )
 from fsnn.data.registry import DATASETS
 from fsnn.models.registry import BACKBONES
-from fsnn.neurons.modules import NEURONS
+from fsnn.neurons.registry import NEURONS
 from fsnn.records import register_resolvers
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (

@@ -38,10 +38,8 @@ from fsnn.checks import (
 )
 from fsnn.data.modules import sample_train_negatives
 from fsnn.models.energy import synaptic_energy
-from fsnn.neurons.modules import (
-    SpikingNeuron,
-    is_neuron,
-)
+from fsnn.neurons.fractional import SpikingNeuron
+from fsnn.neurons.registry import is_neuron
 
 
 class _DropLitLoggerTip(logging.Filter):
@@ -139,7 +137,7 @@ class SpikingModule(L.LightningModule):
 
     def parameter_groups(self) -> list[dict]:
         """The optimizer's parameter groups: every parameter at the optimizer's ``lr``, except the ones the neurons
-        learn ``tau`` through (:meth:`fsnn.neurons.modules.SpikingNeuron.time_constant_parameters`) at ``lr *
+        learn ``tau`` through (:meth:`fsnn.neurons.fractional.SpikingNeuron.time_constant_parameters`) at ``lr *
         tau_lr_scale``, so a schedule scales both alike."""
         taus = {
             id(p) for m in self.model.modules() if isinstance(m, SpikingNeuron) for p in m.time_constant_parameters()

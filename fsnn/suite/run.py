@@ -51,13 +51,13 @@ from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
 from fsnn.data import DatasetDamagedError, DatasetMissingError
 from fsnn.models.poisson import describe_encoders
-from fsnn.neurons.modules import collect_alphas, describe_neurons
+from fsnn.neurons.fractional import collect_alphas
 from fsnn.numbers import percent
 from fsnn.provenance import device_description, package_versions
 from fsnn.records import METRIC_UNIT, fitting_name, read_run_record
 from fsnn.registry import MissingExtraError
 from fsnn.signals import Interrupted, interruptible
-from fsnn.suite.callbacks import LearnedNeurons, PercentProgressBar, SpeedMonitor
+from fsnn.suite.callbacks import LearnedNeurons, PercentProgressBar, SpeedMonitor, describe_neurons
 from fsnn.suite.checkpoint import (
     FOLDER_EXCLUDED,
     CheckpointError,
