@@ -13,6 +13,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
+from fsnn.records import register_resolvers
+
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
 
@@ -25,6 +27,8 @@ if not torch.cuda.is_available():
     # the Triton kernels run on CPU tensors through Triton's interpreter; it is chosen when a kernel is
     # defined, so before anything imports fsnn.neurons.triton_kernels
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# composed configs resolve ${fsnn.env:...} as the commands do, whichever test file runs alone
+register_resolvers()
 
 
 @pytest.fixture
