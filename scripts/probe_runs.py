@@ -298,7 +298,7 @@ SNIPPETS = {
         (
             "every registry with the name '../evil'",
             "from fsnn.data.registry import DATASETS\nfrom fsnn.models.registry import BACKBONES\n"
-            "from fsnn.neurons.registry import NEURONS\nfrom fsnn.suite.robustness import CORRUPTIONS\n"
+            "from fsnn.neurons.registry import NEURONS\nfrom fsnn.data.corruptions import CORRUPTIONS\n"
             "from fsnn.suite.studies import STUDIES\nfrom fsnn.suite.tasks import TASKS\naccepted = []\n"
             "for registry in (NEURONS, BACKBONES, DATASETS, TASKS, CORRUPTIONS, STUDIES):\n"
             "    try:\n        registry.register('../evil', DATASETS['cora'] if registry is DATASETS else "

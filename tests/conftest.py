@@ -72,10 +72,10 @@ def run_app(script: str, *overrides: str, cwd: Path, env: dict | None = None, ti
 
 def registries() -> dict:
     """Every registry of fsnn, by what it holds (``Registry.what``)."""
+    from fsnn.data.corruptions import CORRUPTIONS
     from fsnn.data.registry import DATASETS
     from fsnn.models.registry import BACKBONES
     from fsnn.neurons.registry import NEURONS
-    from fsnn.suite.robustness import CORRUPTIONS
     from fsnn.suite.studies import STUDIES
     from fsnn.suite.tasks import TASKS
 

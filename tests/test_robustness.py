@@ -1,4 +1,5 @@
-"""Corruptions, the robustness score (fsnn.suite.robustness) and the robustness study of evaluate.py."""
+"""Corruptions (fsnn.data.corruptions), the robustness score (fsnn.suite.robustness) and the robustness study of
+evaluate.py."""
 
 from __future__ import annotations
 
@@ -12,22 +13,21 @@ from conftest import robustness_levels, run_app
 from omegaconf import OmegaConf
 
 from fsnn.checks import round_count
-from fsnn.suite.robustness import (
+from fsnn.data.corruptions import (
     CORRUPTIONS,
     CorruptedDataset,
     center_occlusion,
-    check_corruption,
     corrupt,
     drop_graph_edges,
     frame_discard,
     gaussian_noise,
     mask_graph_features,
     occlusion_box,
-    robustness_score,
     sample_seed,
     temporal_jitter,
     temporal_truncation,
 )
+from fsnn.suite.robustness import check_corruption, robustness_score
 
 VISION = CORRUPTIONS.names(family="vision")
 

@@ -14,8 +14,9 @@ come from PyG / OGB or are generated; sequence tasks (``delayed_cue``, ``seq_dig
 ``[T, C]``) are generated and cached. Modules:
 :mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.events`, :mod:`.digits_dvs`,
 :mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing),
-:mod:`.graph_checks` (graph files and caches checked before use), :mod:`.fixtures` and
-:mod:`.graph_fixtures` (tiny fakes in the real formats), :mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
+:mod:`.graph_checks` (graph files and caches checked before use), :mod:`.corruptions` (the robustness study's
+corruptions of frames and graphs), :mod:`.fixtures` and :mod:`.graph_fixtures` (tiny fakes in the real formats),
+:mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
 """
 
 from fsnn.data.common import DatasetDamagedError, DatasetInfo, DatasetMissingError, stratified_split

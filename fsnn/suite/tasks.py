@@ -5,7 +5,7 @@ A task is registered with the kinds of data it takes (``data``, :data:`fsnn.regi
 the task of that data when the config's ``task`` is null (``default``); ``task=<name>`` asks for one by name
 (``task=link``). Its entry, a :class:`TaskKind`, names its metric and builds its Lightning module
 (:mod:`fsnn.suite.lightning`) and data module (:mod:`fsnn.data.modules`) from a config. It supports the post-training studies
-(:mod:`fsnn.suite.studies`) its entry allows: robustness when it has a corruption family (:mod:`fsnn.suite.robustness`) and a
+(:mod:`fsnn.suite.studies`) its entry allows: robustness when it has a corruption family (:mod:`fsnn.data.corruptions`) and a
 corrupted test set, energy when it can give a sample input for the layer-wise count.
 """
 
@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 from fsnn.checks import ConfigError
 from fsnn.data import build_dataset, build_sequences, dataset_info, load_graph
 from fsnn.data.cache import cache_dir
+from fsnn.data.corruptions import CORRUPTIONS, CorruptedDataset
 from fsnn.data.graph_features import node_features
 from fsnn.data.modules import LinkDataModule, NodeDataModule, SplitDataModule
 from fsnn.models import BACKBONES, backbone_names, backbone_supports, build_backbone
@@ -33,7 +34,6 @@ from fsnn.suite.lightning import (
     GraphNodeClassifier,
     SpikingClassifier,
 )
-from fsnn.suite.robustness import CORRUPTIONS, CorruptedDataset
 
 TASKS = Registry("task", entries=("a TaskKind", lambda entry: isinstance(entry, TaskKind)))
 
@@ -56,7 +56,7 @@ class TaskKind:
 
     name: str  # its name in TASKS (cfg.task)
     metric = "acc"
-    corruptions: str | None = None  # the corruption family of its robustness study (fsnn.suite.robustness)
+    corruptions: str | None = None  # the corruption family of its robustness study (fsnn.data.corruptions)
     robustness_plan: str | None = None  # the conf/robustness/ plan of those corruptions
 
     def build(self, cfg: DictConfig, optimizer: Callable, scheduler: Callable | None) -> Task:  # pragma: no cover
@@ -154,7 +154,7 @@ class VisionTask(TaskKind):
         return Task(module, data, self.metric)
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
-        """The test split with one corruption applied sample by sample (:class:`fsnn.suite.robustness.CorruptedDataset`,
+        """The test split with one corruption applied sample by sample (:class:`fsnn.data.corruptions.CorruptedDataset`,
         seeded with ``seed``).
 
         Args:
