@@ -20,9 +20,9 @@ from fsnn.models.energy import (
     neuron_energy_pj,
 )
 from fsnn.models.layers import SeqConv2d, SeqFold
+from fsnn.models.probes import firing_rates
 from fsnn.neurons.fractional import FractionalLIF
 from fsnn.neurons.registry import build_neuron
-from fsnn.suite.lightning import firing_rates
 
 KAPPA = E_MAC_PJ / E_AC_PJ
 

@@ -39,13 +39,13 @@ from fsnn.models import (
 from fsnn.models.energy import SynapticLayer, synaptic_energy
 from fsnn.models.manifolds import Euclidean, Lorentz, Sphere
 from fsnn.models.poisson import poisson_encode
+from fsnn.models.probes import firing_rates
 from fsnn.models.sgcn import cumulated_spike_readout
 from fsnn.neurons.registry import is_neuron
 from fsnn.suite.lightning import (
     GraphLinkPredictor,
     GraphNodeClassifier,
     NonFiniteLossError,
-    firing_rates,
 )
 from fsnn.suite.tasks import spike_noise
 

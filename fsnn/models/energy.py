@@ -339,7 +339,7 @@ def synaptic_energy(
     ``rate`` is the firing rate of the neuron the layer feeds (``layer.target``), what the authors' fspikeDE SGCN code
     computes (``E_AC x in*out x T x`` the output neurons' rate), and what makes their energies differ by neuron; dense
     layers stay at rate 1 in both. ``firing_rates``: ``{module name: rate}``, e.g. from
-    :func:`fsnn.suite.lightning.firing_rates`.
+    :func:`fsnn.models.probes.firing_rates`.
     """
     if convention not in ("input", "output"):
         raise ValueError(f"convention must be 'input' or 'output', got {convention!r}")

@@ -287,7 +287,7 @@ class PoissonEncoder(nn.Module):
     holds the samplers that drew its spikes in this process (``"compiled"``, ``"torch"``): a seeded run's numbers
     depend on them, so a run records them (:func:`describe_encoders`)."""
 
-    emits_spikes = True  # counted by fsnn.suite.lightning.SpikeRateMeter
+    emits_spikes = True  # counted by fsnn.models.probes.SpikeRateMeter
 
     def __init__(self, T: int, frozen: bool = False):
         super().__init__()

@@ -1,6 +1,6 @@
 """The one home of fsnn's Lightning modules (vision, sequence, node and link tasks), with what they share written once:
 the optimizer and scheduler set-up, the non-finite-loss check, metrics summed over DDP ranks and the firing rates
-of a test pass. The data modules are in :mod:`fsnn.data.modules`, the tasks that pair them in :mod:`fsnn.suite.tasks`.
+of a test pass (:class:`fsnn.models.probes.SpikeRateMeter`). The data modules are in :mod:`fsnn.data.modules`, the tasks that pair them in :mod:`fsnn.suite.tasks`.
 
 Lightning's Trainer owns the loop (checkpoints, resume, AMP, clipping, progress bars, DDP). Image, event and
 sequence batches arrive as ``[B, T, ...]``; the backbone sees ``[T, B, ...]`` and returns per-step outputs
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from contextlib import contextmanager
 from typing import Callable
 
 import lightning as L
@@ -38,8 +37,8 @@ from fsnn.checks import (
 )
 from fsnn.data.modules import sample_train_negatives
 from fsnn.models.energy import synaptic_energy
+from fsnn.models.probes import SpikeRateMeter
 from fsnn.neurons.fractional import SpikingNeuron
-from fsnn.neurons.registry import is_neuron
 
 
 class _DropLitLoggerTip(logging.Filter):
@@ -387,67 +386,6 @@ class GraphLinkPredictor(SpikingModule):
 
     def test_step(self, data, batch_idx):
         self._evaluate(data, "test")
-
-
-class SpikeRateMeter:
-    """Forward hooks on every neuron (and every module with ``emits_spikes = True``, e.g. an input encoder) of
-    ``model``: ``rates()`` gives ``{module name: spikes / elements}`` over all forwards between ``start`` and ``stop``.
-    ``reduce`` (e.g. a DDP strategy's sum over ranks) is applied to the ``[modules, 2]`` totals first."""
-
-    def __init__(self, model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
-        self.model, self.reduce = model, reduce
-        self.totals: dict[str, list[float]] = {}
-        self.deferred: list[tuple[str, object]] = []  # spikes that count themselves once drawn (PoissonSpikes)
-        self.handles: list = []
-
-    def start(self) -> "SpikeRateMeter":
-        self.stop()
-        self.totals, self.deferred = {}, []
-        for name, module in self.model.named_modules():
-            if is_neuron(module) or getattr(module, "emits_spikes", False):
-                self.totals[name] = [0.0, 0]  # every rank reduces the same modules, fired or not
-                self.handles.append(module.register_forward_hook(self._hook(name)))
-        return self
-
-    def _hook(self, name):
-        def hook(_module, _inputs, output):
-            spikes = output[0] if isinstance(output, tuple) else output
-            entry = self.totals[name]
-            if isinstance(spikes, torch.Tensor):
-                entry[0] += float(spikes.detach().sum())
-            else:  # an encoder's structured spikes (fsnn.models.poisson.PoissonSpikes) are drawn after the hook
-                self.deferred.append((name, spikes))
-            entry[1] += spikes.numel()
-
-        return hook
-
-    def stop(self) -> None:
-        for handle in self.handles:
-            handle.remove()
-        self.handles = []
-
-    def rates(self) -> dict[str, float]:
-        for name, spikes in self.deferred:
-            self.totals[name][0] += spikes.count()
-        self.deferred = []
-        names = list(self.totals)
-        totals = torch.tensor([self.totals[n] for n in names], dtype=torch.float64).reshape(-1, 2)
-        if self.reduce is not None:
-            totals = self.reduce(totals)
-        return {name: float(total / count) for name, (total, count) in zip(names, totals.tolist()) if count}
-
-
-@contextmanager
-def firing_rates(model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
-    """``with firing_rates(model) as rates: ...``: ``rates`` is filled on exit with ``{module name: firing rate}``
-    (``reduce``: see :class:`SpikeRateMeter`)."""
-    meter = SpikeRateMeter(model, reduce).start()
-    rates: dict[str, float] = {}
-    try:
-        yield rates
-    finally:
-        meter.stop()
-        rates.update(meter.rates())
 
 
 # -- the training loop's options: checked by fsnn.suite.config with every run's config, declared here beside the modules
