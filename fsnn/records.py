@@ -52,7 +52,8 @@ def results_root() -> Path:
 
 
 #: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in
-#: each as ``metric_unit``; what a person reads (console, tables, report) is in percent (:func:`percent`)
+#: each as ``metric_unit``; what a person reads (console, tables, report) is in percent
+#: (:func:`fsnn.formatting.format_percent`)
 METRIC_UNIT = "fraction"
 
 

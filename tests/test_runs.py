@@ -854,7 +854,7 @@ def test_force_keeps_every_earlier_generation(tmp_path):
 
 
 def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
-    from fsnn.signals import Interrupted, interruptible
+    from fsnn.interrupts import Interrupted, interruptible
 
     # tests started as a background job inherit SIGINT ignored, which interruptible() keeps ignored (as it should):
     # start from Python's own handler, as in a foreground process
@@ -999,7 +999,7 @@ def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_re
 
 
 def test_an_ignored_signal_stays_ignored(monkeypatch):
-    from fsnn.signals import interruptible
+    from fsnn.interrupts import interruptible
 
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts a command
     try:

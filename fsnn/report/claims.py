@@ -15,8 +15,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fsnn.formatting import DASH, format_number
 from fsnn.neurons.registry import NEURONS, is_fractional, neuron_label
-from fsnn.numbers import DASH, number
 
 LEVEL = 0.95  # the confidence level of the interval; the detectable difference is for a test at 1 - LEVEL
 POWER = 0.8  # the power at which the detectable difference is found
@@ -235,7 +235,7 @@ def claim_cells(entry: dict) -> dict[str, str]:
         "diff": DASH if beats.diff is None else f"{beats.diff:+.2f}",
         "interval": DASH if beats.low is None else f"[{beats.low:+.2f}, {beats.high:+.2f}]",
         "claim": DASH if size is None else f"{size.claim:+.2f}",
-        "detectable": DASH if beats.detectable is None else number(beats.detectable),
+        "detectable": DASH if beats.detectable is None else format_number(beats.detectable),
         "size": "not claimed" if size is None else size.verdict,
         "beats": beats.verdict,
         "reason": (beats if size is None else size).reason,

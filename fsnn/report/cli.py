@@ -20,9 +20,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from fsnn.interrupts import exit_on_interrupt
 from fsnn.records import results_root
 from fsnn.report.collect import printable
-from fsnn.signals import telling
 
 RESULTS_HELP = "results folder to read (default: paths.results_dir: $FSNN_RESULTS, else ./results)"
 
@@ -31,7 +31,7 @@ def tables(args: argparse.Namespace) -> None:
     """``fsnn-report tables``: every table, printed and written (:func:`fsnn.report.tables.make_tables`)."""
     from fsnn.report.tables import make_tables
 
-    with telling("fsnn-report tables", [args.out or args.results / "tables"]):
+    with exit_on_interrupt("fsnn-report tables", [args.out or args.results / "tables"]):
         make_tables(args.results, args.out, args.spec)
 
 
@@ -40,7 +40,7 @@ def figures(args: argparse.Namespace) -> None:
     from fsnn.report.figures import make_figures
 
     out = args.out or args.results / "figures"
-    with telling("fsnn-report figures", [out]):
+    with exit_on_interrupt("fsnn-report figures", [out]):
         paths = make_figures(
             args.results, out, args.dt, args.t_max, args.t_lin, args.engine, args.kernel_steps, args.tau_lif
         )
@@ -52,7 +52,7 @@ def page(args: argparse.Namespace) -> None:
     """``fsnn-report page``: the report page (:func:`fsnn.report.page.write_report`)."""
     from fsnn.report.page import write_report
 
-    with telling("fsnn-report page", [args.out or args.results / "report"], ["index.html"]):
+    with exit_on_interrupt("fsnn-report page", [args.out or args.results / "report"], ["index.html"]):
         path = write_report(args.results, args.out, args.figures, args.bench)
     print(f"wrote {path}")
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fsnn.atomic import write_text_atomic
-from fsnn.numbers import percent
+from fsnn.formatting import format_percent
 from fsnn.provenance import source_commit
 from fsnn.records import config_root, results_root
 from fsnn.report.claims import COLUMNS, LEGEND, claim_cells, claims
@@ -283,7 +283,7 @@ def provenance(runs: list[dict], results_dir: Path, out_dir: Path) -> list[dict]
                     "status": r.get("status"),
                     "recipe": recipe_of(r),
                     "epochs": epochs_of(r),
-                    "metric": f"{metric} {percent(value)}" if isinstance(value, (int, float)) else "—",
+                    "metric": f"{metric} {format_percent(value)}" if isinstance(value, (int, float)) else "—",
                     "overrides": " ".join(strip_paths(o, r) for o in r.get("overrides") or []) or "(defaults)",
                     "commit": _commit(r),
                     "device": r.get("device", "?"),

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from fsnn.atomic import RunFileError, write_text_atomic
-from fsnn.numbers import DASH, number
+from fsnn.formatting import DASH, format_number
 from fsnn.records import config_root, results_root
 from fsnn.report.claims import claims, claims_markdown
 from fsnn.report.collect import (
@@ -369,10 +369,12 @@ def has_paper_values(spec: dict) -> bool:
 
 def cell_text(cell: dict, pm: str = "±") -> str:
     """``ours (n=k) / paper P / Δ d``; ``—`` where there is no run (or no paper value)."""
-    paper = "" if cell["paper_mean"] is None else "paper " + number(cell["paper_mean"], std=cell["paper_std"], pm=pm)
+    paper = (
+        "" if cell["paper_mean"] is None else "paper " + format_number(cell["paper_mean"], std=cell["paper_std"], pm=pm)
+    )
     if not cell["measured"]:
         return paper or DASH
-    ours = number(cell["mean"], std=cell["std"], pm=pm)
+    ours = format_number(cell["mean"], std=cell["std"], pm=pm)
     if cell["n"]:
         ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''})"
     if same := cell.get("same_as"):

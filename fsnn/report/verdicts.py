@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from fsnn.formatting import format_number
 from fsnn.neurons.registry import NEURONS, neuron_label, paper_baselines
-from fsnn.numbers import number
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, REJECTED, claims, decide, tally
 from fsnn.report.collect import (
     DEFAULT_RECIPE,
@@ -255,7 +255,7 @@ def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
             compare_cell(cell)["direction"] == "within" for _, _, cell in measured if cell["paper_mean"] is not None
         )
         values = "; ".join(
-            f"{r} / {c} {cell['mean']:g} (paper {number(cell['paper_mean'], 1)})" for r, c, cell in measured
+            f"{r} / {c} {cell['mean']:g} (paper {format_number(cell['paper_mean'], 1)})" for r, c, cell in measured
         )
         short = (
             f"The runs use the paper's {spec.get('printed_as', 'values')}."
@@ -303,8 +303,8 @@ def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
     sentences, short = [], []
     if ranks:
         shown = "; ".join(
-            f"{k['setting']} {number(k['mean'])} vs {number(k['best'])} (paper {number(k['paper_mean'])} vs "
-            f"{number(k['paper_best'])})"
+            f"{k['setting']} {format_number(k['mean'])} vs {format_number(k['best'])} (paper {format_number(k['paper_mean'])} vs "
+            f"{format_number(k['paper_best'])})"
             for k in ranks[:4]
         )
         wins, paper_wins = sum(k["ours"] for k in ranks), sum(k["paper"] for k in ranks)
@@ -333,7 +333,7 @@ def verdict(spec: dict, table: dict, specs: list[dict] = ()) -> dict:
         sentences.append(
             f"{epochs_note}{count['within']} of {len(compared)} compared cells within {SIGMAS:g}σ of the "
             f"paper, {count['above']} above, {count['below']} below (largest gap: {r} / {c} "
-            f"{number(cell['mean'])} vs {number(cell['paper_mean'])}, {v['z']:+.1f}σ)."
+            f"{format_number(cell['mean'])} vs {format_number(cell['paper_mean'])}, {v['z']:+.1f}σ)."
         )
         short.append(f"{count['within']} of {len(compared)} cells within {SIGMAS:g}σ of the paper")
     measured_cells = sum(1 for *_, cell in papered if cell["n"])
@@ -365,10 +365,10 @@ def shown_cell(cell: dict, mixed_epochs: bool = False, reference: str | None = N
     versus = compare_cell(cell)
     ours = None
     if cell["measured"] and cell["n"]:
-        ours = number(cell["mean"], std=cell["std"])
+        ours = format_number(cell["mean"], std=cell["std"])
     paper = None
     if cell["paper_mean"] is not None:
-        paper = number(cell["paper_mean"], std=cell["paper_std"] or None)
+        paper = format_number(cell["paper_mean"], std=cell["paper_std"] or None)
     delta = None
     if cell["diff"] is not None and reference is not None:
         delta = f"{cell['diff']:+.2f} vs {reference}" + (", moved" if cell.get("moved") else "")

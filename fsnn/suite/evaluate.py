@@ -11,11 +11,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import write_json_atomic
 from fsnn.checks import ConfigError, Flag, one_of
+from fsnn.formatting import format_percent
+from fsnn.interrupts import exit_on_interrupt
 from fsnn.models.poisson import describe_encoders
-from fsnn.numbers import percent
 from fsnn.provenance import device_description
 from fsnn.records import METRIC_UNIT, read_run_record
-from fsnn.signals import telling
 from fsnn.suite.callbacks import PercentProgressBar, SpeedMonitor
 from fsnn.suite.checkpoint import CheckpointError, check_fits, load_checkpoint, result_config
 from fsnn.suite.config import check_config, check_run_config, check_writable_folder
@@ -162,7 +162,7 @@ def evaluate_run(
             "evaluated": coverage(counted, limit_test_batches, run_cfg.trainer.get("limit_test_batches")),
         }
         write_json_atomic(run_dir / "eval.json", result)
-        log.info("test %s %s (%s; %s)", metric, percent(run.clean), ckpt, result["evaluated"]["note"])
+        log.info("test %s %s (%s; %s)", metric, format_percent(run.clean), ckpt, result["evaluated"]["note"])
     if asked is not None:
         name, options = asked
         result[name] = STUDIES[name](run, **options)
@@ -217,7 +217,7 @@ def evaluate(cfg: DictConfig) -> dict:
         [f"{study['name']}.json"] if study else []
     )
     # a signal stops it with one line naming what it wrote (exit 128 + n), not a success without its outputs
-    with telling(f"evaluate.py run_dir={cfg.run_dir}", [cfg.run_dir], outputs):
+    with exit_on_interrupt(f"evaluate.py run_dir={cfg.run_dir}", [cfg.run_dir], outputs):
         return evaluate_run(
             cfg.run_dir,
             study,

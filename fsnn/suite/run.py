@@ -17,7 +17,7 @@ command of
 
 A run folder names its own files relative to itself (the checkpoints' state, ``metrics.json``), so a copied or
 moved folder resumes, tests and is evaluated from its own files. SIGTERM (a scheduler's preemption or time limit),
-SIGINT (Ctrl-C) and SIGHUP stop a run at once (:mod:`fsnn.signals`): ``metrics.json`` says ``interrupted``, the last
+SIGINT (Ctrl-C) and SIGHUP stop a run at once (:mod:`fsnn.interrupts`): ``metrics.json`` says ``interrupted``, the last
 epoch's ``last.ckpt`` is what a rerun resumes from, and the process exits with 128 + the signal's number (143, 130).
 
 Every value is checked before any work (:mod:`fsnn.suite.config`); a failure never overwrites a complete ``metrics.json``.
@@ -50,13 +50,13 @@ from omegaconf import DictConfig, OmegaConf
 from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
 from fsnn.data import DatasetDamagedError, DatasetMissingError
+from fsnn.formatting import format_percent
+from fsnn.interrupts import Interrupted, interruptible
 from fsnn.models.poisson import describe_encoders
 from fsnn.neurons.fractional import collect_alphas
-from fsnn.numbers import percent
 from fsnn.provenance import device_description, package_versions
 from fsnn.records import METRIC_UNIT, fitting_name, read_run_record
 from fsnn.registry import MissingExtraError
-from fsnn.signals import Interrupted, interruptible
 from fsnn.suite.callbacks import LearnedNeurons, PercentProgressBar, SpeedMonitor, describe_neurons
 from fsnn.suite.checkpoint import (
     FOLDER_EXCLUDED,
@@ -440,7 +440,7 @@ def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> f
 def _report_finished(run_dir: Path, record: dict) -> float:
     metric = record.get("metric", "acc")
     print(
-        f"fsnn: {run_dir} is finished (test {metric} {percent(record.get(f'test_{metric}'))}); nothing to do. "
+        f"fsnn: {run_dir} is finished (test {metric} {format_percent(record.get(f'test_{metric}'))}); nothing to do. "
         f"Its result: {run_dir / 'metrics.json'} (force=true trains it again)"
     )
     return record.get(f"val_{metric}_best")
@@ -550,10 +550,10 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         log.info(
             "best val %s %s | test %s at best val %s | last test %s",
             metric,
-            percent(best_val),
+            format_percent(best_val),
             metric,
-            percent(record[f"test_{metric}"]),
-            percent(record[f"test_{metric}_last"]),
+            format_percent(record[f"test_{metric}"]),
+            format_percent(record[f"test_{metric}_last"]),
         )
         log.info("metrics: %s", run_dir / "metrics.json")
     return best_val

@@ -28,8 +28,8 @@ from tqdm import tqdm
 from fsnn.atomic import write_json_atomic
 from fsnn.checks import ConfigError, Count, Flag, Positive
 from fsnn.data.corruptions import CORRUPTIONS
+from fsnn.formatting import format_percent
 from fsnn.models.energy import energy_report, format_table
-from fsnn.numbers import percent
 from fsnn.provenance import device_description, package_versions
 from fsnn.records import METRIC_UNIT
 from fsnn.registry import Registry
@@ -141,7 +141,14 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
                 bar.set_postfix_str(f"{name} {level:g}")
                 values.append(float(test(name, level, options)))
                 bar.update()
-                log.info("%s %g: test %s %s (clean %s)", name, level, metric, percent(values[-1]), percent(clean))
+                log.info(
+                    "%s %g: test %s %s (clean %s)",
+                    name,
+                    level,
+                    metric,
+                    format_percent(values[-1]),
+                    format_percent(clean),
+                )
             corruptions[name] = {
                 "levels": levels,
                 metric: values,

@@ -23,9 +23,9 @@ from omegaconf import DictConfig, OmegaConf
 from fsnn.atomic import RunFileError
 from fsnn.checks import ConfigError
 from fsnn.data import dataset_info
-from fsnn.numbers import percent
+from fsnn.formatting import format_percent
+from fsnn.interrupts import INTERRUPTING, Interrupted
 from fsnn.records import read_run_record
-from fsnn.signals import INTERRUPTING, Interrupted
 from fsnn.suite.overrides import distinct_jobs
 
 #: what a missing dataset's message adds: how to point a run at data, or make fake data for a smoke run
@@ -105,7 +105,7 @@ SWEEP_PARENT = "FSNN_SWEEP_PARENT"
 
 class StopJobs(Callback):
     """Hydra callback: a sweep whose launcher runs its jobs in processes of its own (joblib's loky workers, which
-    outlive their parent) stops them when it is stopped. On a signal of :data:`fsnn.signals.INTERRUPTING` it sends
+    outlive their parent) stops them when it is stopped. On a signal of :data:`fsnn.interrupts.INTERRUPTING` it sends
     SIGTERM to each worker (its job records ``interrupted`` and the worker ends, :data:`SWEEP_PARENT`), kills what
     is left of them after :data:`JOB_GRACE_S` seconds (a worker would take the next job), says so in one line and
     exits with 128 + the signal's number. The basic launcher's jobs run in this process and stop as a single run does."""
@@ -197,8 +197,8 @@ def sweep_table(folders: list[Path]) -> str:
         metric = record.get("metric", "acc")
         minutes = record.get("wall_time_s")
         lines.append(
-            f"| {folder.name} | {record.get('status', '?')} | {percent(record.get(f'test_{metric}'))} | "
-            f"{percent(record.get(f'val_{metric}_best'))} | {record.get('epochs', '')} | "
+            f"| {folder.name} | {record.get('status', '?')} | {format_percent(record.get(f'test_{metric}'))} | "
+            f"{format_percent(record.get(f'val_{metric}_best'))} | {record.get('epochs', '')} | "
             f"{'' if minutes is None else f'{minutes / 60:.1f}'} |"
         )
     return "\n".join(lines)

@@ -66,7 +66,7 @@ def _files(folders: Iterable[Path]) -> dict[Path, int]:
 
 
 @contextlib.contextmanager
-def telling(command: str, folders: Iterable[str | Path], expected: Iterable[str] = ()):
+def exit_on_interrupt(command: str, folders: Iterable[str | Path], expected: Iterable[str] = ()):
     """The block of ``command`` (its name as a person types it), which writes into ``folders``: on a signal of
     :data:`INTERRUPTING`, one line on stderr naming the files it wrote there (new or changed since it started) and,
     of the file names ``expected``, those it did not, then ``SystemExit(128 + signum)``."""
