@@ -23,7 +23,7 @@ from fsnn.models.layers import (
     SeqMaxPool2d,
     VotingLayer,
     check_sequence,
-    spiking,
+    fresh_neuron,
 )
 from fsnn.models.registry import register_backbone
 
@@ -70,7 +70,7 @@ class DVSNet(nn.Module):
                 nn.Sequential(
                     SeqConv2d(cin, channels, kernel_size=3, padding=1, bias=False),
                     SeqBatchNorm2d(channels),
-                    spiking(neuron, neuron_kwargs),
+                    fresh_neuron(neuron, neuron_kwargs),
                     SeqMaxPool2d(2, 2) if pool else nn.Identity(),
                 )
             )
@@ -85,10 +85,10 @@ class DVSNet(nn.Module):
             nn.Flatten(start_dim=2),
             SeqDropout(dropout),
             nn.Linear(self.flatten_size, hidden),
-            spiking(neuron, neuron_kwargs),
+            fresh_neuron(neuron, neuron_kwargs),
             SeqDropout(dropout),
             nn.Linear(hidden, voting * self.num_classes),
-            spiking(neuron, neuron_kwargs),
+            fresh_neuron(neuron, neuron_kwargs),
         )
         self.voting = VotingLayer(voting)
 

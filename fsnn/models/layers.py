@@ -3,7 +3,8 @@
 Stateless layers (Conv, BatchNorm, pooling) see the whole sequence at once by merging ``T`` into the batch
 (``[T*B, ...]``), as SpikingJelly's multi-step layers do; so BatchNorm statistics are taken over ``T*B`` samples.
 Dropout keeps one mask per sample for all time steps. Spiking nonlinearities come only from
-:func:`fsnn.build_neuron` (:func:`spiking`), so that backbones never depend on a particular neuron library.
+:func:`fsnn.neurons.registry.build_neuron` (:func:`fresh_neuron`), so that backbones never depend on a particular
+neuron library.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn import build_neuron
 from fsnn.checks import check_int, check_ratio
+from fsnn.neurons.registry import build_neuron
 from fsnn.registry import require
 
 __all__ = [
@@ -28,8 +29,8 @@ __all__ = [
     "VotingLayer",
     "check_sequence",
     "fold",
+    "fresh_neuron",
     "output_size",
-    "spiking",
 ]
 
 
@@ -147,7 +148,7 @@ class VotingLayer(nn.Module):
         return x.unflatten(-1, (x.shape[-1] // self.group, self.group)).mean(-1)
 
 
-def spiking(neuron: str, neuron_kwargs: dict | None = None, **override) -> nn.Module:
+def fresh_neuron(neuron: str, neuron_kwargs: dict | None = None, **override) -> nn.Module:
     """A fresh multi-step neuron ``build_neuron(neuron, **neuron_kwargs, **override)`` (``override`` wins)."""
     kwargs = dict(neuron_kwargs or {})
     kwargs.update(override)

@@ -15,7 +15,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsnn import build_neuron
 from fsnn.checks import (
     Count,
     Flag,
@@ -33,6 +32,7 @@ from fsnn.models.energy import SynapticLayer
 from fsnn.models.manifolds import GEOMETRIES
 from fsnn.models.poisson import add_spike_noise, check_noise_std
 from fsnn.models.registry import register_backbone
+from fsnn.neurons.registry import build_neuron
 
 DECODERS = ("cosine", "minkowski", "fermi_dirac")  # the link decoders of MSG.decode
 

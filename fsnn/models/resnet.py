@@ -21,7 +21,7 @@ from fsnn.models.layers import (
     SeqConv2d,
     SeqMaxPool2d,
     check_sequence,
-    spiking,
+    fresh_neuron,
 )
 from fsnn.models.registry import register_backbone
 
@@ -39,7 +39,7 @@ class BasicBlock(nn.Module):
         super().__init__()
         self.conv1 = SeqConv2d(inplanes, planes, 3, stride=stride, padding=1, bias=False)
         self.bn1 = SeqBatchNorm2d(planes)
-        self.sn1 = spiking(neuron, neuron_kwargs)
+        self.sn1 = fresh_neuron(neuron, neuron_kwargs)
         self.conv2 = SeqConv2d(planes, planes, 3, stride=1, padding=1, bias=False)
         self.bn2 = SeqBatchNorm2d(planes)
         self.downsample = None
@@ -48,7 +48,7 @@ class BasicBlock(nn.Module):
                 SeqConv2d(inplanes, planes * self.expansion, 1, stride=stride, bias=False),
                 SeqBatchNorm2d(planes * self.expansion),
             )
-        self.sn2 = spiking(neuron, neuron_kwargs)
+        self.sn2 = fresh_neuron(neuron, neuron_kwargs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x if self.downsample is None else self.downsample(x)
@@ -91,7 +91,7 @@ class SpikingResNet(nn.Module):
             self.conv1 = SeqConv2d(in_channels, width, 7, stride=2, padding=3, bias=False)
             self.maxpool = SeqMaxPool2d(3, stride=2, padding=1)
         self.bn1 = SeqBatchNorm2d(width)
-        self.sn1 = spiking(neuron, neuron_kwargs)
+        self.sn1 = fresh_neuron(neuron, neuron_kwargs)
 
         stages, inplanes = [], width
         for i, blocks in enumerate(layers):

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from fsnn.checks import Count, Flag, check_int
-from fsnn.models.layers import SeqBatchNorm1d, check_sequence, spiking
+from fsnn.models.layers import SeqBatchNorm1d, check_sequence, fresh_neuron
 from fsnn.models.registry import register_backbone
 
 __all__ = ["SeqMLP", "SpikingLinear", "seqmlp"]
@@ -46,7 +46,7 @@ class SpikingLinear(nn.Module):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features, bias=not norm)
         self.norm = SeqBatchNorm1d(out_features) if norm else nn.Identity()
-        self.neuron = spiking(neuron, neuron_kwargs)
+        self.neuron = fresh_neuron(neuron, neuron_kwargs)
         self.recurrent = nn.Linear(out_features, out_features, bias=False) if recurrent else None
         if recurrent and not hasattr(self.neuron, "single_step"):
             raise ValueError(

@@ -23,7 +23,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsnn import build_neuron
 from fsnn.checks import (
     Count,
     Flag,
@@ -39,7 +38,7 @@ from fsnn.models.poisson import PoissonEncoder, check_noise_std
 from fsnn.models.registry import register_backbone
 from fsnn.neurons.fractional import LEARNED_THRESHOLD, Confine, FractionalNeuron, inverse_softplus
 from fsnn.neurons.memory import history_kernel
-from fsnn.neurons.registry import neuron_params
+from fsnn.neurons.registry import build_neuron, neuron_params
 
 
 # ------------------------------------------------------------------------------------------------------- SGCN

@@ -29,8 +29,8 @@ from fsnn.models.layers import (
     SeqDropPath,
     SeqMaxPool2d,
     check_sequence,
+    fresh_neuron,
     output_size,
-    spiking,
 )
 from fsnn.models.registry import register_backbone
 
@@ -64,7 +64,7 @@ class SPS(nn.Module):
                 nn.Sequential(
                     SeqConv2d(cin, cout, 3, stride=1, padding=1, bias=False),
                     SeqBatchNorm2d(cout),
-                    spiking(neuron, neuron_kwargs),
+                    fresh_neuron(neuron, neuron_kwargs),
                     SeqMaxPool2d(3, stride=2, padding=1) if pool else nn.Identity(),
                 )
             )
@@ -72,7 +72,7 @@ class SPS(nn.Module):
         self.stages = nn.Sequential(*layers)
         self.rpe_conv = SeqConv2d(embed_dim, embed_dim, 3, stride=1, padding=1, bias=False)
         self.rpe_bn = SeqBatchNorm2d(embed_dim)
-        self.rpe_neuron = spiking(neuron, neuron_kwargs)
+        self.rpe_neuron = fresh_neuron(neuron, neuron_kwargs)
 
     def token_grid(self, input_size) -> tuple[int, int]:
         h, w = _pair(input_size)
@@ -108,11 +108,11 @@ class SSA(nn.Module):
         for name in ("q", "k", "v"):
             setattr(self, f"{name}_conv", SeqConv1d(dim, dim, 1, bias=False))
             setattr(self, f"{name}_bn", SeqBatchNorm1d(dim))
-            setattr(self, f"{name}_neuron", spiking(neuron, neuron_kwargs))
-        self.attn_neuron = spiking(neuron, neuron_kwargs, threshold=self.attn_threshold)
+            setattr(self, f"{name}_neuron", fresh_neuron(neuron, neuron_kwargs))
+        self.attn_neuron = fresh_neuron(neuron, neuron_kwargs, threshold=self.attn_threshold)
         self.proj_conv = SeqConv1d(dim, dim, 1)
         self.proj_bn = SeqBatchNorm1d(dim)
-        self.proj_neuron = spiking(neuron, neuron_kwargs)
+        self.proj_neuron = fresh_neuron(neuron, neuron_kwargs)
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         T, B, D, N = x.shape  # channel c = head * (D / heads) + j, as the reference
@@ -141,10 +141,10 @@ class MLP(nn.Module):
         super().__init__()
         self.fc1_conv = SeqConv1d(dim, hidden, 1)
         self.fc1_bn = SeqBatchNorm1d(hidden)
-        self.fc1_neuron = spiking(neuron, neuron_kwargs)
+        self.fc1_neuron = fresh_neuron(neuron, neuron_kwargs)
         self.fc2_conv = SeqConv1d(hidden, dim, 1)
         self.fc2_bn = SeqBatchNorm1d(dim)
-        self.fc2_neuron = spiking(neuron, neuron_kwargs)
+        self.fc2_neuron = fresh_neuron(neuron, neuron_kwargs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.fc1_neuron(self.fc1_bn(self.fc1_conv(x)))
