@@ -85,7 +85,7 @@ CELL_MARK = "@@CELL_RESULT@@ "
 # ----------------------------------------------------------------------------------------------------------------
 # neuron construction (child side)
 # ----------------------------------------------------------------------------------------------------------------
-def build_neuron(name: str):
+def neuron_and_step(name: str):
     """Return ``(module, step_fn)``; ``step_fn(x[T,B,N]) -> spikes[T,B,N]`` runs one fresh sequence."""
     import torch
 
@@ -285,7 +285,7 @@ def run_cell(name: str, T: int, repeats: int, budget: float, warmup: int, measur
     torch.manual_seed(0)
 
     linear = torch.nn.Linear(FEATURES, FEATURES)
-    neuron_mod, step = build_neuron(name)
+    neuron_mod, step = neuron_and_step(name)
     # randn * 2 so a reasonable fraction of neurons fires (timing is not spike-rate dependent for these
     # implementations, but a silent network would make the surrogate path trivially sparse for nobody)
     x = (torch.randn(T, BATCH, FEATURES) * 2.0).requires_grad_(True)
@@ -374,7 +374,7 @@ def run_gpu_neuron(name: str, args) -> None:
 
     device = torch.device(args.device)
     cuda = device.type == "cuda"
-    neuron_mod, step = build_neuron(name)
+    neuron_mod, step = neuron_and_step(name)
     neuron_mod.to(device)
     spent = 0.0  # timed iterations only: first calls (kernel compilation) are not held against a neuron
     for T, F in gpu_cells(args):

@@ -165,9 +165,11 @@ def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
 
 def test_labels_and_settings():
     record = _study("flif", 0.1)
-    assert neuron_label(figures.neuron_name(record)) == "f-LIF" and figures.setting(record) == "dvsgesture_dvsnet"
+    assert (
+        neuron_label(figures.neuron_name(record)) == "f-LIF" and figures.dataset_backbone(record) == "dvsgesture_dvsnet"
+    )
     assert neuron_label(figures.neuron_name({"config": {"neuron": {"name": "mine"}}})) == "mine"
-    assert figures.setting({}) == "unknown_unknown"
+    assert figures.dataset_backbone({}) == "unknown_unknown"
 
 
 def test_firing_rate_figure(tmp_path, drawn):

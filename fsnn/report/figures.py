@@ -56,7 +56,7 @@ from fsnn.records import fitting_name
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, REJECTED, claims, tally
 from fsnn.report.collect import DEFAULT_RECIPE, epochs_of, experiment_of, recipe_of, scan_runs
 from fsnn.report.outputs import output_folder
-from fsnn.report.style import MIN_FONT_PT, _note, family_styles, is_fractional, legend_below, save, styled
+from fsnn.report.style import MIN_FONT_PT, add_caption, family_styles, is_fractional, legend_below, save, styled
 from fsnn.report.tables import (
     build_table,
     has_paper_values,
@@ -87,7 +87,7 @@ MANIFEST = "figures.json"
 # -- from runs --------------------------------------------------------------------------------
 
 
-def setting(record: dict) -> str:
+def dataset_backbone(record: dict) -> str:
     """``<dataset>_<backbone>`` of a run record (``metrics.json`` or ``robustness.json``): runs that one figure
     compares across neurons."""
     config = record.get("config") or {}
@@ -164,7 +164,7 @@ def firing_rate_figure(
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for run in runs:
         if run.get("firing_rates"):
-            groups[(setting(run), epochs_of(run) or 0, recipe_of(run))].append(run)
+            groups[(dataset_backbone(run), epochs_of(run) or 0, recipe_of(run))].append(run)
     if not groups:
         return []
     fig = Figure(figsize=(9, 0.6 + 3.0 * len(groups)))
@@ -206,7 +206,7 @@ def firing_rate_figure(
         ax.grid(alpha=0.3, axis="y", lw=0.5)
         panels.append(where)
     fig.tight_layout()
-    _note(
+    add_caption(
         captions,
         name,
         "Firing rate of each spiking layer on the test split at the best-validation checkpoint, "
@@ -263,7 +263,7 @@ def robustness_curves(
         ax.set_visible(False)
     handles, labels = axes[0].get_legend_handles_labels()
     legend_below(fig, handles, labels, ncol=min(3, len(labels)), axes_height=3.2 * rows)
-    _note(
+    add_caption(
         captions,
         name,
         f"Test {metric} under each corruption against its level (level 0: clean); mean ± std over "
@@ -306,7 +306,7 @@ def robustness_radar(
     ax.tick_params(axis="x", pad=22)  # the axis names sit outside the rim, clear of the polygons
     ax.set_title("robustness score (100 x mean corrupted / clean)", pad=18)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.08, 1.0))
-    _note(
+    add_caption(
         captions,
         name,
         "Robustness score per corruption (100 x mean corrupted accuracy / clean accuracy, larger is "
@@ -387,7 +387,7 @@ def graph_robustness_figure(
     by_panel = {
         p: {
             neuron: group
-            for neuron, group in _by_neuron(r for r in chosen if setting(r) == "_".join(p)).items()
+            for neuron, group in _by_neuron(r for r in chosen if dataset_backbone(r) == "_".join(p)).items()
             if len(group) > 1
         }
         for p in panels
@@ -436,7 +436,7 @@ def graph_robustness_figure(
         if integer
         else ""
     )
-    _note(
+    add_caption(
         captions,
         name,
         f"{CORRUPTION_LABELS[corruption]} at test time (the trained model tested on the corrupted "
@@ -485,7 +485,7 @@ def claims_figure(
     handles.append(Line2D([], [], color="black", marker="x", ls="", mew=1.5, label="the paper's claimed difference"))
     legend_below(fig, handles, [h.get_label() for h in handles], ncol=4, axes_height=0.3 * sum(heights) + 1.0)
     counts = [f"{title}: {', '.join(f'{n} {v}' for v, n in tally(found).items() if n)}" for title, found in sections]
-    _note(
+    add_caption(
         captions,
         name,
         f"The paper's claimed gaps against the runs: per pair of cells that differ only in the "
@@ -603,7 +603,7 @@ def memory_horizon_figure(
     legend_below(
         fig, handles, names, ncol=2, title="warm, solid: fractional order (f-LIF); cool, dashed: first order (LIF)"
     )
-    _note(
+    add_caption(
         captions,
         name,
         "Delayed cue (not in the paper): test accuracy against the delay between cue and recall, "
@@ -675,7 +675,7 @@ def learned_tau_figure(
     _plain_log_axis(axes[0].yaxis)
     handles, names = axes[0].get_legend_handles_labels()
     legend_below(fig, handles, names, ncol=len(delays), title="solid: last hidden layer; dashed: first")
-    _note(
+    add_caption(
         captions,
         name,
         "Delayed cue (not in the paper): the time constant that the learned-tau neurons learn, "
@@ -694,7 +694,7 @@ def _comparable(run: dict, sweep_run: dict) -> bool:
     def key(r):
         config = r.get("config") or {}
         return (
-            setting(r),
+            dataset_backbone(r),
             recipe_of(r),
             (config.get("trainer") or {}).get("max_epochs"),
             (config.get("dataset") or {}).get("T"),
@@ -749,7 +749,7 @@ def alpha_curve_figure(
     ]
     groups: dict[str, dict[int | None, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for run in sweep:
-        groups[setting(run)][epochs_of(run)].append(run)
+        groups[dataset_backbone(run)][epochs_of(run)].append(run)
     paper_epochs = paper_protocol(next(s for s in load_spec() if s["id"] == "node_classification")).get("epochs")
     paths: list[Path] = []
     for key, by_epochs in sorted(groups.items()):
@@ -850,7 +850,7 @@ def alpha_curve_figure(
         fig.suptitle(f"{dataset} / {backbone}: test accuracy against f-LIF's alpha")
         legend_below(fig, [h for h, _ in handles.values()], [t for _, t in handles.values()])
         name = f"alpha_{dataset}_{backbone}"
-        _note(
+        add_caption(
             captions,
             name,
             f"f-LIF's alpha swept on {dataset} / {backbone} ({experiment}), beside the other neurons' "
@@ -909,7 +909,7 @@ def run_figures(
         )
     groups: dict[str, list[dict]] = defaultdict(list)
     for record in records:
-        groups[setting(record)].append(record)
+        groups[dataset_backbone(record)].append(record)
     for key, group in sorted(groups.items()):
         # the setting names a file in out: a record's dataset or backbone name cannot lead it out of there
         paths += robustness_figures(

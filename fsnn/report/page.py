@@ -353,7 +353,7 @@ def _display(path: Path) -> str:
     return printable(shown)
 
 
-def glance(shown: list[dict], idle: int) -> str:
+def summary_sentence(shown: list[dict], idle: int) -> str:
     """The page's first sentence: how many tables hold runs, their verdicts, how many were not run."""
     words = {
         "reproduces": ("reproduces", "reproduce"),
@@ -428,7 +428,7 @@ def build(
         "tables": shown,
         "claim_columns": COLUMNS,
         "claims_legend": LEGEND,
-        "glance": glance(shown, sum(len(e["titles"]) for e in todo)),
+        "glance": summary_sentence(shown, sum(len(e["titles"]) for e in todo)),
         "coverage": coverage(specs, shown, todo),
         "also": [
             t["title"].removesuffix(" (not in the paper)")

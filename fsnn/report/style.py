@@ -79,7 +79,9 @@ def save(fig: Figure, out: str | Path, name: str) -> list[Path]:
     return paths
 
 
-def _colors(name: str, n: int, stop: float = 0.85) -> np.ndarray:
+def colormap_colors(name: str, n: int, stop: float = 0.85) -> np.ndarray:
+    """``n`` RGBA colours evenly spaced over matplotlib's colormap ``name``, from its start to ``stop`` (a fraction of
+    its range)."""
     return matplotlib.colormaps[name](np.linspace(0.0, stop, n))
 
 
@@ -98,7 +100,8 @@ def family_styles(keys: Iterable[str], fractional: Callable[[str], bool] = is_fr
     return styles
 
 
-def _note(captions: dict | None, name: str, text: str) -> None:
+def add_caption(captions: dict | None, name: str, text: str) -> None:
+    """``captions[name] = text``, where the caller collects captions (``captions`` is not ``None``)."""
     if captions is not None:
         captions[name] = text
 

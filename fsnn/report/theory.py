@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from fsnn.neurons.memory import history_kernel
-from fsnn.report.style import _colors, _note, legend_below, save, styled
+from fsnn.report.style import add_caption, colormap_colors, legend_below, save, styled
 
 ALPHAS = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -51,7 +51,7 @@ def relaxation_figure(
     captions: dict | None = None,
 ) -> list[Path]:
     """Paper Fig. 3: Mittag-Leffler relaxation vs exponential, exact curves and fsnn's simulated f-LIF."""
-    colors = _colors("viridis", len(ALPHAS))
+    colors = colormap_colors("viridis", len(ALPHAS))
     fig = Figure(figsize=(10, 4.2))
     ax_lin, ax_log = fig.subplots(1, 2)
     t_dense_lin = np.linspace(0.0, t_lin, 400)
@@ -100,7 +100,7 @@ def relaxation_figure(
             f"  relaxation alpha={alpha:g}: max |fsnn - E_alpha| over (0, {t_max:g}] = {e_all:.2e}, "
             f"over [1, {t_max:g}] = {e_away:.2e}"
         )
-    _note(
+    add_caption(
         captions,
         "mittag_leffler_relaxation",
         "Theory (paper Fig. 3): the subthreshold f-LIF relaxes as the Mittag-Leffler function E_alpha(-t^alpha), "
@@ -115,7 +115,7 @@ def kernel_figure(
     out: str | Path, steps: int = 10001, tau_lif: float = 2.0, echo: Callable = print, captions: dict | None = None
 ) -> list[Path]:
     """Paper Fig. 7: power-law decay of the memory kernel ``b_m`` vs the exponential kernel of the LIF."""
-    colors = _colors("plasma", len(ALPHAS), stop=0.8)
+    colors = colormap_colors("plasma", len(ALPHAS), stop=0.8)
     m = np.arange(steps)
     fig = Figure(figsize=(10, 4.2))
     ax_k, ax_s = fig.subplots(1, 2)
@@ -170,7 +170,7 @@ def kernel_figure(
             f"  kernel alpha={alpha:g}: fitted slope on m in [{mm[0]}, {steps - 1}] = {slope:.4f} "
             f"(alpha-1 = {alpha - 1:.4f})"
         )
-    _note(
+    add_caption(
         captions,
         "kernel_decay",
         "Theory (paper Fig. 7): f-LIF's memory kernel b_m decays as a power law m^(alpha-1) (the local slope tends "

@@ -46,7 +46,7 @@ class Task(NamedTuple):
     metric: str  # the validation/test metric that selects and reports: "acc" or "auc"
 
 
-def options(node: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
+def config_kwargs(node: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
     """A config group as keyword arguments (resolved, without its ``name``)."""
     return {k: v for k, v in OmegaConf.to_container(node, resolve=True).items() if k not in drop}
 
@@ -198,7 +198,7 @@ class SequenceTask(TaskKind):
             data_dir=Path(cfg.paths.data_dir),
             seed=cfg.seed,
             val_fraction=cfg.dataset.val_fraction,
-            **options(cfg.dataset, drop=self.LOADER_KEYS),
+            **config_kwargs(cfg.dataset, drop=self.LOADER_KEYS),
         )
         train = splits[0]
         model = build_backbone(
@@ -245,7 +245,7 @@ def node_inputs(cfg: DictConfig, graph, cache: Path | None = None) -> torch.Tens
     which reads ``graph.x`` and ``graph.edge_index`` itself."""
     if full_graph(cfg.backbone.name):
         return None
-    backbone = options(cfg.backbone)
+    backbone = config_kwargs(cfg.backbone)
     return node_features(
         graph,
         hops=cfg.dataset.hops,
