@@ -44,7 +44,7 @@ def results_root() -> Path:
     """The results folder runs are written to and the reports read: ``paths.results_dir`` of the default paths
     config resolved as a run resolves it, ``$FSNN_RESULTS`` where it is set and not blank, else ``./results`` of the
     current directory."""
-    from omegaconf import OmegaConf  # here: fsnn-train without fsnn[app] reads config_root() and says what is missing
+    from omegaconf import OmegaConf  # here: fsnn-train without fsnn[suite] reads config_root() and says what is missing
 
     register_resolvers()
     paths = OmegaConf.to_container(OmegaConf.load(config_root() / "paths" / "default.yaml"), resolve=True)

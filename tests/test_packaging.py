@@ -172,8 +172,10 @@ def test_core_installs_with_torch_alone(tmp_path):
     )
     assert command.returncode == 2 and command.stdout == "" and "Traceback" not in command.stderr
     last = command.stderr.splitlines()[-1]  # after torch's own warning that numpy is missing
-    assert last.startswith("fsnn: error: fsnn-train needs the optional libraries of fsnn[app] (hydra is not installed)")
-    assert last.endswith("pip install 'fsnn[app]'") and command.stderr.count("fsnn:") == 1
+    assert last.startswith(
+        "fsnn: error: fsnn-train needs the optional libraries of fsnn[suite] (hydra is not installed)"
+    )
+    assert last.endswith("pip install 'fsnn[suite]'") and command.stderr.count("fsnn:") == 1
 
 
 MY_EXPERIMENT = """# @package _global_

@@ -9,7 +9,7 @@ configs joins Hydra's search path without touching either, e.g. an experiment ``
     fsnn-train --config-dir my_configs experiment=mine
     fsnn-train 'hydra.searchpath=[file://my_configs]' experiment=mine
 
-Both need ``fsnn[app]`` (Hydra, Lightning); without it they stop with one line naming it. They answer ``--help`` and
+Both need ``fsnn[suite]`` (Hydra, Lightning); without it they stop with one line naming it. They answer ``--help`` and
 refuse a typo before loading torch, Lightning or any dataset library: those are imported once the command line is
 known to run something.
 """
@@ -27,7 +27,7 @@ CONFIG_DIR = str(config_root())
 
 
 def _missing_extra(error: ImportError, command: str):
-    missing = MissingExtraError(f"fsnn-{command}", (error.name or "hydra").split(".")[0], "app")
+    missing = MissingExtraError(f"fsnn-{command}", (error.name or "hydra").split(".")[0], "suite")
     print(f"fsnn: error: {missing}", file=sys.stderr)
     raise SystemExit(2) from None
 
