@@ -17,7 +17,6 @@ import torch
 from torch import nn
 
 from fsnn.checks import Count, Flag, check_int
-from fsnn.data.graph_features import normalize_rows
 from fsnn.models.registry import register_backbone
 
 
@@ -83,6 +82,8 @@ class GAE(nn.Module):
         """Node embeddings ``[N, dim]``; ``x`` ``[N, F]`` dense or sparse CSR."""
         if x.dim() != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"x must have shape [N, {self.in_features}] (dense or sparse CSR), got {tuple(x.shape)}")
+        from fsnn.data.graph_features import normalize_rows  # numpy and scipy: the graph extra's, not the core's
+
         return self.gae.encode(normalize_rows(x) if self.normalize_features else x, edge_index)
 
     def decode(self, z: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
