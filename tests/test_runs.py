@@ -300,7 +300,9 @@ def test_every_committed_run_is_found_by_its_command():
         )
         shape = (*sorted(keys), *sorted(o for o, key in zip(record["overrides"], keys) if key not in swept))
         groups.setdefault(shape, []).append({**record, "folder": path.parent.name})
-    assert sum(map(len, groups.values())) > 1000 and len(groups) < 30
+    runs = sum(map(len, groups.values()))
+    # grouping is what keeps this test fast: one composition per command shape, many runs per shape
+    assert runs > 1000 and len(groups) * 20 < runs, (runs, len(groups))
     for records in groups.values():
         first = records[0]
         GlobalHydra.instance().clear()
