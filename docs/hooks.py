@@ -16,6 +16,8 @@ from pathlib import Path
 
 import griffe
 
+from fsnn.configs import recipe_switch_options
+
 log = logging.getLogger("mkdocs.plugins.fsnn")
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -34,7 +36,7 @@ GROUPS = {
     "hydra": "run folders named after the command's overrides",
     "setup": "a paper setting: dataset + backbone + its training recipe",
     "recipe": "`matched` (default: every neuron the same recipe) or `authors` (their released code's settings)",
-    "recipe_switch": "`experiment=recipe_ablation_cora` only: one difference from the matched recipe, per neuron",
+    "recipe_switch": "the ablations only: one difference from the matched recipe, `<neuron>/<switch>` for any neuron",
     "launcher": "how a multirun runs its jobs: basic, joblib (local processes), slurm (submitit)",
     "experiment": "the paper's tables and the studies beyond them, each a sweep; `<name>_smoke` runs in seconds",
     "smoke": "`+smoke=vision|graph|sequence` shrinks any run or sweep to seconds",
@@ -65,10 +67,14 @@ def _config_groups() -> str:
     rows = ["| group | options | what it sets |", "|---|---|---|"]
     for folder in sorted(p for p in CONF.iterdir() if p.is_dir()):
         options = [f"`{p.stem}`" for p in sorted(folder.glob("*.yaml"))]
-        if not options:  # a group of sub-groups (recipe_switch/<neuron>/<switch>)
-            subs = sorted(p.name for p in folder.iterdir() if p.is_dir())
-            options = [
-                f"`{{{','.join(subs)}}}/` x " + ", ".join(sorted({f"`{p.stem}`" for p in folder.rglob("*.yaml")}))
+        if folder.name == "recipe_switch":  # <neuron>/<switch>: every neuron's switches (fsnn.configs)
+            switches = recipe_switch_options(CONF)
+            common = set.intersection(*map(set, switches.values()))
+            options = ["`common/` or `<neuron>/` x " + ", ".join(f"`{s}`" for s in sorted(common))]
+            options += [
+                f"`{n}/` x " + ", ".join(f"`{s}`" for s in own)
+                for n, s in switches.items()
+                if (own := sorted(set(s) - common))
             ]
         if folder.name not in GROUPS:
             log.warning("config group %s is not described in docs/hooks.py", folder.name)

@@ -234,34 +234,6 @@ NonNegativeInt = integer("an integer >= 0", lambda v: v >= 0)
 Flag = Annotated[bool, Check("true or false", coerce=_flag)]
 
 
-def is_folder_name(value: str, *, slash: bool = False, limit: int | None = 255) -> bool:
-    """Whether ``value`` names one folder inside another and no other: not empty, ``.`` or ``..``, no control
-    character, no ``/`` (unless ``slash``: a name in which fsnn turns it into ``_``), at most ``limit`` bytes."""
-    return (
-        value not in ("", ".", "..")
-        and (slash or "/" not in value)
-        and value.isprintable()
-        and (limit is None or len(value.encode()) <= limit)
-    )
-
-
-#: a value that becomes one folder's name (``task_name``: ``results/<task_name>/``), which must stay in its root
-FolderName = Annotated[
-    str, Check("a folder name (not empty, . or .., without / or control characters, at most 255 bytes)", is_folder_name)
-]
-#: a folder given by its path (``paths.results_dir``): a blank one would be the file system's root once a name is
-#: joined to it (``'' + '/train'``)
-FolderPath = Annotated[str, Check("a folder (a path, not blank)", lambda value: value.strip() != "")]
-#: ``run_name``: as :data:`FolderName`, but a ``/`` becomes ``_`` and a long name is shortened with a hash
-RunName = Annotated[
-    str,
-    Check(
-        "null or a folder name (not empty, . or .., without control characters)",
-        lambda value: is_folder_name(value, slash=True, limit=None),
-    ),
-]
-
-
 def option_check(annotation) -> tuple[Check | None, bool]:
     """``(the Check of an option's annotation, whether None is allowed)``: ``Count``, ``Count | None``, ..."""
     optional = False

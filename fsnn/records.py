@@ -1,43 +1,18 @@
 """Run folders and their records, as both the suite (which writes them) and the reports (which read them) see
-them: where they live (the results root, the config root), how a folder name fits the file system, and how a
-``metrics.json`` is read."""
+them: where they live (the results root), what may name one (the option types of ``task_name``, ``run_name`` and
+``paths.results_dir``), how a folder name fits the file system, and how a ``metrics.json`` is read."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
+from typing import Annotated
 
 from fsnn.atomic import RunFileError
-
-#: the fsnn package; in a checkout, the repository holds it beside ``conf/``
-PACKAGE = Path(__file__).resolve().parent
-
-
-def config_root() -> Path:
-    """The suite's Hydra configs: the checkout's ``conf/`` beside the package (what ``train.py`` reads in a clone),
-    else the copy an installed wheel carries as ``fsnn/conf``."""
-    clone = PACKAGE.parent / "conf"
-    return clone if (clone / "config.yaml").is_file() else PACKAGE / "conf"
-
-
-def env_setting(name: str, default=None):
-    """``$name``, or ``default`` where it is unset or blank: the ``${fsnn.env:NAME,default}`` of the configs.
-    A variable set to nothing is the shell's way of saying "none": taken as given, ``FSNN_RESULTS=`` would make the
-    results folder ``''`` and put every run at the file system's root (``/train/...``)."""
-    value = os.environ.get(name, "")
-    return value if value.strip() else default
-
-
-def register_resolvers() -> None:
-    """Make ``${fsnn.env:...}`` (:func:`env_setting`) known to OmegaConf, once: everything that resolves fsnn's
-    configs (the commands, :func:`results_root`, :mod:`fsnn.suite.config`) calls this first."""
-    from omegaconf import OmegaConf
-
-    if not OmegaConf.has_resolver("fsnn.env"):
-        OmegaConf.register_new_resolver("fsnn.env", env_setting)
+from fsnn.checks import Check
+from fsnn.configs import config_root, register_resolvers
 
 
 def results_root() -> Path:
@@ -59,6 +34,34 @@ METRIC_UNIT = "fraction"
 
 #: the longest name of one file or folder that common file systems take (ext4, xfs, btrfs, APFS, NTFS), in bytes
 NAME_MAX = 255
+
+
+def is_folder_name(value: str, *, slash: bool = False, limit: int | None = 255) -> bool:
+    """Whether ``value`` names one folder inside another and no other: not empty, ``.`` or ``..``, no control
+    character, no ``/`` (unless ``slash``: a name in which fsnn turns it into ``_``), at most ``limit`` bytes."""
+    return (
+        value not in ("", ".", "..")
+        and (slash or "/" not in value)
+        and value.isprintable()
+        and (limit is None or len(value.encode()) <= limit)
+    )
+
+
+#: a value that becomes one folder's name (``task_name``: ``results/<task_name>/``), which must stay in its root
+FolderName = Annotated[
+    str, Check("a folder name (not empty, . or .., without / or control characters, at most 255 bytes)", is_folder_name)
+]
+#: a folder given by its path (``paths.results_dir``): a blank one would be the file system's root once a name is
+#: joined to it (``'' + '/train'``)
+FolderPath = Annotated[str, Check("a folder (a path, not blank)", lambda value: value.strip() != "")]
+#: ``run_name``: as :data:`FolderName`, but a ``/`` becomes ``_`` and a long name is shortened with a hash
+RunName = Annotated[
+    str,
+    Check(
+        "null or a folder name (not empty, . or .., without control characters)",
+        lambda value: is_folder_name(value, slash=True, limit=None),
+    ),
+]
 
 
 def fitting_name(name: str, limit: int = NAME_MAX) -> str:

@@ -38,8 +38,6 @@ from typing import Any
 
 from fsnn.checks import foreign_option, option_check
 
-#: the kinds of data: what a dataset is (``DatasetInfo.kind``), what a backbone and a task take
-DATA_KINDS = ("event", "static", "graph", "sequence")
 #: what every registry's names must be: they become config values, ``conf/<group>/<name>.yaml`` files and parts of run
 #: folders' names, where a ``/``, a ``..``, a space or an empty name would escape or break them
 NAME_RULE = "an identifier (ASCII letters, digits and _, not starting with a digit)"

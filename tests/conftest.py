@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from fsnn.records import register_resolvers
+from fsnn.configs import register_recipe_switches, register_resolvers
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"
@@ -27,8 +27,10 @@ if not torch.cuda.is_available():
     # the Triton kernels run on CPU tensors through Triton's interpreter; it is chosen when a kernel is
     # defined, so before anything imports fsnn.neurons.triton_kernels
     os.environ.setdefault("TRITON_INTERPRET", "1")
-# composed configs resolve ${fsnn.env:...} as the commands do, whichever test file runs alone
+# composed configs resolve ${fsnn.env:...} and select +recipe_switch=<neuron>/<switch> as the commands do, whichever
+# test file runs alone
 register_resolvers()
+register_recipe_switches()
 
 
 @pytest.fixture

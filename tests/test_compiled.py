@@ -1,4 +1,4 @@
-"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.neurons.compiled`): where they are built, a finished
+"""The plumbing of fsnn's compiled CPU extensions (:mod:`fsnn.compiled`): where they are built, a finished
 build imported without building, and a build that fails. The kernels themselves: ``test_cpu_kernels.py`` and ``test_poisson_sampler.py``."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import torch
 from conftest import ROOT
 
-from fsnn.neurons import compiled
-from fsnn.neurons.compiled import CompiledExtension
+from fsnn.compiled import CompiledExtension
+from fsnn import compiled
 
 
 def test_builds_go_to_one_folder_per_torch_version_and_source(monkeypatch, tmp_path):
@@ -78,7 +78,7 @@ import json, os, shutil, sys
 from pathlib import Path
 from torch.utils import cpp_extension
 from fsnn.models import poisson
-from fsnn.neurons import compiled
+from fsnn import compiled
 real = poisson.EXTENSION.build_directory() / (poisson.EXTENSION.name + ".so")
 os.environ["TORCH_EXTENSIONS_DIR"] = sys.argv[1]
 fresh = compiled.CompiledExtension(poisson.EXTENSION.name, poisson.EXTENSION.source)

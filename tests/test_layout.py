@@ -1,10 +1,15 @@
-"""The package's architecture, enforced: three layers with one-way imports.
+"""The package's architecture, enforced: three layers with one-way imports, and a flat root by one rule.
 
-- the library: the flat modules of ``fsnn/`` (at most :data:`MAX_FLAT`), :mod:`fsnn.neurons`, :mod:`fsnn.models`
-  and :mod:`fsnn.data`; it imports neither the suite nor the reports;
+- the library: :mod:`fsnn.neurons`, :mod:`fsnn.models`, :mod:`fsnn.data` and the flat modules of ``fsnn/``; it
+  imports neither the suite nor the reports;
 - the suite (:mod:`fsnn.suite`): the commands, the run lifecycle, the tasks and studies; it may import the
   library and the reports;
 - the reports (:mod:`fsnn.report`): tables, figures, the page; it imports the library, never the suite.
+
+The flat root: a module sits in ``fsnn/`` itself, beside the packages, when it belongs to none of them, that is,
+when two or more packages import it and it imports no package, only other flat modules. Any layer can then use it
+(argument checks, the registry API, atomic files, run records, the configs' location), and a module that serves one
+package lives in that package. ``fsnn/__init__.py`` is the library's public API and exempt.
 
 Checked twice: statically, over every import statement of the package (module level or inside a function), which
 also finds cycles; and by importing each package in a fresh interpreter and reading ``sys.modules``.
@@ -22,7 +27,7 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "fsnn"
-MAX_FLAT = 8
+PACKAGES = ("data", "models", "neurons", "report", "suite")
 LIBRARY = ("fsnn.neurons", "fsnn.models", "fsnn.data")
 HEAVY = ("hydra", "lightning", "pydantic", "omegaconf")
 
@@ -110,11 +115,26 @@ def test_the_imports_go_one_way_and_in_no_circle():
     assert cycles(graph) == []
 
 
+def package_of(module: str) -> str | None:
+    """The package of ``fsnn`` that holds ``module`` (``"models"`` for ``fsnn.models.sgcn``), ``None`` when flat."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in PACKAGES) else None
+
+
 def test_the_folder_tree_shows_the_layers():
-    flat = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert len(flat) <= MAX_FLAT, flat
     packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
-    assert packages == ["data", "models", "neurons", "report", "suite"]
+    assert packages == list(PACKAGES)
+
+
+def test_a_flat_module_serves_two_packages_and_imports_none():
+    graph = imports(modules())
+    flat = [m for m in graph if m.count(".") == 1 and package_of(m) is None]
+    assert flat, "no flat module found: the rule would hold for nothing"
+    users = {m: {package_of(source) for source, targets in graph.items() if m in targets} - {None} for m in flat}
+    serving_one = {m: sorted(p) for m, p in users.items() if len(p) < 2}
+    assert serving_one == {}, "a flat module that serves fewer than two packages belongs in the one it serves"
+    importing = {m: sorted(t for t in graph[m] if package_of(t)) for m in flat}
+    assert {m: t for m, t in importing.items() if t} == {}, "a flat module imports only other flat modules"
 
 
 def loaded(statement: str) -> list[str]:

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from fsnn.checks import ConfigError, Count, Positive, checked, one_of
-from fsnn.data.common import DatasetInfo
+from fsnn.data.common import DATA_KINDS, DatasetInfo
 from fsnn.data.registry import register_dataset
 from fsnn.models import BACKBONES, register_backbone
 from fsnn.neurons import register_neuron
@@ -22,6 +22,17 @@ from fsnn.suite.config import check_config
 from fsnn.suite.overrides import swept_groups
 
 KINDS = ("neuron", "backbone", "dataset", "task", "corruption", "study")
+
+
+def test_every_backbone_and_task_takes_known_kinds_of_data():
+    from fsnn.suite.tasks import TASKS
+
+    for name in BACKBONES.names():
+        assert BACKBONES.meta(name)["supports"] <= set(DATA_KINDS), name
+    for name in TASKS.names():
+        assert set(TASKS.meta(name)["data"]) <= set(DATA_KINDS), name
+    with pytest.raises(ValueError, match="at least one kind of data"):
+        register_backbone("no_kind", supports=())
 
 
 @pytest.mark.parametrize("what", KINDS)

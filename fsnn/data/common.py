@@ -160,6 +160,9 @@ def stratified_split(labels, fractions: Sequence[float], seed: int) -> tuple[np.
 
 # -- registry record ---------------------------------------------------------------------------
 
+#: the kinds of data: what a dataset is (:attr:`DatasetInfo.kind`), what a backbone and a task take
+DATA_KINDS = ("event", "static", "graph", "sequence")
+
 
 @dataclass(frozen=True)
 class DatasetInfo:

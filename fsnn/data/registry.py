@@ -21,13 +21,14 @@ from fsnn.checks import (
 from fsnn.data import digits_dvs, events, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.common import (
+    DATA_KINDS,
     DatasetInfo,
     abspath,
     resolve_download,
     resolve_size,
     resolve_verify,
 )
-from fsnn.registry import DATA_KINDS, Registry
+from fsnn.registry import Registry
 
 # what the loaders take from the run rather than from the dataset's config
 DATASETS = Registry(

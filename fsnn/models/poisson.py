@@ -33,7 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fsnn.checks import check_int, check_number
-from fsnn.neurons.compiled import CompiledExtension
+from fsnn.compiled import CompiledExtension
 from fsnn.neurons.engines import once_differentiable
 
 # Elements of the largest intermediate of one chunk ([steps, rows, features] spikes on the dense path, [steps,

@@ -17,7 +17,7 @@ U_{k+1})``, ``Hbar_k = U_k - Gbar_k`` (``c_k, d_k`` of :func:`fsnn.neurons.dynam
 The work is ``O(T^2 N)`` (``O(T M N)`` with a window), so ``engine="auto"`` uses it on the CPU up to
 :data:`AUTO_MAX_STEPS` steps and the torch SOE engine beyond. It is built with PyTorch's C++ extension tools
 (``torch.utils.cpp_extension.load``: a C++ compiler and ninja) the first time a neuron needs it, about a minute,
-and cached (:mod:`fsnn.neurons.compiled`). Where it cannot be built, ``auto`` falls back to the torch engines with one
+and cached (:mod:`fsnn.compiled`). Where it cannot be built, ``auto`` falls back to the torch engines with one
 warning; ``FSNN_CPU_KERNELS=0`` turns it off.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from fsnn.neurons.compiled import CompiledExtension
+from fsnn.compiled import CompiledExtension
 
 AUTO_MAX_STEPS = 256  # beyond it the O(T^2) sums cost more than the torch SOE engine's O(T) per-step loop
 EXTENSION = CompiledExtension("fsnn_cpu_kernels", Path(__file__).with_name("cpu_kernels.cpp"))

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fsnn.records import config_root, is_earlier_generation
+from fsnn.configs import config_root
+from fsnn.records import is_earlier_generation
 
 # match keys that are not dotted paths into a run's resolved config
 ALIASES = {

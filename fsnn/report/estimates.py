@@ -12,7 +12,8 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
-from fsnn.records import config_root, results_root
+from fsnn.configs import config_root, register_recipe_switches
+from fsnn.records import results_root
 from fsnn.report.collect import (
     INTEGER,
     OBJECT,
@@ -167,6 +168,7 @@ def jobs(experiment: str) -> list[dict]:
     ``neuron_variant``) and seeds do not change dataset, backbone or epochs, so they are counted, not composed."""
     from hydra import compose, initialize_config_dir
 
+    register_recipe_switches()
     params = sweep(experiment)
     counted = {k: v for k, v in params.items() if k == "seed" or k.lstrip("+").startswith("neuron")}
     composed = {k: v for k, v in params.items() if k not in counted}

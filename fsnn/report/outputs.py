@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fsnn.atomic import RunFileError
-from fsnn.checks import is_folder_name
+from fsnn.records import is_folder_name
 from fsnn.report.collect import inside, printable, read_record
 
 #: the characters a path segment of a URL holds as they are (RFC 3986's sub-delimiters and ``@``), which run folder

@@ -40,9 +40,10 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fsnn.atomic import write_text_atomic
+from fsnn.configs import config_root
 from fsnn.formatting import format_percent
 from fsnn.provenance import source_commit
-from fsnn.records import config_root, results_root
+from fsnn.records import results_root
 from fsnn.report.claims import COLUMNS, LEGEND, claim_cells, claims
 from fsnn.report.collect import (
     epochs_of,

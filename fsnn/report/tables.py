@@ -32,8 +32,9 @@ from typing import Any
 import yaml
 
 from fsnn.atomic import RunFileError, write_text_atomic
+from fsnn.configs import config_root
 from fsnn.formatting import DASH, format_number
-from fsnn.records import config_root, results_root
+from fsnn.records import results_root
 from fsnn.report.claims import claims, claims_markdown
 from fsnn.report.collect import (
     ALIASES,

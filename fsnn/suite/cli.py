@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fsnn.records import config_root, register_resolvers
+from fsnn.configs import config_root, register_recipe_switches, register_resolvers
 from fsnn.registry import MissingExtraError
 
 #: where the commands read their configs (see the module's docstring)
@@ -50,6 +50,7 @@ def _run(config_name: str, command: str) -> None:
         from fsnn.suite.overrides import check_command_line
     except ImportError as error:
         _missing_extra(error, command)
+    register_recipe_switches()
     # a typo: one line and exit 2, before Hydra makes anything and before the heavy libraries load
     if check_command_line(Path(CONFIG_DIR), config_name):
         try:  # here, so that a missing library is one line, not a traceback from Hydra's callbacks (fsnn.suite.run)

@@ -28,13 +28,13 @@ from fsnn.checks import (
     ConfigError,
     OptionError,
     foreign_option,
-    is_folder_name,
     option_check,
 )
+from fsnn.configs import register_resolvers
 from fsnn.data.registry import DATASETS
 from fsnn.models.registry import BACKBONES
 from fsnn.neurons.registry import NEURONS
-from fsnn.records import register_resolvers
+from fsnn.records import is_folder_name
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (
     OptimizerSchema,

@@ -16,15 +16,13 @@ from fsnn.checks import (
     ConfigError,
     Count,
     Flag,
-    FolderName,
-    FolderPath,
     NonNegative,
     NonNegativeInt,
     Positive,
-    RunName,
     integer,
     one_of,
 )
+from fsnn.records import FolderName, FolderPath, RunName
 from fsnn.registry import accepted, did_you_mean
 
 MAX_SEED = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything keeps to

@@ -1,0 +1,72 @@
+"""fsnn's Hydra configs as everything that composes them sees them (the commands, the reports' estimates, the
+tests): where they are (:func:`config_root`), the ``${fsnn.env:...}`` resolver (:func:`register_resolvers`) and the
+recipe switches of every neuron (:func:`register_recipe_switches`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: the fsnn package; in a checkout, the repository holds it beside ``conf/``
+PACKAGE = Path(__file__).resolve().parent
+
+
+def config_root() -> Path:
+    """The suite's Hydra configs: the checkout's ``conf/`` beside the package (what ``train.py`` reads in a clone),
+    else the copy an installed wheel carries as ``fsnn/conf``."""
+    clone = PACKAGE.parent / "conf"
+    return clone if (clone / "config.yaml").is_file() else PACKAGE / "conf"
+
+
+def env_setting(name: str, default=None):
+    """``$name``, or ``default`` where it is unset or blank: the ``${fsnn.env:NAME,default}`` of the configs.
+    A variable set to nothing is the shell's way of saying "none": taken as given, ``FSNN_RESULTS=`` would make the
+    results folder ``''`` and put every run at the file system's root (``/train/...``)."""
+    value = os.environ.get(name, "")
+    return value if value.strip() else default
+
+
+def register_resolvers() -> None:
+    """Make ``${fsnn.env:...}`` (:func:`env_setting`) known to OmegaConf, once: everything that resolves fsnn's
+    configs calls this first."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("fsnn.env"):
+        OmegaConf.register_new_resolver("fsnn.env", env_setting)
+
+
+#: the switches that hold for every neuron, one file each: ``conf/recipe_switch/common/<switch>.yaml``
+COMMON_SWITCHES = "common"
+
+
+def recipe_switch_options(root: Path | None = None) -> dict[str, list[str]]:
+    """``{neuron: [switch, ...]}``: what ``+recipe_switch=<neuron>/<switch>`` selects under the config root ``root``
+    (default :func:`config_root`). Every neuron of ``conf/neuron/`` has every switch of ``recipe_switch/common/``; a
+    switch that sets something only one neuron has is a file of its own, ``recipe_switch/<neuron>/<switch>.yaml``,
+    and takes the place of a common switch of that name."""
+    folder = (root or config_root()) / "recipe_switch"
+    common = sorted(p.stem for p in (folder / COMMON_SWITCHES).glob("*.yaml"))
+    return {
+        neuron.stem: sorted({*common, *(p.stem for p in (folder / neuron.stem).glob("*.yaml"))})
+        for neuron in sorted((folder.parent / "neuron").glob("*.yaml"))
+    }
+
+
+def register_recipe_switches(root: Path | None = None) -> None:
+    """Make ``+recipe_switch=<neuron>/<switch>`` select the common switch with ``neuron=<neuron>``, for every neuron
+    and every switch of :func:`recipe_switch_options` that has no file of its own, in Hydra's config store (once per
+    process: the store keeps them). One switch is then one file, and a sweep pairs it with a neuron in one value
+    (``+recipe_switch: flif/none,sj_lif/reset``), as a multirun's product of two lists cannot."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    folder = (root or config_root()) / "recipe_switch"
+    for neuron, switches in recipe_switch_options(root).items():
+        for switch in switches:
+            if not (folder / neuron / f"{switch}.yaml").is_file():
+                store.store(
+                    group=f"recipe_switch/{neuron}",
+                    name=switch,
+                    package="_global_",
+                    node={"defaults": [f"/recipe_switch/{COMMON_SWITCHES}/{switch}", {"override /neuron": neuron}]},
+                )
