@@ -25,9 +25,10 @@ from fsnn.data import (
     build_dataset,
     dataset_info,
     digits_dvs,
-    events,
     events_to_frames,
+    frame_cache,
     frame_slices,
+    tonic_datasets,
 )
 from fsnn.data.common import stratified_split
 from fsnn.data.fixtures import (
@@ -61,13 +62,13 @@ def digits_root(tmp_path_factory) -> Path:
 def count_integrations(monkeypatch):
     """Counts calls of the integration step of the frame cache."""
     calls = []
-    real = events.events_to_frames
+    real = frame_cache.events_to_frames
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(events, "events_to_frames", counting)
+    monkeypatch.setattr(frame_cache, "events_to_frames", counting)
     return calls
 
 
@@ -207,7 +208,9 @@ def test_unverified_loaders_keep_the_libraries_classes_and_pickle(fixture_root):
         again = pickle.loads(pickle.dumps(test))
         assert type(again.base) is cls and torch.equal(again[3][0], test[3][0]) and again.targets == test.targets
     for name, cls in (("nmnist", tonic.datasets.NMNIST), ("dvslip", tonic.datasets.DVSLip)):
-        sources = events.tonic_sources(events.TONIC_SPECS[name], fixture_root, download=False, verify=False)
+        sources = tonic_datasets.tonic_sources(
+            tonic_datasets.TONIC_SPECS[name], fixture_root, download=False, verify=False
+        )
         reader = sources["train"].read
         # tonic's folder is <save_to>/<class name>: the subclass was named like its class
         assert type(reader.dataset) is cls and Path(reader.dataset.location_on_system).name == cls.__name__
@@ -452,7 +455,7 @@ def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrat
     victim.write_bytes(bytes(data))
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
-    with caplog.at_level("WARNING", logger="fsnn.data.events"):
+    with caplog.at_level("WARNING", logger="fsnn.data.frame_cache"):
         assert torch.equal(train[0][0], reference)
     assert len(count_integrations) == 1 and str(victim) in caplog.text and "damaged" in caplog.text
 
@@ -461,13 +464,13 @@ def test_frames_that_do_not_match_their_digest_are_rebuilt(tmp_path, count_integ
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[1][0]
-    manifest = json.loads((marker := train.cache.dir / events.MARKER).read_text())
-    assert manifest["format"] == events.CACHE_FORMAT and len(manifest["digests"]) == len(manifest["sizes"])
+    manifest = json.loads((marker := train.cache.dir / frame_cache.MARKER).read_text())
+    assert manifest["format"] == frame_cache.CACHE_FORMAT and len(manifest["digests"]) == len(manifest["sizes"])
     manifest["digests"][train.indices[1]] = "0" * 64  # as if the file's frames had changed since they were written
     marker.write_text(json.dumps(manifest))
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
-    with caplog.at_level("WARNING", logger="fsnn.data.events"):
+    with caplog.at_level("WARNING", logger="fsnn.data.frame_cache"):
         assert torch.equal(train[1][0], reference)
     assert len(count_integrations) == 1 and "do not match the digest" in caplog.text
 
@@ -533,12 +536,15 @@ def test_verification_compares_file_counts_with_the_published_release(fixture_ro
         r"has 1,077",
     ):
         build_dataset("dvsgesture", fixture_root, download=False)
-    spec = events.TONIC_SPECS["dvsgesture"]
+    spec = tonic_datasets.TONIC_SPECS["dvsgesture"]
     location = fixture_root / spec.folder
-    assert events.tonic_split_problem(spec, location, "train", verify=True).startswith("incomplete")
-    assert events.tonic_problem(replace(spec, published={"train": 110, "test": 110}), location, verify=True) is None
+    assert tonic_datasets.tonic_split_problem(spec, location, "train", verify=True).startswith("incomplete")
+    assert (
+        tonic_datasets.tonic_problem(replace(spec, published={"train": 110, "test": 110}), location, verify=True)
+        is None
+    )
     more = replace(spec, published={"train": 100, "test": 110})
-    assert events.tonic_split_problem(more, location, "train", verify=True).startswith(
+    assert tonic_datasets.tonic_split_problem(more, location, "train", verify=True).startswith(
         "unexpected files: ibmGestureTrain/ holds 110"
     )
 
