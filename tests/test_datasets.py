@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import time
 import urllib.error
@@ -28,6 +29,7 @@ from fsnn.data import (
     events_to_frames,
     frame_cache,
     frame_slices,
+    hardvs,
     tonic_datasets,
 )
 from fsnn.data.common import stratified_split
@@ -547,6 +549,37 @@ def test_verification_compares_file_counts_with_the_published_release(fixture_ro
     assert tonic_datasets.tonic_split_problem(more, location, "train", verify=True).startswith(
         "unexpected files: ibmGestureTrain/ holds 110"
     )
+
+
+def statistics_rows(module) -> dict[str, list[str]]:
+    """``{name: [dataset, samples, classes, sensor, "T, frames"]}``: the rows of a loader module's statistics table
+    (between its second and third ``===`` rules, columns two or more spaces apart)."""
+    lines = module.__doc__.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("===")]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[rules[1] + 1 : rules[2]]]
+    return {row[0].strip("`"): row[1:] for row in rows}
+
+
+def hw(pair) -> str:
+    return f"{pair[0]} x {pair[1]}"
+
+
+@pytest.mark.parametrize("module", [tonic_datasets, hardvs])
+def test_the_statistics_tables_give_what_the_code_holds(module):
+    rows = statistics_rows(module)
+    names = list(tonic_datasets.TONIC_SPECS) if module is tonic_datasets else ["hardvs", "hardvs_mini"]
+    assert list(rows) == names
+    for name, (_, samples, classes, sensor, t_frames) in rows.items():
+        info = dataset_info(name)
+        assert (int(classes), t_frames) == (info.num_classes, f"{info.default_T}, {hw(info.size)}"), name
+        if module is tonic_datasets:
+            spec = tonic_datasets.TONIC_SPECS[name]
+            counts = " / ".join(f"{n:,}" for n in spec.published.values())
+            assert (samples, sensor) == (counts + (" in all" if "all" in spec.published else ""), hw(spec.sensor_hw))
+        else:
+            assert sensor == hw(hardvs.HARDVS_SENSOR)
+            if name == "hardvs":
+                assert samples == " / ".join(f"{hardvs.HARDVS_SIZES[s]:,}" for s in hardvs.HARDVS_SPLITS)
 
 
 def test_mini_hardvs_fixture_passes_verification(fixture_root, monkeypatch):
