@@ -12,8 +12,8 @@ import pytest
 import torch
 from conftest import ROOT
 
-from fsnn.compiled import CompiledExtension
 from fsnn import compiled
+from fsnn.compiled import CompiledExtension
 
 
 def test_builds_go_to_one_folder_per_torch_version_and_source(monkeypatch, tmp_path):

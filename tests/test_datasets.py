@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import time
 import urllib.error
@@ -25,9 +26,11 @@ from fsnn.data import (
     build_dataset,
     dataset_info,
     digits_dvs,
-    events,
     events_to_frames,
+    frame_cache,
     frame_slices,
+    hardvs,
+    tonic_datasets,
 )
 from fsnn.data.common import stratified_split
 from fsnn.data.fixtures import (
@@ -61,13 +64,13 @@ def digits_root(tmp_path_factory) -> Path:
 def count_integrations(monkeypatch):
     """Counts calls of the integration step of the frame cache."""
     calls = []
-    real = events.events_to_frames
+    real = frame_cache.events_to_frames
 
     def counting(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(events, "events_to_frames", counting)
+    monkeypatch.setattr(frame_cache, "events_to_frames", counting)
     return calls
 
 
@@ -207,7 +210,9 @@ def test_unverified_loaders_keep_the_libraries_classes_and_pickle(fixture_root):
         again = pickle.loads(pickle.dumps(test))
         assert type(again.base) is cls and torch.equal(again[3][0], test[3][0]) and again.targets == test.targets
     for name, cls in (("nmnist", tonic.datasets.NMNIST), ("dvslip", tonic.datasets.DVSLip)):
-        sources = events.tonic_sources(events.TONIC_SPECS[name], fixture_root, download=False, verify=False)
+        sources = tonic_datasets.tonic_sources(
+            tonic_datasets.TONIC_SPECS[name], fixture_root, download=False, verify=False
+        )
         reader = sources["train"].read
         # tonic's folder is <save_to>/<class name>: the subclass was named like its class
         assert type(reader.dataset) is cls and Path(reader.dataset.location_on_system).name == cls.__name__
@@ -452,7 +457,7 @@ def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrat
     victim.write_bytes(bytes(data))
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
-    with caplog.at_level("WARNING", logger="fsnn.data.events"):
+    with caplog.at_level("WARNING", logger="fsnn.data.frame_cache"):
         assert torch.equal(train[0][0], reference)
     assert len(count_integrations) == 1 and str(victim) in caplog.text and "damaged" in caplog.text
 
@@ -461,13 +466,13 @@ def test_frames_that_do_not_match_their_digest_are_rebuilt(tmp_path, count_integ
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[1][0]
-    manifest = json.loads((marker := train.cache.dir / events.MARKER).read_text())
-    assert manifest["format"] == events.CACHE_FORMAT and len(manifest["digests"]) == len(manifest["sizes"])
+    manifest = json.loads((marker := train.cache.dir / frame_cache.MARKER).read_text())
+    assert manifest["format"] == frame_cache.CACHE_FORMAT and len(manifest["digests"]) == len(manifest["sizes"])
     manifest["digests"][train.indices[1]] = "0" * 64  # as if the file's frames had changed since they were written
     marker.write_text(json.dumps(manifest))
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
-    with caplog.at_level("WARNING", logger="fsnn.data.events"):
+    with caplog.at_level("WARNING", logger="fsnn.data.frame_cache"):
         assert torch.equal(train[1][0], reference)
     assert len(count_integrations) == 1 and "do not match the digest" in caplog.text
 
@@ -533,14 +538,48 @@ def test_verification_compares_file_counts_with_the_published_release(fixture_ro
         r"has 1,077",
     ):
         build_dataset("dvsgesture", fixture_root, download=False)
-    spec = events.TONIC_SPECS["dvsgesture"]
+    spec = tonic_datasets.TONIC_SPECS["dvsgesture"]
     location = fixture_root / spec.folder
-    assert events.tonic_split_problem(spec, location, "train", verify=True).startswith("incomplete")
-    assert events.tonic_problem(replace(spec, published={"train": 110, "test": 110}), location, verify=True) is None
+    assert tonic_datasets.tonic_split_problem(spec, location, "train", verify=True).startswith("incomplete")
+    assert (
+        tonic_datasets.tonic_problem(replace(spec, published={"train": 110, "test": 110}), location, verify=True)
+        is None
+    )
     more = replace(spec, published={"train": 100, "test": 110})
-    assert events.tonic_split_problem(more, location, "train", verify=True).startswith(
+    assert tonic_datasets.tonic_split_problem(more, location, "train", verify=True).startswith(
         "unexpected files: ibmGestureTrain/ holds 110"
     )
+
+
+def statistics_rows(module) -> dict[str, list[str]]:
+    """``{name: [dataset, samples, classes, sensor, "T, frames"]}``: the rows of a loader module's statistics table
+    (between its second and third ``===`` rules, columns two or more spaces apart)."""
+    lines = module.__doc__.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("===")]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[rules[1] + 1 : rules[2]]]
+    return {row[0].strip("`"): row[1:] for row in rows}
+
+
+def hw(pair) -> str:
+    return f"{pair[0]} x {pair[1]}"
+
+
+@pytest.mark.parametrize("module", [tonic_datasets, hardvs])
+def test_the_statistics_tables_give_what_the_code_holds(module):
+    rows = statistics_rows(module)
+    names = list(tonic_datasets.TONIC_SPECS) if module is tonic_datasets else ["hardvs", "hardvs_mini"]
+    assert list(rows) == names
+    for name, (_, samples, classes, sensor, t_frames) in rows.items():
+        info = dataset_info(name)
+        assert (int(classes), t_frames) == (info.num_classes, f"{info.default_T}, {hw(info.size)}"), name
+        if module is tonic_datasets:
+            spec = tonic_datasets.TONIC_SPECS[name]
+            counts = " / ".join(f"{n:,}" for n in spec.published.values())
+            assert (samples, sensor) == (counts + (" in all" if "all" in spec.published else ""), hw(spec.sensor_hw))
+        else:
+            assert sensor == hw(hardvs.HARDVS_SENSOR)
+            if name == "hardvs":
+                assert samples == " / ".join(f"{hardvs.HARDVS_SIZES[s]:,}" for s in hardvs.HARDVS_SPLITS)
 
 
 def test_mini_hardvs_fixture_passes_verification(fixture_root, monkeypatch):

@@ -12,15 +12,16 @@ frames by event count and cached under ``data_dir/fsnn_cache``; static ones (``c
 ``citeseer``, ``pubmed``, ``photo``, ``computers``, ``cs``, ``physics``, ``ogbn_arxiv``, ``karate``, ``synthetic``)
 come from PyG / OGB or are generated; sequence tasks (``delayed_cue``, ``seq_digits``: ``build_sequences``, items
 ``[T, C]``) are generated and cached. Modules:
-:mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.events`, :mod:`.digits_dvs`,
-:mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse graph preprocessing),
-:mod:`.graph_checks` (graph files and caches checked before use), :mod:`.corruptions` (the robustness study's
-corruptions of frames and graphs), :mod:`.fixtures` and :mod:`.graph_fixtures` (tiny fakes in the real formats),
-:mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
+:mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.event_frames` (events ->
+frames), :mod:`.frame_cache` (the frames on disk and the datasets served from them), :mod:`.tonic_datasets`,
+:mod:`.hardvs`, :mod:`.digits_dvs`, :mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse
+graph preprocessing), :mod:`.graph_checks` (graph files and caches checked before use), :mod:`.corruptions` (the
+robustness study's corruptions of frames and graphs), :mod:`.fixtures` and :mod:`.graph_fixtures` (tiny fakes in the
+real formats), :mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
 """
 
 from fsnn.data.common import DatasetDamagedError, DatasetInfo, DatasetMissingError, stratified_split
-from fsnn.data.events import events_to_frames, frame_slices
+from fsnn.data.event_frames import events_to_frames, frame_slices
 from fsnn.data.registry import (
     DATASETS,
     build_dataset,

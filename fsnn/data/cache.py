@@ -1,6 +1,6 @@
 """The on-disk cache of derived data, all under one folder per data directory, ``<data_dir>/fsnn_cache``
 (:data:`CACHE_DIRNAME`): integrated event frames (``<dataset>/T<T>_s<size>/<split>/``,
-:class:`fsnn.data.events.FrameCache`) and graph preprocessing (``graphs/<dataset>/``, :func:`cached_tensor`). Files are
+:class:`fsnn.data.frame_cache.FrameCache`) and graph preprocessing (``graphs/<dataset>/``, :func:`cached_tensor`). Files are
 written atomically and built under advisory locks, so parallel runs (a Hydra multirun) build each entry once and never
 read half a file.
 """

@@ -1,5 +1,5 @@
-"""Shared machinery of the dataset layer: the registry record, the missing-data error, environment switches and the
-seeded stratified splitter.
+"""Shared machinery of the dataset layer: the registry record, the missing-data error (and the file counts that find
+missing data), environment switches and the seeded stratified splitter.
 
 Nothing here imports tonic, SpikingJelly, torchvision or PyG; those load lazily inside the dataset modules.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -55,6 +56,22 @@ def dataset_missing(
     lines += [f"  {line}" for line in layout]
     lines.append(f"How to get it: {get_it}")
     return DatasetMissingError("\n".join(lines), dataset=name, directory=directory)
+
+
+def missing_in_folder(name: str, folder: Path, problem: str, layout, get_it: str, library: str) -> DatasetMissingError:
+    """:func:`dataset_missing` for a dataset that ``library`` reads from ``folder``: each line of ``layout`` is a
+    path relative to ``folder`` unless it places ``{dir}`` itself, ``{dir}`` in ``get_it`` is ``folder``, and the
+    layout ends naming the library (the tonic and HarDVS loaders' error)."""
+    lines = [line.format(dir=folder) if "{dir}" in line else f"{folder}/{line}" for line in layout]
+    return dataset_missing(name, folder, problem, lines + [f"(read by {library})"], get_it.format(dir=folder))
+
+
+def count_files(folder: Path, ext: str, limit: int | None = None) -> int:
+    """Number of ``*ext`` files under ``folder`` (recursively), counting no further than ``limit`` when given;
+    ``0`` when ``folder`` is not a directory (the layout checks of the event loaders)."""
+    if not folder.is_dir():
+        return 0
+    return sum(1 for _ in islice(folder.rglob(f"*{ext}"), limit))
 
 
 def env_flag(var: str, default: bool) -> bool:

@@ -30,7 +30,7 @@ import numpy as np
 from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
 from fsnn.data.common import DatasetInfo, abspath
-from fsnn.data.events import EventSource, splits_from_sources
+from fsnn.data.frame_cache import EventSource, splits_from_sources
 
 log = logging.getLogger(__name__)
 

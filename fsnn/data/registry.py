@@ -18,7 +18,7 @@ from fsnn.checks import (
     checked,
     one_of,
 )
-from fsnn.data import digits_dvs, events, graphs, sequences, static
+from fsnn.data import digits_dvs, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.common import (
     DATA_KINDS,
@@ -28,6 +28,8 @@ from fsnn.data.common import (
     resolve_size,
     resolve_verify,
 )
+from fsnn.data.hardvs import build_hardvs
+from fsnn.data.tonic_datasets import build_tonic
 from fsnn.registry import Registry
 
 # what the loaders take from the run rather than from the dataset's config
@@ -136,17 +138,13 @@ for _info in (
         "digits_dvs",
         digits_dvs.build_digits_dvs,
     ),
-    DatasetInfo("nmnist", "event", 10, 2, (34, 34), 16, "tonic.datasets.NMNIST", "NMNIST", events.build_tonic),
+    DatasetInfo("nmnist", "event", 10, 2, (34, 34), 16, "tonic.datasets.NMNIST", "NMNIST", build_tonic),
+    DatasetInfo("dvsgesture", "event", 11, 2, (128, 128), 16, "tonic.datasets.DVSGesture", "DVSGesture", build_tonic),
     DatasetInfo(
-        "dvsgesture", "event", 11, 2, (128, 128), 16, "tonic.datasets.DVSGesture", "DVSGesture", events.build_tonic
+        "ncaltech101", "event", 101, 2, (128, 128), 16, "tonic.datasets.NCALTECH101", "NCALTECH101", build_tonic
     ),
-    DatasetInfo(
-        "ncaltech101", "event", 101, 2, (128, 128), 16, "tonic.datasets.NCALTECH101", "NCALTECH101", events.build_tonic
-    ),
-    DatasetInfo("dvslip", "event", 100, 2, (128, 128), 16, "tonic.datasets.DVSLip", "DVSLip", events.build_tonic),
-    DatasetInfo(
-        "hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS", events.build_hardvs
-    ),
+    DatasetInfo("dvslip", "event", 100, 2, (128, 128), 16, "tonic.datasets.DVSLip", "DVSLip", build_tonic),
+    DatasetInfo("hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS", build_hardvs),
     DatasetInfo(
         "hardvs_mini",
         "event",
@@ -156,7 +154,7 @@ for _info in (
         8,
         "spikingjelly.datasets.HARDVS",
         "MINI_HARDVS",
-        events.build_hardvs,
+        build_hardvs,
     ),
     DatasetInfo(
         "cifar10",

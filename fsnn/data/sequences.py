@@ -3,7 +3,7 @@ r"""Generated sequence tasks (kind ``"sequence"``): what a network must remember
 Both are generated offline in seconds, deterministically from ``data_seed``, and cached once under
 ``<data_dir>/fsnn_cache/<name>/`` (:func:`fsnn.data.cache.cached_tensor`, keyed by every generation parameter).
 Items are ``(float32 [T, C], int)``; a batch is ``[B, T, C]``. Splits follow ``digits_dvs``: a fixed stratified
-20 % test set (seed :data:`fsnn.data.events.SPLIT_SEED`), then a seeded stratified ``val_fraction`` of the rest.
+20 % test set (seed :data:`fsnn.data.frame_cache.SPLIT_SEED`), then a seeded stratified ``val_fraction`` of the rest.
 Each split carries ``readout_steps``: the last steps a model reads its answer from.
 
 ``delayed_cue`` (a delayed match-to-sample task): ``C`` input channels and one "go" channel, ``T = cue_steps + delay +
@@ -50,7 +50,7 @@ from fsnn.checks import (
 )
 from fsnn.data.cache import cached_tensor
 from fsnn.data.common import DatasetInfo, stratified_split
-from fsnn.data.events import SPLIT_SEED, TEST_FRACTION
+from fsnn.data.frame_cache import SPLIT_SEED, TEST_FRACTION
 from fsnn.registry import did_you_mean
 
 log = logging.getLogger(__name__)

@@ -216,15 +216,17 @@ def step_costs(bench_dir: str | Path | None = None) -> list[dict]:
 def train_samples(cfg) -> int | None:
     """Training samples per epoch of a composed config (the published split sizes, less validation), ``None`` where
     fsnn does not know them."""
-    from fsnn.data import events
+    from fsnn.data.frame_cache import TEST_FRACTION
+    from fsnn.data.hardvs import HARDVS_SIZES
+    from fsnn.data.tonic_datasets import TONIC_SPECS
 
     name = cfg.dataset.name
-    if name in events.TONIC_SPECS:
-        published = events.TONIC_SPECS[name].published
-        train = published.get("train") or round(published["all"] * (1 - events.TEST_FRACTION))
+    if name in TONIC_SPECS:
+        published = TONIC_SPECS[name].published
+        train = published.get("train") or round(published["all"] * (1 - TEST_FRACTION))
         return round(train * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
     if name == "hardvs":
-        return events.HARDVS_SIZES["train"]
+        return HARDVS_SIZES["train"]
     return None
 
 
@@ -298,7 +300,7 @@ def evaluation_estimate(study: str, experiment: str, spec: dict, costs: list[dic
     the published test split, at the slowest measured neuron's test speed."""
     from omegaconf import OmegaConf
 
-    from fsnn.data import events
+    from fsnn.data.tonic_datasets import TONIC_SPECS
 
     corruptions = OmegaConf.load(config_root() / "robustness" / f"{study}.yaml").corruptions
     passes = 1 + sum(len(c.levels) for c in corruptions.values())
@@ -309,7 +311,7 @@ def evaluation_estimate(study: str, experiment: str, spec: dict, costs: list[dic
         if cfg.dataset.name not in datasets or cfg.backbone.name not in backbones:
             continue
         step = _step(cfg, costs)
-        published = events.TONIC_SPECS.get(cfg.dataset.name)
+        published = TONIC_SPECS.get(cfg.dataset.name)
         if step is None or published is None or "test" not in published.published:
             continue
         bench, scale = step

@@ -1,0 +1,318 @@
+"""The frame cache of the event datasets and the datasets served from it.
+
+Every event dataset (N-MNIST, DVS128 Gesture, N-Caltech101, DVS-Lip: :mod:`fsnn.data.tonic_datasets`; HarDVS:
+:mod:`fsnn.data.hardvs`; digits_dvs: :mod:`fsnn.data.digits_dvs`) goes through the same steps:
+
+1. its loader lists and parses the raw files of one official split; :class:`EventSource` wraps it with a sorted
+   sample order and integer labels (:class:`EventReader` reads a sample through the upstream dataset class);
+2. :class:`FrameCache` integrates each sample into ``T`` frames (:func:`fsnn.data.event_frames.events_to_frames`) and
+   stores one compressed ``.npz`` per sample under ``<data_dir>/fsnn_cache/<name>/T<T>_s<size>/<split>/`` (atomic
+   writes, completion marker written last with the content digest of every sample, checked at each read;
+   ``build_dataset(cache_dir=...)`` moves it, e.g. when ``data_dir`` is read-only);
+3. :class:`FrameDataset` serves ``(float32 [T, 2, H, W], int)`` from the cache, for a subset of indices;
+   :func:`splits_from_sources` carves train / val / test with seeded, stratified splits (:data:`TEST_FRACTION`,
+   :data:`SPLIT_SEED` for datasets without an official test split).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from fsnn.atomic import content_digest, file_lock, write_atomic, write_json_atomic
+from fsnn.data.cache import read_json
+from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, stratified_split
+from fsnn.data.event_frames import compact_counts, events_to_frames
+
+log = logging.getLogger(__name__)
+
+MARKER = "_COMPLETE.json"
+CACHE_FORMAT = 2  # 2: the marker holds each sample's content digest
+#: datasets without an official split (N-Caltech101, digits_dvs): a fixed, seeded, stratified 80/20
+#: train/test split of the sorted sample list.
+TEST_FRACTION = 0.2
+#: the seed of fixed train/test splits (independent of the run seed, so every run is tested on the same samples)
+SPLIT_SEED = 0
+
+# -- sources: one official split, as the upstream loader sees it --------------------------------
+
+
+class EventSource:
+    """One official split of an event dataset: ``keys`` (sample identities, e.g. paths relative to the dataset
+    folder, sorted), ``labels`` (int class per key), ``sensor_hw`` and ``read(i) -> (x, y, t, p)`` parsing sample
+    ``i`` through the upstream loader; ``location``: the folder the keys are relative to. ``fingerprint`` hashes
+    keys, labels and sensor so that a cache built from a different file list is never reused."""
+
+    def __init__(
+        self,
+        dataset: str,
+        split: str,
+        sensor_hw: tuple[int, int],
+        keys: list[str],
+        labels,
+        read: Callable[[int], tuple],
+        location: Path | None = None,
+    ):
+        self.dataset = dataset
+        self.location = location
+        self.split = split
+        self.sensor_hw = (int(sensor_hw[0]), int(sensor_hw[1]))
+        self.keys = list(keys)
+        self.labels = np.asarray(labels, dtype=np.int64)
+        self.read = read
+        if len(self.keys) != len(self.labels):
+            raise ValueError("keys and labels differ in length")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        h.update(f"{self.dataset}|{self.split}|{self.sensor_hw}|{len(self.keys)}\n".encode())
+        for key, label in zip(self.keys, self.labels.tolist()):
+            h.update(f"{key}\t{label}\n".encode())
+        return h.hexdigest()
+
+
+class EventReader:
+    """Picklable ``read(i)``: ``dataset[order[i]]`` -> ``(x, y, t, p)``; the events may be a tonic structured
+    array or a SpikingJelly ``data_type='event'`` dict (both index by field name)."""
+
+    def __init__(self, dataset, order):
+        self.dataset = dataset
+        self.order = [int(i) for i in order]
+
+    def __call__(self, i: int):
+        events, _ = self.dataset[self.order[i]]
+        return events["x"], events["y"], events["t"], events["p"]
+
+
+# -- frame cache -------------------------------------------------------------------------------
+
+
+def size_tag(hw: tuple[int, int]) -> str:
+    """``128`` for square sizes, ``180x240`` otherwise (cache folder names)."""
+    return str(hw[0]) if hw[0] == hw[1] else f"{hw[0]}x{hw[1]}"
+
+
+class FrameCache:
+    """Integrated frames of one :class:`EventSource` at ``(T, out_hw)``, one file per sample.
+
+    Folder: ``<cache_root>/<dataset>/T<T>_s<size>/<split>/`` (``cache_root`` defaults to ``<data_dir>/fsnn_cache``)
+    with ``0000000.npz`` ... (keys ``frames``: counts in a compact unsigned dtype, ``label``, ``n_events``) and
+    ``_COMPLETE.json`` written last: format version, T, size, sensor, the source fingerprint, and per sample its
+    label, event count, file size and the digest of its frames (:func:`fsnn.atomic.content_digest`).
+    :meth:`ensure` reuses a complete cache, rebuilds missing/truncated sample files of a marked cache, and
+    rebuilds everything when the marker is absent, stale or unreadable. :meth:`load` re-integrates, with a warning
+    naming the file, a sample whose file cannot be read or whose frames do not match their digest (bit rot).
+    """
+
+    def __init__(self, source: EventSource, cache_root: Path, T: int, out_hw: tuple[int, int]):
+        self.source = source
+        self.T = int(T)
+        self.out_hw = (int(out_hw[0]), int(out_hw[1]))
+        self.dir = abspath(cache_root) / source.dataset / f"T{self.T}_s{size_tag(self.out_hw)}" / source.split
+        self.manifest: dict | None = None
+
+    def sample_path(self, i: int) -> Path:
+        return self.dir / f"{i:07d}.npz"
+
+    def _expected(self) -> dict:
+        return {
+            "format": CACHE_FORMAT,
+            "dataset": self.source.dataset,
+            "split": self.source.split,
+            "T": self.T,
+            "size": list(self.out_hw),
+            "sensor": list(self.source.sensor_hw),
+            "fingerprint": self.source.fingerprint,
+            "n": len(self.source),
+        }
+
+    def write_sample(self, i: int) -> tuple[int, int, np.ndarray]:
+        """Integrate sample ``i`` from the source and write its file atomically -> ``(bytes, n_events, frames)``
+        (integration is deterministic: the frames, and so their digest, are the same at every rebuild).
+        A raw file the upstream loader cannot parse raises :class:`DatasetMissingError` naming it."""
+        try:
+            x, y, t, p = self.source.read(i)
+        except Exception as err:  # noqa: BLE001 - a damaged raw file is damaged data, reported as such
+            src = self.source
+            where = Path(src.location) / src.keys[i] if src.location else src.keys[i]
+            raise DatasetMissingError(
+                f"Dataset {src.dataset!r}: the raw sample {where} could not be read ({type(err).__name__}: {err}). "
+                f"The copy in {src.location or 'its folder'} looks damaged; extract it again.",
+                dataset=src.dataset,
+                directory=src.location or "",
+            ) from err
+        frames = compact_counts(events_to_frames(x, y, t, p, self.T, self.source.sensor_hw, self.out_hw))
+        label = int(self.source.labels[i])
+        n_events = int(len(t))
+        # not synced: ensure() checks every sample's size against the (synced) manifest and rebuilds the damaged
+        nbytes = (
+            write_atomic(
+                self.sample_path(i),
+                lambda f: np.savez_compressed(f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)),
+                sync=False,
+            )
+            .stat()
+            .st_size
+        )
+        return nbytes, n_events, frames
+
+    def _build(self, indices: list[int], num_workers: int, sizes: list, n_events: list, digests: list) -> None:
+        from tqdm.auto import tqdm
+
+        H, W = self.out_hw
+        desc = f"fsnn {self.source.dataset}/{self.source.split}: events -> {self.T} frames {H}x{W}"
+        with tqdm(total=len(indices), desc=desc, unit="sample", mininterval=1.0) as bar:
+
+            def one(i):
+                nbytes, count, frames = self.write_sample(i)
+                return i, nbytes, count, content_digest(frames)
+
+            if num_workers > 1 and len(indices) > 1:
+                with ThreadPoolExecutor(max_workers=num_workers) as pool:
+                    results = pool.map(one, indices)
+                    for i, nbytes, count, digest in results:
+                        sizes[i], n_events[i], digests[i] = nbytes, count, digest
+                        bar.update(1)
+            else:
+                for i in indices:
+                    _, sizes[i], n_events[i], digests[i] = one(i)
+                    bar.update(1)
+
+    def ensure(self, num_workers: int = 1) -> dict:
+        """Make the cache complete and return its manifest (the marker's content); see the class docstring."""
+        expected = self._expected()
+        n = expected["n"]
+        with file_lock(self.dir.parent / f".{self.source.split}.lock"):
+            marker = read_json(self.dir / MARKER)
+            valid = (
+                isinstance(marker, dict)
+                and all(marker.get(k) == v for k, v in expected.items())
+                and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "digests"))
+            )
+            if valid:
+                on_disk = {e.name: e.stat().st_size for e in os.scandir(self.dir) if e.name.endswith(".npz")}
+                bad = [i for i in range(n) if on_disk.get(self.sample_path(i).name) != marker["sizes"][i]]
+                if not bad:
+                    self.manifest = marker
+                    return marker
+                log.warning(
+                    "fsnn cache %s: %d of %d sample files missing or truncated; rebuilding them", self.dir, len(bad), n
+                )
+                sizes, n_events, digests = list(marker["sizes"]), list(marker["n_events"]), list(marker["digests"])
+                self._build(bad, num_workers, sizes, n_events, digests)
+            else:
+                if self.dir.exists():
+                    log.warning("fsnn cache %s is incomplete or stale (no valid %s); rebuilding it", self.dir, MARKER)
+                    shutil.rmtree(self.dir)
+                self.dir.mkdir(parents=True)
+                log.info(
+                    "fsnn: integrating %d %s/%s samples into %s", n, self.source.dataset, self.source.split, self.dir
+                )
+                sizes, n_events, digests = [0] * n, [0] * n, [""] * n
+                self._build(list(range(n)), num_workers, sizes, n_events, digests)
+            manifest = {
+                **expected,
+                "sizes": sizes,
+                "n_events": n_events,
+                "digests": digests,
+                "labels": self.source.labels.tolist(),
+            }
+            write_json_atomic(self.dir / MARKER, manifest)
+            self.manifest = manifest
+            return manifest
+
+    def load(self, i: int) -> np.ndarray:
+        """Frames of sample ``i`` from its file, checked against the manifest's digest; a file that cannot be read
+        (truncated, bit rot in the compressed data) or does not match is re-integrated and rewritten."""
+        path = self.sample_path(i)
+        try:
+            with np.load(path) as z:
+                frames = z["frames"]
+            problem = (
+                None
+                if content_digest(frames) == self.manifest["digests"][i]
+                else "its frames do not match the digest in " + MARKER
+            )
+        except Exception as err:  # noqa: BLE001 - zlib, zipfile, numpy or OS errors: any of them means damaged
+            problem = f"unreadable: {type(err).__name__}: {err}"
+        if problem is None:
+            return frames
+        log.warning("fsnn cache file %s is damaged (%s); re-integrating it from the raw data", path, problem)
+        return self.write_sample(i)[2]
+
+
+class FrameDataset(Dataset):
+    """Subset ``indices`` of a :class:`FrameCache`: item ``i`` is ``(float32 tensor [T, 2, H, W], int label)``.
+
+    Attributes: ``targets`` (labels of the subset), ``keys`` (source sample identities), ``n_events`` (events per
+    sample before integration), ``info``.
+    """
+
+    def __init__(self, cache: FrameCache, indices, info: DatasetInfo | None = None):
+        if cache.manifest is None:
+            cache.ensure()
+        self.cache = cache
+        self.indices = [int(i) for i in indices]
+        self.info = info
+        labels = cache.manifest["labels"]
+        self.targets = [int(labels[i]) for i in self.indices]
+        self.keys = [cache.source.keys[i] for i in self.indices]
+        self.n_events = [int(cache.manifest["n_events"][i]) for i in self.indices]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, i: int):
+        frames = self.cache.load(self.indices[i])
+        return torch.from_numpy(frames.astype(np.float32)), self.targets[i]
+
+
+def splits_from_sources(
+    info: DatasetInfo,
+    sources: dict[str, EventSource],
+    cache_root: Path,
+    T: int,
+    size: tuple[int, int],
+    seed: int,
+    val_fraction: float,
+    num_workers: int,
+):
+    """``(train, val, test)`` :class:`FrameDataset` s from the official splits in ``sources``.
+
+    ``{"train", "val", "test"}``: used as they are. ``{"train", "test"}``: val is a seeded, stratified
+    ``val_fraction`` of train (:func:`stratified_split` with ``seed``). ``{"all"}``: a fixed stratified split
+    (``SPLIT_SEED``) gives test = ``TEST_FRACTION`` of all, then val is carved from the rest as above.
+    """
+    caches = {split: FrameCache(src, cache_root, T, size) for split, src in sources.items()}
+    for cache in caches.values():
+        cache.ensure(num_workers)
+    if set(sources) == {"train", "val", "test"}:
+        return tuple(FrameDataset(caches[s], range(len(sources[s])), info) for s in ("train", "val", "test"))
+    if set(sources) == {"train", "test"}:
+        train_cache, test_cache = caches["train"], caches["test"]
+        pool = np.arange(len(sources["train"]))
+        test_idx = np.arange(len(sources["test"]))
+    elif set(sources) == {"all"}:
+        train_cache = test_cache = caches["all"]
+        test_idx, pool = stratified_split(sources["all"].labels, [TEST_FRACTION], SPLIT_SEED)
+    else:
+        raise ValueError(f"unsupported split set {sorted(sources)}")
+    val, train = stratified_split(sources[train_cache.source.split].labels[pool], [val_fraction], seed)
+    return (
+        FrameDataset(train_cache, pool[train], info),
+        FrameDataset(train_cache, pool[val], info),
+        FrameDataset(test_cache, test_idx, info),
+    )

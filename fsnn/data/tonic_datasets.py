@@ -1,0 +1,278 @@
+"""The tonic datasets: N-MNIST, DVS128 Gesture, N-Caltech101 and DVS-Lip, read by tonic's own dataset classes.
+
+:data:`TONIC_SPECS` says where each lives under ``data_dir`` (tonic's ``<save_to>/<ClassName>``), its splits, the file
+count of each split in the published release and how to get it; :func:`tonic_problem` checks a folder against it,
+:func:`tonic_sources` lists the splits through tonic (downloading what tonic can), and :func:`build_tonic` serves
+them as :class:`fsnn.data.frame_cache.FrameDataset` s of ``(float32 [T, 2, H, W], label)``.
+
+===============  ==============  ===============  =======  =========  =================
+name             dataset         train / test     classes  sensor     default T, frames
+===============  ==============  ===============  =======  =========  =================
+``nmnist``       N-MNIST         60,000 / 10,000  10       34 x 34    16, 34 x 34
+``dvsgesture``   DVS128 Gesture  1,077 / 264      11       128 x 128  16, 128 x 128
+``ncaltech101``  N-Caltech101    8,709 in all     101      180 x 240  16, 128 x 128
+``dvslip``       DVS-Lip         14,896 / 4,975   100      128 x 128  16, 128 x 128
+===============  ==============  ===============  =======  =========  =================
+
+Samples: the files of each split in the published release (``TONIC_SPECS[name].published``, what ``verify``
+checks); validation is a seeded, stratified ``val_fraction`` of the training files. N-Caltech101 has no official
+split: a fixed, stratified 20 % of its 8,709 recordings is the test set
+(:data:`fsnn.data.frame_cache.TEST_FRACTION`). DVS128 Gesture is tonic's preprocessed release (the paper counts
+1,342 samples in all). Sensor: the ``(H, W)`` the events are clipped into (``TONIC_SPECS[name].sensor_hw``); classes,
+default ``T`` and frame size: the registry's entry (:mod:`fsnn.data.registry`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsnn.data.common import DatasetInfo, abspath, count_files, missing_in_folder
+from fsnn.data.frame_cache import EventReader, EventSource, splits_from_sources
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TonicSpec:
+    """Where and how a tonic dataset lives under ``<data_dir>/<folder>`` (tonic's ``save_to/<ClassName>``)."""
+
+    name: str
+    cls_name: str
+    folder: str
+    splits: dict  # our split -> (sub-folder inside <folder>, value of tonic's ``train`` argument or None)
+    ext: str
+    published: dict  # our split -> files of ``ext`` in the sub-folder of the published release
+    sensor_hw: tuple[int, int]
+    layout: tuple[str, ...]  # lines relative to <folder>
+    downloadable: bool
+    get_it: str
+
+
+TONIC_SPECS = {
+    "nmnist": TonicSpec(
+        "nmnist",
+        "NMNIST",
+        "NMNIST",
+        {"train": ("Train", True), "test": ("Test", False)},
+        ".bin",
+        {"train": 60000, "test": 10000},
+        (34, 34),
+        (
+            "Train/<digit 0-9>/<id>.bin   (60,000 files of 5-byte ATIS events)",
+            "Test/<digit 0-9>/<id>.bin    (10,000 files)",
+            "train.zip, test.zip          (archives; optional once extracted)",
+        ),
+        True,
+        "tonic downloads it automatically when online (train.zip/test.zip from "
+        "https://data.mendeley.com/datasets/468j46mzdv); offline, fetch both archives from "
+        "https://www.garrickorchard.com/datasets/n-mnist and extract them into {dir}",
+    ),
+    "dvsgesture": TonicSpec(
+        "dvsgesture",
+        "DVSGesture",
+        "DVSGesture",
+        {"train": ("ibmGestureTrain", True), "test": ("ibmGestureTest", False)},
+        ".npy",
+        {"train": 1077, "test": 264},
+        (128, 128),  # tonic's release; the paper's 1,342 counts both splits
+        (
+            "ibmGestureTrain/user<NN>_<lighting>/<label 0-10>.npy   (1,077 files; int rows x, y, p, t[ms])",
+            "ibmGestureTest/user<NN>_<lighting>/<label 0-10>.npy    (264 files)",
+            "ibmGestureTrain.tar.gz, ibmGestureTest.tar.gz          (archives; optional once extracted)",
+        ),
+        True,
+        "tonic downloads it automatically when online (tonic's preprocessed release: "
+        "https://figshare.com/ndownloader/files/38022171 -> ibmGestureTrain.tar.gz, "
+        "https://figshare.com/ndownloader/files/38020584 -> ibmGestureTest.tar.gz); offline, fetch both archives "
+        "elsewhere and extract them into {dir}",
+    ),
+    "ncaltech101": TonicSpec(
+        "ncaltech101",
+        "NCALTECH101",
+        "NCALTECH101",
+        {"all": ("Caltech101", None)},
+        ".bin",
+        {"all": 8709},
+        (180, 240),
+        (
+            "Caltech101/<class>/image_<NNNN>.bin   (101 class folders incl. BACKGROUND_Google, 8,709 files)",
+            "N-Caltech101-archive.zip              (archive; optional once extracted)",
+        ),
+        True,
+        "tonic downloads it automatically when online (N-Caltech101-archive.zip from "
+        "https://data.mendeley.com/datasets/cy6cvx3ryv, see https://www.garrickorchard.com/datasets/n-caltech101); "
+        "offline, extract that archive and the Caltech101.zip inside it into {dir}",
+    ),
+    "dvslip": TonicSpec(
+        "dvslip",
+        "DVSLip",
+        "DVSLip",
+        {"train": ("DVS-Lip/train", True), "test": ("DVS-Lip/test", False)},
+        ".npy",
+        {"train": 14896, "test": 4975},
+        (128, 128),  # the DVS-Lip paper's split (Tan et al., CVPR 2022)
+        (
+            "DVS-Lip/train/<word>/<n>.npy   (100 word folders; structured arrays t, x, y, p)",
+            "DVS-Lip/test/<word>/<n>.npy",
+            "DVS-Lip.zip                    (alternative: fsnn extracts it when the folders are missing)",
+        ),
+        False,
+        "manual download only (Google Drive): get DVS-Lip.zip from "
+        "https://drive.google.com/file/d/1dBEgtmctTTWJlWnuWxFtk8gfOdVVpkQ0/view "
+        "(project page https://sites.google.com/view/event-based-lipreading) and put it in {dir}",
+    ),
+}
+
+
+def tonic_problem(spec: TonicSpec, location: Path, verify: bool) -> str | None:
+    """What is wrong with ``location`` (= ``<data_dir>/<folder>``) for ``spec``, or ``None`` when usable.
+
+    A split is missing when its folder holds no sample file; with ``verify`` it must hold exactly the published
+    number of files (``spec.published``; tonic's own check only asks for a minimum, e.g. 100 of DVS128 Gesture's
+    1,077 training files). Archives are not required (they may be deleted after extraction)."""
+    for split in spec.splits:
+        problem = tonic_split_problem(spec, location, split, verify)
+        if problem:
+            return problem
+    return None
+
+
+def tonic_split_problem(spec: TonicSpec, location: Path, split: str, verify: bool) -> str | None:
+    """:func:`tonic_problem` for one split."""
+    sub = spec.splits[split][0]
+    found = count_files(location / sub, spec.ext, None if verify else 1)
+    if found == 0:
+        return f"no {spec.ext} files in {sub}/"
+    published = spec.published[split]
+    if verify and found != published:
+        return (
+            f"{'incomplete' if found < published else 'unexpected files'}: {sub}/ holds {found:,} {spec.ext} "
+            f"files, the published release has {published:,} (set FSNN_DATA_VERIFY=0 or verify=False to accept "
+            "a partial or modified copy)"
+        )
+    return None
+
+
+def _extract_nested_caltech(location: Path) -> None:
+    """After tonic's download of N-Caltech101 only the outer archive is extracted; extract the inner
+    ``Caltech101.zip`` (searched up to two levels down) into ``location`` when ``Caltech101/`` is absent."""
+    if (location / "Caltech101").is_dir():
+        return
+    from tonic.download_utils import extract_archive
+
+    for inner in sorted(location.glob("Caltech101.zip")) + sorted(location.glob("*/Caltech101.zip")):
+        extract_archive(str(inner), str(location))
+        return
+
+
+def _listed(cls, save_to: str, train: bool | None):
+    """``cls(save_to, train=train)`` (a tonic dataset; ``train=None``: no such argument) without tonic's own
+    ``_check_exists``: a subclass that answers yes constructs it, named like ``cls`` because tonic's folder is
+    ``<save_to>/<class name>``."""
+    trusting = type(cls.__name__, (cls,), {"_check_exists": lambda self: True})
+    dataset = trusting(save_to=save_to, **({} if train is None else {"train": train}))
+    dataset.__class__ = cls  # tonic's own class again: a class made here cannot be pickled (EventReader is)
+    return dataset
+
+
+def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bool) -> dict[str, EventSource]:
+    """Check the layout (downloading through tonic where it can), then list each split through tonic's class.
+
+    tonic's own ``_check_exists`` (archive present + file count) is skipped while constructing (a subclass overrides
+    it), because the layout was checked here already (archives may be gone after extraction); tonic's parsing is
+    used unchanged. Raises :class:`fsnn.data.common.DatasetMissingError` when the data is missing/incomplete and
+    cannot be downloaded."""
+    import tonic.datasets
+
+    cls = getattr(tonic.datasets, spec.cls_name)
+    location = abspath(data_dir) / spec.folder
+    problem = tonic_problem(spec, location, verify)
+    library = f"tonic.datasets.{spec.cls_name}(save_to=<data_dir>)"
+    if problem and spec.name == "dvslip" and (location / "DVS-Lip.zip").is_file():
+        from tonic.download_utils import extract_archive
+
+        log.info("fsnn: extracting %s", location / "DVS-Lip.zip")
+        try:
+            extract_archive(str(location / "DVS-Lip.zip"), str(location))
+        except Exception as err:  # noqa: BLE001 - a corrupt archive is reported as missing data
+            problem = f"{problem}; extracting DVS-Lip.zip failed ({type(err).__name__}: {err})"
+        else:
+            problem = tonic_problem(spec, location, verify)
+    if problem and spec.downloadable and download:
+        try:  # tonic's own class downloads and extracts what its check finds missing
+            for split, (_, train) in spec.splits.items():
+                if tonic_split_problem(spec, location, split, verify):
+                    cls(save_to=str(abspath(data_dir)), **({} if train is None else {"train": train}))
+            if spec.name == "ncaltech101":
+                _extract_nested_caltech(location)
+        except Exception as err:  # noqa: BLE001 - any download failure means: data missing
+            problem = f"{problem}; automatic download failed ({type(err).__name__}: {err})"
+        else:
+            problem = tonic_problem(spec, location, verify)
+    elif problem and spec.downloadable:
+        problem = f"{problem}; automatic download disabled (download=False or FSNN_DATA_DOWNLOAD=0)"
+    if problem:
+        raise missing_in_folder(spec.name, location, problem, spec.layout, spec.get_it, library)
+
+    sources = {}
+    for split, (_, train) in spec.splits.items():
+        ds = _listed(cls, str(abspath(data_dir)), train)
+        paths = [os.path.relpath(p, ds.location_on_system) for p in ds.data]
+        order = sorted(range(len(paths)), key=paths.__getitem__)
+        keys = [paths[i] for i in order]
+        targets = [ds.targets[i] for i in order]
+        if spec.name == "ncaltech101":  # tonic gives the class folder name; index it in the sorted folder list
+            classes = sorted(set(targets))
+            targets = [classes.index(c) for c in targets]
+        sources[split] = EventSource(spec.name, split, spec.sensor_hw, keys, targets, EventReader(ds, order), location)
+    return sources
+
+
+def build_tonic(
+    info: DatasetInfo,
+    data_dir: Path,
+    T: int,
+    size,
+    seed: int,
+    val_fraction: float,
+    *,
+    download: bool,
+    verify: bool,
+    num_workers: int,
+    cache_dir: Path,
+):
+    """``(train, val, test)`` for a tonic dataset (``info.name`` in :data:`TONIC_SPECS`): ``nmnist``,
+    ``dvsgesture``, ``ncaltech101`` and ``dvslip``; each split a :class:`fsnn.data.frame_cache.FrameDataset` of
+    ``(float32 [T, 2, H, W], label)``.
+
+    Args:
+        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="event"``): its name,
+            classes, sensor folder and default ``T`` / size.
+        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
+            ``./data``); the dataset's layout under it is in :data:`TONIC_SPECS`, and a missing or incomplete one
+            raises :class:`fsnn.data.common.DatasetMissingError` naming it.
+        T: the number of frames each recording is integrated into (split by event count), an integer >= 1;
+            :func:`fsnn.data.build_dataset` passes ``info.default_T`` when not given (the paper's: 16 for N-MNIST,
+            DVS128 Gesture, N-Caltech101 and DVS-Lip, 8 for HarDVS).
+        size: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
+            :func:`fsnn.data.build_dataset` turns an int or ``None`` (``info.size``, e.g. 128 x 128) into the pair.
+        seed: the seed of the validation split carved from the training set, an integer >= 0 (the run's seed).
+        val_fraction: the share of the training recordings held out for validation, stratified by class, a
+            number in ``(0, 1)`` (default ``0.1``, ``conf/dataset/*.yaml``). N-Caltech101 has no official split:
+            a fixed 20 % (:data:`fsnn.data.frame_cache.TEST_FRACTION`, seed
+            :data:`fsnn.data.frame_cache.SPLIT_SEED`) is its test set and validation is carved from the rest.
+        download: whether tonic may download missing files (``True`` or ``False``; resolved from
+            ``$FSNN_DATA_DOWNLOAD``, default on); DVS-Lip cannot be downloaded automatically.
+        verify: ``True`` checks that every split holds the published number of files (e.g. DVS128 Gesture
+            1,077 / 264); ``False`` accepts the expected layout with at least one sample per split (subsets, tiny
+            fixtures). Resolved from ``$FSNN_DATA_VERIFY``, default on.
+        num_workers: the threads integrating recordings into frames when the cache is first built, an integer >= 1
+            (:func:`fsnn.data.build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers.
+        cache_dir: the root of the frame cache, a path (default ``<data_dir>/fsnn_cache``); the frames of one
+            ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``.
+    """
+    sources = tonic_sources(TONIC_SPECS[info.name], data_dir, download=download, verify=verify)
+    return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)
