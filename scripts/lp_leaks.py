@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """What the link-prediction splits leak from training into evaluation, measured on the splits the runs use.
 
-For each graph, the split of ``task=link`` (:class:`fsnn.data.modules.LinkDataModule`, seeded with ``--seed``) is
+For each graph, the split of ``task=link`` (:class:`fsnn.data.datamodules.LinkDataModule`, seeded with ``--seed``) is
 built twice, the matched one (PyG's ``RandomLinkSplit``, fresh negatives) and the authors' one
 (``dataset.legacy_link_split=true dataset.legacy_link_negatives=true``: split by storage position, negatives from a
-pool), and :func:`fsnn.data.modules.link_split_leaks` counts on each: the share of validation and test positives
+pool), and :func:`fsnn.data.datamodules.link_split_leaks` counts on each: the share of validation and test positives
 whose reverse edge is a training positive or passes messages when they are scored, the share of test negatives a
 training negative can be, and how many times one test negative is drawn as a training negative over ``--epochs``
 epochs. Only splits are built, no model: seconds per graph (Physics: about a minute). Prints a markdown table;
@@ -39,7 +39,7 @@ def measure(dataset: str, data_dir: str, seed: int, epochs: int) -> dict[str, di
     """``{split: link_split_leaks(...)}`` for the graph ``dataset``, loaded and split as ``task=link`` does."""
     from omegaconf import OmegaConf
 
-    from fsnn.data.modules import LinkDataModule, link_split_leaks
+    from fsnn.data.datamodules import LinkDataModule, link_split_leaks
     from fsnn.data.registry import load_graph
 
     split = OmegaConf.load(ROOT / "conf" / "dataset" / f"{dataset}.yaml").get("split", "ratio")

@@ -100,7 +100,7 @@ def main(when: str) -> None:
         run_other_command(command, name)
         return
     import fsnn.suite.checkpoint as checkpoint
-    from fsnn.suite.lightning import ClassifierModule
+    from fsnn.suite.training import ClassifierModule
 
     if when == "mid-epoch":
         step = ClassifierModule.training_step

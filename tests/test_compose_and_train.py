@@ -23,9 +23,9 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from fsnn import build_neuron
-from fsnn.data.modules import SplitDataModule
+from fsnn.data.datamodules import SplitDataModule
 from fsnn.models import backbone_names, build_backbone
-from fsnn.suite.lightning import NonFiniteLossError, SpikingClassifier
+from fsnn.suite.training import NonFiniteLossError, SpikingClassifier
 
 DATASETS = sorted(p.stem for p in (CONF / "dataset").glob("*.yaml"))
 BACKBONE_CFGS = sorted(p.stem for p in (CONF / "backbone").glob("*.yaml"))

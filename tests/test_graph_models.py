@@ -21,7 +21,7 @@ from torch_geometric.datasets import KarateClub
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import erdos_renyi_graph
 
-from fsnn.data.modules import (
+from fsnn.data.datamodules import (
     LinkDataModule,
     NodeDataModule,
     link_split,
@@ -42,12 +42,12 @@ from fsnn.models.poisson import poisson_encode
 from fsnn.models.probes import firing_rates
 from fsnn.models.sgcn import cumulated_spike_readout
 from fsnn.neurons.registry import is_neuron
-from fsnn.suite.lightning import (
+from fsnn.suite.tasks import spike_noise
+from fsnn.suite.training import (
     GraphLinkPredictor,
     GraphNodeClassifier,
     NonFiniteLossError,
 )
-from fsnn.suite.tasks import spike_noise
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*self.trainer.*:UserWarning",
@@ -767,7 +767,7 @@ def test_train_negatives_are_distinct_and_uniform_over_the_allowed_pairs():
     as many as asked, never forbidden, and over many calls every allowed pair comes up about equally often."""
     from types import SimpleNamespace
 
-    from fsnn.data.modules import _key_pairs, pair_keys
+    from fsnn.data.datamodules import _key_pairs, pair_keys
 
     n = 9
     every = torch.tensor([(i, j) for i in range(n) for j in range(n) if i != j]).t()
@@ -1052,7 +1052,7 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
     import subprocess
     import sys
 
-    from fsnn.suite.lightning import reuse_freed_memory
+    from fsnn.suite.training import reuse_freed_memory
 
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         assert reuse_freed_memory() is False
@@ -1061,7 +1061,7 @@ def test_reuse_freed_memory_keeps_large_blocks_in_the_heap():
     # allocating, filling and freeing a 44 MiB tensor, once the first cycles have placed it (the median, since a
     # loaded machine can add one cycle's worth of faults to any run)
     code = (
-        "import resource, statistics, sys, torch; from fsnn.suite.lightning import reuse_freed_memory\n"
+        "import resource, statistics, sys, torch; from fsnn.suite.training import reuse_freed_memory\n"
         "ok = reuse_freed_memory() if sys.argv[1] == '1' else False\n"
         "for _ in range(2): a = torch.ones(11_000_000); del a\n"
         "counts = []\n"
@@ -1095,5 +1095,5 @@ def test_graph_commands_print_no_future_warning_of_the_libraries():
         )
 
     assert imports("").returncode != 0  # the warning is there to hide (an error under -W error)
-    quiet = imports("from fsnn.suite.lightning import quiet_libraries; quiet_libraries(); ")
+    quiet = imports("from fsnn.suite.training import quiet_libraries; quiet_libraries(); ")
     assert quiet.returncode == 0 and "FutureWarning" not in quiet.stderr, quiet.stderr[-2000:]

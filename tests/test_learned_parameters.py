@@ -17,7 +17,7 @@ from fsnn import FractionalIF, FractionalLIF
 from fsnn.neurons.fractional import LEARNED_ALPHA, LEARNED_THRESHOLD, MAX_MEMORY, inverse_softplus
 from fsnn.neurons.memory import stable_tau
 from fsnn.neurons.registry import NEURONS
-from fsnn.suite.lightning import (
+from fsnn.suite.training import (
     NonFiniteLossError,
     NonFiniteParameterError,
     SpikingClassifier,

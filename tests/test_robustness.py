@@ -485,7 +485,7 @@ VISION_RUN = (
 
 def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
     from fsnn.suite.evaluate import evaluate
-    from fsnn.suite.lightning import SpikingClassifier
+    from fsnn.suite.training import SpikingClassifier
 
     run_dir = _fixture_run(tmp_path, compose_cfg, *VISION_RUN, f"paths.data_dir={data_root}")
     seen: list[torch.Tensor] = []
@@ -560,7 +560,7 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
 )
 def test_evaluate_graph_study(tmp_path, data_root, compose_cfg, monkeypatch, run):
     from fsnn.suite.evaluate import evaluate
-    from fsnn.suite.lightning import GraphNodeClassifier
+    from fsnn.suite.training import GraphNodeClassifier
 
     run_dir = _fixture_run(
         tmp_path, compose_cfg, *run, "dataset.T=5", "dataset.test_repeats=1", f"paths.data_dir={data_root}"

@@ -29,7 +29,7 @@ from zipdata import flip_tensor_byte
 
 from fsnn.atomic import write_json_atomic
 from fsnn.checks import ConfigError
-from fsnn.data.modules import ShardSampler, SplitDataModule
+from fsnn.data.datamodules import ShardSampler, SplitDataModule
 from fsnn.suite.checkpoint import (
     CheckpointError,
     RunCheckpointIO,

@@ -79,7 +79,7 @@ class GraphOptions:
     test_repeats: Count = 1  # Poisson re-samplings averaged at test time
     num_workers: NonNegativeInt = 0
     lr: Positive
-    # link prediction (task=link), legacy switches of the authors' MSG code (fsnn.data.modules.link_split): edges
+    # link prediction (task=link), legacy switches of the authors' MSG code (fsnn.data.datamodules.link_split): edges
     # split by storage position, and training negatives from a fixed pool that holds the val/test negatives
     legacy_link_split: Flag = False
     legacy_link_negatives: Flag = False

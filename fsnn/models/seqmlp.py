@@ -124,7 +124,7 @@ def seqmlp(
     classes).
 
     Takes ``[T, B, in_features]`` sequences and returns the readout at each of the last ``readout_steps`` steps,
-    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.lightning.SpikingClassifier`).
+    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.training.SpikingClassifier`).
 
     Args:
         in_features: the input channels ``C`` of a step, an integer >= 1 (the task supplies the dataset's);

@@ -12,7 +12,7 @@ enough that a run resumed from one ends bit-identical to a run that was never in
   from its own files only.
 - :class:`RNGStates` (a Lightning callback) puts the random states of torch (CPU and CUDA), numpy and Python into
   every checkpoint and restores them on resume; the training order needs none, it is a function of the seed and the
-  epoch (:class:`fsnn.suite.lightning.SplitDataModule`).
+  epoch (:class:`fsnn.suite.training.SplitDataModule`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ instantiate, :data:`TARGETS`) have their schemas here, and this machine's side o
 ``paths.results_dir``) is checked beside the file helpers (:func:`fsnn.suite.config.check_folders`); the training loop's
 groups (trainer, optimizer, scheduler, logger: their values, the arguments their classes take, a GPU for
 ``trainer.accelerator=gpu``, a logger's library) are declared beside the modules that use them
-(:mod:`fsnn.suite.lightning`); a component's group (``dataset``, ``neuron``,
+(:mod:`fsnn.suite.training`); a component's group (``dataset``, ``neuron``,
 ``backbone``, ``study``) is checked by the schema its registry reads from the component's own signature
 (:meth:`fsnn.registry.Registry.schema`), so an option is declared once, by the component, and a check added to its
 option type (:mod:`fsnn.checks`) holds for every config.

@@ -19,11 +19,11 @@ from fsnn.records import METRIC_UNIT, read_run_record
 from fsnn.suite.callbacks import PercentProgressBar, SpeedMonitor
 from fsnn.suite.checkpoint import CheckpointError, check_fits, load_checkpoint, result_config
 from fsnn.suite.config import check_config, check_run_config, check_writable_folder
-from fsnn.suite.lightning import quiet_libraries, reuse_freed_memory
 from fsnn.suite.runfiles import RunLockedError, describe_holder, lock_holder
 from fsnn.suite.schemas import ACCELERATORS, Batches, Schema, Seed
 from fsnn.suite.studies import STUDIES, StudyRun, check_study
 from fsnn.suite.tasks import build_task, task_kind
+from fsnn.suite.training import quiet_libraries, reuse_freed_memory
 
 log = logging.getLogger("fsnn")
 

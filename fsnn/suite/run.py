@@ -71,7 +71,6 @@ from fsnn.suite.checkpoint import (
 )
 from fsnn.suite.config import check_config
 from fsnn.suite.evaluate import check_eval_config, evaluate_run
-from fsnn.suite.lightning import NonFiniteLossError, quiet_libraries, reuse_freed_memory
 from fsnn.suite.overrides import swept_groups
 from fsnn.suite.runfiles import (
     RunLockedError,
@@ -83,6 +82,7 @@ from fsnn.suite.runfiles import (
 from fsnn.suite.studies import check_study
 from fsnn.suite.sweeps import DATA_HINT, SWEEP_PARENT, check_sweep_data, sweep_jobs_file
 from fsnn.suite.tasks import build_task, task_kind
+from fsnn.suite.training import NonFiniteLossError, quiet_libraries, reuse_freed_memory
 
 log = logging.getLogger("fsnn")
 
@@ -332,7 +332,7 @@ def _trainer(cfg: DictConfig, run_dir: Path, callbacks: list, config: dict, modu
     if SLURMEnvironment.detect():
         # a requeued job resumes from last.ckpt; Lightning's own requeue would save a mid-epoch checkpoint
         plugins.append(SLURMEnvironment(auto_requeue=False))
-    # the data modules give each rank its share themselves (fsnn.suite.lightning.SplitDataModule)
+    # the data modules give each rank its share themselves (fsnn.suite.training.SplitDataModule)
     options["use_distributed_sampler"] = False
     return L.Trainer(default_root_dir=run_dir, logger=logger, callbacks=callbacks, plugins=plugins, **options)
 

@@ -4,7 +4,7 @@
 A task is registered with the kinds of data it takes (``data``, :data:`fsnn.data.common.DATA_KINDS`) and whether it is
 the task of that data when the config's ``task`` is null (``default``); ``task=<name>`` asks for one by name
 (``task=link``). Its entry, a :class:`TaskKind`, names its metric and builds its Lightning module
-(:mod:`fsnn.suite.lightning`) and data module (:mod:`fsnn.data.modules`) from a config. It supports the post-training studies
+(:mod:`fsnn.suite.training`) and data module (:mod:`fsnn.data.datamodules`) from a config. It supports the post-training studies
 (:mod:`fsnn.suite.studies`) its entry allows: robustness when it has a corruption family (:mod:`fsnn.data.corruptions`) and a
 corrupted test set, energy when it can give a sample input for the layer-wise count.
 """
@@ -24,12 +24,12 @@ from fsnn.checks import ConfigError
 from fsnn.data import build_dataset, build_sequences, dataset_info, load_graph
 from fsnn.data.cache import cache_dir
 from fsnn.data.corruptions import CORRUPTIONS, CorruptedDataset
+from fsnn.data.datamodules import LinkDataModule, NodeDataModule, SplitDataModule
 from fsnn.data.graph_features import node_features
-from fsnn.data.modules import LinkDataModule, NodeDataModule, SplitDataModule
 from fsnn.models import BACKBONES, backbone_names, backbone_supports, build_backbone
 from fsnn.models.registry import backbone_options
 from fsnn.registry import Registry, UnknownNameError
-from fsnn.suite.lightning import (
+from fsnn.suite.training import (
     GraphLinkPredictor,
     GraphNodeClassifier,
     SpikingClassifier,
@@ -184,7 +184,7 @@ class VisionTask(TaskKind):
 class SequenceTask(TaskKind):
     """Sequence classification (``delayed_cue``, ``seq_digits``): a sequence backbone on ``[T, B, C]`` inputs, trained
     and tested on a generated task's splits. The backbone returns its readout at each of the last ``readout_steps``
-    steps (the dataset's: the recall window of ``delayed_cue``), which :class:`fsnn.suite.lightning.SpikingClassifier`
+    steps (the dataset's: the recall window of ``delayed_cue``), which :class:`fsnn.suite.training.SpikingClassifier`
     averages into the logits of one cross-entropy, so the answer depends on what the network still holds at the end
     of the sequence."""
 

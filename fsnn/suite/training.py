@@ -1,6 +1,7 @@
-"""The one home of fsnn's Lightning modules (vision, sequence, node and link tasks), with what they share written once:
-the optimizer and scheduler set-up, the non-finite-loss check, metrics summed over DDP ranks and the firing rates
-of a test pass (:class:`fsnn.models.probes.SpikeRateMeter`). The data modules are in :mod:`fsnn.data.modules`, the tasks that pair them in :mod:`fsnn.suite.tasks`.
+"""How a network is trained and tested: fsnn's Lightning modules (vision, sequence, node and link tasks), with what
+they share written once: the optimizer and scheduler set-up, the non-finite-loss check, metrics summed over DDP
+ranks and the firing rates of a test pass (:class:`fsnn.models.probes.SpikeRateMeter`). The data modules are in
+:mod:`fsnn.data.datamodules`, the tasks that pair them in :mod:`fsnn.suite.tasks`.
 
 Lightning's Trainer owns the loop (checkpoints, resume, AMP, clipping, progress bars, DDP). Image, event and
 sequence batches arrive as ``[B, T, ...]``; the backbone sees ``[T, B, ...]`` and returns per-step outputs
@@ -35,7 +36,7 @@ from fsnn.checks import (
     NonNegative,
     checked,
 )
-from fsnn.data.modules import sample_train_negatives
+from fsnn.data.datamodules import sample_train_negatives
 from fsnn.models.energy import synaptic_energy
 from fsnn.models.probes import SpikeRateMeter
 from fsnn.neurons.fractional import SpikingNeuron
@@ -345,10 +346,10 @@ class GraphNodeClassifier(ClassifierModule):
 
 class GraphLinkPredictor(SpikingModule):
     """Link prediction with a model offering ``encode(x, edge_index)`` and ``decode(z, pairs) -> logits`` (MSG), on
-    the splits of :class:`fsnn.data.modules.LinkDataModule` (one graph per batch).
+    the splits of :class:`fsnn.data.datamodules.LinkDataModule` (one graph per batch).
 
     Training step: encode with the training edges, decode the training positives and as many fresh negatives
-    (:func:`fsnn.data.modules.sample_train_negatives`), binary cross-entropy with logits. Validation/test: encode in
+    (:func:`fsnn.data.datamodules.sample_train_negatives`), binary cross-entropy with logits. Validation/test: encode in
     eval mode with the split's message-passing edges, score its positive and negative pairs, log AUC and average
     precision.
     """
