@@ -178,6 +178,21 @@ def test_one_training_step_per_backbone_and_neuron(backbone, neuron, tmp_path):
     assert changed >= len(before) // 2  # gradients reached most parameters
 
 
+def test_firing_rates_of_a_test_pass_come_with_the_network_order_of_their_layers(tmp_path):
+    """A test pass records its layers in the order the network registers them (``metrics.json`` sorts the rates by
+    name): DVSNet's classifier neuron, applied last, sorts before its feature blocks."""
+    torch.manual_seed(0)
+    model = build_backbone("dvsnet", num_classes=3, in_channels=2, input_size=(16, 16), neuron="flif", channels=4)
+    x, y = torch.rand(4, 2, 2, 16, 16) * 3, torch.tensor([0, 1, 2, 0])
+    data = SplitDataModule(lambda: (TensorDataset(x, y),) * 3, batch_size=4)
+    module = SpikingClassifier(model, 3, lambda p: torch.optim.SGD(p, lr=0.1))
+    trainer = L.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+    trainer.test(module, datamodule=data, verbose=False)
+    order = module.test_layer_order
+    assert order == [name for name, _ in model.named_modules() if name in module.test_rates]
+    assert sorted(order) == sorted(module.test_rates) and order != sorted(order) and order[-1].startswith("classifier")
+
+
 # -- end to end through train.py, as a user runs it ------------------------------------------
 
 
@@ -199,6 +214,7 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
         "test_acc",
         "test_acc_last",
         "firing_rates",
+        "layer_order",
         "alphas",
         "versions",
         "config",
@@ -212,6 +228,7 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
     assert 0.0 <= m["test_acc"] <= 1.0
     assert m["config"]["neuron"]["name"] == "flif" and m["alphas"]
     assert all(0.0 <= r <= 1.0 for r in m["firing_rates"].values()) and m["firing_rates"]
+    assert sorted(m["layer_order"]) == sorted(m["firing_rates"]) and m["layer_order"] != sorted(m["layer_order"])
     run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
     assert m["best_checkpoint"] == "checkpoints/best.ckpt" and (run_dir / m["best_checkpoint"]).is_file()
 

@@ -173,17 +173,15 @@ def test_labels_and_settings():
 
 
 def test_firing_rate_figure(tmp_path, drawn):
-    # metrics.json stores the rates sorted by name (classifier before features); the figure shows network order
+    # metrics.json stores the rates sorted by name (classifier before features) and the network's order beside them
     layers = {"classifier.2": 0.05, "features.0.2": 0.1, "features.1.2": 0.2}
+    order = ["features.0.2", "features.1.2", "classifier.2"]
     runs = [
-        _run("flif", layers),
-        _run("flif", {**layers, "features.0.2": 0.3}),
-        _run("lif", {"classifier.2": 0.01, "features.0.2": 0.3, "features.1.2": 0.2}),
+        _run("flif", layers),  # a record without the order: the panel takes it from another run
+        _run("flif", {**layers, "features.0.2": 0.3}, layer_order=order),
+        _run("lif", {"classifier.2": 0.01, "features.0.2": 0.3, "features.1.2": 0.2}, layer_order=order),
         _run("flif", {}, dataset="cora"),
     ]
-    for run in runs:
-        run["config"]["dataset"]["size"] = 32
-        run["config"]["backbone"].update(channels=8, num_blocks=2, hidden=16)
     paths = figures.firing_rate_figure(runs, tmp_path)
     assert [p.name for p in paths] == ["firing_rates.png", "firing_rates.pdf"] and all(map(_is_figure, paths))
     ax = drawn["firing_rates"].axes[0]
@@ -217,10 +215,11 @@ def test_firing_rate_panels_keep_one_colour_per_neuron(tmp_path, drawn):
     assert len(sj) == 2 and sj[0] == sj[1]
 
 
-def test_network_order_falls_back_to_names():
-    assert figures.network_order({"config": {"backbone": {"name": "no_such_net"}}}, ["b", "a"]) == ["a", "b"]
-    sgcn = {"config": {"dataset": {"name": "cora"}, "backbone": {"name": "sgcn"}, "neuron": {"name": "flif"}}}
-    assert figures.network_order(sgcn, ["neuron", "encoder", "gone"]) == ["encoder", "neuron", "gone"]
+def test_network_order_is_the_recorded_one_else_the_names():
+    recorded, layers = {"layer_order": ["encoder", "neuron"]}, ["neuron", "gone", "encoder", "a"]
+    assert figures.network_order([{}, recorded], layers) == ["encoder", "neuron", "a", "gone"]  # the rest by name
+    assert figures.network_order([{}, {"layer_order": []}], ["b", "a"]) == ["a", "b"]
+    assert figures.network_order([], ["b", "a"]) == ["a", "b"]
 
 
 def test_families_of_colours():

@@ -469,7 +469,8 @@ def test_finite_input_whose_sum_overflows_is_accepted():
 
 
 def test_a_neuron_builds_on_the_meta_device_with_nothing_cached_yet():
-    # a network rebuilt on "meta" (fsnn.report.figures.network_order) must not trip the stability bound or poison its caches
+    # a network built on "meta" (shapes and names without memory or weights) must not trip the stability bound or
+    # poison its caches
     stable_tau.cache_clear()
     with torch.device("meta"):
         FractionalLIF(alpha=0.43, tau=2.0)

@@ -501,8 +501,13 @@ def test_evaluate_events_study(tmp_path, data_root, compose_cfg, monkeypatch):
     result = evaluate(cfg)
     study = json.loads((run_dir / "robustness.json").read_text())
     assert study == json.loads(json.dumps(result["robustness"]))
-    _check_study(study, LEVELS, json.loads((run_dir / "eval.json").read_text())["test_acc"])
+    retest = json.loads((run_dir / "eval.json").read_text())
+    _check_study(study, LEVELS, retest["test_acc"])
     assert study["robustness"] == "events" and study["config"]["dataset"]["name"] == "dvsgesture"
+    # the re-test's rates are sorted by name in the file; beside them, its layers in the order DVSNet applies them
+    order = retest["layer_order"]
+    assert sorted(order) == sorted(retest["firing_rates"])
+    assert order[0].startswith("features") and order[-1].startswith("classifier")
     _check_figures(run_dir)
 
     # what the model was fed: the clean batch, then one batch per corruption and level, in the study's order

@@ -694,6 +694,7 @@ def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
         "test_acc_last",
         "test_metrics",
         "firing_rates",
+        "layer_order",
         "split_sizes",
         "alphas",
     ):

@@ -671,6 +671,7 @@ def _changed(key: str, value):
         (_changed("overrides", [1]), "overrides[0]: expected text"),
         (_changed("test_acc", "0.5"), 'test_acc: expected a number, got text ("0.5")'),
         (_changed("firing_rates", {"layer": "high"}), "firing_rates.layer: expected a number"),
+        (_changed("layer_order", ["features", 2]), "layer_order[1]: expected text, got a number (2)"),
         (_changed("device", "lone \udcff surrogate"), "text that is not valid Unicode"),
     ],
     ids=[
@@ -688,6 +689,7 @@ def _changed(key: str, value):
         "overrides",
         "test_acc",
         "firing_rates",
+        "layer_order",
         "surrogate",
     ],
 )

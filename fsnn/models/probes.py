@@ -24,8 +24,9 @@ __all__ = ["SpikeRateMeter", "firing_rates"]
 
 class SpikeRateMeter:
     """Forward hooks on every neuron (and every module with ``emits_spikes = True``, e.g. an input encoder) of
-    ``model``: ``rates()`` gives ``{module name: spikes / elements}`` over all forwards between ``start`` and ``stop``.
-    ``reduce`` (e.g. a DDP strategy's sum over ranks) is applied to the ``[modules, 2]`` totals first."""
+    ``model``: ``rates()`` gives ``{module name: spikes / elements}`` over all forwards between ``start`` and ``stop``,
+    in the order of ``model.named_modules()`` (the order the model registers them). ``reduce`` (e.g. a DDP strategy's
+    sum over ranks) is applied to the ``[modules, 2]`` totals first."""
 
     def __init__(self, model: nn.Module, reduce: Callable[[torch.Tensor], torch.Tensor] | None = None):
         self.model, self.reduce = model, reduce

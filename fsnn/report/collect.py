@@ -164,6 +164,7 @@ RECORD = {
     "choices": {"neuron_variant": TEXT},
     "test_metrics": OBJECT,
     "firing_rates": Values(NUMBER),
+    "layer_order": Each(TEXT),
     "neurons_by_epoch": Each({"epoch": Required(NUMBER), "neurons": Required(Values(Values(NUMBER)))}),
     "robustness": ROBUSTNESS,
     "energy": OBJECT,

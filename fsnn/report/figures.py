@@ -46,7 +46,6 @@ from typing import Any, Callable, Iterable
 
 import matplotlib
 import numpy as np
-import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
@@ -120,35 +119,12 @@ def _epochs_text(epochs: int | None) -> str:
     return "epochs not recorded" if epochs is None else f"{epochs} epochs"
 
 
-def network_order(run: dict, layers: Iterable[str]) -> list[str]:
-    """``layers`` (module names of ``run``'s network) in the order the network registers them, which is the order it
-    applies them: ``metrics.json`` stores its firing rates sorted by name, so the backbone is rebuilt from the run's
-    config on the meta device (no memory, no weights). Names the rebuilt network lacks, or all of them when it cannot
-    be rebuilt (a backbone this fsnn does not have), follow in sorted order."""
-    from omegaconf import OmegaConf
-
-    from fsnn.data.registry import dataset_info
-    from fsnn.models import build_backbone
-    from fsnn.models.registry import backbone_options
-
-    layers = sorted(layers)
-    try:
-        cfg = OmegaConf.create(run["config"])
-        info = dataset_info(cfg.dataset.name)
-        dims = {"num_classes": info.num_classes}
-        if info.kind in ("event", "static"):
-            size = cfg.dataset.get("size") or info.size
-            dims |= {
-                "in_channels": info.in_channels,
-                "input_size": (size, size) if isinstance(size, int) else tuple(size),
-            }
-        else:
-            dims["in_features"] = info.in_channels
-        with torch.device("meta"):
-            model = build_backbone(cfg.backbone.name, **dims, **backbone_options(cfg))
-        order = [name for name, _ in model.named_modules()]
-    except Exception:  # noqa: BLE001 - any failure to rebuild only costs the order, never the figure
-        return layers
+def network_order(runs: Iterable[dict], layers: Iterable[str]) -> list[str]:
+    """``layers`` (module names of the network of ``runs``) in the order the network registers them, which is the
+    order it applies them: ``metrics.json`` stores its firing rates sorted by name, and that order as
+    ``layer_order``, read here from the first of ``runs`` that has one (the runs of one panel share a backbone).
+    Names it lacks, or all of them when no run has one, follow in sorted order."""
+    order = next((run["layer_order"] for run in runs if run.get("layer_order")), [])
     position = {name: i for i, name in enumerate(order)}
     return sorted(layers, key=lambda name: (position.get(name, len(order)), name))
 
@@ -172,7 +148,7 @@ def firing_rate_figure(
     panels = []
     styles = family_styles(_by_neuron(run for members in groups.values() for run in members))  # one colour a neuron
     for ax, ((key, epochs, recipe), members) in zip(axes, sorted(groups.items())):
-        layers = network_order(members[0], {layer for run in members for layer in run["firing_rates"]})
+        layers = network_order(members, {layer for run in members for layer in run["firing_rates"]})
         neurons = _by_neuron(members)
         width = 0.8 / len(neurons)
         for i, (neuron, group) in enumerate(neurons.items()):

@@ -157,6 +157,7 @@ def evaluate_run(
             f"test_{metric}": run.clean,
             "test_metrics": test,
             "firing_rates": task.module.test_rates,
+            "layer_order": task.module.test_layer_order,  # the order the network registers them (JSON sorts the rates)
             "encoders": describe_encoders(task.module.model),
             "device": device_description(trainer.strategy.root_device),
             "evaluated": coverage(counted, limit_test_batches, run_cfg.trainer.get("limit_test_batches")),

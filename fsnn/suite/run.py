@@ -536,6 +536,7 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
                 "best_checkpoint": os.path.relpath(best_path, run_dir),  # relative: the run folder can move
                 "split_sizes": data.split_sizes(),
                 "firing_rates": module.test_rates,
+                "layer_order": module.test_layer_order,  # the order the network registers them (JSON sorts the rates)
                 "alphas": collect_alphas(module.model),
                 "neurons": describe_neurons(module.model),  # at the best checkpoint: tau, alpha, the engine it ran
                 "encoders": describe_encoders(module.model),  # the Poisson samplers that drew the run's input spikes

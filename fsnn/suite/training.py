@@ -103,8 +103,9 @@ class SpikingModule(L.LightningModule):
     subclass gives the training loss of a batch (:meth:`training_loss`); a NaN/inf one stops training with
     :class:`NonFiniteLossError`, and so does a NaN/inf parameter after an optimiser step
     (:class:`NonFiniteParameterError`, naming it). Every test pass measures the firing rate of every neuron (and
-    spike encoder) of ``model``, summed over the ranks, into :attr:`test_rates` (``measure_rates = False`` switches
-    that off, e.g. for a pass timed for throughput)."""
+    spike encoder) of ``model``, summed over the ranks, into :attr:`test_rates`, and the names of those layers in the
+    order ``model`` registers them into :attr:`test_layer_order` (``measure_rates = False`` switches that off, e.g.
+    for a pass timed for throughput)."""
 
     def __init__(
         self, model: nn.Module, optimizer: Callable, scheduler: Callable | None = None, monitor: str = "val/acc"
@@ -114,6 +115,7 @@ class SpikingModule(L.LightningModule):
         self.monitor = monitor
         self.measure_rates = True
         self.test_rates: dict[str, float] = {}
+        self.test_layer_order: list[str] = []
         self._meter: SpikeRateMeter | None = None
 
     def training_loss(self, batch) -> torch.Tensor:  # pragma: no cover - abstract
@@ -175,6 +177,7 @@ class SpikingModule(L.LightningModule):
         if self._meter is not None:
             self._meter.stop()
             self.test_rates = self._meter.rates()
+            self.test_layer_order = list(self.test_rates)  # the meter's order: model.named_modules()
             self._meter = None
 
 
