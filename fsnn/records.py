@@ -12,18 +12,17 @@ from typing import Annotated
 
 from fsnn.atomic import RunFileError
 from fsnn.checks import Check
-from fsnn.configs import config_root, register_resolvers
+from fsnn.configs import env_setting
+
+#: the results folder of a checkout: the runs behind its tables (their records in git), the tables, figures and page
+#: made from them; a run of one's own goes to ``paths.results_dir`` (``./runs``) instead
+EVIDENCE = "results"
 
 
 def results_root() -> Path:
-    """The results folder runs are written to and the reports read: ``paths.results_dir`` of the default paths
-    config resolved as a run resolves it, ``$FSNN_RESULTS`` where it is set and not blank, else ``./results`` of the
-    current directory."""
-    from omegaconf import OmegaConf  # here: fsnn-train without fsnn[suite] reads config_root() and says what is missing
-
-    register_resolvers()
-    paths = OmegaConf.to_container(OmegaConf.load(config_root() / "paths" / "default.yaml"), resolve=True)
-    return Path(paths["results_dir"]).expanduser()
+    """The results folder the reports read by default: ``$FSNN_RESULTS`` where it is set and not blank (then runs are
+    written there too, as ``paths.results_dir``), else :data:`EVIDENCE` of the current directory."""
+    return Path(env_setting("FSNN_RESULTS", EVIDENCE)).expanduser()
 
 
 #: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in

@@ -506,7 +506,7 @@ class Probe:
 
     @staticmethod
     def run_dir(cwd: Path, task: str = "train") -> Path:
-        found = sorted((cwd / "results" / task).glob("*/metrics.json"))
+        found = sorted((cwd / "runs" / task).glob("*/metrics.json"))
         if len(found) != 1:
             raise RuntimeError(f"expected one run under {cwd}, found {found}")
         return found[0].parent
@@ -559,7 +559,7 @@ class Probe:
             self.record("bad value", "trainer.accelerator=gpu (no GPU)", self.classify_error(rc, out, "accelerator"))
             cwd = self.folder("engine-triton")
             rc, out = self.train(cwd, *TINY, "neuron.engine=triton", env={"TRITON_INTERPRET": "0"})
-            made = (cwd / "results").exists()
+            made = (cwd / "runs").exists()
             self.record(
                 "bad value",
                 "neuron.engine=triton (no GPU)",
@@ -669,7 +669,7 @@ class Probe:
     @staticmethod
     def run_dir_matching(cwd: Path, text: str, task: str = "train") -> Path:
         """The first run folder under ``cwd`` whose name contains ``text``."""
-        found = [p.parent for p in sorted((cwd / "results" / task).glob("*/metrics.json")) if text in p.parent.name]
+        found = [p.parent for p in sorted((cwd / "runs" / task).glob("*/metrics.json")) if text in p.parent.name]
         return found[0] if found else cwd / "missing"
 
     def security(self) -> None:
@@ -754,7 +754,7 @@ class Probe:
             m["test_acc"] = float("nan")
             (run / "metrics.json").write_text(json.dumps(m))
             rc, out = self.run(
-                "fsnn-report", "tables", "--results", str(cwd / "results"), "--out", str(cwd / "tables"), cwd=cwd
+                "fsnn-report", "tables", "--results", str(cwd / "runs"), "--out", str(cwd / "tables"), cwd=cwd
             )
             counted = "1 complete" in out
             outcome = (
@@ -832,7 +832,7 @@ class Probe:
         )
         deadline = time.time() + 300
         while time.time() < deadline and proc.poll() is None:
-            if list((killed / "results").rglob("last.ckpt")):
+            if list((killed / "runs").rglob("last.ckpt")):
                 break
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
@@ -893,7 +893,7 @@ class Probe:
         old = self.folder("travel-old")
         self.patched(old, "before-test", *TINY)
         new = self.folder("travel-new")
-        os.replace(old / "results", new / "results")
+        os.replace(old / "runs", new / "runs")
         rc, out = self.train(new, *TINY)
         m = self.metrics(self.run_dir(new))
         done = rc == 0 and m is not None and m.get("status") == "complete"
@@ -969,7 +969,7 @@ class Probe:
         for name in ("last.ckpt", "metrics.json"):
             cwd = self.folder(f"disk-full-{name}")
             rc, out = self.patched(cwd, f"disk-full:{name}", *TINY)
-            partial = [p.name for p in (cwd / "results").rglob(".*.tmp-*")]
+            partial = [p.name for p in (cwd / "runs").rglob(".*.tmp-*")]
             outcome = self.classify_error(rc, out, name)
             outcome = "unclear" if outcome == "clear" and "free" not in self.first_error(out) else outcome
             self.record(
@@ -997,7 +997,7 @@ class Probe:
             text=True,
         )
         deadline = time.time() + 300
-        while time.time() < deadline and proc.poll() is None and not list((cwd / "results").rglob("last.ckpt")):
+        while time.time() < deadline and proc.poll() is None and not list((cwd / "runs").rglob("last.ckpt")):
             time.sleep(0.05)
         proc.send_signal(signum)
         out = proc.communicate(timeout=600)[0]
@@ -1056,7 +1056,7 @@ class Probe:
             victim.write_text("kept")
             rc, out = self.train(cwd, *args, env={"FSNN_SWEEP_JOBS": str(victim)})
             again, out2 = self.train(cwd, *args)
-            runs = list((cwd / "results" / "train").glob("*/metrics.json")) if rc == 0 else []
+            runs = list((cwd / "runs" / "train").glob("*/metrics.json")) if rc == 0 else []
             whole = (self.metrics(runs[0].parent) or {}).get("run_whole_name") if len(runs) == 1 else None
             ok = rc == 0 and whole and again == 0 and "is finished" in out2
             self.record(

@@ -197,7 +197,7 @@ def test_firing_rates_of_a_test_pass_come_with_the_network_order_of_their_layers
 
 
 def _metrics(cwd: Path, task: str = "train") -> dict:
-    paths = list((cwd / "results" / task).glob("*/metrics.json"))
+    paths = list((cwd / "runs" / task).glob("*/metrics.json"))
     assert len(paths) == 1, paths
     return json.loads(paths[0].read_text())
 
@@ -229,7 +229,7 @@ def test_default_experiment_end_to_end(tmp_path, data_root):
     assert m["config"]["neuron"]["name"] == "flif" and m["alphas"]
     assert all(0.0 <= r <= 1.0 for r in m["firing_rates"].values()) and m["firing_rates"]
     assert sorted(m["layer_order"]) == sorted(m["firing_rates"]) and m["layer_order"] != sorted(m["layer_order"])
-    run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
+    run_dir = next((tmp_path / "runs" / "train").glob("*/metrics.json")).parent
     assert m["best_checkpoint"] == "checkpoints/best.ckpt" and (run_dir / m["best_checkpoint"]).is_file()
 
 
@@ -326,7 +326,7 @@ def test_a_sweep_without_its_data_is_refused_once_before_any_job(tmp_path, data_
         f"{lacking.replace('cora (Cora/), ', '')}. "
     )
     assert "fsnn-fixtures" in proc.stderr
-    assert not list((tmp_path / "results").iterdir())  # not one job's folder
+    assert not list((tmp_path / "runs").iterdir())  # not one job's folder
 
 
 # what a command answers without: help and a refused typo come from Hydra and the config tree alone
@@ -376,7 +376,7 @@ def test_help_and_typos_answer_before_the_heavy_libraries_load(tmp_path, script,
     assert answer == {"code": code, "loaded": []}, done.stderr[-2000:]
     assert (code == 0) == ("== Configuration groups ==" in done.stdout)
     assert code == 0 or done.stderr.count("fsnn: error:") == 1
-    assert not (tmp_path / "results").exists() and not (tmp_path / "outputs").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "outputs").exists()
 
 
 def test_unknown_group_option_lists_choices(tmp_path):
@@ -404,7 +404,7 @@ def test_dvsgesture_fixture_epoch_and_evaluate(tmp_path, data_root):
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = _metrics(tmp_path)
     assert m["status"] == "complete" and m["epochs"] == 1
-    run_dir = next((tmp_path / "results" / "train").glob("*/metrics.json")).parent
+    run_dir = next((tmp_path / "runs" / "train").glob("*/metrics.json")).parent
     ev = run_app("evaluate.py", f"run_dir={run_dir}", f"paths.data_dir={data_root}", cwd=tmp_path)
     assert ev.returncode == 0, ev.stderr[-3000:]
     assert json.loads((run_dir / "eval.json").read_text())["test_acc"] == pytest.approx(m["test_acc"])
@@ -449,19 +449,17 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
         "train.py", "experiment=table1_neuromorphic_smoke", f"paths.data_dir={data_root}", cwd=tmp_path, timeout=1500
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    runs = [
-        json.loads(p.read_text()) for p in (tmp_path / "results" / "table1_neuromorphic_smoke").glob("*/metrics.json")
-    ]
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "runs" / "table1_neuromorphic_smoke").glob("*/metrics.json")]
     assert len(runs) == 8 * 4 and all(r["status"] == "complete" for r in runs)
     from fsnn.report.tables import make_tables
 
-    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     assert (tmp_path / "tables" / "neuromorphic.md").exists() and (tmp_path / "tables" / "neuromorphic.tex").exists()
     md = (tmp_path / "tables" / "neuromorphic.md").read_text()
     assert md.count("(n=1)") == 8 * 4  # every cell of Table 1 filled by exactly one smoke run
 
     # the energy table from the layer-wise count of one Spikformer run
-    run = tmp_path / "results" / "table1_neuromorphic_smoke" / "neuron-flif+seed-0+setup-dvsgesture_transformer"
+    run = tmp_path / "runs" / "table1_neuromorphic_smoke" / "neuron-flif+seed-0+setup-dvsgesture_transformer"
     proc = run_app(
         "evaluate.py",
         f"run_dir={run}",
@@ -473,7 +471,7 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "E_overall" in proc.stdout and (run / "energy.json").exists()
-    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     energy = (tmp_path / "tables" / "energy.md").read_text()
     assert energy.count("(n=1)") == 4  # the f-LIF row: synaptic, neuron, total, share
 
@@ -488,10 +486,10 @@ def test_table2_smoke_sweep_then_table(tmp_path, data_root):
         timeout=1500,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    runs = list((tmp_path / "results" / "table2_node_classification_smoke").glob("*/metrics.json"))
+    runs = list((tmp_path / "runs" / "table2_node_classification_smoke").glob("*/metrics.json"))
     assert len(runs) == 6 * 2 * 4
     from fsnn.report.tables import make_tables
 
-    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     md = (tmp_path / "tables" / "node_classification.md").read_text()
     assert md.count("(n=1)") == 6 * 2 * 4  # SGCN/DRSGNN x 4 neurons x 6 datasets, one seed each

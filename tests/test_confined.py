@@ -285,7 +285,7 @@ def test_a_long_run_name_trains_in_a_shortened_folder_and_its_rerun_finds_it(tmp
     name = "a-long-name-" + "x" * 300
     first = _train(tmp_path, data_root, f"run_name={name}", env={"FSNN_SWEEP_JOBS": str(victim)})
     assert first.returncode == 0, first.stderr[-3000:]
-    (run,) = (tmp_path / "results" / "train").iterdir()
+    (run,) = (tmp_path / "runs" / "train").iterdir()
     assert run.name == fitting_name(name) and len(run.name.encode()) == NAME_MAX
     record = json.loads((run / "metrics.json").read_text())
     assert record["status"] == "complete" and record["run_whole_name"] == name and record["run"] == run.name
@@ -298,8 +298,8 @@ def test_a_long_run_name_trains_in_a_shortened_folder_and_its_rerun_finds_it(tmp
 def test_a_sweep_and_a_single_run_of_one_configuration_share_its_folder(tmp_path, data_root):
     swept = _train(tmp_path, data_root, "-m", "neuron.learn_alpha=true")
     assert swept.returncode == 0, swept.stderr[-3000:]
-    (run,) = (tmp_path / "results" / "train").glob("*/metrics.json")
+    (run,) = (tmp_path / "runs" / "train").glob("*/metrics.json")
     # typed, with a key given twice (the last value is what Hydra applies)
     single = _train(tmp_path, data_root, "neuron.learn_alpha=false", "neuron.learn_alpha=true")
     assert single.returncode == 0 and f"{run.parent} is finished" in single.stdout, single.stderr[-3000:]
-    assert [p.parent for p in (tmp_path / "results" / "train").glob("*/metrics.json")] == [run.parent]
+    assert [p.parent for p in (tmp_path / "runs" / "train").glob("*/metrics.json")] == [run.parent]

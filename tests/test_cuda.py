@@ -208,7 +208,7 @@ def test_train_app_end_to_end_on_the_gpu(tmp_path, data_root, overrides, precisi
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    m = json.loads(next((tmp_path / "results").rglob("metrics.json")).read_text())
+    m = json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
     assert m["status"] == "complete" and m["precision"] == precision and not m["device"].startswith("cpu")
     for key in ("test_acc", "val_acc_best", "train_samples_per_s", "test_samples_per_s", "peak_memory_gib"):
         assert isinstance(m[key], float) and math.isfinite(m[key]), key

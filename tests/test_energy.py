@@ -211,7 +211,7 @@ def test_energy_study_after_training_and_on_the_run_folder(tmp_path, data_root):
     proc = run_app("train.py", *run, "study=energy", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "E_overall" in proc.stdout  # the study ran after training, in the run's own folder
-    run_dir = next((tmp_path / "results" / "train").glob("*/.hydra/config.yaml")).parents[1]
+    run_dir = next((tmp_path / "runs" / "train").glob("*/.hydra/config.yaml")).parents[1]
     assert (run_dir / "checkpoints" / "best.ckpt").exists() and "study" not in run_dir.name
     after_training = json.loads((run_dir / "energy.json").read_text())
     (run_dir / "energy.json").unlink()

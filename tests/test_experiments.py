@@ -192,18 +192,18 @@ def test_smoke_sweep_then_table(tmp_path, data_root, experiment):
     jobs, table_id, cells = SMOKES[experiment]
     proc = run_app("train.py", f"experiment={experiment}", f"paths.data_dir={data_root}", cwd=tmp_path, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    paths = sorted((tmp_path / "results" / experiment).glob("*/metrics.json"))
+    paths = sorted((tmp_path / "runs" / experiment).glob("*/metrics.json"))
     runs = [json.loads(p.read_text()) for p in paths]
     assert len(runs) == jobs and all(r["status"] == "complete" for r in runs)
     assert all(r["train_samples_per_s"] > 0 and r["test_samples_per_s"] > 0 and r["peak_memory_gib"] > 0 for r in runs)
 
-    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     assert (tmp_path / "tables" / f"{table_id}.tex").exists()
     assert (tmp_path / "tables" / f"{table_id}.md").read_text().count("(n=1)") == cells
 
     # every filled cell is its run's own number (percent for accuracies)
     spec = next(t for t in load_spec() if t["id"] == table_id)
-    table = build_table(spec, scan_runs(tmp_path / "results").complete)
+    table = build_table(spec, scan_runs(tmp_path / "runs").complete)
     for row in table["rows"]:
         for column, cell in zip(spec["columns"], row["cells"]):
             if not cell["n"]:
@@ -214,7 +214,7 @@ def test_smoke_sweep_then_table(tmp_path, data_root, experiment):
             assert cell["mean"] == pytest.approx(want), (row["label"], column["key"])
 
     if table_id == "memory_horizon":  # its figure too: accuracy and s/epoch against the delay
-        figures = memory_horizon_figure(scan_runs(tmp_path / "results").complete, tmp_path / "figures")
+        figures = memory_horizon_figure(scan_runs(tmp_path / "runs").complete, tmp_path / "figures")
         assert sorted(p.name for p in figures) == ["memory_horizon.pdf", "memory_horizon.png"]
         assert all(p.stat().st_size > 10_000 for p in figures)
 
@@ -322,7 +322,7 @@ def test_authors_recipe_runs_and_is_recorded(tmp_path, data_root):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    path = next((tmp_path / "results" / "table2_node_classification").glob("*/metrics.json"))
+    path = next((tmp_path / "runs" / "table2_node_classification").glob("*/metrics.json"))
     assert "recipe-authors" in path.parent.name  # its own run folder, beside the matched run of the same command
     run = json.loads(path.read_text())
     assert run["status"] == "complete" and run["recipe"] == "authors" == run["config"]["recipe"]
@@ -330,7 +330,7 @@ def test_authors_recipe_runs_and_is_recorded(tmp_path, data_root):
         "hard",
         "torch.optim.lr_scheduler.ReduceLROnPlateau",
     )
-    make_tables(tmp_path / "results", tmp_path / "tables", echo=lambda *a, **k: None)
+    make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     assert "(n=1)" in (tmp_path / "tables" / "node_classification_authors.md").read_text()
     assert "(n=1)" not in (tmp_path / "tables" / "node_classification.md").read_text()
 

@@ -98,7 +98,7 @@ def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run = json.loads(next((tmp_path / "results" / "table2_node_classification").glob("*/metrics.json")).read_text())
+    run = json.loads(next((tmp_path / "runs" / "table2_node_classification").glob("*/metrics.json")).read_text())
     assert run["status"] == "complete" and run["epochs"] == 1 and run["recipe"] == "matched"
     assert "Warning" not in proc.stderr, proc.stderr  # no library's deprecation notice about its own code
     assert run["num_parameters"] == FEATURES * CLASSES + CLASSES
@@ -138,7 +138,7 @@ def test_table2_recipe_learns_real_cora_and_lif_is_sj_lif(cora_dir, tmp_path, ba
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = {}
-    for path in (tmp_path / "results" / "table2_node_classification").glob("*/metrics.json"):
+    for path in (tmp_path / "runs" / "table2_node_classification").glob("*/metrics.json"):
         run = json.loads(path.read_text())
         runs[run["config"]["neuron"]["name"]] = (run, path.parent)
     assert sorted(runs) == ["flif", "lif", "sj_lif"]

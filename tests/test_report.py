@@ -476,8 +476,8 @@ def test_repository_report_in_a_browser(tmp_path):
 
 
 def committed_results(dest: Path) -> Path:
-    """A copy of the run records git tracks under ``results/`` (the committed runs; not a run of one's own, such as
-    ``make train``'s ``results/train/seed-0``), without the tables and figures made from them."""
+    """A copy of the run records git tracks under ``results/`` (the committed runs, not the checkpoints and logs a
+    campaign leaves beside them), without the tables and figures made from them."""
     if (ROOT / ".git").exists():
         listed = subprocess.run(["git", "ls-files", "-z", "results"], cwd=ROOT, capture_output=True, check=True)
         files = [Path(name) for name in listed.stdout.decode().split("\0") if name]
@@ -517,11 +517,12 @@ def check_committed_outputs(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_make_train_then_the_committed_outputs(tmp_path):
     """The README's two commands in this order: ``make train``'s run (the default experiment, into this checkout's
-    ``results/train/seed-0``) and then the comparison of the committed tables and figures, which it must not
-    disturb."""
+    ``runs/train/seed-0``, apart from the committed runs) and then the comparison of the committed tables and
+    figures, which it must not disturb."""
     proc = run_app("train.py", cwd=ROOT, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (ROOT / "results" / "train" / "seed-0" / "metrics.json").is_file()
+    assert (ROOT / "runs" / "train" / "seed-0" / "metrics.json").is_file()
+    assert not (ROOT / "results" / "train").exists()
     check_committed_outputs(tmp_path)
 
 

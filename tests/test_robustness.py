@@ -711,7 +711,7 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
     ]  # a Table 1 run: the figures draw it
     proc = run_app("train.py", *run, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run_dir = next((tmp_path / "results" / "table1_neuromorphic").glob("*/metrics.json")).parent
+    run_dir = next((tmp_path / "runs" / "table1_neuromorphic").glob("*/metrics.json")).parent
 
     bad = run_app(
         "evaluate.py",
@@ -741,7 +741,7 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
     # the paper's table from it (the paper's 128-channel row relaxed to this run's width)
     spec = next(s for s in tables.load_spec() if s["id"] == "robustness_occlude_block")
     spec["match"] = {"dataset": "dvsgesture", "backbone": "dvsnet"}
-    table = tables.build_table(spec, collect.scan_runs(tmp_path / "results").complete)
+    table = tables.build_table(spec, collect.scan_runs(tmp_path / "runs").complete)
     entry = study["corruptions"]["center_occlusion"]
     expected = [100 * a for a in entry["acc"]] + [entry["score"], 100 * study["clean"]]
     for row, value in zip(table["rows"], expected):
@@ -754,7 +754,7 @@ def test_train_then_events_study_then_table_and_figures(tmp_path, data_root):
         "fsnn-report",
         "figures",
         "--results",
-        str(tmp_path / "results"),
+        str(tmp_path / "runs"),
         "--out",
         str(out),
         "--dt",

@@ -206,7 +206,7 @@ def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_
         "fsnn: error: neuron.engine: expected auto, direct or soe (the Triton kernels need a CUDA GPU or "
         "TRITON_INTERPRET=1, and no GPU is visible), got 'triton'"
     ]
-    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "runs").exists()
 
 
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
@@ -238,7 +238,7 @@ def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, mon
     for name in ("FSNN_RESULTS", "FSNN_DATA", "FSNN_SLURM_PARTITION", "WANDB_MODE"):
         monkeypatch.setenv(name, blank)
     cfg = compose_cfg("launcher=slurm", "logger=wandb")
-    assert (cfg.paths.results_dir, cfg.paths.data_dir) == ("./results", "./data")  # not '' (runs in /train/...)
+    assert (cfg.paths.results_dir, cfg.paths.data_dir) == ("./runs", "./data")  # not '' (runs in /train/...)
     assert cfg.hydra.launcher.partition is None and cfg.logger.mode == "offline"
     assert results_root() == Path("results")
     monkeypatch.setenv("FSNN_RESULTS", str(tmp_path))
@@ -325,7 +325,7 @@ def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, arg
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fsnn: error: ") and "Traceback" not in proc.stderr + proc.stdout
-    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*"))
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*"))
 
 
 def test_evaluate_checks_its_values_before_hydra_makes_a_folder(tmp_path):
@@ -583,7 +583,7 @@ def test_files_get_the_umask_s_mode(tmp_path):
 
 
 def _run_dir(cwd: Path, task: str = "train") -> Path:
-    found = [p.parent for p in (cwd / "results" / task).glob("*/metrics.json")]
+    found = [p.parent for p in (cwd / "runs" / task).glob("*/metrics.json")]
     assert len(found) == 1, found
     return found[0]
 
@@ -749,7 +749,7 @@ def test_a_second_process_on_the_same_run_folder_is_refused(tmp_path, data_root)
     first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 600
-        while time.time() < deadline and not list((tmp_path / "results").rglob("checkpoints/last.ckpt")):
+        while time.time() < deadline and not list((tmp_path / "runs").rglob("checkpoints/last.ckpt")):
             assert first.poll() is None, first.stderr.read()[-3000:]
             time.sleep(0.2)
         second = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
@@ -781,7 +781,7 @@ def test_ddp_two_cpu_ranks_write_one_metrics_json_of_the_whole_test_split(tmp_pa
         timeout=1200,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    runs = list((tmp_path / "results").rglob("metrics.json"))
+    runs = list((tmp_path / "runs").rglob("metrics.json"))
     assert len(runs) == 1
     m = json.loads(runs[0].read_text())
     assert m["status"] == "complete" and m["world_size"] == 2 and m["config"]["trainer"]["strategy"] == "ddp"
@@ -912,7 +912,7 @@ def _torch_style_failure(handle):
 
 @pytest.mark.parametrize("script", ["train.py", "evaluate.py"])
 def test_a_folder_in_place_of_metrics_json_is_one_line(tmp_path, compose_cfg, script):
-    run = tmp_path / "results" / "train" / "mine"
+    run = tmp_path / "runs" / "train" / "mine"
     if script == "evaluate.py":
         run = _fake_run_folder(tmp_path, compose_cfg)
     (run / "metrics.json").mkdir(parents=True)
@@ -971,7 +971,7 @@ def test_a_moved_run_folder_completes_from_its_own_checkpoints(tmp_path, data_ro
     old.mkdir()
     assert _interrupt(old, "before-test", data_root=data_root).returncode == -signal.SIGKILL
     new.mkdir()
-    os.replace(old / "results", new / "results")  # moved, and the original place gone
+    os.replace(old / "runs", new / "runs")  # moved, and the original place gone
     old.rmdir()
     proc = _train(new, data_root=data_root)
     assert proc.returncode == 0, proc.stderr[-3000:]

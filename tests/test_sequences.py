@@ -371,7 +371,7 @@ def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    m = json.loads(next((tmp_path / "results").rglob("metrics.json")).read_text())
+    m = json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
     assert set(m["neurons"]) == {"layers.0.neuron", "layers.1.neuron"}
     # the direct engine: the compiled CPU loops where they build (fsnn.neurons.cpu_kernels), else torch's
     direct = "cpp-direct" if cpu_kernels.unavailable_reason() is None else "direct"

@@ -165,7 +165,7 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
         timeout=300,
     )
     assert proc.returncode == 1, proc.stderr[-3000:]
-    runs = {r["config"]["task"]: r for r in _runs(tmp_path / "results", "train")}
+    runs = {r["config"]["task"]: r for r in _runs(tmp_path / "runs", "train")}
     assert runs[None]["status"] == "complete"
     assert runs["nonsense"]["status"] == "failed"
     assert runs["nonsense"]["error"].startswith(
@@ -178,10 +178,10 @@ def test_failed_job_does_not_stop_the_sweep(tmp_path, data_root):
     table = proc.stdout[proc.stdout.index("sweep of 2 runs:") :].splitlines()
     rows = [line for line in table if line.startswith("| ") and "seed-0" in line]  # every folder names its seed
     assert len(rows) == 2 and {row.split(" | ")[1] for row in rows} == {"failed", "complete"}
-    assert not list((tmp_path / "results" / "train").glob(".sweep-*"))  # its job list is removed
+    assert not list((tmp_path / "runs" / "train").glob(".sweep-*"))  # its job list is removed
     # rerunning the sweep runs only what is missing or failed: the finished job is left as it is
     # task=null is the default: its folder is the one without the key, as the single run's would be
-    done = next(p for p in (tmp_path / "results" / "train").glob("*/metrics.json") if "task-" not in p.parent.name)
+    done = next(p for p in (tmp_path / "runs" / "train").glob("*/metrics.json") if "task-" not in p.parent.name)
     files = {f: f.stat().st_mtime_ns for f in done.parent.rglob("*") if f.is_file()}
     again = run_app(
         "train.py",
@@ -204,8 +204,8 @@ def test_optuna_smoke_search(tmp_path, data_root):
         "train.py", "experiment=optuna_alpha_smoke", f"paths.data_dir={data_root}", cwd=tmp_path, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    sweep = tmp_path / "results" / "optuna_alpha_smoke"
-    runs = _runs(tmp_path / "results", "optuna_alpha_smoke")
+    sweep = tmp_path / "runs" / "optuna_alpha_smoke"
+    runs = _runs(tmp_path / "runs", "optuna_alpha_smoke")
     assert len(runs) == 3 and all(r["status"] == "complete" for r in runs)
     alphas = [r["config"]["neuron"]["alpha"] for r in runs]
     assert len(set(alphas)) == 3 and all(0.1 <= a <= 1.0 for a in alphas)
@@ -229,7 +229,7 @@ def test_joblib_launcher_runs_two_jobs(tmp_path, data_root):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Joblib.Parallel(n_jobs=2" in proc.stdout
-    runs = _runs(tmp_path / "results", "train")
+    runs = _runs(tmp_path / "runs", "train")
     assert sorted(r["choices"]["neuron"] for r in runs) == ["flif", "lif"]
     # dvsgesture asks for DataLoader workers; launcher=joblib turned them off
     assert all(r["status"] == "complete" and r["config"]["dataset"]["num_workers"] == 0 for r in runs)
@@ -278,4 +278,4 @@ def test_a_joblib_sweep_stopped_by_sigterm_stops_its_workers(tmp_path, data_root
     checkpoints = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("last.ckpt")}
     time.sleep(15)  # a worker left running would write its next epoch's last.ckpt by now
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("last.ckpt")} == checkpoints
-    assert [r["status"] for r in _runs(tmp_path / "results", "train")] == ["interrupted", "interrupted"]
+    assert [r["status"] for r in _runs(tmp_path / "runs", "train")] == ["interrupted", "interrupted"]

@@ -7,8 +7,9 @@
 - ``fsnn-report page [--results DIR] [--out DIR] [--figures DIR] [--bench DIR]``: the report page,
   ``<results>/report/index.html`` (:mod:`fsnn.report.page`).
 
-The results folder defaults to the one runs are written to: ``paths.results_dir``, ``$FSNN_RESULTS`` where it is
-set, else ``./results`` (:func:`fsnn.records.results_root`). On a signal each command says in one line what it
+The results folder defaults to ``$FSNN_RESULTS`` where it is set (where runs are written then), else ``./results``,
+the runs behind a checkout's tables (:func:`fsnn.records.results_root`); ``--results runs`` reports one's own runs
+(``paths.results_dir``'s default). On a signal each command says in one line what it
 wrote and exits 128 + n. A file that cannot be written (a full disk, a read-only folder, an output folder that a link
 leads out of the results folder) is one line ``fsnn: error: ...`` naming it, exit status 2; every file is written
 whole or not at all.
@@ -24,7 +25,7 @@ from fsnn.interrupts import exit_on_interrupt
 from fsnn.records import results_root
 from fsnn.report.collect import printable
 
-RESULTS_HELP = "results folder to read (default: paths.results_dir: $FSNN_RESULTS, else ./results)"
+RESULTS_HELP = "results folder to read (default: $FSNN_RESULTS, else ./results; one's own runs: runs)"
 
 
 def tables(args: argparse.Namespace) -> None:

@@ -2,8 +2,8 @@
 (``paper_tables.yaml``, package data of fsnn).
 
 ``fsnn-report tables [--results DIR] [--out DIR]`` (or ``fsnn-report tables``) prints every table and writes it
-as Markdown and LaTeX (booktabs) under ``<results>/tables/``; the results folder defaults to ``./results`` of the
-current directory. A cell is mean ± std (sample std, ddof=1) over the
+as Markdown and LaTeX (booktabs) under ``<results>/tables/``; the results folder defaults to ``$FSNN_RESULTS``, else ``./results`` of the current
+directory (:func:`fsnn.records.results_root`). A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
 A table never mixes recipes (a run's ``recipe``: ``matched``, the default, or ``authors``, see ``conf/recipe/``):
