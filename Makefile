@@ -36,7 +36,7 @@ test-slow: $(STAMP)
 	$(PY) -m pytest -n 2 -m slow tests
 
 test-cuda: $(STAMP)
-	$(PY) -m pytest tests/test_cuda.py
+	$(PY) -m pytest tests/neurons/test_cuda.py
 
 bench: $(STAMP)
 	$(PY) scripts/bench_neurons.py

@@ -22,7 +22,7 @@ longer matches a run, corrupt graph files), ``inputs`` (caches and inputs that l
 stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record), ``parameters``
 (the neuron's parameters set outside their domain), ``autograd`` (second derivatives and compilation: a correct
 result or a clear refusal) and ``registries`` (names that become paths, entries of the wrong kind); these last three
-are Python snippets (:data:`SNIPPETS`), whose fast ones ``tests/test_probe_snippets.py`` runs. ``--fast`` keeps, in
+are Python snippets (:data:`SNIPPETS`), whose fast ones ``tests/suite/test_probe_snippets.py`` runs. ``--fast`` keeps, in
 those of :data:`FAST`, the cases that train nothing: what the test suite runs. Prints one table per category and
 the totals, and writes them to ``<out>/probe.json`` and ``<out>/probe.md``. This is a probe,
 not a test: it records what a checkout does, including the failures.

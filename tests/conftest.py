@@ -1,22 +1,18 @@
-"""Shared fixtures: config composition, a data folder with every dataset faked in its real format."""
+"""Shared fixtures: config composition, a data folder with every dataset faked in its real format; the test
+environment (no downloads, no wandb, Triton's interpreter without a GPU). Shared helpers and skip markers: helpers.py."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import CONF
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf
 
 from fsnn.configs import register_recipe_switches, register_resolvers
-
-ROOT = Path(__file__).resolve().parents[1]
-CONF = ROOT / "conf"
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -47,6 +43,17 @@ def compose_cfg():
 
 
 @pytest.fixture(scope="session")
+def karate():
+    """PyG's KarateClub with one SGC hop of standardized features as ``features``."""
+    from tiny_graphs import propagate, standardize
+    from torch_geometric.datasets import KarateClub
+
+    data = KarateClub()[0]
+    data.features = standardize(propagate(data.x, data.edge_index, data.num_nodes))
+    return data
+
+
+@pytest.fixture(scope="session")
 def data_root(tmp_path_factory) -> Path:
     """A ``paths.data_dir`` holding tiny fakes of every dataset in its real on-disk layout."""
     from fsnn.data.fixtures import write_fixtures
@@ -54,31 +61,3 @@ def data_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("data")
     write_fixtures(root)
     return root
-
-
-def robustness_levels(study: str) -> dict[str, list[float]]:
-    """``{corruption: levels}`` of ``conf/robustness/<study>.yaml``, the one place the levels are set."""
-    corruptions = OmegaConf.load(CONF / "robustness" / f"{study}.yaml").corruptions
-    return {name: list(entry.levels) for name, entry in corruptions.items()}
-
-
-def run_app(script: str, *overrides: str, cwd: Path, env: dict | None = None, timeout: int = 600):
-    """Run ``train.py``/``evaluate.py`` (or a ``scripts/`` file, or ``fsnn-report``) of this checkout as a user
-    would, from ``cwd``; returns the CompletedProcess."""
-    full_env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": str(ROOT), **(env or {})}
-    command = ["-m", "fsnn.report"] if script == "fsnn-report" else [str(ROOT / script)]
-    return subprocess.run(
-        [sys.executable, *command, *overrides], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def registries() -> dict:
-    """Every registry of fsnn, by what it holds (``Registry.what``)."""
-    from fsnn.data.corruptions import CORRUPTIONS
-    from fsnn.data.registry import DATASETS
-    from fsnn.models.registry import BACKBONES
-    from fsnn.neurons.registry import NEURONS
-    from fsnn.suite.studies import STUDIES
-    from fsnn.suite.tasks import TASKS
-
-    return {r.what: r for r in (NEURONS, BACKBONES, DATASETS, TASKS, CORRUPTIONS, STUDIES)}

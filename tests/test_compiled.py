@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT
+from helpers import ROOT
 
 from fsnn import compiled
 from fsnn.compiled import CompiledExtension

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, registries
-from test_report import CHROMIUM, FLAGS, needs_chromium
+from helpers import CHROMIUM, FLAGS, ROOT, needs_chromium, registries
 
 #: where the browser test keeps its screenshot (ignored by git, beside the report page's)
 SCREENSHOTS = ROOT / "results" / "screenshots"

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 PACKAGE = ROOT / "fsnn"
 PACKAGES = ("data", "models", "neurons", "report", "suite")
@@ -164,3 +164,25 @@ def test_the_reports_load_no_part_of_the_suite():
     report = sorted(module_name(p) for p in (PACKAGE / "report").glob("*.py") if p.stem != "__main__")
     held = loaded("; ".join(f"import {m}" for m in report))
     assert [m for m in held if m.startswith("fsnn.suite")] == []
+
+
+def test_the_tests_mirror_the_packages_and_a_library_test_imports_only_the_library():
+    """``tests/<package>/`` holds the tests of each package; a test of the library (neurons, models, data) imports
+    neither the suite nor the reports, so that it tests the library as a user of ``pip install fsnn`` has it."""
+    tests = ROOT / "tests"
+    assert sorted(p.name for p in tests.iterdir() if p.is_dir() and list(p.glob("test_*.py"))) == sorted(PACKAGES)
+    found = {}
+    for package in ("neurons", "models", "data"):
+        for path in sorted((tests / package).glob("test_*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = (
+                    [alias.name for alias in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+                upper = [n for n in names if layer(n) != "library" and n.startswith("fsnn.")]
+                if upper:
+                    found.setdefault(path.relative_to(tests).as_posix(), []).extend(upper)
+    assert found == {}

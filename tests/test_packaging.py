@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from packaging.requirements import Requirement
 
 from fsnn.models import poisson

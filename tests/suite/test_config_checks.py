@@ -1,0 +1,330 @@
+"""A run's config is checked before anything is made: every bad value is one line naming its key, the
+results config leaves out what changes no result, one configuration is one folder, and every committed run is found
+by its command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import (
+    CONF,
+    ROOT,
+    run_app,
+)
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import CompactHydraException
+
+from fsnn.checks import ConfigError
+from fsnn.suite.checkpoint import (
+    result_config,
+    strip_non_result,
+)
+from fsnn.suite.config import check_config
+from fsnn.suite.run import run_guarded
+
+# (override, the key the error names): bad values of every kind a command line can give
+BAD_VALUES = [
+    *[(f"neuron.alpha={v}", "neuron.alpha") for v in ("0", "1.5", "-1", "nan", "abc", "inf", "null", "true")],
+    ("neuron.tau=0", "neuron.tau"),
+    ("neuron.tau=-1", "neuron.tau"),
+    ("neuron.tau=inf", "neuron.tau"),
+    ("neuron.tau=1e-09", "neuron.tau"),
+    ("neuron.tau=0.5", "neuron.tau"),  # below f-LIF's stability bound
+    ("neuron.memory=0", "neuron.memory"),
+    ("neuron.memory=1.5", "neuron.memory"),
+    ("neuron.method=xyz", "neuron.method"),
+    ("neuron.threshold=-1", "neuron.threshold"),
+    ("neuron.threshold=0", "neuron.threshold"),
+    ("neuron.dt=0", "neuron.dt"),
+    ("neuron.surrogate=foo", "neuron.surrogate"),
+    ("neuron.surrogate_scale=0", "neuron.surrogate_scale"),
+    ("neuron.reset=foo", "neuron.reset"),
+    ("neuron.engine=foo", "neuron.engine"),
+    ("neuron.learn_alpha=yes", "neuron.learn_alpha"),
+    *[(f"dataset.T={v}", "dataset.T") for v in ("0", "-3", "2.5", "abc", "'8'")],
+    ("dataset.size=0", "dataset.size"),
+    ("dataset.size=[32,0]", "dataset.size"),
+    ("dataset.size=[8,8,8]", "dataset.size"),
+    ("dataset.val_fraction=1.5", "dataset.val_fraction"),
+    ("dataset.val_fraction=0", "dataset.val_fraction"),
+    ("dataset.batch_size=0", "dataset.batch_size"),
+    ("dataset.batch_size=-2", "dataset.batch_size"),
+    ("dataset.num_workers=-1", "dataset.num_workers"),
+    ("dataset.name=nosuch", "dataset.name"),
+    ("backbone.channels=0", "backbone.channels"),
+    ("optimizer.lr=-1", "optimizer.lr"),
+    ("optimizer.lr=0", "optimizer.lr"),
+    ("optimizer.lr=abc", "optimizer.lr"),
+    ("optimizer.weight_decay=-1", "optimizer.weight_decay"),
+    ("optimizer._target_=os.system", "optimizer._target_"),
+    ("+backbone._target_=shutil.rmtree", "backbone._target_"),
+    ("seed=abc", "seed"),
+    ("seed=-1", "seed"),
+    ("seed=1.5", "seed"),
+    ("task=nonsense", "task"),
+    ("force=maybe", "force"),
+    ("trainer.max_epochs=abc", "trainer.max_epochs"),
+    ("trainer.max_epochs=-1", "trainer.max_epochs"),
+    ("trainer.max_epochs=0", "trainer.max_epochs"),
+    ("trainer.devices=0", "trainer.devices"),
+    ("trainer.num_nodes=0", "trainer.num_nodes"),
+    ("trainer.strategy=foo", "trainer.strategy"),
+    ("trainer.precision=foo", "trainer.precision"),
+    ("trainer.accelerator=tpu", "trainer.accelerator"),
+    ("trainer.limit_train_batches=-1", "trainer.limit_train_batches"),
+    ("trainer.limit_val_batches=1.5", "trainer.limit_val_batches"),
+    ("trainer.gradient_clip_val=-1", "trainer.gradient_clip_val"),
+]
+
+
+def _config_error(cfg) -> str:
+    with pytest.raises(ConfigError) as error:
+        check_config(cfg)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("override,key", BAD_VALUES)
+def test_every_bad_value_is_one_line_naming_its_key(compose_cfg, tmp_path, override, key):
+    message = _config_error(compose_cfg(override, f"paths.results_dir={tmp_path}"))
+    value = override.split("=", 1)[1].strip("'")
+    assert message.startswith(f"{key}: expected ") and "\n" not in message, message
+    got = message.rsplit(", got ", 1)[1].replace(" ", "")  # a list is shown as Python writes it: [32, 0]
+    assert got in (value, repr(value)) or (value, got) in (("null", "None"), ("true", "True")), message
+
+
+def test_good_values_pass(compose_cfg, tmp_path):
+    for overrides in (
+        [],
+        [
+            "neuron.alpha=1",
+            "neuron.memory=4",
+            "dataset.size=[32,48]",
+            "trainer.strategy=ddp",
+            "trainer.devices=auto",
+            "trainer.limit_val_batches=0.5",
+            "scheduler=none",
+            "optimizer=adamw",
+        ],
+        ["dataset=cora", "backbone=sgcn", "neuron=sj_lif"],
+        ["dataset=computers", "backbone=msg", "task=link", "logger=wandb"],
+    ):
+        check_config(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
+
+
+def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    assert _config_error(compose_cfg(f"paths.data_dir={a_file}")) == (
+        f"paths.data_dir: expected a folder, got {str(a_file)!r} (a file)"
+    )
+    assert _config_error(compose_cfg(f"paths.results_dir={a_file}/results")).startswith(
+        f"paths.results_dir: expected a writable folder, got {str(a_file / 'results')!r}"
+    )
+    assert _config_error(compose_cfg("paths.results_dir=/proc/fsnn_results")).startswith(
+        "paths.results_dir: expected a writable folder"
+    )
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert "paths.results_dir: expected a writable folder" in _config_error(
+            compose_cfg(f"paths.results_dir={locked}")
+        )
+    if not torch.cuda.is_available():
+        assert _config_error(compose_cfg("trainer.accelerator=gpu", f"paths.results_dir={tmp_path}")).startswith(
+            "trainer.accelerator: expected auto or cpu (no GPU is visible"
+        )
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["neuron.tau=1e-09"],
+            r"neuron.tau: expected a number > 0.857805 \(at or below it the discrete f-LIF with "
+            r"alpha=0.5, dt=1, method=pred grows without bound, to inf and NaN; the bound scales as "
+            r"dt\^alpha\), got 1e-09",
+        ),
+        (["neuron.dt=100"], r"neuron.tau: expected a number > 8.578.*dt=100.*, got 2.0"),  # the dt / tau ratio
+        (["neuron=lif", "neuron.tau=0.5"], r"neuron.tau: expected a number > 0.5 .*alpha=1,.*, got 0.5"),
+        (["neuron.memory=3", "neuron.tau=0.7"], r"neuron.tau: expected a number > 0.717282 .*, got 0.7"),
+        (
+            ["neuron.engine=triton"],
+            r"neuron.engine: expected auto, direct or soe \(the Triton kernels need a CUDA GPU or "
+            r"TRITON_INTERPRET=1, and no GPU is visible\), got 'triton'",
+        ),
+    ],
+)
+def test_values_that_cannot_work_are_refused_with_the_config(compose_cfg, tmp_path, monkeypatch, overrides, message):
+    from fsnn.neurons import triton_kernels as kernels
+
+    monkeypatch.setattr(kernels, "interpreting", lambda: False)  # the tests run the kernels through the interpreter
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    found = _config_error(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
+    assert re.fullmatch(message, found), found
+    check_config(compose_cfg("neuron.tau=0.86", f"paths.results_dir={tmp_path}"))  # just above the bound
+    check_config(compose_cfg("neuron=fif", "neuron.tau=1e-09", f"paths.results_dir={tmp_path}"))  # no leak, no bound
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the Triton kernels run on this machine's GPU")
+def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_made(tmp_path):
+    proc = run_app("train.py", "neuron.engine=triton", cwd=tmp_path, env={"TRITON_INTERPRET": "0"}, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        "fsnn: error: neuron.engine: expected auto, direct or soe (the Triton kernels need a CUDA GPU or "
+        "TRITON_INTERPRET=1, and no GPU is visible), got 'triton'"
+    ]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
+    # the keys left out of a run folder's name are the keys a finished run is not compared on
+    from fsnn.suite.run import run_dir_name
+
+    ignored = [
+        "paths.data_dir=/elsewhere",
+        "dataset.num_workers=3",
+        "logger=wandb",
+        "logger.mode=online",
+        "force=true",
+        "trainer.enable_progress_bar=false",
+        "study=energy",
+        "robustness=events",
+    ]
+    assert run_dir_name(None, ignored + ["launcher=joblib", "experiment=graph_demo"]) == "default"
+    assert run_dir_name(None, ["seed=1", *ignored, "neuron=lif"]) == "neuron-lif+seed-1"
+    base = result_config(compose_cfg())
+    assert result_config(compose_cfg(*ignored)) == base
+    assert result_config(compose_cfg("neuron.tau=3.0")) != base
+    assert base["optimizer"]["lr"] == 5e-3 and base["scheduler"]["T_max"] == 10  # resolved
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, monkeypatch, tmp_path, blank):
+    from fsnn.records import results_root
+
+    for name in ("FSNN_RESULTS", "FSNN_DATA", "FSNN_SLURM_PARTITION", "WANDB_MODE"):
+        monkeypatch.setenv(name, blank)
+    cfg = compose_cfg("launcher=slurm", "logger=wandb")
+    assert (cfg.paths.results_dir, cfg.paths.data_dir) == ("./runs", "./data")  # not '' (runs in /train/...)
+    assert cfg.hydra.launcher.partition is None and cfg.logger.mode == "offline"
+    assert results_root() == Path("results")
+    monkeypatch.setenv("FSNN_RESULTS", str(tmp_path))
+    assert compose_cfg().paths.results_dir == str(tmp_path) and results_root() == tmp_path
+    # given blank on purpose, it is refused by name
+    assert _config_error(compose_cfg("paths.results_dir=''")) == (
+        "paths.results_dir: expected a folder (a path, not blank), got ''"
+    )
+
+
+def _folder(*overrides: str) -> str:
+    """The run folder name ``train.py <overrides>`` gets (a sweep's job: the overrides the sweeper gives it), from
+    the config Hydra composes, as the ``run_dir`` resolver names it."""
+    from fsnn.suite.run import run_dir_name
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
+        return run_dir_name(cfg.get("run_name"), cfg.hydra.overrides.task, cfg)
+
+
+def test_one_configuration_one_folder_whichever_default_values_are_given():
+    # the seed is always named; a key at its default value is the configuration without it
+    assert _folder() == _folder("seed=0") == _folder("neuron=flif", "seed=0") == "seed-0"
+    assert _folder("neuron=lif") == "neuron-lif+seed-0" and _folder("seed=3") == "seed-3"
+    # +smoke=vision sets its sweep's seed: a single run and the sweep's job (seed=0 given) are one folder
+    assert _folder("+smoke=vision") == _folder("+smoke=vision", "seed=0") == "+smoke-vision+seed-0"
+    # a key the experiment sweeps is named at its default too, as every job of the sweep names it
+    cell = ["experiment=table2_node_classification", "dataset=cora", "backbone=sgcn", "neuron=flif", "seed=0"]
+    assert _folder(*cell) == "backbone-sgcn+dataset-cora+neuron-flif+seed-0"
+    assert _folder(*cell, "recipe=matched") == _folder(*cell)  # the default recipe
+    assert _folder(*cell, "recipe=authors") == "backbone-sgcn+dataset-cora+neuron-flif+recipe-authors+seed-0"
+
+
+def test_every_committed_run_is_found_by_its_command():
+    """Rerunning the command of a committed run (its recorded overrides) names the run's own folder, and the config
+    it composes is the recorded one (keys added to fsnn's configs since aside), so the rerun finds it finished.
+    Records whose overrides differ only in the values of swept keys share one composition."""
+    from fsnn.suite.run import folder_keys, rendered_run_name
+    from fsnn.suite.runfiles import tree_changes
+
+    groups: dict[tuple, list[dict]] = {}
+    for path in sorted((ROOT / "results").glob("*/*/metrics.json")):
+        record = json.loads(path.read_text())
+        keys = [o.split("=")[0] for o in record["overrides"]]
+        swept = (
+            "seed",
+            "dataset",
+            "backbone",
+            "neuron",
+            "+neuron_variant",
+            "+recipe_switch",
+            "+cue_variant",
+            "dataset.delay",
+            "dataset.permute",
+            "neuron.alpha",
+            "neuron.tau",
+            "tau_lr_scale",
+        )
+        shape = (*sorted(keys), *sorted(o for o, key in zip(record["overrides"], keys) if key not in swept))
+        groups.setdefault(shape, []).append({**record, "folder": path.parent.name})
+    runs = sum(map(len, groups.values()))
+    # grouping is what keeps this test fast: one composition per command shape, many runs per shape
+    assert runs > 1000 and len(groups) * 20 < runs, (runs, len(groups))
+    for records in groups.values():
+        first = records[0]
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            cfg = compose("config", overrides=first["overrides"], return_hydra_config=True)
+            keys = folder_keys(cfg, cfg.hydra)
+            changes = tree_changes(strip_non_result(first["config"]), result_config(cfg), added=False)
+            assert not changes, (first["folder"], changes)
+        for record in records:
+            assert rendered_run_name(None, record["overrides"], *keys) == record["folder"], record["overrides"]
+    GlobalHydra.instance().clear()
+
+
+@pytest.mark.parametrize(
+    "args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"], ["paths.results_dir=a_file/results"]]
+)
+def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, args):
+    (tmp_path / "a_file").write_text("")
+    proc = run_app("train.py", *args, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fsnn: error: ") and "Traceback" not in proc.stderr + proc.stdout
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*"))
+
+
+def test_evaluate_checks_its_values_before_hydra_makes_a_folder(tmp_path):
+    proc = run_app("evaluate.py", f"run_dir={tmp_path / 'nosuch'}", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.startswith("fsnn: error: run_dir: expected the folder of a train.py")
+    assert not (tmp_path / "nosuch").exists()
+
+
+def test_a_bug_in_a_multirun_job_is_one_line_and_its_traceback_goes_to_the_log(compose_cfg, tmp_path, capsys):
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().set_config(compose_cfg("hydra.mode=MULTIRUN"))
+    handler = logging.FileHandler(tmp_path / "train.log")
+    logging.getLogger().addHandler(handler)
+
+    def broken(cfg):
+        raise RuntimeError("a bug")
+
+    try:
+        with pytest.raises(CompactHydraException, match="fsnn: error: RuntimeError: a bug"):
+            run_guarded(broken, None)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+        HydraConfig.instance().cfg = None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path / "train.log") in err and "Traceback" not in err
+    assert "Traceback" in (tmp_path / "train.log").read_text() and "a bug" in (tmp_path / "train.log").read_text()
