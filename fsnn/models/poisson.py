@@ -47,9 +47,10 @@ CHUNK_ELEMENTS = 1 << 22
 DENSE_FROM = 0.5
 # The compiled sampler draws an encoding once this share of its entries is uncertain: Photo's and Computers' z-scored
 # features (27 % and 29 %; 94-97 % with the legacy two-hop unstandardised ones), where it costs a fraction of the
-# torch paths' random numbers, scatter and GEMM (results/bench/graph_runs.json). Below it the torch sampler keeps
-# the stream of the runs committed before the compiled one existed: Cora's and CiteSeer's z-scored features (0.8 %
-# and 0.4 %, 1.7 % and 0.8 % with DRSGNN's positional encoding) and their legacy two-hop ones (19 % and 7 %).
+# torch paths' random numbers, scatter and GEMM (results/bench/graph_runs.json). Below it the torch sampler draws,
+# and its stream is the one behind the committed Cora and CiteSeer runs (a sampler's stream is its own): their
+# z-scored features (0.8 % and 0.4 %, 1.7 % and 0.8 % with DRSGNN's positional encoding) and their legacy two-hop
+# ones (19 % and 7 %).
 COMPILED_FROM = 0.22
 EXTENSION = CompiledExtension("fsnn_poisson_kernels", Path(__file__).with_name("poisson_kernels.cpp"))
 
