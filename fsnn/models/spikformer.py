@@ -264,18 +264,12 @@ def spikformer(
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
 
     Args:
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
-            ``11``.
-        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
-            polarities, 3 for RGB images); default ``2``.
-        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
-            dataset's ``size``); default ``(128, 128)``.
-            The patch splitting must leave at least one token (checked); the head averages the tokens.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``. The
+            patch splitting must leave at least one token (checked); the head averages the tokens.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         embed_dim: the token dimension ``D``, an integer >= 1 divisible by ``num_heads`` and by
             ``2^(patch_stages - 1)``; default ``256``.
         num_heads: the attention heads, an integer >= 1 dividing ``embed_dim``; default ``16``.
@@ -330,18 +324,12 @@ def spikformer_imagenet(
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
 
     Args:
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
-            ``1000``.
-        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
-            polarities, 3 for RGB images); default ``3``.
-        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
-            dataset's ``size``); default ``(160, 160)``.
-            The patch splitting must leave at least one token (checked); the head averages the tokens.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``1000``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``3``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(160, 160)``. The
+            patch splitting must leave at least one token (checked); the head averages the tokens.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         embed_dim: the token dimension ``D``, an integer >= 1 divisible by ``num_heads`` and by
             ``2^(patch_stages - 1)``; default ``512``.
         num_heads: the attention heads, an integer >= 1 dividing ``embed_dim``; default ``8``.
