@@ -218,17 +218,17 @@ class SJPLIF(_SJNode):
         detach_reset: Flag = False,
         decay_input: Flag = True,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options of :class:`SJLIF`, with the same meanings and defaults but ``tau``'s.
 
         Args:
             tau: where the learned time constant starts, a number $> 1$; default ``2.0``.
-            threshold: the firing threshold, a number $> 0$; default ``1.0``.
-            reset: ``"soft"`` (default) or ``"hard"``, as in :class:`SJLIF`.
-            v_reset: the potential of a hard reset, any finite number; default ``0.0``.
-            surrogate: the surrogate gradient family, as in :class:`SJLIF`; default ``"sigmoid"``.
-            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
-            detach_reset: ``True`` detaches the spike in the reset term; default ``False``.
-            decay_input: ``True`` (default) divides the input by ``tau``, as in :class:`SJLIF`.
+            threshold: as in :class:`SJLIF`; default ``1.0``.
+            reset: as in :class:`SJLIF`; default ``"soft"``.
+            v_reset: as in :class:`SJLIF`; default ``0.0``.
+            surrogate: as in :class:`SJLIF`; default ``"sigmoid"``.
+            surrogate_scale: as in :class:`SJLIF`; default ``None``.
+            detach_reset: as in :class:`SJLIF`; default ``False``.
+            decay_input: as in :class:`SJLIF` (it divides by the learned ``tau``); default ``True``.
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.node = sj_neuron.ParametricLIFNode(
@@ -270,16 +270,17 @@ class SJIF(_SJNode):
         surrogate_scale: Positive | None = None,
         detach_reset: Flag = False,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options of :class:`SJLIF` but ``decay_input`` (no leak, nothing to divide), with the same meanings and
+        defaults but ``tau``'s.
 
         Args:
             tau: only ``1.0`` (the default), so that a config shared with the leaky neurons can name it.
-            threshold: the firing threshold, a number $> 0$; default ``1.0``.
-            reset: ``"soft"`` (default) or ``"hard"``, as in :class:`SJLIF`.
-            v_reset: the potential of a hard reset, any finite number; default ``0.0``.
-            surrogate: the surrogate gradient family, as in :class:`SJLIF`; default ``"sigmoid"``.
-            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
-            detach_reset: ``True`` detaches the spike in the reset term; default ``False``.
+            threshold: as in :class:`SJLIF`; default ``1.0``.
+            reset: as in :class:`SJLIF`; default ``"soft"``.
+            v_reset: as in :class:`SJLIF`; default ``0.0``.
+            surrogate: as in :class:`SJLIF`; default ``"sigmoid"``.
+            surrogate_scale: as in :class:`SJLIF`; default ``None``.
+            detach_reset: as in :class:`SJLIF`; default ``False``.
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = 1.0
