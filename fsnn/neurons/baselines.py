@@ -7,8 +7,9 @@ return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils
 :mod:`fsnn.neurons.registry` registers them as ``sj_lif``, ``sj_plif``, ``sj_if`` and ``snntorch_leaky`` and imports this module
 (and so SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Unlike fsnn's neurons these
 can also be stepped one time step at a time (``with neuron.single_step() as step: s_t = step(x_t)``), which a
-recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their defaults (soft reset, sigmoid
-surrogate) match FractionalLIF's, so that a baseline differs from f-LIF only in the neuron given the same arguments.
+recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their options are keywords with defaults, named as
+fsnn's neurons name them; the defaults (soft reset, sigmoid surrogate) match FractionalLIF's, so that a baseline
+differs from f-LIF only in the neuron given the same arguments.
 
 Surrogate families: ``surrogate`` name, default ``surrogate_scale`` (used when it is None), backward ``g'(x)``, and
 the SpikingJelly / snnTorch objects used:
@@ -170,7 +171,7 @@ class SJLIF(_SJNode):
         detach_reset: Flag = False,
         decay_input: Flag = True,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options (module docstring), given to SpikingJelly's ``LIFNode``.
 
         Args:
             tau: the membrane time constant, a number $> 1$ (SpikingJelly's ``LIFNode`` needs it); default ``2.0``.
@@ -180,7 +181,8 @@ class SJLIF(_SJNode):
             v_reset: the potential of a hard reset and the starting potential, any finite number; default ``0.0``;
                 ignored by the soft reset.
             surrogate: the surrogate gradient family, ``"sigmoid"`` (default), ``"arctan"``,
-                ``"piecewise_linear"`` or ``"gaussian"``: the same functions as fsnn's neurons (module docstring).
+                ``"piecewise_linear"`` or ``"gaussian"``: the same functions as fsnn's neurons (module docstring's
+                surrogate families).
             surrogate_scale: the surrogate's sharpness, ``None`` (default: the family's, 5 for sigmoid) or a number
                 $> 0$ (SpikingJelly's surrogate ``alpha``).
             detach_reset: ``True`` detaches the spike in the reset term (SpikingJelly's own); default ``False``.
@@ -325,14 +327,13 @@ class SnnTorchLeaky(_MultiStep):
         surrogate_scale: Positive | None = None,
         reset_delay: Flag = False,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options (module docstring), given to snnTorch's ``Leaky``.
 
         Args:
             tau: the time constant, a number $> 1$, giving snnTorch's decay ``beta = 1 - 1/tau``; default ``2.0``.
             threshold: the firing threshold, a number $> 0$; default ``1.0``.
             reset: ``"soft"`` (default: snnTorch's ``"subtract"``) or ``"hard"`` (``"zero"``).
-            surrogate: the surrogate gradient family, ``"sigmoid"`` (default), ``"arctan"``,
-                ``"piecewise_linear"`` or ``"gaussian"`` (snnTorch's ``spike_grad``).
+            surrogate: as in :class:`SJLIF`, given as snnTorch's ``spike_grad``; default ``"sigmoid"``.
             surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
             reset_delay: snnTorch's ``reset_delay``: ``True`` resets one step late (the returned ``mem`` is before
                 the reset); default ``False`` (immediate reset, as SpikingJelly and fsnn).
