@@ -156,8 +156,8 @@ def build_cifar(
         download: as in :func:`fsnn.data.register_dataset`: whether torchvision may download missing files.
         verify: ``True`` runs torchvision's md5 checks; ``False`` only checks that the files are there (resolved as in
             :func:`fsnn.data.register_dataset`).
-        num_workers: not used (static images, :func:`fsnn.data.register_dataset`).
-        cache_dir: not used (static images, :func:`fsnn.data.register_dataset`).
+        num_workers: not used by static images (:func:`fsnn.data.register_dataset`).
+        cache_dir: not used by static images (:func:`fsnn.data.register_dataset`).
         encoder: as in :func:`fsnn.data.register_dataset`; default ``"direct"``.
     """
     import torchvision.datasets as tvd
@@ -274,15 +274,14 @@ def build_imagenet(
         T: as in :func:`fsnn.data.register_dataset`; default ``4`` (``info.default_T``, the paper's).
         size: as in :func:`fsnn.data.register_dataset`; random resized crop for training, resize to ``size / 0.875`` and
             centre crop for evaluation; default ``(160, 160)``, the paper's.
-        seed: as in :func:`fsnn.data.register_dataset`; validation is carved from the official training set, the
-            official val split is the test set.
+        seed: as in :func:`fsnn.data.register_dataset`.
         val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the official training set;
             ``conf/dataset/imagenet.yaml``: ``0.01``.
         download: not used: ImageNet cannot be downloaded automatically (registration required).
         verify: ``True`` requires all 1000 class folders in ``train/`` and ``val/``; ``False`` accepts a subset
             (resolved as in :func:`fsnn.data.register_dataset`).
-        num_workers: not used (static images, :func:`fsnn.data.register_dataset`).
-        cache_dir: not used (static images, :func:`fsnn.data.register_dataset`).
+        num_workers: not used by static images (:func:`fsnn.data.register_dataset`).
+        cache_dir: not used by static images (:func:`fsnn.data.register_dataset`).
         encoder: as in :func:`fsnn.data.register_dataset`; default ``"direct"``.
     """
     from torchvision.datasets import ImageNet
