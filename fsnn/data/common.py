@@ -191,9 +191,8 @@ class DatasetInfo:
     frame, or features of a node; ``size``: ``(H, W)`` of the frames fed to the model by default (``None`` for
     graphs); ``default_T``: time steps used in the paper; ``library``: what reads it; ``directory``: its folder under
     ``data_dir`` (``""``: nothing on disk); ``num_nodes``: a graph's published node count. ``builder`` loads it,
-    through :func:`fsnn.data.build_dataset` for frames
-    (``builder(info, data_dir, T, size, seed, val_fraction, **options) -> (train, val, test)``) and
-    :func:`fsnn.data.load_graph` for graphs (``builder(info, data_dir, download, **options) -> Data``).
+    through :func:`fsnn.data.build_dataset` for frames, :func:`fsnn.data.load_graph` for graphs and
+    :func:`fsnn.data.build_sequences` for sequences; its arguments are in :func:`fsnn.data.register_dataset`.
     """
 
     name: str

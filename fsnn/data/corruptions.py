@@ -5,12 +5,14 @@ the input frames; appendix "Extended Robustness Experiments" (Tables ``tab:noise
 ``tab:temporal_jitter``, ``tab:temporal_truncate``, ``tab:occlude_block``) lists their levels. The levels a study
 runs live only in ``conf/robustness/*.yaml``.
 
-Every corruption is a pure function ``fn(x, level, generator=None, **options) -> Tensor``:
+Every corruption of frames is a pure function ``fn(x, level, generator=None, **options) -> Tensor``; its arguments
+(the functions below refer here):
 
-* ``x``: integrated event frames ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts, float);
+* ``x``: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts, float);
 * ``level``: the corruption level exactly as on the x-axis / first column of the paper's tables;
-* ``generator``: a ``torch.Generator`` (its state advances), an ``int`` seed, or ``None`` (= seed 0), so every
-  call is reproducible; deterministic corruptions accept and ignore it so the registry has one signature;
+* ``generator``: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
+  seed >= 0, or ``None`` (default: seed 0), so every call is reproducible; deterministic corruptions accept and
+  ignore it so the registry has one signature;
 * the input is never modified; a new tensor of the same shape, dtype (float for noise) and device is returned.
 
 For a batch, random draws are made sample by sample (independent corruption per sample, like evaluating a test
@@ -18,8 +20,8 @@ set sample by sample); the noise is drawn element-wise in one go.
 
 Graph corruptions (appendix "Extended Robustness Experiments", "Graph Learning Tasks"): feature masking and
 edge dropping change the graph a trained model is tested on (``fn(graph, level, generator=None, **options) ->
-graph``); Gaussian spike noise (``spike_noise``, Fig. ``fig:robust_SGCN``) is a probe inside the model
-(``spike_noise_std``, :func:`fsnn.models.sgcn.add_spike_noise`). Every corruption is an entry of
+graph``, ``generator`` as above); Gaussian spike noise (``spike_noise``, Fig. ``fig:robust_SGCN``) is a probe
+inside the model (``spike_noise_std``, :func:`fsnn.models.sgcn.add_spike_noise`). Every corruption is an entry of
 :data:`CORRUPTIONS` (:class:`fsnn.registry.Registry`) with its ``family``: ``"vision"`` (frames) or ``"graph"``;
 the graph models' probe carries ``probe=True``. :class:`CorruptedDataset` corrupts a test set sample by sample,
 reproducibly. ``evaluate.py robustness=...`` (the robustness study of :mod:`fsnn.suite.studies`) runs them on a trained
@@ -103,12 +105,10 @@ def gaussian_noise(x: torch.Tensor, level: float, generator=None, *, clamp_min: 
     which the paper does not do, hence off by default. An integer input is promoted to float32.
 
     Args:
-        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
-            not modified.
+        x: the event frames, as in :mod:`fsnn.data.corruptions`; not modified.
         level: the noise's standard deviation, absolute (in event counts), a finite number >= 0; no default
             (``conf/robustness/events.yaml``: 0.1 .. 0.5). ``0`` leaves the frames unchanged.
-        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
-            seed >= 0, or ``None`` (default: seed 0), so every call is reproducible.
+        generator: as in :mod:`fsnn.data.corruptions`; default ``None``.
         clamp_min: a floor the noisy values are clamped to (e.g. ``0.0`` keeps counts non-negative), any number,
             or ``None`` (default: no clamping, as in the paper).
     """
@@ -151,12 +151,10 @@ def center_occlusion(x: torch.Tensor, level: float, generator=None, *, fill: flo
     :func:`occlusion_box`. Deterministic; ``generator`` is ignored.
 
     Args:
-        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
-            not modified.
+        x: the event frames, as in :mod:`fsnn.data.corruptions`; not modified.
         level: the area ratio of the centred square block, a number in ``[0, 1]``; no default
             (``conf/robustness/events.yaml``: 0.1 .. 0.5). ``0`` occludes nothing, ``1`` the whole frame.
-        generator: accepted for the registry's one signature and ignored (the corruption is deterministic);
-            default ``None``.
+        generator: ignored (the corruption is deterministic); default ``None``.
         fill: the value written into the block, any number; default ``0.0`` (no events).
     """
     xb, batched = _check_frames(x)
@@ -187,12 +185,11 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
     unchanged), which is how a truncated recording integrated into ``T`` fixed-length bins looks.
 
     Args:
-        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
-            not modified.
+        x: the event frames, as in :mod:`fsnn.data.corruptions`; not modified.
         level: the fraction of the ``T`` steps zeroed, a number in ``[0, 1]`` (``k = round(level * T)``, half up);
             no default (``conf/robustness/events.yaml``: 0.1 .. 0.5).
-        generator: the draw of the kept window's offset with ``mode="random"`` (a ``torch.Generator``, an ``int``
-            seed >= 0, or ``None``: seed 0); ignored by ``"tail"`` and ``"head"``; default ``None``.
+        generator: as in :mod:`fsnn.data.corruptions`, the draw of the kept window's offset with ``mode="random"``;
+            ignored by ``"tail"`` and ``"head"``; default ``None``.
         mode: which steps are zeroed, ``"tail"`` (default), ``"head"`` or ``"random"`` (see above).
     """
     ratio = check_ratio("ratio", level)
@@ -239,13 +236,11 @@ def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: 
     (exactly for integer-valued counts; up to float rounding of the summation otherwise). ``m = 0`` is identity.
 
     Args:
-        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
-            not modified.
+        x: the event frames, as in :mod:`fsnn.data.corruptions`; not modified.
         level: the maximum offset as a fraction of ``T`` (``m = round(level * T)``, half up), a finite
             number >= 0 (above 1 is allowed: offsets then reach past the window and are clamped or wrapped); no default
             (``conf/robustness/events.yaml``: 0.1 .. 0.9).
-        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
-            seed >= 0, or ``None`` (default: seed 0), so every call is reproducible.
+        generator: as in :mod:`fsnn.data.corruptions`; default ``None``.
         boundary: where events pushed outside ``[0, T)`` go: ``"clamp"`` (default: the first / last step) or
             ``"wrap"`` (modulo ``T``).
     """
@@ -280,12 +275,10 @@ def frame_discard(x: torch.Tensor, level: float, generator=None) -> torch.Tensor
     order from the same generator).
 
     Args:
-        x: integrated event frames, a tensor ``[T, C, H, W]`` or a batch ``[B, T, C, H, W]`` (event counts);
-            not modified.
+        x: the event frames, as in :mod:`fsnn.data.corruptions`; not modified.
         level: the fraction of the ``T`` frames zeroed, a number in ``[0, 1]`` (``k = round(level * T)``, half
             up); no default (``conf/robustness/events.yaml``: 0.1 .. 0.5).
-        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
-            seed >= 0, or ``None`` (default: seed 0), so every call is reproducible.
+        generator: as in :mod:`fsnn.data.corruptions`; default ``None``.
     """
     ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
@@ -368,8 +361,7 @@ def mask_graph_features(graph, level: float, generator=None, *, mode: str = "ent
         graph: a PyG ``Data`` with node features ``x`` ``[N, F]``; not modified (its other fields are shared).
         level: the fraction of the features zeroed, a number in ``[0, 1]``; no default
             (``conf/robustness/graph.yaml``: 0.1 .. 0.5).
-        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
-            seed >= 0, or ``None`` (default: seed 0).
+        generator: as in :mod:`fsnn.data.corruptions`; default ``None``.
         mode: what is zeroed, ``"entry"`` (default: single entries of the matrix) or ``"column"`` (whole features).
     """
     out = copy.copy(graph)
@@ -388,8 +380,7 @@ def drop_graph_edges(graph, level: float, generator=None):
         graph: a PyG ``Data`` with an ``edge_index`` ``[2, E]``; not modified (its other fields are shared).
         level: the fraction of the undirected edges removed, a number in ``[0, 1]`` (self loops count as edges);
             no default (``conf/robustness/graph.yaml``: 0.1 .. 0.5).
-        generator: where the random draws come from: a ``torch.Generator`` (its state advances), an ``int``
-            seed >= 0, or ``None`` (default: seed 0).
+        generator: as in :mod:`fsnn.data.corruptions`; default ``None``.
     """
     out = copy.copy(graph)
     out.edge_index = drop_edges(graph.edge_index, level, generator)

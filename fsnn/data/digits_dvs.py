@@ -288,24 +288,19 @@ def build_digits_dvs(
     """``(train, val, test)``: fixed stratified 20 % test, ``val_fraction`` of the rest as validation.
 
     Args:
-        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="event"``, 10 classes).
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``); the simulated events are generated once into ``<data_dir>/digits_dvs/`` (and again when
-            that copy is missing, stale or fails its checksum).
-        T: the number of frames each recording is integrated into (split by event count), an integer >= 1;
-            default ``8`` (``info.default_T``, ``conf/dataset/digits_dvs.yaml``).
-        size: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the simulated sensor's grid
-            onto it); :func:`fsnn.data.build_dataset` turns an int or ``None`` (``32``) into the pair.
-        seed: the seed of the validation split carved from the training part, an integer >= 0 (the run's seed);
-            the test split is fixed whatever the seed.
-        val_fraction: the share of the non-test recordings held out for validation, stratified by class, a number
-            in ``(0, 1)``; default ``0.1``.
-        download: not used (the data is generated in code, nothing is downloaded); ``True`` or ``False``.
-        verify: not used (the stored events carry their own checksum); ``True`` or ``False``.
-        num_workers: the threads integrating recordings into frames when the cache is first built, an integer >= 1
-            (:func:`fsnn.data.build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers.
-        cache_dir: the root of the frame cache, a path (default ``<data_dir>/fsnn_cache``); the frames of one
-            ``T`` and size live in ``<cache_dir>/digits_dvs/T<T>_s<size>/all/``.
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="event"``, 10 classes.
+        data_dir: as in :func:`fsnn.data.register_dataset`; the simulated events are generated once into
+            ``<data_dir>/digits_dvs/`` (and again when that copy is missing, stale or fails its checksum).
+        T: as in :func:`fsnn.data.register_dataset`; default ``8`` (``info.default_T``,
+            ``conf/dataset/digits_dvs.yaml``).
+        size: as in :func:`fsnn.data.register_dataset`, binned from the simulated sensor's grid; default ``(32, 32)``.
+        seed: as in :func:`fsnn.data.register_dataset`; the test split is fixed whatever the seed.
+        val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the non-test recordings.
+        download: not used (the data is generated in code, nothing is downloaded).
+        verify: not used (the stored events carry their own checksum).
+        num_workers: as in :func:`fsnn.data.register_dataset`.
+        cache_dir: as in :func:`fsnn.data.register_dataset`; the recordings are one split, ``all``:
+            ``<cache_dir>/digits_dvs/T<T>_s<size>/all/``.
     """
     source = digits_source(data_dir)
     return splits_from_sources(info, {"all": source}, cache_dir, T, size, seed, val_fraction, num_workers)

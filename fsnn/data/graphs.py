@@ -396,14 +396,11 @@ def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
     ``ogbn_arxiv`` are read from their files, ``karate`` and ``synthetic`` need none.
 
     Args:
-        info: the graph's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="graph"``); its
-            ``library`` says what reads it and its ``directory`` where its files are under ``data_dir``.
-        data_dir: the root folder of the datasets (an absolute path; the config's ``paths.data_dir``, default
-            ``$FSNN_DATA`` or ``./data``); the layout of each graph's files is in this module's docstring.
-        download: whether PyG / OGB may download missing files (``True`` or ``False``; :func:`build_graph` turns
-            its ``None`` into ``$FSNN_DATA_DOWNLOAD``, default on). Without files and without download, a
-            :class:`fsnn.data.common.DatasetMissingError` names the expected layout. Ignored by
-            ``karate`` and ``synthetic``.
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="graph"``, its ``library`` says what reads it.
+        data_dir: as in :func:`fsnn.data.register_dataset`, an absolute path; the layout of each graph's files is in this
+            module's docstring.
+        download: as in :func:`fsnn.data.register_dataset`: whether PyG / OGB may download missing files (:func:`build_graph`
+            resolves its ``None``). Ignored by ``karate`` and ``synthetic``.
         **options: ``synthetic`` only (any other graph refuses options with ``TypeError``), each optional:
             ``num_nodes`` (an integer >= 2; default ``2000``), ``num_classes`` (an integer >= 1; default ``5``),
             ``num_features`` (an integer >= 1; default ``64``), ``avg_degree`` (the mean degree, a number >= 0;

@@ -174,28 +174,20 @@ def build_hardvs(
     ``(float32 [T, 2, H, W], label)``.
 
     Args:
-        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="event"``): its name,
-            classes, sensor folder and default ``T`` / size.
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``); the dataset's layout under it is in :data:`HARDVS_LAYOUT`, and a missing or
-            incomplete one raises :class:`fsnn.data.common.DatasetMissingError` naming it.
-        T: the number of frames each recording is integrated into (split by event count), an integer >= 1;
-            :func:`fsnn.data.build_dataset` passes ``info.default_T`` when not given (the paper's: 16 for N-MNIST,
-            DVS128 Gesture, N-Caltech101 and DVS-Lip, 8 for HarDVS).
-        size: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
-            :func:`fsnn.data.build_dataset` turns an int or ``None`` (``info.size``, e.g. 128 x 128) into the pair.
-        seed: not used (the splits are official), an integer >= 0 accepted for the builders' one signature.
-        val_fraction: not used: HarDVS and MINI-HARDVS have an official validation split; a number in
-            ``(0, 1)``, accepted for the builders' one signature (``conf/dataset``: ``0.1``).
-        download: not used: neither can be downloaded automatically (``True`` or ``False``); the error message
-            says where to get the files by hand.
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="event"``: ``hardvs`` or ``hardvs_mini``.
+        data_dir: as in :func:`fsnn.data.register_dataset`; the dataset's layout under it is in :data:`HARDVS_LAYOUT`.
+        T: as in :func:`fsnn.data.register_dataset`; default ``8`` (``info.default_T``, the paper's for HarDVS).
+        size: as in :func:`fsnn.data.register_dataset`; default ``(128, 128)`` (``info.size``).
+        seed: not used (the splits are official).
+        val_fraction: not used: HarDVS and MINI-HARDVS have an official validation split (``conf/dataset``:
+            ``0.1``).
+        download: not used: neither can be downloaded automatically; the error message says where to get the files
+            by hand.
         verify: ``True`` checks every split's sample count (the full HarDVS: 64,522 / 10,734 / 32,390; MINI-HARDVS
-            against its label files); ``False`` accepts at least one sample per split. Resolved from
-            ``$FSNN_DATA_VERIFY``, default on.
-        num_workers: the threads integrating recordings into frames when the cache is first built, an integer >= 1
-            (:func:`fsnn.data.build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers.
-        cache_dir: the root of the frame cache, a path (default ``<data_dir>/fsnn_cache``); the frames of one
-            ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``.
+            against its label files); ``False`` accepts at least one sample per split (resolved as in
+            :func:`fsnn.data.register_dataset`).
+        num_workers: as in :func:`fsnn.data.register_dataset`.
+        cache_dir: as in :func:`fsnn.data.register_dataset`.
     """
     sources = hardvs_sources(info, data_dir, verify=verify)
     return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)

@@ -105,14 +105,55 @@ OPTIONS = {
 
 def register_dataset(info: DatasetInfo, builder: Callable | None = None, options=()) -> DatasetInfo:
     """Add ``info`` (with ``builder``, if given, replacing ``info.builder``) to :data:`DATASETS`; returns it.
-    ``options``: what declares its config options besides its kind's (:data:`OPTIONS`), e.g. a generator.
 
     A frame dataset's ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers,
     cache_dir)`` (static images also take ``encoder``) returns ``(train, val, test)`` datasets whose items are
     ``(float32 [T, C, H, W], int)``; a graph's ``builder(info, data_dir, download, **options)`` returns a PyG ``Data``
     with ``x``, ``edge_index`` and ``y``; a sequence task's ``builder(info, data_dir, seed, val_fraction, *,
     cache_dir, **options)`` returns ``(train, val, test)`` :class:`fsnn.data.sequences.SequenceDataset` s with items
-    ``(float32 [T, C], int)``."""
+    ``(float32 [T, C], int)``. The loaders (:func:`build_dataset`, :func:`load_graph`, :func:`build_sequences`) call
+    it with the arguments below, written here once; a builder's ``Args`` gives only what is particular to its dataset.
+    Every builder of a kind takes the same arguments; one a dataset does not need is taken and not used.
+
+    * ``info``: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`): its name, kind, classes,
+      default ``T`` and size, and ``directory``, its folder under ``data_dir``.
+    * ``data_dir``: the root folder of the datasets, a path (the config's ``paths.data_dir``, default ``$FSNN_DATA``
+      or ``./data``). Data that is missing, incomplete or unreadable there raises
+      :class:`fsnn.data.common.DatasetMissingError`, which names the dataset, the folder, the expected layout and
+      where to get the files. A sequence task is generated: nothing is read from it, only the default cache lives
+      under it.
+    * ``T``: the number of time steps, an integer >= 1 (:func:`build_dataset` passes ``info.default_T``, the
+      paper's, when not given): an event recording is integrated into ``T`` frames (split by event count), a static
+      image is presented at each of the ``T`` steps.
+    * ``size``: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
+      :func:`build_dataset` turns an int, or ``None`` (``info.size``), into the pair.
+    * ``seed``: the seed of the validation split carved from the training samples, an integer >= 0 (the run's
+      seed). A sequence task's data and test split do not depend on it.
+    * ``val_fraction``: the share of the training samples (those outside the test split) held out for validation,
+      stratified by class, a number in ``(0, 1)``; default ``0.1`` (``conf/dataset/*.yaml``). A static dataset serves
+      its validation images without augmentation.
+    * ``download``: whether the upstream library (tonic, torchvision, PyG, OGB) may download missing files,
+      ``True`` or ``False`` (the loaders resolve ``None`` from ``$FSNN_DATA_DOWNLOAD``, default on,
+      :func:`fsnn.data.common.resolve_download`).
+    * ``verify``: whether the dataset's completeness checks run, ``True`` or ``False`` (resolved from
+      ``$FSNN_DATA_VERIFY``, default on, :func:`fsnn.data.common.resolve_verify`).
+    * ``num_workers``: the threads integrating event recordings into frames when the frame cache is first built, an
+      integer >= 1 (:func:`build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers. Static
+      images are decoded by the data loader's workers and use neither this nor ``cache_dir``.
+    * ``cache_dir``: the root of the cache, a path (default ``<data_dir>/fsnn_cache``, :mod:`fsnn.data.cache`): the
+      event frames of one ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``, a sequence task's
+      tensors in ``<cache_dir>/<name>/<hash of the options>.pt`` (``None``: generated anew, not cached).
+    * ``encoder`` (static images): how an image becomes ``T`` steps: ``"direct"`` (default: the normalised image at
+      every step) or ``"spike"`` (Bernoulli spikes of the un-normalised intensities in ``[0, 1]``, drawn anew at each
+      access; the paper's "ImageNet (spike encoder)" row); event data is already spikes.
+
+    Args:
+        info: the dataset (:class:`fsnn.data.common.DatasetInfo`); its ``name`` is its name in :data:`DATASETS`
+            and its ``kind`` one of :data:`fsnn.data.common.DATA_KINDS`.
+        builder: what loads it, taking the arguments above, or ``None`` (default: ``info.builder``).
+        options: what declares its config options besides its kind's (:data:`OPTIONS`), e.g. a generator whose
+            annotated keyword arguments are options; default none.
+    """
     if not isinstance(info, DatasetInfo):
         raise TypeError(f"register_dataset takes a DatasetInfo, got {info!r}")
     DATASETS.check_name(info.name)
@@ -272,15 +313,10 @@ def build_dataset(
     """Load the frame dataset ``name`` (event or static) from ``data_dir`` -> ``(train, val, test)``; items are
     ``(float32 [T, C, H, W], int)``.
 
-    ``T``: time steps (default ``info.default_T``); ``size``: output ``(H, W)`` or an int (default ``info.size``);
-    ``seed``: seeds the validation carve; ``val_fraction``: share of the training set used for validation (not used
-    by HARDVS, which has an official val split). ``download``: try the upstream library's automatic download when
-    the data is missing (default ``$FSNN_DATA_DOWNLOAD`` or on); ``verify``: upstream completeness checks (default
-    ``$FSNN_DATA_VERIFY`` or on, see :func:`fsnn.data.common.resolve_verify`); ``num_workers``: threads integrating
-    event frames on the first run (default ``min(8, cpu_count)``); ``cache_dir``: where integrated frames are cached
-    (default ``<data_dir>/fsnn_cache``, :mod:`fsnn.data.cache`; one folder per dataset, ``T`` and size inside);
-    ``encoder``: how a static image becomes ``T`` steps, ``"direct"`` (the normalised image at every step) or
-    ``"spike"`` (Bernoulli spikes of its intensities, :mod:`fsnn.data.static`); event data is already spikes.
+    The arguments after ``name`` go to the dataset's builder, whose arguments :func:`register_dataset` describes with
+    the defaults this function gives them (``None``: ``info.default_T``, ``info.size``, ``$FSNN_DATA_DOWNLOAD``,
+    ``$FSNN_DATA_VERIFY``, ``min(8, cpu_count)`` threads, ``<data_dir>/fsnn_cache``); ``encoder`` goes to a static
+    dataset's only (an ``encoder`` other than ``"direct"`` for event data is a ``ValueError``).
 
     Raises :class:`DatasetMissingError` (a ``FileNotFoundError``) naming the dataset, the directory, the expected
     layout and where to get the data when it is missing or incomplete.

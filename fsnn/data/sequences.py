@@ -197,16 +197,13 @@ def build_delayed_cue(
     """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (its arguments); read over the recall window.
 
     Args:
-        info: the task's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="sequence"``).
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``); nothing is read from it (the task is generated), only the default cache lives under it.
-        seed: the seed of the validation split carved from the non-test samples, an integer >= 0 (the run's seed);
-            the data and the test split do not depend on it.
-        val_fraction: the share of the non-test samples held out for validation, stratified by class, a number in
-            ``(0, 1)``; default ``0.1``.
-        cache_dir: the folder of the generated tensors, ``<cache_dir>/<name>/<hash of the options>.pt`` (default
-            ``<data_dir>/fsnn_cache``, as :func:`fsnn.data.build_sequences` resolves it), or ``None``: generated
-            anew, not cached.
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="sequence"``, ``num_cues`` classes,
+            ``channels + 1`` inputs.
+        data_dir: as in :func:`fsnn.data.register_dataset`; not read (the task is generated).
+        seed: as in :func:`fsnn.data.register_dataset`.
+        val_fraction: as in :func:`fsnn.data.register_dataset`.
+        cache_dir: as in :func:`fsnn.data.register_dataset`:
+            ``<cache_dir>/delayed_cue/<hash of the options>.pt``, or ``None``.
         **options: the arguments of :func:`delayed_cue`, each optional, with its range and default:
             ``num_samples`` (an integer >= ``num_cues``; default ``1000``), ``delay`` (the steps between the cue and
             the recall window, the task's horizon, an integer >= 0; default ``128``), ``num_cues`` (the classes, an
@@ -242,16 +239,12 @@ def build_seq_digits(
     ``readout_steps`` steps.
 
     Args:
-        info: the task's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="sequence"``).
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``); nothing is read from it (the task is generated), only the default cache lives under it.
-        seed: the seed of the validation split carved from the non-test samples, an integer >= 0 (the run's seed);
-            the data and the test split do not depend on it.
-        val_fraction: the share of the non-test samples held out for validation, stratified by class, a number in
-            ``(0, 1)``; default ``0.1``.
-        cache_dir: the folder of the generated tensors, ``<cache_dir>/<name>/<hash of the options>.pt`` (default
-            ``<data_dir>/fsnn_cache``, as :func:`fsnn.data.build_sequences` resolves it), or ``None``: generated
-            anew, not cached.
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="sequence"``, 10 classes, 1 input channel.
+        data_dir: as in :func:`fsnn.data.register_dataset`; not read (the task is generated from sklearn's digits).
+        seed: as in :func:`fsnn.data.register_dataset`.
+        val_fraction: as in :func:`fsnn.data.register_dataset`.
+        cache_dir: as in :func:`fsnn.data.register_dataset`:
+            ``<cache_dir>/seq_digits/<hash of the options>.pt``, or ``None``.
         readout_steps: the last steps the answer is read from (averaged), an integer from 1 to the sequence length
             ``64 * upsample``; default ``8``. It changes no data.
         **options: the arguments of :func:`seq_digits`, each optional: ``permute`` (a boolean; default ``False``:

@@ -143,30 +143,22 @@ def build_cifar(
     without md5 sums constructs the dataset; the pickles are parsed by torchvision unchanged).
 
     Args:
-        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="static"``): its name
-            (``cifar10`` or ``cifar100``), 10 or 100 classes.
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``), torchvision's ``root``: the pickles are in ``<data_dir>/cifar-10-batches-py/`` (or
-            ``cifar-100-python/``); missing or corrupted ones raise :class:`fsnn.data.common.DatasetMissingError`.
-        T: the number of time steps each image is presented for, an integer >= 1; default ``4``
-            (``info.default_T``, the paper's, ``conf/dataset/*.yaml``).
-        size: the images' ``(H, W)``, a pair of integers >= 1 (resized from 32 x 32 when different; the random
-            crop's padding scales with it); :func:`fsnn.data.build_dataset` turns an int or ``None`` (``32``) into
-            the pair.
-        seed: the seed of the validation split carved from the official training set, an integer >= 0 (the run's
-            seed).
-        val_fraction: the share of the official training set held out for validation (stratified by class,
-            served without augmentation), a number in ``(0, 1)``; default ``0.1``.
-        download: whether torchvision may download missing files (``True`` or ``False``; resolved from
-            ``$FSNN_DATA_DOWNLOAD``, default on).
-        verify: ``True`` runs torchvision's md5 checks; ``False`` only checks that the files are there. Resolved
-            from ``$FSNN_DATA_VERIFY``, default on.
-        num_workers: not used (images are decoded by the data loader's workers, nothing is cached); an integer >= 1
-            accepted for the builders' one signature.
-        cache_dir: not used (no frame cache for static images); a path accepted for the builders' one signature.
-        encoder: how an image becomes ``T`` steps: ``"direct"`` (default: the normalised image at every step) or
-            ``"spike"`` (Bernoulli spikes of the un-normalised intensities in ``[0, 1]``, drawn anew at each access;
-            the paper's "ImageNet (spike encoder)" row).
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="static"``: ``cifar10`` or ``cifar100``, 10 or 100
+            classes.
+        data_dir: as in :func:`fsnn.data.register_dataset`, torchvision's ``root``: the pickles are in
+            ``<data_dir>/cifar-10-batches-py/`` (or ``cifar-100-python/``).
+        T: as in :func:`fsnn.data.register_dataset`; default ``4`` (``info.default_T``, the paper's,
+            ``conf/dataset/*.yaml``).
+        size: as in :func:`fsnn.data.register_dataset`; resized from 32 x 32 when different (the random crop's padding
+            scales with it); default ``(32, 32)``.
+        seed: as in :func:`fsnn.data.register_dataset`; validation is carved from the official training set.
+        val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the official training set.
+        download: as in :func:`fsnn.data.register_dataset`: whether torchvision may download missing files.
+        verify: ``True`` runs torchvision's md5 checks; ``False`` only checks that the files are there (resolved as in
+            :func:`fsnn.data.register_dataset`).
+        num_workers: not used by static images (:func:`fsnn.data.register_dataset`).
+        cache_dir: not used by static images (:func:`fsnn.data.register_dataset`).
+        encoder: as in :func:`fsnn.data.register_dataset`; default ``"direct"``.
     """
     import torchvision.datasets as tvd
 
@@ -276,29 +268,21 @@ def build_imagenet(
     val is carved from the official train split, test is the official val split.
 
     Args:
-        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="static"``): 1000 classes.
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``): ImageNet lives in ``<data_dir>/imagenet/`` (``meta.bin`` or the devkit, and ``train/``,
-            ``val/`` or their archives); missing files raise :class:`fsnn.data.common.DatasetMissingError`.
-        T: the number of time steps each image is presented for, an integer >= 1; default ``4``
-            (``info.default_T``, the paper's, ``conf/dataset/*.yaml``).
-        size: the images' ``(H, W)``, a pair of integers >= 1 (random resized crop for training, resize to
-            ``size / 0.875`` and centre crop for evaluation); :func:`fsnn.data.build_dataset` turns an int or
-            ``None`` (``160``, the paper's 160 x 160) into the pair.
-        seed: the seed of the validation split carved from the official training set, an integer >= 0 (the run's
-            seed).
-        val_fraction: the share of the official training set held out for validation (stratified by class,
-            served without augmentation), a number in ``(0, 1)``; ``conf/dataset/imagenet.yaml``: ``0.01``.
-        download: not used: ImageNet cannot be downloaded automatically (registration required); ``True`` or
-            ``False``.
-        verify: ``True`` requires all 1000 class folders in ``train/`` and ``val/``; ``False`` accepts a subset.
-            Resolved from ``$FSNN_DATA_VERIFY``, default on.
-        num_workers: not used (images are decoded by the data loader's workers, nothing is cached); an integer >= 1
-            accepted for the builders' one signature.
-        cache_dir: not used (no frame cache for static images); a path accepted for the builders' one signature.
-        encoder: how an image becomes ``T`` steps: ``"direct"`` (default: the normalised image at every step) or
-            ``"spike"`` (Bernoulli spikes of the un-normalised intensities in ``[0, 1]``, drawn anew at each access;
-            the paper's "ImageNet (spike encoder)" row).
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="static"``, 1000 classes.
+        data_dir: as in :func:`fsnn.data.register_dataset`; ImageNet lives in ``<data_dir>/imagenet/`` (``meta.bin``
+            or the devkit, and ``train/``, ``val/`` or their archives).
+        T: as in :func:`fsnn.data.register_dataset`; default ``4`` (``info.default_T``, the paper's).
+        size: as in :func:`fsnn.data.register_dataset`; random resized crop for training, resize to ``size / 0.875`` and
+            centre crop for evaluation; default ``(160, 160)``, the paper's.
+        seed: as in :func:`fsnn.data.register_dataset`.
+        val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the official training set;
+            ``conf/dataset/imagenet.yaml``: ``0.01``.
+        download: not used: ImageNet cannot be downloaded automatically (registration required).
+        verify: ``True`` requires all 1000 class folders in ``train/`` and ``val/``; ``False`` accepts a subset
+            (resolved as in :func:`fsnn.data.register_dataset`).
+        num_workers: not used by static images (:func:`fsnn.data.register_dataset`).
+        cache_dir: not used by static images (:func:`fsnn.data.register_dataset`).
+        encoder: as in :func:`fsnn.data.register_dataset`; default ``"direct"``.
     """
     from torchvision.datasets import ImageNet
 

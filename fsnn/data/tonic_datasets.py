@@ -249,30 +249,22 @@ def build_tonic(
     ``(float32 [T, 2, H, W], label)``.
 
     Args:
-        info: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`, ``kind="event"``): its name,
-            classes, sensor folder and default ``T`` / size.
-        data_dir: the root folder of the datasets (the config's ``paths.data_dir``, default ``$FSNN_DATA`` or
-            ``./data``); the dataset's layout under it is in :data:`TONIC_SPECS`, and a missing or incomplete one
-            raises :class:`fsnn.data.common.DatasetMissingError` naming it.
-        T: the number of frames each recording is integrated into (split by event count), an integer >= 1;
-            :func:`fsnn.data.build_dataset` passes ``info.default_T`` when not given (the paper's: 16 for N-MNIST,
-            DVS128 Gesture, N-Caltech101 and DVS-Lip, 8 for HarDVS).
-        size: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
-            :func:`fsnn.data.build_dataset` turns an int or ``None`` (``info.size``, e.g. 128 x 128) into the pair.
-        seed: the seed of the validation split carved from the training set, an integer >= 0 (the run's seed).
-        val_fraction: the share of the training recordings held out for validation, stratified by class, a
-            number in ``(0, 1)`` (default ``0.1``, ``conf/dataset/*.yaml``). N-Caltech101 has no official split:
-            a fixed 20 % (:data:`fsnn.data.frame_cache.TEST_FRACTION`, seed
-            :data:`fsnn.data.frame_cache.SPLIT_SEED`) is its test set and validation is carved from the rest.
-        download: whether tonic may download missing files (``True`` or ``False``; resolved from
-            ``$FSNN_DATA_DOWNLOAD``, default on); DVS-Lip cannot be downloaded automatically.
+        info: as in :func:`fsnn.data.register_dataset`; ``kind="event"``, a dataset of :data:`TONIC_SPECS`.
+        data_dir: as in :func:`fsnn.data.register_dataset`; the dataset's layout under it is in :data:`TONIC_SPECS`.
+        T: as in :func:`fsnn.data.register_dataset`; default ``info.default_T``, the paper's ``16``.
+        size: as in :func:`fsnn.data.register_dataset`; default ``info.size``: ``(34, 34)`` for N-MNIST, ``(128, 128)``
+            for the others.
+        seed: as in :func:`fsnn.data.register_dataset`.
+        val_fraction: as in :func:`fsnn.data.register_dataset`. N-Caltech101 has no official split: a fixed 20 %
+            (:data:`fsnn.data.frame_cache.TEST_FRACTION`, seed :data:`fsnn.data.frame_cache.SPLIT_SEED`) is its test
+            set and validation is carved from the rest.
+        download: as in :func:`fsnn.data.register_dataset`: whether tonic may download missing files; DVS-Lip cannot be
+            downloaded automatically.
         verify: ``True`` checks that every split holds the published number of files (e.g. DVS128 Gesture
             1,077 / 264); ``False`` accepts the expected layout with at least one sample per split (subsets, tiny
-            fixtures). Resolved from ``$FSNN_DATA_VERIFY``, default on.
-        num_workers: the threads integrating recordings into frames when the cache is first built, an integer >= 1
-            (:func:`fsnn.data.build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers.
-        cache_dir: the root of the frame cache, a path (default ``<data_dir>/fsnn_cache``); the frames of one
-            ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``.
+            fixtures). Resolved as in :func:`fsnn.data.register_dataset`.
+        num_workers: as in :func:`fsnn.data.register_dataset`.
+        cache_dir: as in :func:`fsnn.data.register_dataset`.
     """
     sources = tonic_sources(TONIC_SPECS[info.name], data_dir, download=download, verify=verify)
     return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)

@@ -120,18 +120,12 @@ def dvsnet(
     Takes ``[T, B, in_channels, H, W]`` frames and returns the voted firing rates ``[T, B, num_classes]``.
 
     Args:
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
-            ``11``.
-        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
-            polarities, 3 for RGB images); default ``2``.
-        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
-            dataset's ``size``); default ``(128, 128)``.
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``.
             The network is built for it (the flatten size depends on it): other inputs are refused.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         channels: the channels ``C`` of every convolution block, an integer >= 1; default ``128`` (the paper's
             N-Caltech101 ablation also uses 256 and 512; ``conf/backbone/dvsnet_small.yaml``: 32).
         num_blocks: the number of conv-BN-neuron-maxpool blocks, an integer >= 1; default ``5`` (a block pools only

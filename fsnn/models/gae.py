@@ -46,16 +46,16 @@ class GAE(nn.Module):
     ``full_graph = True``: the model needs the whole graph (``x``, ``edge_index``) for any node's output.
 
     Args:
-        in_features: the width ``F`` of the node features ``x``, an integer >= 1 (the task supplies it from the
-            graph).
+        in_features: supplied by the task (:func:`fsnn.models.register_backbone`): the width ``F`` of the graph's
+            node features ``x``.
         hidden: the width of the first GCN layer, an integer >= 1; default ``128`` (PyG's example).
         dim: the width of the embeddings, an integer >= 1; default ``64`` (PyG's example).
         normalize_features: ``True`` (default) divides each node's features by their sum before the encoder
             (:func:`fsnn.data.graph_features.normalize_rows`, PyG's example's ``NormalizeFeatures``); on raw
             bag-of-words counts the first inner products are large enough to stall training.
-        neuron: the run's neuron, unused (see above).
-        neuron_kwargs: its options, unused.
-        T: the run's number of time steps, unused.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`), unused (see above).
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`), unused.
+        T: supplied by the task (:func:`fsnn.models.register_backbone`), unused.
     """
 
     full_graph = True

@@ -126,17 +126,15 @@ class MSG(nn.Module):
     ``full_graph = True``: the model needs the whole graph (``x``, ``edge_index``) for any node's output.
 
     Args:
-        in_features: the width ``F`` of the node features ``x``, an integer >= 1 (the task supplies it from the
-            graph).
-        num_classes: the number of classes ``C`` of the node-classification head, an integer >= 1, or ``None``
-            (default: no head, for link prediction, ``task=link``).
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"fif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
-        T: the number of time steps the encoded features drive the neurons for, an integer >= 1; default ``10``
-            (``conf/backbone/msg.yaml``; the paper follows MSG with ``T`` in ``[5, 15]``).
+        in_features: supplied by the task (:func:`fsnn.models.register_backbone`): the width ``F`` of the graph's
+            node features ``x``.
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`), the classes ``C`` of the
+            node-classification head, or ``None`` (default: no head, for link prediction, ``task=link``).
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"fif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
+        T: the number of time steps the encoded features drive the neurons for; default ``10``, which
+            ``conf/backbone/msg.yaml`` sets over the dataset's (:func:`fsnn.models.register_backbone`); the paper
+            follows MSG with ``T`` in ``[5, 15]``.
         dim: the dimension of the representation space (the manifold's tangent space), an integer >= 1; default
             ``32`` (the paper's).
         n_layers: the number of spiking ``GCNConv`` layers after the encoder, an integer >= 0; default ``1``.

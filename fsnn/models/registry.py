@@ -21,11 +21,37 @@ _DEFAULTED = ("num_classes", "in_channels", "input_size", "in_features", "neuron
 
 
 def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static")):
-    """Decorator registering a factory under ``name``; ``supports`` lists the data kinds it accepts
-    (:data:`fsnn.data.common.DATA_KINDS`; a task refuses a dataset of another kind by name). Vision factories
-    take ``num_classes``, ``in_channels``, ``input_size``, graph ones ``in_features``, ``num_classes``, ``T``, sequence
-    ones ``in_features``, ``num_classes``, ``readout_steps``; all take ``neuron`` and ``neuron_kwargs``. Its other
-    keyword arguments are its options (``conf/backbone/<name>.yaml``), checked by their annotated types."""
+    """Decorator registering a backbone factory (a function or a class) under ``name``.
+
+    The task calls the factory with the arguments below, taken from its dataset and its neuron (:data:`SUPPLIED`,
+    and ``T`` for a graph backbone); they are written here once, and a factory's ``Args`` gives of them only its
+    default and what is particular to it. Vision factories take ``num_classes``, ``in_channels``, ``input_size``,
+    graph ones ``in_features``, ``num_classes``, ``T``, sequence ones ``in_features``, ``num_classes``,
+    ``readout_steps``; all take ``neuron`` and ``neuron_kwargs``. Every other keyword argument of a factory is an
+    option of its config (``conf/backbone/<name>.yaml``), checked by its annotated type.
+
+    * ``num_classes``: the number of classes, an integer >= 1: the dataset's (a graph's, from its labels).
+    * ``in_channels``: the channels of an input frame, an integer >= 1: the dataset's (2 event polarities, 3 for RGB
+      images).
+    * ``input_size``: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1: the dataset's
+      ``size``.
+    * ``in_features``: the width of an input row, an integer >= 1: a node's feature row (the graph's ``x``, or the
+      preprocessed features of a backbone that reads rows) or a sequence step's channels ``C``.
+    * ``readout_steps``: the last steps the answer is read from, an integer from 1 to the sequence length ``T``: the
+      dataset's (``delayed_cue``'s ``recall_steps``, ``seq_digits``' ``readout_steps``).
+    * ``T``: the number of time steps a graph backbone runs for, an integer >= 1: the dataset's ``T``
+      (``conf/dataset/<graph>.yaml``) unless the backbone's config sets its own.
+    * ``neuron``: the spiking neuron of every layer, a name registered in :data:`fsnn.neurons.registry.NEURONS`
+      (:func:`fsnn.neuron_names`), built by :func:`fsnn.build_neuron`. The run's ``neuron=`` group supplies it:
+      compared runs differ only in the neuron.
+    * ``neuron_kwargs``: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
+      ``conf/neuron/<name>.yaml``), a dict, or ``None`` (the neuron's own defaults).
+
+    Args:
+        name: the backbone's name, the ``backbone`` config group's ``name``.
+        supports: the data kinds the backbone accepts (:data:`fsnn.data.common.DATA_KINDS`); a task refuses a
+            dataset of another kind by name. Default: ``event`` and ``static``.
+    """
     kinds = frozenset(supports)
     if not kinds or not all(isinstance(kind, str) for kind in kinds):
         raise ValueError(f"supports must name at least one kind of data, got {sorted(map(repr, kinds))}")

@@ -141,18 +141,12 @@ def resnet18(
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
 
     Args:
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
-            ``10``.
-        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
-            polarities, 3 for RGB images); default ``3``.
-        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
-            dataset's ``size``); default ``(32, 32)``. Any size works (the head pools adaptively); it is
-            recorded, not checked.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``10``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``3``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(32, 32)``. Any size
+            works (the head pools adaptively); it is recorded, not checked.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         width: the channels of the stem and of the first stage, doubled at each of the four stages, an
             integer >= 1; default ``64`` (ResNet-18's).
         stem: ``"cifar"`` (default: conv3x3 stride 1, no max-pool, for 32 x 32 images) or ``"imagenet"``

@@ -11,8 +11,8 @@ early input lives in the membranes (f-LIF's power-law history, LIF's exponential
 
 ``recurrent=True`` adds ``R s_{t-1}`` to every hidden layer's input current at step ``t``:
 ``I_t = BN(W x_t) + R s_{t-1}``. That needs the neuron one step at a time with its state kept between steps, which
-the libraries' first-order neurons offer (SpikingJelly's nodes in single-step mode, snnTorch's ``Leaky``:
-``sj_lif``, ``sj_plif``, ``sj_if``, ``snntorch_leaky``, through their adapters' ``single_step()``). fsnn's own
+the libraries' first-order neurons offer (SpikingJelly's nodes in single-step mode, snnTorch's ``Leaky``: the
+neurons of :mod:`fsnn.neurons.baselines`, through their adapters' ``single_step()``). fsnn's own
 neurons (``flif``, ``lif``, ...) are multi-step only: their state is the whole history that their engines process in
 blocks, so they refuse ``recurrent=True`` with one message rather than be stepped through an O(T^2) Python loop. The
 recurrent option is the first-order control "memory through the network" beside f-LIF's "memory in the neuron".
@@ -127,17 +127,12 @@ def seqmlp(
     ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.training.SpikingClassifier`).
 
     Args:
-        in_features: the input channels ``C`` of a step, an integer >= 1 (the task supplies the dataset's);
-            default ``17`` (``delayed_cue``'s 16 channels and "go").
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default ``4``.
-        readout_steps: the last steps the answer is read from, an integer from 1 to the sequence length ``T`` (the
-            task supplies the dataset's: ``delayed_cue``'s ``recall_steps``, ``seq_digits``' ``readout_steps``);
-            default ``1``.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        in_features: supplied by the task (:func:`fsnn.models.register_backbone`); default ``17``
+            (``delayed_cue``'s 16 channels and "go").
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``4``.
+        readout_steps: supplied by the task (:func:`fsnn.models.register_backbone`); default ``1``.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         hidden: the width of every hidden layer, an integer >= 1; default ``64``.
         layers: the number of hidden Linear-BN-neuron layers, an integer >= 1; default ``2``.
         recurrent: ``True`` adds ``R s_{t-1}`` to every hidden layer's input (see the module docstring; SpikingJelly

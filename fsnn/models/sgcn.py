@@ -79,16 +79,13 @@ class SpikingGCN(nn.Module):
     mean firing rate.
 
     Args:
-        in_features: the width ``F`` of a node's feature row, an integer >= 1 (the task supplies it from the
-            preprocessed features).
-        num_classes: the number of classes ``C``, an integer >= 1 (the task supplies it from the graph's labels).
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
-        T: the number of Poisson encoding steps, an integer >= 1; default ``100`` (the paper's ``N = 100``; the
-            task passes the dataset's ``T``, ``conf/dataset/<graph>.yaml``).
+        in_features: supplied by the task (:func:`fsnn.models.register_backbone`): the width ``F`` of the
+            preprocessed feature rows.
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`).
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
+        T: the number of Poisson encoding steps, supplied by the task (:func:`fsnn.models.register_backbone`);
+            default ``100`` (the paper's ``N = 100``).
         dropout: the probability of zeroing a synaptic current (one mask per node for all steps, training only), a
             number in ``[0, 1)``; default ``0.0`` (``conf/backbone/sgcn.yaml``).
         bias: whether the ``Linear(F, C)`` layer has a bias; default ``True`` (the authors' logged runs).
@@ -194,16 +191,11 @@ class DRSGNN(SpikingGCN):
     ``learned_threshold`` reports the current threshold in every mode.
 
     Args:
-        in_features: the width ``F`` of a node's feature row, an integer >= 1 (the task supplies it from the
-            preprocessed features, positional-encoding columns included: ``F + pe_dim``).
-        num_classes: the number of classes ``C``, an integer >= 1 (the task supplies it from the graph's labels).
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
-        T: the number of Poisson encoding steps, an integer >= 1; default ``100`` (the paper's ``N = 100``; the
-            task passes the dataset's ``T``, ``conf/dataset/<graph>.yaml``).
+        in_features: as in :class:`SpikingGCN`, the positional-encoding columns included: ``F + pe_dim``.
+        num_classes: as in :class:`SpikingGCN`.
+        neuron: as in :class:`SpikingGCN`; default ``"flif"``.
+        neuron_kwargs: as in :class:`SpikingGCN`; default ``None``.
+        T: as in :class:`SpikingGCN`; default ``100``.
         pe: the positional encoding in the last ``pe_dim`` input columns: ``"lap"`` (default: Laplacian
             eigenvectors, LSPE, signs flipped at random in training), ``"rw"`` (random-walk landing probabilities,
             RWPE) or ``"none"``; ``"laplacian"``, ``"random_walk"`` and ``None`` are the same three.

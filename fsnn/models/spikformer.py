@@ -264,18 +264,12 @@ def spikformer(
     Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
 
     Args:
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
-            ``11``.
-        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
-            polarities, 3 for RGB images); default ``2``.
-        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
-            dataset's ``size``); default ``(128, 128)``.
-            The patch splitting must leave at least one token (checked); the head averages the tokens.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``. The
+            patch splitting must leave at least one token (checked); the head averages the tokens.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         embed_dim: the token dimension ``D``, an integer >= 1 divisible by ``num_heads`` and by
             ``2^(patch_stages - 1)``; default ``256``.
         num_heads: the attention heads, an integer >= 1 dividing ``embed_dim``; default ``16``.
@@ -327,34 +321,24 @@ def spikformer_imagenet(
 ) -> Spikformer:
     """Spikformer-8-512 (the paper's 29.7M-parameter ImageNet model, 160x160 -> 10x10 tokens): 29,689,384 parameters.
 
-    Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
+    Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``; its arguments mean
+    what :func:`spikformer`'s do, only some defaults differ.
 
     Args:
-        num_classes: the number of classes, an integer >= 1 (the task supplies the dataset's); default
-            ``1000``.
-        in_channels: the channels of an input frame, an integer >= 1 (the task supplies the dataset's: 2 event
-            polarities, 3 for RGB images); default ``3``.
-        input_size: the frames' ``(H, W)``, an integer (square) or a pair of integers >= 1 (the task supplies the
-            dataset's ``size``); default ``(160, 160)``.
-            The patch splitting must leave at least one token (checked); the head averages the tokens.
-        neuron: the spiking neuron of every layer, a registered name (``flif``, ``fif``, ``lif``, ``if``,
-            ``sj_lif``, ``sj_if``, ``sj_plif``, ``snntorch_leaky``; :func:`fsnn.build_neuron`); default ``"flif"``.
-            The run's ``neuron=`` group supplies it: compared runs differ only in the neuron.
-        neuron_kwargs: keyword arguments of that neuron (``alpha``, ``tau``, ``threshold``, ..., the options of
-            ``conf/neuron/<name>.yaml``), a dict, or ``None`` (default: the neuron's own defaults).
-        embed_dim: the token dimension ``D``, an integer >= 1 divisible by ``num_heads`` and by
-            ``2^(patch_stages - 1)``; default ``512``.
-        num_heads: the attention heads, an integer >= 1 dividing ``embed_dim``; default ``8``.
-        depth: the number of Spikformer blocks (SSA + MLP), an integer >= 0; default ``8``.
-        mlp_ratio: the MLP's hidden width as a multiple of ``embed_dim``, a number > 0; default ``4.0``.
-        patch_stages: the conv-BN-neuron stages of the spiking patch splitting, an integer >= 1; default ``4``.
-        pool_stages: how many of the last patch stages max-pool (stride 2), an integer from 0 to ``patch_stages``,
-            or ``None`` (default: all of them).
-        scale: the factor of the attention product ``(q k^T) v`` (no softmax), a number > 0; default ``0.125``.
-        attn_threshold: the threshold of the attention neuron (it overrides the neuron's own), a number > 0;
-            default ``0.5`` (Spikformer's).
-        drop_path_rate: the stochastic-depth rate of the last block, rising linearly from 0 over the blocks
-            (training only), a number in ``[0, 1)``; default ``0.0``.
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``1000``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``3``.
+        input_size: as in :func:`spikformer`; default ``(160, 160)``.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
+        embed_dim: as in :func:`spikformer`; default ``512``.
+        num_heads: as in :func:`spikformer`; default ``8``.
+        depth: as in :func:`spikformer`; default ``8``.
+        mlp_ratio: as in :func:`spikformer`; default ``4.0``.
+        patch_stages: as in :func:`spikformer`; default ``4``.
+        pool_stages: as in :func:`spikformer`; default ``None`` (all of them).
+        scale: as in :func:`spikformer`; default ``0.125``.
+        attn_threshold: as in :func:`spikformer`; default ``0.5``.
+        drop_path_rate: as in :func:`spikformer`; default ``0.0``.
     """
     return Spikformer(
         num_classes,

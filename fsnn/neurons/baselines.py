@@ -7,8 +7,9 @@ return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils
 :mod:`fsnn.neurons.registry` registers them as ``sj_lif``, ``sj_plif``, ``sj_if`` and ``snntorch_leaky`` and imports this module
 (and so SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Unlike fsnn's neurons these
 can also be stepped one time step at a time (``with neuron.single_step() as step: s_t = step(x_t)``), which a
-recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their defaults (soft reset, sigmoid
-surrogate) match FractionalLIF's, so that a baseline differs from f-LIF only in the neuron given the same arguments.
+recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their options are keywords with defaults, named as
+fsnn's neurons name them; the defaults (soft reset, sigmoid surrogate) match FractionalLIF's, so that a baseline
+differs from f-LIF only in the neuron given the same arguments.
 
 Surrogate families: ``surrogate`` name, default ``surrogate_scale`` (used when it is None), backward ``g'(x)``, and
 the SpikingJelly / snnTorch objects used:
@@ -170,7 +171,7 @@ class SJLIF(_SJNode):
         detach_reset: Flag = False,
         decay_input: Flag = True,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options (module docstring), given to SpikingJelly's ``LIFNode``.
 
         Args:
             tau: the membrane time constant, a number $> 1$ (SpikingJelly's ``LIFNode`` needs it); default ``2.0``.
@@ -180,7 +181,8 @@ class SJLIF(_SJNode):
             v_reset: the potential of a hard reset and the starting potential, any finite number; default ``0.0``;
                 ignored by the soft reset.
             surrogate: the surrogate gradient family, ``"sigmoid"`` (default), ``"arctan"``,
-                ``"piecewise_linear"`` or ``"gaussian"``: the same functions as fsnn's neurons (module docstring).
+                ``"piecewise_linear"`` or ``"gaussian"``: the same functions as fsnn's neurons (module docstring's
+                surrogate families).
             surrogate_scale: the surrogate's sharpness, ``None`` (default: the family's, 5 for sigmoid) or a number
                 $> 0$ (SpikingJelly's surrogate ``alpha``).
             detach_reset: ``True`` detaches the spike in the reset term (SpikingJelly's own); default ``False``.
@@ -218,17 +220,17 @@ class SJPLIF(_SJNode):
         detach_reset: Flag = False,
         decay_input: Flag = True,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options of :class:`SJLIF`, with the same meanings and defaults but ``tau``'s.
 
         Args:
             tau: where the learned time constant starts, a number $> 1$; default ``2.0``.
-            threshold: the firing threshold, a number $> 0$; default ``1.0``.
-            reset: ``"soft"`` (default) or ``"hard"``, as in :class:`SJLIF`.
-            v_reset: the potential of a hard reset, any finite number; default ``0.0``.
-            surrogate: the surrogate gradient family, as in :class:`SJLIF`; default ``"sigmoid"``.
-            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
-            detach_reset: ``True`` detaches the spike in the reset term; default ``False``.
-            decay_input: ``True`` (default) divides the input by ``tau``, as in :class:`SJLIF`.
+            threshold: as in :class:`SJLIF`; default ``1.0``.
+            reset: as in :class:`SJLIF`; default ``"soft"``.
+            v_reset: as in :class:`SJLIF`; default ``0.0``.
+            surrogate: as in :class:`SJLIF`; default ``"sigmoid"``.
+            surrogate_scale: as in :class:`SJLIF`; default ``None``.
+            detach_reset: as in :class:`SJLIF`; default ``False``.
+            decay_input: as in :class:`SJLIF` (it divides by the learned ``tau``); default ``True``.
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.node = sj_neuron.ParametricLIFNode(
@@ -270,16 +272,17 @@ class SJIF(_SJNode):
         surrogate_scale: Positive | None = None,
         detach_reset: Flag = False,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options of :class:`SJLIF` but ``decay_input`` (no leak, nothing to divide), with the same meanings and
+        defaults but ``tau``'s.
 
         Args:
             tau: only ``1.0`` (the default), so that a config shared with the leaky neurons can name it.
-            threshold: the firing threshold, a number $> 0$; default ``1.0``.
-            reset: ``"soft"`` (default) or ``"hard"``, as in :class:`SJLIF`.
-            v_reset: the potential of a hard reset, any finite number; default ``0.0``.
-            surrogate: the surrogate gradient family, as in :class:`SJLIF`; default ``"sigmoid"``.
-            surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
-            detach_reset: ``True`` detaches the spike in the reset term; default ``False``.
+            threshold: as in :class:`SJLIF`; default ``1.0``.
+            reset: as in :class:`SJLIF`; default ``"soft"``.
+            v_reset: as in :class:`SJLIF`; default ``0.0``.
+            surrogate: as in :class:`SJLIF`; default ``"sigmoid"``.
+            surrogate_scale: as in :class:`SJLIF`; default ``None``.
+            detach_reset: as in :class:`SJLIF`; default ``False``.
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = 1.0
@@ -324,14 +327,13 @@ class SnnTorchLeaky(_MultiStep):
         surrogate_scale: Positive | None = None,
         reset_delay: Flag = False,
     ):
-        """The options: keywords with defaults, named as fsnn's neurons name them.
+        """The options (module docstring), given to snnTorch's ``Leaky``.
 
         Args:
             tau: the time constant, a number $> 1$, giving snnTorch's decay ``beta = 1 - 1/tau``; default ``2.0``.
             threshold: the firing threshold, a number $> 0$; default ``1.0``.
             reset: ``"soft"`` (default: snnTorch's ``"subtract"``) or ``"hard"`` (``"zero"``).
-            surrogate: the surrogate gradient family, ``"sigmoid"`` (default), ``"arctan"``,
-                ``"piecewise_linear"`` or ``"gaussian"`` (snnTorch's ``spike_grad``).
+            surrogate: as in :class:`SJLIF`, given as snnTorch's ``spike_grad``; default ``"sigmoid"``.
             surrogate_scale: its sharpness, ``None`` (default: the family's) or a number $> 0$.
             reset_delay: snnTorch's ``reset_delay``: ``True`` resets one step late (the returned ``mem`` is before
                 the reset); default ``False`` (immediate reset, as SpikingJelly and fsnn).

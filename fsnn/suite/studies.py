@@ -8,9 +8,11 @@ one seam (:func:`evaluate_run`) after training (``python train.py ... study=ener
 - ``energy``: the paper's layer-wise inference energy of one test batch (:mod:`fsnn.models.energy`) -> ``energy.json``.
 
 A task supports the studies its entry allows (:attr:`fsnn.suite.tasks.TaskKind.studies`). A study is a function
-``study(run: StudyRun, **options) -> dict`` that writes its ``<name>.json`` into the run folder; its options are its
-keyword arguments (``conf/study/<name>.yaml``), checked by the registry's schema, and an optional ``prepare(kind,
-options)`` (registry metadata) checks them against the run's task before any data is loaded.
+``study(run: StudyRun, **options) -> dict`` that writes its ``<name>.json`` into the run folder. Its ``run`` is the
+trained run as the study gets it (:class:`StudyRun`), supplied by :func:`evaluate_run`, not a config option; its
+options are its other keyword arguments (``conf/study/<name>.yaml``), checked by the registry's schema, and an
+optional ``prepare(kind, options)`` (registry metadata) checks them against the run's task before any data is
+loaded.
 """
 
 from __future__ import annotations
@@ -118,8 +120,7 @@ def robustness(run: StudyRun, plan: dict | None = None) -> dict:
     metric is 0).
 
     Args:
-        run: the trained run as the study gets it (:class:`StudyRun`, supplied by :func:`evaluate_run`, not a config
-            option), with its clean test metric.
+        run: as in :mod:`fsnn.suite.studies`, with its clean test metric.
         plan: the corruption plan, ``conf/robustness/<plan>.yaml`` as ``conf/study/robustness.yaml``'s
             ``plan: ${robustness}`` passes it and :func:`prepare_robustness` checks it:
             ``{"name": ..., "corruptions": {corruption: (levels, options)}}`` with corruptions of the task's family
@@ -191,8 +192,8 @@ def energy(
     ``first_layer_mac=false`` counts a first layer fed with spikes as AC.
 
     Args:
-        run: the trained run as the study gets it (:class:`StudyRun`, supplied by :func:`evaluate_run`, not a config
-            option); its task's :meth:`~fsnn.suite.tasks.TaskKind.sample_input` gives the batch.
+        run: as in :mod:`fsnn.suite.studies`; its task's :meth:`~fsnn.suite.tasks.TaskKind.sample_input` gives the
+            batch.
         batch_size: how many samples of the first test batch are counted, an integer >= 1 (more than the batch
             holds counts the whole batch), or ``None`` (default: the whole first batch, the dataset's
             ``batch_size``). Energies are per sample, so it changes the average, not the unit.

@@ -123,7 +123,9 @@ def _first_test_batch(task: Task) -> torch.Tensor:
 
 class VisionTask(TaskKind):
     """Image and event-frame classification: a backbone on ``[T, B, C, H, W]`` frames, trained and tested on a frame
-    dataset's splits; its corrupted test set applies one event corruption to every test sample."""
+    dataset's splits. Its corrupted test set (:meth:`TaskKind.corrupted_tester`) is the test split with one event
+    corruption applied sample by sample (:class:`fsnn.data.corruptions.CorruptedDataset`, seeded with the study's
+    seed)."""
 
     name, corruptions, robustness_plan = "vision", "vision", "events"
 
@@ -154,18 +156,6 @@ class VisionTask(TaskKind):
         return Task(module, data, self.metric)
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
-        """The test split with one corruption applied sample by sample (:class:`fsnn.data.corruptions.CorruptedDataset`,
-        seeded with ``seed``).
-
-        Args:
-            cfg: the run's composed config (``conf/config.yaml`` with its groups, as the run recorded it); the
-                tester reads ``cfg.dataset``, ``cfg.backbone`` and ``cfg.paths`` to rebuild the test data.
-            task: the run's built task (:meth:`build`) with the checkpoint's weights loaded.
-            seed: the seed of the corruptions' random draws, an integer >= 0 (the study's seed, the run's own by
-                default), so every level of a study corrupts reproducibly.
-            run_pass: ``run_pass(datamodule) -> float``: one seeded test pass of the model on ``datamodule``,
-                returning the task's metric (:meth:`fsnn.suite.studies.StudyRun.test_pass`'s ``test/<metric>``).
-        """
         data = task.data
         data.setup()
         test_set = data.splits[2]
@@ -269,7 +259,9 @@ def load_split_graph(cfg: DictConfig):
 
 class NodeTask(TaskKind):
     """Node classification (SGCN, DRSGNN, MSG on one graph); its corrupted test graphs: feature masking, edge
-    dropping, spike noise."""
+    dropping, spike noise. Its corrupted tester (:meth:`TaskKind.corrupted_tester`) corrupts the graph once per
+    level (one draw seeded with the study's seed) and rebuilds the model's input from it with the run's own
+    preprocessing; spike noise switches on the model's probe (``spike_noise_std``)."""
 
     name, corruptions, robustness_plan = "node", "graph", "graph"
 
@@ -311,18 +303,6 @@ class NodeTask(TaskKind):
         return Task(module, data, self.metric)
 
     def corrupted_tester(self, cfg, task, seed, run_pass):
-        """The graph corrupted once per level (one draw seeded with ``seed``) and the model's input rebuilt from it
-        with the run's own preprocessing; spike noise switches on the model's probe (``spike_noise_std``).
-
-        Args:
-            cfg: the run's composed config (``conf/config.yaml`` with its groups, as the run recorded it); the
-                tester reads ``cfg.dataset``, ``cfg.backbone`` and ``cfg.paths`` to rebuild the test data.
-            task: the run's built task (:meth:`build`) with the checkpoint's weights loaded.
-            seed: the seed of the corruptions' random draws, an integer >= 0 (the study's seed, the run's own by
-                default), so every level of a study corrupts reproducibly.
-            run_pass: ``run_pass(datamodule) -> float``: one seeded test pass of the model on ``datamodule``,
-                returning the task's metric (:meth:`fsnn.suite.studies.StudyRun.test_pass`'s ``test/<metric>``).
-        """
         module, data, _ = task
         graph = load_split_graph(cfg)
 
