@@ -273,16 +273,16 @@ class SJIF(_SJNode):
         detach_reset: Flag = False,
     ):
         """The options of :class:`SJLIF` but ``decay_input`` (no leak, nothing to divide), with the same meanings and
-        defaults but ``tau``'s.
+        defaults (the signature's) but ``tau``'s.
 
         Args:
             tau: only ``1.0`` (the default), so that a config shared with the leaky neurons can name it.
-            threshold: as in :class:`SJLIF`; default ``1.0``.
-            reset: as in :class:`SJLIF`; default ``"soft"``.
-            v_reset: as in :class:`SJLIF`; default ``0.0``.
-            surrogate: as in :class:`SJLIF`; default ``"sigmoid"``.
-            surrogate_scale: as in :class:`SJLIF`; default ``None``.
-            detach_reset: as in :class:`SJLIF`; default ``False``.
+            threshold: as in :class:`SJLIF`.
+            reset: as in :class:`SJLIF`.
+            v_reset: as in :class:`SJLIF`.
+            surrogate: as in :class:`SJLIF`.
+            surrogate_scale: as in :class:`SJLIF`.
+            detach_reset: as in :class:`SJLIF`.
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
         self.tau = 1.0
