@@ -1209,7 +1209,7 @@ class Probe:
         self.one_folder(cwd, "train.py, then seed=0 neuron=flif (the defaults)", out)
 
     def one_folder(self, cwd: Path, label: str, out: str) -> None:
-        folders = list((cwd / "results" / "train").glob("*/metrics.json"))
+        folders = list((cwd / "runs" / "train").glob("*/metrics.json"))
         self.record(
             "folders",
             label,
@@ -1219,7 +1219,8 @@ class Probe:
 
     def committed_rerun(self) -> None:
         """The recorded command of a committed run (its overrides, the data where this checkout has it) in a copy of
-        its folder: finished, nothing trained."""
+        its folder, run as the README adds runs to the evidence (``FSNN_RESULTS=results``): finished, nothing
+        trained."""
         committed = HERE / "results" / "table2_node_classification" / "backbone-sgcn+dataset-cora+neuron-flif+seed-0"
         cwd = self.folder("committed-rerun")
         run = cwd / "results" / committed.parent.name / committed.name
@@ -1229,7 +1230,13 @@ class Probe:
             for o in json.loads((committed / "metrics.json").read_text())["overrides"]
             if not o.startswith("paths.data_dir=")
         ]
-        rc, out = self.run("train.py", *overrides, f"paths.data_dir={HERE / 'tests' / 'data' / 'planetoid'}", cwd=cwd)
+        rc, out = self.run(
+            "train.py",
+            *overrides,
+            f"paths.data_dir={HERE / 'tests' / 'data' / 'planetoid'}",
+            cwd=cwd,
+            env={"FSNN_RESULTS": "results"},
+        )
         found = sorted(p.parent.name for p in (cwd / "results").rglob("metrics.json"))
         self.record(
             "folders",
@@ -1646,7 +1653,7 @@ class Probe:
             else "silent"
             if escaped
             else "clear"
-            if (cwd / "results" / task).is_dir()
+            if (cwd / "runs" / task).is_dir()
             else self.behaviour(rc, out),
             security=escaped,
             note=f"the run folder was made in {at_root}" if escaped else "",
