@@ -20,9 +20,10 @@ imagenet        ``imagenet/meta.bin`` (torch.save((wnid_to_classes, val_wnids)))
 Every fixture but HARDVS's (whose label files list exactly its samples) is smaller than the published release
 that ``verify`` compares it with, so they load with ``verify=False`` / ``FSNN_DATA_VERIFY=0`` (DVS128 Gesture's
 1,077 / 264 files, N-MNIST's 60,000 / 10,000, N-Caltech101's 8,709, DVS-Lip's 14,896 / 4,975, CIFAR's md5 sums,
-ImageNet's 1000 classes); DVSGesture has as many files as tonic's own minimum (110 per split). ``digits_dvs`` needs no fixture: it generates itself. The graphs' fixtures
-(:data:`GRAPH_FIXTURE_NAMES`, Planetoid / Amazon / Coauthor / OGB formats) are written by
-:mod:`fsnn.data.graph_fixtures`.
+ImageNet's 1000 classes); DVSGesture has as many files as tonic's own minimum (110 per split). Fakes at a chosen
+fraction of the published size, up to all of it, are :mod:`fsnn.data.scaled_fixtures`'s. ``digits_dvs`` needs no
+fixture: it generates itself. The graphs' fixtures (:data:`GRAPH_FIXTURE_NAMES`, Planetoid / Amazon / Coauthor /
+OGB formats) are written by :mod:`fsnn.data.graph_fixtures`.
 """
 
 from __future__ import annotations

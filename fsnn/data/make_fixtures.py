@@ -7,6 +7,12 @@
 The event and image fakes are smaller than the published releases, so a run on them sets ``FSNN_DATA_VERIFY=0``
 (the loaders' completeness checks: file counts, md5 sums); the graphs load as they are. ``python -m
 fsnn.data.make_fixtures DIR`` is the same command.
+
+``--scale FRACTION`` (a number in ``(0, 1]``) writes the event datasets of
+:data:`fsnn.data.scaled_fixtures.SCALED_NAMES` instead, at that fraction of their published size
+(:func:`fsnn.data.scaled_fixtures.write_scaled_fixtures`); at 1.0 they pass the loaders' file-count checks::
+
+    fsnn-fixtures big_fake --scale 0.1 --only dvsgesture
 """
 
 from __future__ import annotations
@@ -16,10 +22,20 @@ import time
 from pathlib import Path
 
 from fsnn.data.fixtures import FIXTURE_NAMES, write_fixtures
+from fsnn.data.scaled_fixtures import SCALED_NAMES, check_scale, scaled_plan, write_scaled_fixtures
+
+
+def _scale(text: str) -> float:
+    """``--scale``'s value: a number in ``(0, 1]``."""
+    try:
+        return check_scale(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def main(argv=None) -> int:
-    """The ``fsnn-fixtures`` command: write the fakes and list them; returns the exit status (0).
+    """The ``fsnn-fixtures`` command: write the fakes and list them; returns the exit status (0; a bad command line
+    exits with 2 before anything is written).
 
     Args:
         argv: the command line after the program name (default ``None``: ``sys.argv[1:]``).
@@ -34,14 +50,32 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--only", nargs="+", choices=FIXTURE_NAMES, metavar="NAME", help=f"subset of {', '.join(FIXTURE_NAMES)}"
     )
+    parser.add_argument(
+        "--scale",
+        type=_scale,
+        metavar="FRACTION",
+        help=f"write {', '.join(SCALED_NAMES)} at FRACTION (0 < FRACTION <= 1) of their published size instead of "
+        "the tiny fakes; 1.0 = as many files as the release",
+    )
     args = parser.parse_args(argv)
+    if args.scale is not None and args.only and (unscaled := [n for n in args.only if n not in SCALED_NAMES]):
+        parser.error(f"argument --scale: no scaled fake of {', '.join(unscaled)}; available: {', '.join(SCALED_NAMES)}")
     start = time.perf_counter()
-    written = write_fixtures(args.out_dir, args.only)
+    if args.scale is None:
+        written = write_fixtures(args.out_dir, args.only)
+    else:
+        names = args.only or SCALED_NAMES
+        files = sum(len(scaled_plan(name, args.scale)) for name in names)
+        written = write_scaled_fixtures(args.out_dir, args.scale, names, progress=files >= 1000)
     for name, path in written.items():
         print(f"{name:12s} {path}")
+    if args.scale is None or args.scale < 1:
+        how = "event and image fakes with FSNN_DATA_VERIFY=0" if args.scale is None else "with FSNN_DATA_VERIFY=0"
+    else:
+        how = "file counts as published: verification passes"
     print(
         f"wrote {len(written)} fixtures in {time.perf_counter() - start:.2f} s: paths.data_dir={args.out_dir} "
-        "reads them (event and image fakes with FSNN_DATA_VERIFY=0)"
+        f"reads them ({how})"
     )
     return 0
 

@@ -1,0 +1,302 @@
+"""Fake event datasets at a chosen fraction of their published size, in the on-disk formats of
+:mod:`fsnn.data.fixtures` (what tonic reads): ``write_scaled_fixtures(root, scale)``, or ``fsnn-fixtures DIR --scale
+FRACTION``.
+
+At ``scale=1.0`` every split holds exactly the published number of files (the counts ``verify`` compares,
+:data:`fsnn.data.tonic_datasets.TONIC_SPECS`), so the fakes load with verification on. Below 1.0 each (split, class)
+keeps ``max(1, floor(scale * n + 0.5))`` of its ``n`` published samples (:func:`scaled_count`), picked evenly over
+the full-scale list (:func:`scaled_plan`). Every sample draws from its own seed, derived from the dataset, split,
+class and its index in the full-scale list, so a sample is identical at every scale and on every call, whatever
+``--only`` selects. Events are drawn with numpy in whole arrays per sample (no loop per event): a class-dependent
+moving blob or stroke pattern (so a model can learn above chance), per-sample duration and event count drawn from
+the distributions tabled in :func:`gesture_events` and :func:`nmnist_events`, polarities balanced (each event ON
+with probability 1/2).
+
+==============  ===================================================================  =========================
+name            layout (relative to ``root``)                                        published files, classes
+==============  ===================================================================  =========================
+``dvsgesture``  ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/<label>.npy``  1,077 / 264, 11
+``nmnist``      ``NMNIST/{Train,Test}/<digit>/<id>.bin``                             60,000 / 10,000, 10
+==============  ===================================================================  =========================
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fsnn.data.fixtures import encode_atis_bin
+
+SCALED_NAMES = ("dvsgesture", "nmnist")
+
+#: base seed of each dataset's samples (a sample's seed is ``(base, split, class, index)``)
+SEEDS = {"dvsgesture": 1001, "nmnist": 1002}
+
+
+def scaled_count(full: int, scale: float) -> int:
+    """How many of a (split, class)'s ``full`` published samples a fake at ``scale`` holds: ``scale * full`` rounded
+    half up, at least 1 (``full`` itself at 1.0)."""
+    return max(1, math.floor(scale * full + 0.5))
+
+
+def spread(n: int, k: int) -> np.ndarray:
+    """``k`` distinct indices in ``range(n)`` spaced as evenly as possible (all of them when ``k == n``)."""
+    if k >= n:
+        return np.arange(n)
+    return np.floor(np.linspace(0, n - 1, k) + 0.5).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ScaledSample:
+    """One file of a scaled fake: where it goes (relative to ``root``), its class, and its seed."""
+
+    split: str
+    label: int
+    path: str
+    seed: tuple[int, ...]
+
+
+# -- DVS128 Gesture ----------------------------------------------------------------------------
+
+#: the trials of the release's ``trials_to_train.txt`` / ``trials_to_test.txt`` (user: lighting conditions)
+GESTURE_TRIALS = {
+    "train": {
+        1: "fluorescent fluorescent_led lab led natural",
+        2: "fluorescent fluorescent_led lab led natural",
+        3: "fluorescent fluorescent_led led natural",
+        4: "fluorescent fluorescent_led led natural",
+        5: "fluorescent fluorescent_led lab led natural",
+        6: "fluorescent fluorescent_led lab led natural",
+        7: "fluorescent fluorescent_led lab led",
+        8: "fluorescent fluorescent_led lab led",
+        9: "fluorescent fluorescent_led lab led natural",
+        10: "fluorescent fluorescent_led lab led",
+        11: "fluorescent fluorescent_led natural",
+        12: "fluorescent_led led",
+        13: "fluorescent fluorescent_led lab led natural",
+        14: "fluorescent fluorescent_led led natural",
+        15: "fluorescent fluorescent_led lab led natural",
+        16: "fluorescent lab led natural",
+        17: "fluorescent fluorescent_led lab led natural",
+        18: "fluorescent fluorescent_led lab led",
+        19: "fluorescent fluorescent_led lab led natural",
+        20: "fluorescent fluorescent_led led",
+        21: "fluorescent fluorescent_led lab natural",
+        22: "fluorescent fluorescent_led lab led natural",
+        23: "fluorescent fluorescent_led lab led",
+    },
+    "test": {
+        24: "fluorescent fluorescent_led led",
+        25: "fluorescent led",
+        26: "fluorescent fluorescent_led lab led natural",
+        27: "fluorescent fluorescent_led led natural",
+        28: "fluorescent fluorescent_led lab led natural",
+        29: "fluorescent fluorescent_led lab led natural",
+    },
+}
+GESTURE_FOLDERS = {"train": "ibmGestureTrain", "test": "ibmGestureTest"}
+GESTURE_CLASSES = 11
+#: the (trial, label) the fake leaves out so that the training split has tonic's 1,077 files, not 98 x 11 = 1,078
+GESTURE_ABSENT = ("user23_led", 10)
+
+
+def gesture_trials(split: str) -> list[str]:
+    """The ``user<NN>_<lighting>`` folders of a DVS128 Gesture split, in the release's order."""
+    return [f"user{u:02d}_{light}" for u, lights in GESTURE_TRIALS[split].items() for light in lights.split()]
+
+
+def _gesture_plan(scale: float) -> list[ScaledSample]:
+    samples = []
+    for s, split in enumerate(("train", "test")):
+        trials = gesture_trials(split)
+        for label in range(GESTURE_CLASSES):
+            have = [i for i, trial in enumerate(trials) if (trial, label) != GESTURE_ABSENT]
+            for j in spread(len(have), scaled_count(len(have), scale)):
+                i = have[j]
+                path = f"DVSGesture/{GESTURE_FOLDERS[split]}/{trials[i]}/{label}.npy"
+                samples.append(ScaledSample(split, label, path, (SEEDS["dvsgesture"], s, label, i)))
+    return samples
+
+
+def gesture_events(rng: np.random.Generator, label: int) -> np.ndarray:
+    """One fake DVS128 Gesture sample of class ``label``: ``int64 [N, 4]`` rows ``x, y, p, t`` (t in ms, sorted from
+    0), as tonic's preprocessed release stores it.
+
+    A blob (Gaussian, sd 6 px) circles a class-dependent centre on the 128 x 128 sensor, at a class-dependent speed
+    and direction; 10 % of the events are uniform background. Statistics:
+
+    ======================  ==========================  ==========================================================
+    quantity                value                       source
+    ======================  ==========================  ==========================================================
+    sensor                  128 x 128, 2 polarities     Amir et al., CVPR 2017 (DVS128); tonic ``DVSGesture``
+    classes                 11 (10 gestures + other)    Amir et al. 2017; release ``gesture_mapping.csv``
+    trials                  98 train (users 1-23),      release ``trials_to_train.txt`` / ``trials_to_test.txt``
+                            24 test (users 24-29)       (122 trials, 29 subjects, as in Amir et al. 2017)
+    lighting                fluorescent, fluorescent_   the trial names of the release (3 illuminations and
+                            led, lab, led, natural      their combinations)
+    files                   1,077 train / 264 test      tonic's preprocessed release (tonic issue #270: one of
+                                                        the 1,078 training gestures is absent; which one is not
+                                                        documented, assumed here: ``user23_led``, label 10)
+    duration                normal, mean 6.8 s, sd      the 12 gestures of the release's
+                            0.95 s, clipped to          ``user01_fluorescent_labels.csv`` (5.0-8.7 s, quoted in
+                            [4.5, 9.5] s                SpikingJelly's ``DVS128Gesture`` docs); the normal shape
+                                                        and the clip are assumed
+    events per sample       log-normal, median 2e5,     assumed: no published distribution. Bound: the release
+                            sigma 0.6 (mean about       README gives 5 GB of extracted AEDAT 3.1 polarity events
+                            2.4e5), clipped to          (8 bytes each), about 6e8 events over 1,342 gestures and
+                            [2e4, 1.5e6]                the gaps between them, at most about 4.7e5 per gesture
+    polarity                ON with probability 1/2     assumed (balanced)
+    ======================  ==========================  ==========================================================
+    """
+    duration_us = int(np.clip(rng.normal(6.8e6, 0.95e6), 4.5e6, 9.5e6))
+    n = int(np.clip(rng.lognormal(np.log(2e5), 0.6), 2e4, 1.5e6))
+    t = np.sort(rng.integers(0, duration_us, n))
+    angle = 2 * np.pi * label / GESTURE_CLASSES
+    cx0, cy0 = 64 + 30 * np.cos(angle) + rng.normal(0, 3), 64 + 30 * np.sin(angle) + rng.normal(0, 3)
+    turns = (1 + label % 3) * (1 if label % 2 == 0 else -1)  # circles per second, signed: the temporal signal
+    phase = 2 * np.pi * (turns * t / 1e6) + rng.uniform(0, 2 * np.pi)
+    x = cx0 + 15 * np.cos(phase) + rng.normal(0, 6, n)
+    y = cy0 + 15 * np.sin(phase) + rng.normal(0, 6, n)
+    background = rng.random(n) < 0.1
+    x[background] = rng.uniform(0, 128, int(background.sum()))
+    y[background] = rng.uniform(0, 128, int(background.sum()))
+    out = np.empty((n, 4), np.int64)
+    out[:, 0] = np.clip(x, 0, 127)
+    out[:, 1] = np.clip(y, 0, 127)
+    out[:, 2] = rng.integers(0, 2, n)
+    out[:, 3] = t // 1000
+    return out
+
+
+def _write_gesture(root: Path, sample: ScaledSample) -> None:
+    np.save(root / sample.path, gesture_events(np.random.default_rng(sample.seed), sample.label))
+
+
+# -- N-MNIST -----------------------------------------------------------------------------------
+
+#: samples per digit of MNIST (= N-MNIST) training and test sets
+MNIST_COUNTS = {
+    "train": (5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949),
+    "test": (980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009),
+}
+NMNIST_FOLDERS = {"train": "Train", "test": "Test"}
+#: the sensor's position (x, y offset of the 28 x 28 digit in the 34 x 34 frame) at the start of each saccade
+SACCADE_VERTICES = np.array([(1.0, 1.0), (5.0, 5.0), (5.0, 1.0), (1.0, 1.0)])
+
+
+def _nmnist_plan(scale: float) -> list[ScaledSample]:
+    samples = []
+    for s, split in enumerate(("train", "test")):
+        counts = MNIST_COUNTS[split]
+        for digit, full in enumerate(counts):
+            first = sum(counts[:digit])
+            for k in spread(full, scaled_count(full, scale)):
+                path = f"NMNIST/{NMNIST_FOLDERS[split]}/{digit}/{first + k + 1:05d}.bin"
+                samples.append(ScaledSample(split, digit, path, (SEEDS["nmnist"], s, digit, int(k))))
+    return samples
+
+
+def digit_strokes(digit: int) -> np.ndarray:
+    """``float [200, 2]`` points (x, y) on three line strokes inside a 28 x 28 box, fixed per ``digit``: the
+    class-dependent shape of the fake N-MNIST samples."""
+    rng = np.random.default_rng((SEEDS["nmnist"], 99, digit))
+    ends = rng.uniform(4, 24, (3, 2, 2))
+    u = rng.random(200)
+    stroke = rng.integers(0, 3, 200)
+    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
+
+
+def nmnist_events(rng: np.random.Generator, digit: int):
+    """One fake N-MNIST sample of class ``digit``: ``(x, y, t, p)`` with ``t`` in microseconds, sorted.
+
+    The digit's strokes (:func:`digit_strokes`, shifted by up to 1 px per sample) seen by a sensor that moves
+    along three saccades (a triangle, :data:`SACCADE_VERTICES`); events fall mostly mid-saccade, where the motion is
+    fastest. Statistics:
+
+    ======================  ==========================  ==========================================================
+    quantity                value                       source
+    ======================  ==========================  ==========================================================
+    sensor                  34 x 34, 2 polarities       Orchard et al., Front. Neurosci. 2015; tonic ``NMNIST``
+    samples                 60,000 / 10,000, per digit  the MNIST sets N-MNIST converts (Orchard et al. 2015);
+                            as MNIST's                  per-digit counts of MNIST (:data:`MNIST_COUNTS`)
+    saccades                3 per sample, a triangle,   Orchard et al. 2015 (three saccades, about 300 ms per
+                            100 ms each (sd 2 ms)       recording); the sd is assumed
+    event times             Beta(2, 2) within each      assumed (events follow the motion, fastest mid-saccade)
+                            saccade
+    saccade path            (1,1)->(5,5)->(5,1)->(1,1)  assumed: a triangle that keeps the 28 x 28 digit inside
+                            px offset                   the 34 x 34 frame
+    events per sample       log-normal, median 4,000,   assumed: no published distribution. Bound: the release
+                            sigma 0.35 (mean about      is 1.1 GB compressed (neuromorphicsystems.github.io/land)
+                            4,250), clipped to          for 70,000 files of 5-byte events, so at least about
+                            [800, 15,000]               3,100 events per sample on average
+    polarity                ON with probability 1/2     assumed (balanced)
+    ======================  ==========================  ==========================================================
+    """
+    n = int(np.clip(rng.lognormal(np.log(4000), 0.35), 800, 15000))
+    saccade_us = rng.normal(100_000, 2_000, 3).clip(90_000, 110_000)
+    which = np.sort(rng.integers(0, 3, n))
+    u = rng.beta(2, 2, n)
+    starts = np.concatenate([[0.0], np.cumsum(saccade_us)[:2]])
+    t = np.sort((starts[which] + u * saccade_us[which]).astype(np.int64))
+    offset = SACCADE_VERTICES[which] + u[:, None] * (SACCADE_VERTICES[which + 1] - SACCADE_VERTICES[which])
+    strokes = digit_strokes(digit) + rng.uniform(-1, 1, 2)
+    xy = strokes[rng.integers(0, len(strokes), n)] + offset + rng.normal(0, 0.7, (n, 2))
+    x = np.clip(np.round(xy[:, 0]), 0, 33).astype(np.int64)
+    y = np.clip(np.round(xy[:, 1]), 0, 33).astype(np.int64)
+    return x, y, t, rng.integers(0, 2, n)
+
+
+def _write_nmnist(root: Path, sample: ScaledSample) -> None:
+    (root / sample.path).write_bytes(encode_atis_bin(*nmnist_events(np.random.default_rng(sample.seed), sample.label)))
+
+
+# -- all ---------------------------------------------------------------------------------------
+
+PLANS = {"dvsgesture": _gesture_plan, "nmnist": _nmnist_plan}
+SAMPLE_WRITERS = {"dvsgesture": _write_gesture, "nmnist": _write_nmnist}
+#: each dataset's folder under ``root``
+FOLDERS = {"dvsgesture": "DVSGesture", "nmnist": "NMNIST"}
+
+
+def check_scale(scale) -> float:
+    """``scale`` as a float when it is a number in ``(0, 1]``; raises ``ValueError`` otherwise."""
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number in (0, 1], got {scale!r}") from None
+    if not 0 < value <= 1:  # also false for nan
+        raise ValueError(f"must be a number in (0, 1], got {scale!r}")
+    return value
+
+
+def scaled_plan(name: str, scale: float) -> list[ScaledSample]:
+    """The files a fake of ``name`` (one of :data:`SCALED_NAMES`) at ``scale`` holds, without writing them."""
+    if name not in PLANS:
+        raise ValueError(f"no scaled fixture for {name!r}; available: {', '.join(SCALED_NAMES)}")
+    return PLANS[name](check_scale(scale))
+
+
+def write_scaled_fixtures(root: Path, scale: float, names=None, *, progress: bool = False) -> dict[str, Path]:
+    """Write fakes of ``names`` (default: all of :data:`SCALED_NAMES`) at ``scale`` (a number in ``(0, 1]``) under
+    ``root`` (usable as ``data_dir``); returns ``{name: dataset folder}``. ``progress`` shows a bar per dataset
+    (tqdm, on stderr). Raises ``ValueError`` for a bad ``scale`` or name before writing anything."""
+    scale = check_scale(scale)
+    names = SCALED_NAMES if names is None else tuple(names)
+    unknown = sorted(set(names) - set(PLANS))
+    if unknown:
+        raise ValueError(f"no scaled fixture for {unknown}; available: {', '.join(SCALED_NAMES)}")
+    from tqdm import tqdm
+
+    root = Path(root)
+    written = {}
+    for name in names:
+        plan = PLANS[name](scale)
+        for folder in sorted({str(Path(s.path).parent) for s in plan}):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+        for sample in tqdm(plan, desc=name, unit="file", disable=not progress):
+            SAMPLE_WRITERS[name](root, sample)
+        written[name] = root / FOLDERS[name]
+    return written
