@@ -232,7 +232,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    run = work / "runs" / "train" / "+smoke-vision+seed-0"
+    run = work / "results" / "train" / "+smoke-vision+seed-0"
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["status"] == "complete" and metrics["config"]["dataset"]["name"] == "digits_dvs"
     assert list((run / "tensorboard").glob("version_0/events.out.tfevents.*"))
@@ -262,7 +262,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
         timeout=600,
     )
     assert mine.returncode == 0, mine.stderr[-3000:]
-    record = json.loads(next((work / "runs" / "my_experiment").glob("*/metrics.json")).read_text())
+    record = json.loads(next((work / "results" / "my_experiment").glob("*/metrics.json")).read_text())
     assert record["status"] == "complete" and record["config"]["neuron"]["alpha"] == 0.3
 
     # a *_smoke sweep outside any checkout: without data it is refused once, pointing at fsnn-fixtures; with the
@@ -271,7 +271,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
     refused = subprocess.run(smoke, capture_output=True, text=True, env=env, cwd=work, timeout=600)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr[-3000:]
     assert f"paths.data_dir: expected a folder holding the sweep's datasets, got '{work / 'data'}'" in refused.stderr
-    assert "fsnn-fixtures DIR" in refused.stderr and not (work / "runs" / "ablation_alpha_node_smoke").exists()
+    assert "fsnn-fixtures DIR" in refused.stderr and not (work / "results" / "ablation_alpha_node_smoke").exists()
     fixtures = subprocess.run(
         [bin_dir / "fsnn-fixtures", "fake_data", "--only", "cora"],
         capture_output=True,
@@ -285,7 +285,7 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
         [*smoke, "paths.data_dir=fake_data"], capture_output=True, text=True, env=env, cwd=work, timeout=900
     )
     assert swept.returncode == 0, swept.stderr[-3000:]
-    runs = [json.loads(p.read_text()) for p in (work / "runs" / "ablation_alpha_node_smoke").glob("*/metrics.json")]
+    runs = [json.loads(p.read_text()) for p in (work / "results" / "ablation_alpha_node_smoke").glob("*/metrics.json")]
     assert len(runs) == 10 and all(r["status"] == "complete" and r["config"]["dataset"]["name"] == "cora" for r in runs)
 
     # the reports read the wheel's configs: the smoke sweep is one of the suite's experiments (its
@@ -295,12 +295,12 @@ def test_the_suite_runs_from_an_installed_wheel(tmp_path):
         [bin_dir / "fsnn-report", "tables"],
         capture_output=True,
         text=True,
-        env={**env, "FSNN_RESULTS": str(work / "runs")},
+        env={**env, "FSNN_RESULTS": str(work / "results")},
         cwd=work,
         timeout=600,
     )
     assert reported.returncode == 0, reported.stderr[-3000:]
-    assert f"runs in {work / 'runs'}: 12 complete, 0 failed, 0 running/unfinished, 0 corrupt" in reported.stdout
+    assert f"runs in {work / 'results'}: 12 complete, 0 failed, 0 running/unfinished, 0 corrupt" in reported.stdout
     assert "not tabulated: 2 run(s) of my_experiment, train" in reported.stdout, reported.stdout[:3000]
     # a run trained with FSNN_RESULTS=<dir> is on the page fsnn-report writes for that dir
     elsewhere = {**env, "FSNN_RESULTS": str(work / "elsewhere_results")}
