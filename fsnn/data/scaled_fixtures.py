@@ -9,7 +9,7 @@ the full-scale list (:func:`scaled_plan`). Every sample draws from its own seed,
 class and its index in the full-scale list, so a sample is identical at every scale and on every call, whatever
 ``--only`` selects. Events are drawn with numpy in whole arrays per sample (no loop per event): a class-dependent
 moving blob or stroke pattern (so a model can learn above chance), per-sample duration and event count drawn from
-the distributions tabled in :func:`gesture_events` and :func:`nmnist_events`, polarities balanced (each event ON
+the distributions tabled in :func:`gesture_events`, :func:`nmnist_events` and :func:`ncaltech_events`, polarities balanced (each event ON
 with probability 1/2).
 
 ==============  ===================================================================  =========================
@@ -17,6 +17,7 @@ name            layout (relative to ``root``)                                   
 ==============  ===================================================================  =========================
 ``dvsgesture``  ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/<label>.npy``  1,077 / 264, 11
 ``nmnist``      ``NMNIST/{Train,Test}/<digit>/<id>.bin``                             60,000 / 10,000, 10
+``ncaltech101`` ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``                 8,709 in all, 101
 ==============  ===================================================================  =========================
 """
 
@@ -30,10 +31,10 @@ import numpy as np
 
 from fsnn.data.fixtures import encode_atis_bin
 
-SCALED_NAMES = ("dvsgesture", "nmnist")
+SCALED_NAMES = ("dvsgesture", "nmnist", "ncaltech101")
 
 #: base seed of each dataset's samples (a sample's seed is ``(base, split, class, index)``)
-SEEDS = {"dvsgesture": 1001, "nmnist": 1002}
+SEEDS = {"dvsgesture": 1001, "nmnist": 1002, "ncaltech101": 1003}
 
 
 def scaled_count(full: int, scale: float) -> int:
@@ -253,12 +254,117 @@ def _write_nmnist(root: Path, sample: ScaledSample) -> None:
     (root / sample.path).write_bytes(encode_atis_bin(*nmnist_events(np.random.default_rng(sample.seed), sample.label)))
 
 
+# -- N-Caltech101 ------------------------------------------------------------------------------
+
+#: files per class folder of N-Caltech101: Caltech101's images per category without ``Faces`` (Orchard et al. 2015
+#: convert every Caltech101 image but that category's), in the loader's label order (folder names sorted)
+NCALTECH_COUNTS = dict(
+    sorted(
+        {
+            "BACKGROUND_Google": 467, "Faces_easy": 435, "Leopards": 200, "Motorbikes": 798, "accordion": 55,
+            "airplanes": 800, "anchor": 42, "ant": 42, "barrel": 47, "bass": 54, "beaver": 46, "binocular": 33,
+            "bonsai": 128, "brain": 98, "brontosaurus": 43, "buddha": 85, "butterfly": 91, "camera": 50,
+            "cannon": 43, "car_side": 123, "ceiling_fan": 47, "cellphone": 59, "chair": 62, "chandelier": 107,
+            "cougar_body": 47, "cougar_face": 69, "crab": 73, "crayfish": 70, "crocodile": 50, "crocodile_head": 51,
+            "cup": 57, "dalmatian": 67, "dollar_bill": 52, "dolphin": 65, "dragonfly": 68, "electric_guitar": 75,
+            "elephant": 64, "emu": 53, "euphonium": 64, "ewer": 85, "ferry": 67, "flamingo": 67, "flamingo_head": 45,
+            "garfield": 34, "gerenuk": 34, "gramophone": 51, "grand_piano": 99, "hawksbill": 100, "headphone": 42,
+            "hedgehog": 54, "helicopter": 88, "ibis": 80, "inline_skate": 31, "joshua_tree": 64, "kangaroo": 86,
+            "ketch": 114, "lamp": 61, "laptop": 81, "llama": 78, "lobster": 41, "lotus": 66, "mandolin": 43,
+            "mayfly": 40, "menorah": 87, "metronome": 32, "minaret": 76, "nautilus": 55, "octopus": 35, "okapi": 39,
+            "pagoda": 47, "panda": 38, "pigeon": 45, "pizza": 53, "platypus": 34, "pyramid": 57, "revolver": 82,
+            "rhino": 59, "rooster": 49, "saxophone": 40, "schooner": 63, "scissors": 39, "scorpion": 84,
+            "sea_horse": 57, "snoopy": 35, "soccer_ball": 64, "stapler": 45, "starfish": 86, "stegosaurus": 59,
+            "stop_sign": 64, "strawberry": 35, "sunflower": 85, "tick": 49, "trilobite": 86, "umbrella": 75,
+            "watch": 239, "water_lilly": 37, "wheelchair": 59, "wild_cat": 34, "windsor_chair": 56, "wrench": 39,
+            "yin_yang": 60,
+        }.items()
+    )
+)  # fmt: skip
+NCALTECH_CLASSES = tuple(NCALTECH_COUNTS)
+#: the largest image box (width, height) of a fake sample: the sensor's 240 x 180 less the saccades' 6 px reach
+NCALTECH_BOX = (232.0, 172.0)
+
+
+def _ncaltech_plan(scale: float) -> list[ScaledSample]:
+    samples = []
+    for label, (name, full) in enumerate(NCALTECH_COUNTS.items()):
+        for k in spread(full, scaled_count(full, scale)):
+            path = f"NCALTECH101/Caltech101/{name}/image_{k + 1:04d}.bin"
+            samples.append(ScaledSample("all", label, path, (SEEDS["ncaltech101"], 0, label, int(k))))
+    return samples
+
+
+def class_strokes(label: int) -> np.ndarray:
+    """``float [400, 2]`` points (x, y) in the unit square on four line strokes, fixed per N-Caltech101 class
+    ``label``: the class-dependent shape of the fake N-Caltech101 samples (scaled to each sample's image box)."""
+    rng = np.random.default_rng((SEEDS["ncaltech101"], 99, label))
+    ends = rng.uniform(0.1, 0.9, (4, 2, 2))
+    u = rng.random(400)
+    stroke = rng.integers(0, 4, 400)
+    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
+
+
+def ncaltech_events(rng: np.random.Generator, label: int):
+    """One fake N-Caltech101 sample of class ``label``: ``(x, y, t, p)`` with ``t`` in microseconds, sorted.
+
+    An image box of a per-sample aspect ratio, as large as fits in :data:`NCALTECH_BOX`, holds the class's strokes
+    (:func:`class_strokes`, shifted by up to 2 % of the box per sample) and 10 % uniform texture; the sensor moves
+    along N-MNIST's three saccades (:data:`SACCADE_VERTICES`), events mostly mid-saccade. Statistics:
+
+    ======================  ==========================  ==========================================================
+    quantity                value                       source
+    ======================  ==========================  ==========================================================
+    sensor                  ATIS, 2 polarities; each    Orchard et al., Front. Neurosci. 2015 (each image resized
+                            image within 240 x 180      to the largest size within 240 x 180 keeping its aspect
+                                                        ratio); the loader's ``sensor_hw`` (180, 240)
+    files                   8,709 in 101 folders: 100   Orchard et al. 2015 and the release (Caltech101's 101
+                            categories and              categories and ``BACKGROUND_Google``, 9,144 images,
+                            ``BACKGROUND_Google``       without ``Faces``' 435); per class: Caltech101's image
+                                                        counts (:data:`NCALTECH_COUNTS`, 31-800)
+    saccades                3 per sample, a triangle,   Orchard et al. 2015 (the N-MNIST procedure, about 300 ms
+                            100 ms each (sd 2 ms)       per recording); the sd and path are assumed as N-MNIST's
+    image aspect ratio      width / height normal,      assumed: Caltech101's images are roughly 300 x 200 px
+                            mean 1.4, sd 0.25,          (its README); the spread is assumed
+                            clipped to [0.7, 2.2]
+    events per sample       log-normal, median 1e5,     assumed: no published distribution; about N-MNIST's
+                            sigma 0.5 (mean about       median (4,000 per 28 x 28 digit) over an image area
+                            1.1e5), clipped to          about 40 times larger, scaled down for the smaller
+                            [1e4, 6e5]                  share of edges in a photograph
+    polarity                ON with probability 1/2     assumed (balanced)
+    ======================  ==========================  ==========================================================
+    """
+    n = int(np.clip(rng.lognormal(np.log(1e5), 0.5), 1e4, 6e5))
+    aspect = float(np.clip(rng.normal(1.4, 0.25), 0.7, 2.2))
+    fit = min(NCALTECH_BOX[0] / aspect, NCALTECH_BOX[1])
+    box = np.array([aspect * fit, fit])
+    saccade_us = rng.normal(100_000, 2_000, 3).clip(90_000, 110_000)
+    which = np.sort(rng.integers(0, 3, n))
+    u = rng.beta(2, 2, n)
+    starts = np.concatenate([[0.0], np.cumsum(saccade_us)[:2]])
+    t = np.sort((starts[which] + u * saccade_us[which]).astype(np.int64))
+    offset = SACCADE_VERTICES[which] + u[:, None] * (SACCADE_VERTICES[which + 1] - SACCADE_VERTICES[which])
+    strokes = class_strokes(label) + rng.uniform(-0.02, 0.02, 2)
+    points = strokes[rng.integers(0, len(strokes), n)]
+    texture = rng.random(n) < 0.1
+    points[texture] = rng.random((int(texture.sum()), 2))
+    xy = points * box + offset + rng.normal(0, 1.0, (n, 2))
+    x = np.clip(np.round(xy[:, 0]), 0, 239).astype(np.int64)
+    y = np.clip(np.round(xy[:, 1]), 0, 179).astype(np.int64)
+    return x, y, t, rng.integers(0, 2, n)
+
+
+def _write_ncaltech(root: Path, sample: ScaledSample) -> None:
+    events = ncaltech_events(np.random.default_rng(sample.seed), sample.label)
+    (root / sample.path).write_bytes(encode_atis_bin(*events))
+
+
 # -- all ---------------------------------------------------------------------------------------
 
-PLANS = {"dvsgesture": _gesture_plan, "nmnist": _nmnist_plan}
-SAMPLE_WRITERS = {"dvsgesture": _write_gesture, "nmnist": _write_nmnist}
+PLANS = {"dvsgesture": _gesture_plan, "nmnist": _nmnist_plan, "ncaltech101": _ncaltech_plan}
+SAMPLE_WRITERS = {"dvsgesture": _write_gesture, "nmnist": _write_nmnist, "ncaltech101": _write_ncaltech}
 #: each dataset's folder under ``root``
-FOLDERS = {"dvsgesture": "DVSGesture", "nmnist": "NMNIST"}
+FOLDERS = {"dvsgesture": "DVSGesture", "nmnist": "NMNIST", "ncaltech101": "NCALTECH101"}
 
 
 def check_scale(scale) -> float:

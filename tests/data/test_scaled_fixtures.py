@@ -58,6 +58,14 @@ def test_scale_one_has_the_published_files():
     nmnist = sf.scaled_plan("nmnist", 1.0)
     for split, counts in sf.MNIST_COUNTS.items():
         assert Counter(s.label for s in nmnist if s.split == split) == dict(enumerate(counts))
+    caltech = sf.scaled_plan("ncaltech101", 1.0)
+    folders = Counter(Path(s.path).parent.name for s in caltech)
+    assert len(folders) == 101 and folders == sf.NCALTECH_COUNTS and "Faces" not in folders
+    assert folders["BACKGROUND_Google"] == 467 and sum(folders.values()) + 435 == 9144  # Caltech101 with Faces
+    assert min(folders.values()) == 31 and max(folders.values()) == 800
+    assert list(sf.NCALTECH_CLASSES) == sorted(folders)  # labels: the loader's sorted folder names
+    assert all(sf.NCALTECH_CLASSES[s.label] == Path(s.path).parent.name for s in caltech)
+    assert {Path(s.path).name for s in caltech if s.label == 0} == {f"image_{k:04d}.bin" for k in range(1, 468)}
 
 
 @pytest.mark.parametrize("scale", [0.01, 0.1, 0.5])
@@ -82,7 +90,11 @@ def test_written_files_match_the_plan(scaled_root):
 
 @pytest.mark.parametrize(
     ("name", "hw", "duration_s"),
-    [("dvsgesture", (128, 128), (4.5, 9.5)), ("nmnist", (34, 34), (0.27, 0.33))],
+    [
+        ("dvsgesture", (128, 128), (4.5, 9.5)),
+        ("nmnist", (34, 34), (0.27, 0.33)),
+        ("ncaltech101", (180, 240), (0.27, 0.33)),
+    ],
 )
 def test_events_statistics(scaled_root, name, hw, duration_s):
     """Events inside the sensor, time-sorted from 0; durations and event counts spread; polarities balanced."""
@@ -107,22 +119,33 @@ def test_event_counts_follow_the_tabled_distributions():
     assert 6.0 < np.mean([g[:, 3].max() / 1e3 for g in gestures]) < 7.6
     digits = [sf.nmnist_events(rng, d) for d in range(10) for _ in range(30)]
     assert 3500 < np.median([len(d[0]) for d in digits]) < 4600
+    images = [sf.ncaltech_events(rng, c) for c in range(0, 101, 5) for _ in range(2)]
+    assert 8e4 < np.median([len(i[0]) for i in images]) < 1.25e5
+    assert all(0.27 < i[2].max() / 1e6 < 0.33 for i in images)
 
 
 def features(root: Path, name: str, sample) -> np.ndarray:
     """A normalised 8 x 8 event histogram of each third of the sample: where and when its events fall."""
     x, y, t, _ = read_events(root, name, sample.path)
-    side = 128 if name == "dvsgesture" else 34
+    height, width = {"dvsgesture": (128, 128), "nmnist": (34, 34), "ncaltech101": (180, 240)}[name]
     third = np.minimum(3 * t // (t.max() + 1), 2)
     hist = np.zeros((3, 8, 8))
-    np.add.at(hist, (third, 8 * y // side, 8 * x // side), 1)
+    np.add.at(hist, (third, 8 * y // height, 8 * x // width), 1)
     return (hist / hist.sum()).ravel()
 
 
 @pytest.mark.parametrize("name", sf.SCALED_NAMES)
 def test_classes_are_separable(scaled_root, name):
-    """Class means differ: a nearest-class-mean classifier fitted on the training fakes beats chance on the test ones."""
+    """Class means differ: a nearest-class-mean classifier fitted on the training fakes beats chance on the test ones
+    (N-Caltech101, one split: each class with two or more fakes holds its last one out)."""
     plan = sf.scaled_plan(name, SCALE)
+    if name == "ncaltech101":
+        by_class = {c: [s for s in plan if s.label == c] for c in {s.label for s in plan}}
+        kept = {c: group for c, group in by_class.items() if len(group) >= 2}
+        labels = {c: i for i, c in enumerate(sorted(kept))}
+        plan = [replace(s, label=labels[c]) for c, group in kept.items() for s in group]
+        held_out = {group[-1].path for group in kept.values()}
+        plan = [replace(s, split="test" if s.path in held_out else "train") for s in plan]
     train = [s for s in plan if s.split == "train"]
     test = [s for s in plan if s.split == "test"]
     classes = sorted({s.label for s in plan})
@@ -160,12 +183,17 @@ def test_the_loader_reads_them_and_verifies_the_counts(scaled_root, name, monkey
     import tonic.datasets
 
     spec = tonic_datasets.TONIC_SPECS[name]
-    sample = sf.scaled_plan(name, SCALE)[0]
-    dataset = tonic_datasets._listed(getattr(tonic.datasets, spec.cls_name), str(scaled_root), True)
+    split, (_, train_arg) = next(iter(spec.splits.items()))  # the training split ("all" for N-Caltech101)
+    sample = [s for s in sf.scaled_plan(name, SCALE) if s.split == split][-1]
+    dataset = tonic_datasets._listed(getattr(tonic.datasets, spec.cls_name), str(scaled_root), train_arg)
     index = [Path(p).relative_to(scaled_root).as_posix() for p in dataset.data].index(sample.path)
     events, target = dataset[index]
     x, y, t, p = read_events(scaled_root, name, sample.path)
+    if name == "ncaltech101":  # tonic names the class by its folder and shifts x, y to start at 0
+        target = sf.NCALTECH_CLASSES.index(target)
+        x, y = x - x.min(), y - y.min()
     assert target == sample.label and np.array_equal(events["x"], x) and np.array_equal(events["t"], t)
+    assert np.array_equal(events["y"], y)
     assert np.array_equal(events["p"].astype(int), p)
 
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
@@ -174,7 +202,10 @@ def test_the_loader_reads_them_and_verifies_the_counts(scaled_root, name, monkey
     scaled = dict(Counter(s.split for s in sf.scaled_plan(name, SCALE)))
     monkeypatch.setitem(tonic_datasets.TONIC_SPECS, name, replace(spec, published=scaled))
     train, val, test = build_dataset(name, scaled_root, T=2, size=8, download=False, verify=True)
-    assert len(train) + len(val) == scaled["train"] and len(test) == scaled["test"]
+    if name == "ncaltech101":  # no official split: the test set is a stratified share of all files
+        assert len(train) + len(val) + len(test) == scaled["all"] and 0 < len(test) < scaled["all"]
+    else:
+        assert len(train) + len(val) == scaled["train"] and len(test) == scaled["test"]
 
 
 def test_scaled_names_are_fixture_names_and_bad_arguments_are_refused(tmp_path):
