@@ -9,16 +9,18 @@ the full-scale list (:func:`scaled_plan`). Every sample draws from its own seed,
 class and its index in the full-scale list, so a sample is identical at every scale and on every call, whatever
 ``--only`` selects. Events are drawn with numpy in whole arrays per sample (no loop per event): a class-dependent
 moving blob or stroke pattern (so a model can learn above chance), per-sample duration and event count drawn from
-the distributions tabled in :func:`gesture_events`, :func:`nmnist_events` and :func:`ncaltech_events`, polarities balanced (each event ON
-with probability 1/2).
+the distributions tabled in :func:`gesture_events`, :func:`nmnist_events`, :func:`ncaltech_events` and
+:func:`dvslip_events`, polarities balanced (each event ON with probability 1/2). N-Caltech101 has one split,
+``"all"`` (the loader draws its test set).
 
-==============  ===================================================================  =========================
-name            layout (relative to ``root``)                                        published files, classes
-==============  ===================================================================  =========================
-``dvsgesture``  ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/<label>.npy``  1,077 / 264, 11
-``nmnist``      ``NMNIST/{Train,Test}/<digit>/<id>.bin``                             60,000 / 10,000, 10
-``ncaltech101`` ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``                 8,709 in all, 101
-==============  ===================================================================  =========================
+===============  =====================================================================  ========================
+name             layout (relative to ``root``)                                          published files, classes
+===============  =====================================================================  ========================
+``dvsgesture``   ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/<label>.npy``  1,077 / 264, 11
+``nmnist``       ``NMNIST/{Train,Test}/<digit>/<id>.bin``                               60,000 / 10,000, 10
+``ncaltech101``  ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``                    8,709 in all, 101
+``dvslip``       ``DVSLip/DVS-Lip/{train,test}/<word>/<n>.npy``                         14,896 / 4,975, 100
+===============  =====================================================================  ========================
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ import numpy as np
 
 from fsnn.data.fixtures import encode_atis_bin
 
-SCALED_NAMES = ("dvsgesture", "nmnist", "ncaltech101")
+SCALED_NAMES = ("dvsgesture", "nmnist", "ncaltech101", "dvslip")
 
 #: base seed of each dataset's samples (a sample's seed is ``(base, split, class, index)``)
-SEEDS = {"dvsgesture": 1001, "nmnist": 1002, "ncaltech101": 1003}
+SEEDS = {"dvsgesture": 1001, "nmnist": 1002, "ncaltech101": 1003, "dvslip": 1004}
 
 
 def scaled_count(full: int, scale: float) -> int:
@@ -359,12 +361,109 @@ def _write_ncaltech(root: Path, sample: ScaledSample) -> None:
     (root / sample.path).write_bytes(encode_atis_bin(*events))
 
 
+# -- DVS-Lip -----------------------------------------------------------------------------------
+
+#: the 100 words of DVS-Lip in label order (tonic's ``DVSLip.classes``; Tan et al., CVPR 2022, from LRW's vocabulary)
+DVSLIP_WORDS = (
+    "accused action allow allowed america american another around attacks banks become being benefit benefits "
+    "between billion called capital challenge change chief couple court death described difference different during "
+    "economic education election england evening everything exactly general germany giving ground happen happened "
+    "having heavy house hundreds immigration judge labour leaders legal little london majority meeting military "
+    "million minutes missing needs number numbers paying perhaps point potential press price question really right "
+    "russia russian saying security several should significant spend spent started still support syria syrian taken "
+    "taking terms these thing think times tomorrow under warning water welcome words worst years young"
+).split()
+#: files of each split of DVS-Lip (Tan et al. 2022; :data:`fsnn.data.tonic_datasets.TONIC_SPECS`)
+DVSLIP_SPLITS = {"train": 14896, "test": 4975}
+DVSLIP_DTYPE = np.dtype([("t", "<i4"), ("x", "i1"), ("y", "i1"), ("p", "i1")])
+
+
+def dvslip_counts(split: str) -> list[int]:
+    """Files per word of a DVS-Lip split: its total spread as evenly as possible over the 100 words, the last words
+    one fewer (assumed: the per-word counts are not published)."""
+    base, extra = divmod(DVSLIP_SPLITS[split], len(DVSLIP_WORDS))
+    return [base + (w < extra) for w in range(len(DVSLIP_WORDS))]
+
+
+def _dvslip_plan(scale: float) -> list[ScaledSample]:
+    samples = []
+    for s, split in enumerate(("train", "test")):
+        for label, full in enumerate(dvslip_counts(split)):
+            for k in spread(full, scaled_count(full, scale)):
+                path = f"DVSLip/DVS-Lip/{split}/{DVSLIP_WORDS[label]}/{k}.npy"
+                samples.append(ScaledSample(split, label, path, (SEEDS["dvslip"], s, label, int(k))))
+    return samples
+
+
+def word_strokes(label: int) -> np.ndarray:
+    """``float [300, 2]`` points (x, y) on three line strokes around the centre of the 128 x 128 frame, fixed per
+    DVS-Lip word ``label``: the class-dependent shape of the fake DVS-Lip samples."""
+    rng = np.random.default_rng((SEEDS["dvslip"], 99, label))
+    ends = rng.uniform(24, 104, (3, 2, 2))
+    u = rng.random(300)
+    stroke = rng.integers(0, 3, 300)
+    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
+
+
+def dvslip_events(rng: np.random.Generator, label: int) -> np.ndarray:
+    """One fake DVS-Lip sample of word ``label``: a structured array (``t`` in microseconds, sorted from 0, ``x``,
+    ``y``, ``p``; :data:`DVSLIP_DTYPE`), as the release stores it.
+
+    The word's strokes (:func:`word_strokes`, shifted by up to 2 px per sample) open and close about the frame's
+    centre at a word-dependent rate (1.5-4.5 cycles per second), as lips do; 10 % of the events are uniform
+    background. Statistics:
+
+    ======================  ==========================  ==========================================================
+    quantity                value                       source
+    ======================  ==========================  ==========================================================
+    sensor                  128 x 128 (mouth crop),     Tan et al., CVPR 2022 (DAVIS346 recordings cropped to the
+                            2 polarities                mouth); tonic ``DVSLip`` (sensor_size 128 x 128)
+    words                   100 (:data:`DVSLIP_WORDS`)  Tan et al. 2022; tonic ``DVSLip.classes``
+    files                   14,896 train / 4,975 test,  Tan et al. 2022 (split totals); per word: assumed, even
+                            149 or 148 / 50 or 49 per   (:func:`dvslip_counts`: not published)
+                            word
+    duration                normal, mean 1.0 s, sd      assumed: one spoken word, about the 1.16 s of the LRW
+                            0.15 s, clipped to          clips (29 frames at 25 fps; Chung and Zisserman, ACCV
+                            [0.6, 1.5] s                2016) whose vocabulary DVS-Lip uses
+    events per sample       log-normal, median 3e4,     assumed: no published distribution
+                            sigma 0.5 (mean about
+                            3.4e4), clipped to
+                            [3e3, 2e5]
+    polarity                ON with probability 1/2     assumed (balanced)
+    ======================  ==========================  ==========================================================
+    """
+    duration_us = int(np.clip(rng.normal(1.0e6, 0.15e6), 0.6e6, 1.5e6))
+    n = int(np.clip(rng.lognormal(np.log(3e4), 0.5), 3e3, 2e5))
+    t = np.sort(rng.integers(0, duration_us, n))
+    rate = 1.5 + 3.0 * (label % 7) / 6  # cycles per second: the temporal signal
+    opening = 1 + 0.25 * np.sin(2 * np.pi * rate * t / 1e6 + rng.uniform(0, 2 * np.pi))
+    points = word_strokes(label)[rng.integers(0, 300, n)] + rng.uniform(-2, 2, 2)
+    xy = 64 + (points - 64) * opening[:, None] + rng.normal(0, 1.5, (n, 2))
+    background = rng.random(n) < 0.1
+    xy[background] = rng.uniform(0, 128, (int(background.sum()), 2))
+    out = np.empty(n, DVSLIP_DTYPE)
+    out["t"] = t
+    out["x"] = np.clip(np.round(xy[:, 0]), 0, 127)
+    out["y"] = np.clip(np.round(xy[:, 1]), 0, 127)
+    out["p"] = rng.integers(0, 2, n)
+    return out
+
+
+def _write_dvslip(root: Path, sample: ScaledSample) -> None:
+    np.save(root / sample.path, dvslip_events(np.random.default_rng(sample.seed), sample.label))
+
+
 # -- all ---------------------------------------------------------------------------------------
 
-PLANS = {"dvsgesture": _gesture_plan, "nmnist": _nmnist_plan, "ncaltech101": _ncaltech_plan}
-SAMPLE_WRITERS = {"dvsgesture": _write_gesture, "nmnist": _write_nmnist, "ncaltech101": _write_ncaltech}
+PLANS = {"dvsgesture": _gesture_plan, "nmnist": _nmnist_plan, "ncaltech101": _ncaltech_plan, "dvslip": _dvslip_plan}
+SAMPLE_WRITERS = {
+    "dvsgesture": _write_gesture,
+    "nmnist": _write_nmnist,
+    "ncaltech101": _write_ncaltech,
+    "dvslip": _write_dvslip,
+}
 #: each dataset's folder under ``root``
-FOLDERS = {"dvsgesture": "DVSGesture", "nmnist": "NMNIST", "ncaltech101": "NCALTECH101"}
+FOLDERS = {"dvsgesture": "DVSGesture", "nmnist": "NMNIST", "ncaltech101": "NCALTECH101", "dvslip": "DVSLip"}
 
 
 def check_scale(scale) -> float:

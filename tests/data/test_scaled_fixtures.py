@@ -17,6 +17,8 @@ from fsnn.data.common import DatasetMissingError
 from fsnn.data.fixtures import FIXTURE_NAMES
 
 SCALE = 0.01
+#: (height, width) each fake's events lie in
+SENSORS = {"dvsgesture": (128, 128), "nmnist": (34, 34), "ncaltech101": (180, 240), "dvslip": (128, 128)}
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,9 @@ def read_events(root: Path, name: str, path: str):
     if name == "dvsgesture":
         rows = np.load(root / path)
         return rows[:, 0], rows[:, 1], rows[:, 3] * 1000, rows[:, 2]
+    if name == "dvslip":
+        events = np.load(root / path)
+        return tuple(events[key].astype(np.int64) for key in ("x", "y", "t", "p"))
     raw = np.frombuffer((root / path).read_bytes(), np.uint8).reshape(-1, 5).astype(np.int64)
     t = ((raw[:, 2] & 0x7F) << 16) | (raw[:, 3] << 8) | raw[:, 4]
     return raw[:, 0], raw[:, 1], t, raw[:, 2] >> 7
@@ -66,6 +71,14 @@ def test_scale_one_has_the_published_files():
     assert list(sf.NCALTECH_CLASSES) == sorted(folders)  # labels: the loader's sorted folder names
     assert all(sf.NCALTECH_CLASSES[s.label] == Path(s.path).parent.name for s in caltech)
     assert {Path(s.path).name for s in caltech if s.label == 0} == {f"image_{k:04d}.bin" for k in range(1, 468)}
+    import tonic.datasets
+
+    lip = sf.scaled_plan("dvslip", 1.0)
+    assert list(sf.DVSLIP_WORDS) == tonic.datasets.DVSLip.classes  # the loader's labels
+    assert all(sf.DVSLIP_WORDS[s.label] == Path(s.path).parent.name for s in lip)
+    for split, (most, fewest) in {"train": (149, 148), "test": (50, 49)}.items():
+        per_word = Counter(s.label for s in lip if s.split == split)
+        assert len(per_word) == 100 and set(per_word.values()) == {most, fewest}
 
 
 @pytest.mark.parametrize("scale", [0.01, 0.1, 0.5])
@@ -82,7 +95,7 @@ def test_counts_per_split_and_class_follow_the_rounding_rule(scale):
 def test_written_files_match_the_plan(scaled_root):
     for name in sf.SCALED_NAMES:
         plan = sf.scaled_plan(name, SCALE)
-        ext = "*.npy" if name == "dvsgesture" else "*.bin"
+        ext = "*.npy" if name in ("dvsgesture", "dvslip") else "*.bin"
         assert sorted(
             p.relative_to(scaled_root).as_posix() for p in scaled_root.rglob(ext) if name in str(p).lower()
         ) == (sorted(s.path for s in plan))
@@ -94,6 +107,7 @@ def test_written_files_match_the_plan(scaled_root):
         ("dvsgesture", (128, 128), (4.5, 9.5)),
         ("nmnist", (34, 34), (0.27, 0.33)),
         ("ncaltech101", (180, 240), (0.27, 0.33)),
+        ("dvslip", (128, 128), (0.55, 1.5)),
     ],
 )
 def test_events_statistics(scaled_root, name, hw, duration_s):
@@ -122,12 +136,15 @@ def test_event_counts_follow_the_tabled_distributions():
     images = [sf.ncaltech_events(rng, c) for c in range(0, 101, 5) for _ in range(2)]
     assert 8e4 < np.median([len(i[0]) for i in images]) < 1.25e5
     assert all(0.27 < i[2].max() / 1e6 < 0.33 for i in images)
+    lips = [sf.dvslip_events(rng, w) for w in range(100) for _ in range(2)]
+    assert 2.4e4 < np.median([len(w) for w in lips]) < 3.6e4
+    assert 0.9 < np.mean([w["t"].max() / 1e6 for w in lips]) < 1.1
 
 
 def features(root: Path, name: str, sample) -> np.ndarray:
     """A normalised 8 x 8 event histogram of each third of the sample: where and when its events fall."""
     x, y, t, _ = read_events(root, name, sample.path)
-    height, width = {"dvsgesture": (128, 128), "nmnist": (34, 34), "ncaltech101": (180, 240)}[name]
+    height, width = SENSORS[name]
     third = np.minimum(3 * t // (t.max() + 1), 2)
     hist = np.zeros((3, 8, 8))
     np.add.at(hist, (third, 8 * y // height, 8 * x // width), 1)
