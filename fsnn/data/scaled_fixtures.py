@@ -323,7 +323,8 @@ def ncaltech_events(rng: np.random.Generator, label: int):
     files                   8,709 in 101 folders: 100   Orchard et al. 2015 and the release (Caltech101's 101
                             categories and              categories and ``BACKGROUND_Google``, 9,144 images,
                             ``BACKGROUND_Google``       without ``Faces``' 435); per class: Caltech101's image
-                                                        counts (:data:`NCALTECH_COUNTS`, 31-800)
+                                                        counts (:data:`NCALTECH_COUNTS`, 31-800), checked only
+                                                        against the two published totals (a test sums them)
     saccades                3 per sample, a triangle,   Orchard et al. 2015 (the N-MNIST procedure, about 300 ms
                             100 ms each (sd 2 ms)       per recording); the sd and path are assumed as N-MNIST's
     image aspect ratio      width / height normal,      assumed: Caltech101's images are roughly 300 x 200 px
