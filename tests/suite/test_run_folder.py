@@ -3,6 +3,7 @@ signals, a full disk, records that name places relative to their folder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -38,21 +39,28 @@ with run_lock(Path(sys.argv[1])):
 """
 
 
-def test_run_lock_names_its_holder_and_is_taken_over_when_the_holder_dies(tmp_path):
+@contextlib.contextmanager
+def lock_held_elsewhere(folder: Path):
+    """Another process holding ``folder``'s run lock until the block ends (then killed, its lock left stale)."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(tmp_path)],
+        [sys.executable, "-c", HOLD, str(folder)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(RunLockedError, match=rf"run folder {tmp_path} is in use by pid {holder.pid} on "):
-            with run_lock(tmp_path):
-                pytest.fail("a second process got the lock")
+        yield holder
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
+
+
+def test_run_lock_names_its_holder_and_is_taken_over_when_the_holder_dies(tmp_path):
+    with lock_held_elsewhere(tmp_path) as holder:
+        with pytest.raises(RunLockedError, match=rf"run folder {tmp_path} is in use by pid {holder.pid} on "):
+            with run_lock(tmp_path):
+                pytest.fail("a second process got the lock")
     with run_lock(tmp_path):  # the killed holder's lock is stale: taken over
         assert json.loads((tmp_path / ".lock").read_text())["pid"] == os.getpid()
 
@@ -106,18 +114,8 @@ def _fake_run_folder(root: Path, compose_cfg) -> Path:
 @pytest.mark.parametrize("study", ["none", "energy"])
 def test_evaluate_refuses_a_run_folder_in_training_naming_its_holder(tmp_path, compose_cfg, study):
     run = _fake_run_folder(tmp_path, compose_cfg)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(run)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(run) as holder:
         proc = run_app("evaluate.py", f"run_dir={run}", f"study={study}", cwd=tmp_path, timeout=300)
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait()
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
     assert proc.stderr.startswith(f"fsnn: error: run folder {run} is in use by pid {holder.pid} on ")
     assert "allow_unfinished=true" in proc.stderr
