@@ -1,4 +1,4 @@
-"""Where a member's bytes lie inside a zip file (``torch.save`` checkpoints, ``.npz`` caches), to damage them in
+"""Where a member's bytes lie inside a zip file (``torch.save`` checkpoints, ``.npz`` graphs), to damage them in
 place as disk or copy corruption would."""
 
 from __future__ import annotations

@@ -46,7 +46,12 @@ class SplitDataModule(L.LightningDataModule):
 
     Training order: a fresh permutation each epoch that depends only on ``(seed, epoch)`` (``DistributedSampler``'s
     rule; Lightning sets the epoch), so a run resumed from a checkpoint sees the order an uninterrupted run sees, and
-    under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once."""
+    under DDP each rank takes its share. Validation and test: :class:`ShardSampler`, every sample once.
+
+    ``counts=True`` serves a frame dataset (one with ``as_counts``, :class:`fsnn.data.frame_cache.FrameDataset`) as
+    its integer event counts, for a model that makes them float32 on its device: the workers collate, and the host
+    copies to the device, a quarter of the bytes. Batches are pinned when a CUDA device is present, and workers
+    persist across epochs."""
 
     def __init__(
         self,
@@ -55,10 +60,11 @@ class SplitDataModule(L.LightningDataModule):
         num_workers: int = 0,
         seed: int = 0,
         eval_batch_size: int | None = None,
+        counts: bool = False,
     ):
         super().__init__()
         self.build, self.batch_size, self.num_workers, self.seed = build, batch_size, num_workers, seed
-        self.eval_batch_size = eval_batch_size
+        self.eval_batch_size, self.counts = eval_batch_size, counts
         self.splits = None
 
     def setup(self, stage: str | None = None):
@@ -73,6 +79,8 @@ class SplitDataModule(L.LightningDataModule):
     def _loader(self, index: int, train: bool) -> DataLoader:
         self.setup()
         data = self.splits[index]
+        if self.counts and hasattr(data, "as_counts"):
+            data = data.as_counts()
         size = self.batch_size if train or self.eval_batch_size is None else self.eval_batch_size
         size = len(data) if size is None else size
         world, rank = distributed_rank(self)
@@ -87,6 +95,7 @@ class SplitDataModule(L.LightningDataModule):
             sampler=sampler,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
+            pin_memory=torch.cuda.is_available(),
         )
 
     def train_dataloader(self):

@@ -6,20 +6,24 @@ Every event dataset (N-MNIST, DVS128 Gesture, N-Caltech101, DVS-Lip: :mod:`fsnn.
 1. its loader lists and parses the raw files of one official split; :class:`EventSource` wraps it with a sorted
    sample order and integer labels (:class:`EventReader` reads a sample through the upstream dataset class);
 2. :class:`FrameCache` integrates each sample into ``T`` frames (:func:`fsnn.data.event_frames.events_to_frames`) and
-   stores one compressed ``.npz`` per sample under ``<data_dir>/fsnn_cache/<name>/T<T>_s<size>/<split>/`` (atomic
-   writes, completion marker written last with the content digest of every sample, checked at each read;
+   stores one file of raw counts per sample under ``<data_dir>/fsnn_cache/<name>/T<T>_s<size>/<split>/`` (atomic
+   writes, completion marker written last with the CRC-32 of every sample, checked at each read;
    ``build_dataset(cache_dir=...)`` moves it, e.g. when ``data_dir`` is read-only);
-3. :class:`FrameDataset` serves ``(float32 [T, 2, H, W], int)`` from the cache, for a subset of indices;
+3. :class:`FrameDataset` serves ``(float32 [T, 2, H, W], int)`` from the cache, for a subset of indices (or, through
+   :meth:`FrameDataset.as_counts`, the integer counts themselves, what the suite's data loaders carry);
    :func:`splits_from_sources` carves train / val / test with seeded, stratified splits (:data:`TEST_FRACTION`,
    :data:`SPLIT_SEED` for datasets without an official test split).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import math
 import os
 import shutil
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -28,15 +32,19 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.atomic import content_digest, file_lock, write_atomic, write_json_atomic
+from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
 from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, stratified_split
 from fsnn.data.event_frames import compact_counts, events_to_frames
 
 log = logging.getLogger(__name__)
 
+#: a sample's count dtype by its bytes per count: :func:`fsnn.data.event_frames.compact_counts`' choices
+COUNT_DTYPES = {np.dtype(t).itemsize: np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.int64)}
 MARKER = "_COMPLETE.json"
-CACHE_FORMAT = 2  # 2: the marker holds each sample's content digest
+SAMPLE_SUFFIX = ".frames"
+# 2: the marker holds each sample's content digest; 3: raw counts, their CRC-32 and the split's dtype
+CACHE_FORMAT = 3
 #: datasets without an official split (N-Caltech101, digits_dvs): a fixed, seeded, stratified 80/20
 #: train/test split of the sorted sample list.
 TEST_FRACTION = 0.2
@@ -105,16 +113,29 @@ def size_tag(hw: tuple[int, int]) -> str:
     return str(hw[0]) if hw[0] == hw[1] else f"{hw[0]}x{hw[1]}"
 
 
+def read_frames(path: Path, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """The counts of shape ``shape`` in the cache file ``path`` (their bytes in C order, nothing else: a read is one
+    copy) and the CRC-32 of those bytes. Their dtype is the one whose size divides the file into ``prod(shape)``
+    counts (:data:`COUNT_DTYPES`); a file of another size raises ``ValueError``."""
+    raw = np.fromfile(path, np.uint8)
+    itemsize, rest = divmod(raw.size, math.prod(shape))
+    if rest or itemsize not in COUNT_DTYPES:
+        raise ValueError(f"{raw.size} bytes are not {math.prod(shape)} counts of shape {shape}")
+    return raw.view(COUNT_DTYPES[itemsize]).reshape(shape), zlib.crc32(raw)
+
+
 class FrameCache:
     """Integrated frames of one :class:`EventSource` at ``(T, out_hw)``, one file per sample.
 
     Folder: ``<cache_root>/<dataset>/T<T>_s<size>/<split>/`` (``cache_root`` defaults to ``<data_dir>/fsnn_cache``)
-    with ``0000000.npz`` ... (keys ``frames``: counts in a compact unsigned dtype, ``label``, ``n_events``) and
-    ``_COMPLETE.json`` written last: format version, T, size, sensor, the source fingerprint, and per sample its
-    label, event count, file size and the digest of its frames (:func:`fsnn.atomic.content_digest`).
+    with ``0000000.frames`` ... (the counts in a compact unsigned dtype, uncompressed: a read is one copy, fast
+    enough to feed a GPU from a few loader workers; label and event count are in the marker) and
+    ``_COMPLETE.json`` written last: format version, T, size, sensor, the source fingerprint, the split's count
+    dtype (``dtype``: the widest of its samples', so that a batch of any of them has one dtype), and per sample its
+    label, event count, file size and the CRC-32 of its bytes (``checksums``).
     :meth:`ensure` reuses a complete cache, rebuilds missing/truncated sample files of a marked cache, and
     rebuilds everything when the marker is absent, stale or unreadable. :meth:`load` re-integrates, with a warning
-    naming the file, a sample whose file cannot be read or whose frames do not match their digest (bit rot).
+    naming the file, a sample whose file cannot be read or whose bytes do not match their CRC-32 (bit rot).
     """
 
     def __init__(self, source: EventSource, cache_root: Path, T: int, out_hw: tuple[int, int]):
@@ -125,7 +146,7 @@ class FrameCache:
         self.manifest: dict | None = None
 
     def sample_path(self, i: int) -> Path:
-        return self.dir / f"{i:07d}.npz"
+        return self.dir / f"{i:07d}{SAMPLE_SUFFIX}"
 
     def _expected(self) -> dict:
         return {
@@ -141,7 +162,7 @@ class FrameCache:
 
     def write_sample(self, i: int) -> tuple[int, int, np.ndarray]:
         """Integrate sample ``i`` from the source and write its file atomically -> ``(bytes, n_events, frames)``
-        (integration is deterministic: the frames, and so their digest, are the same at every rebuild).
+        (integration is deterministic: the frames, and so their checksum, are the same at every rebuild).
         A raw file the upstream loader cannot parse raises :class:`DatasetMissingError` naming it."""
         try:
             x, y, t, p = self.source.read(i)
@@ -155,21 +176,16 @@ class FrameCache:
                 directory=src.location or "",
             ) from err
         frames = compact_counts(events_to_frames(x, y, t, p, self.T, self.source.sensor_hw, self.out_hw))
-        label = int(self.source.labels[i])
-        n_events = int(len(t))
+        data = np.ascontiguousarray(frames).tobytes()
         # not synced: ensure() checks every sample's size against the (synced) manifest and rebuilds the damaged
-        nbytes = (
-            write_atomic(
-                self.sample_path(i),
-                lambda f: np.savez_compressed(f, frames=frames, label=np.int64(label), n_events=np.int64(n_events)),
-                sync=False,
-            )
-            .stat()
-            .st_size
-        )
-        return nbytes, n_events, frames
+        write_atomic(self.sample_path(i), lambda f: f.write(data), sync=False)
+        return len(data), int(len(t)), frames
 
-    def _build(self, indices: list[int], num_workers: int, sizes: list, n_events: list, digests: list) -> None:
+    def _build(
+        self, indices: list[int], num_workers: int, sizes: list, n_events: list, checksums: list
+    ) -> np.dtype | None:
+        """Write the samples ``indices`` (filling their entries of ``sizes``, ``n_events`` and ``checksums``) ->
+        the widest dtype of their counts (``None`` when ``indices`` is empty)."""
         from tqdm.auto import tqdm
 
         H, W = self.out_hw
@@ -178,18 +194,16 @@ class FrameCache:
 
             def one(i):
                 nbytes, count, frames = self.write_sample(i)
-                return i, nbytes, count, content_digest(frames)
+                return i, nbytes, count, zlib.crc32(np.ascontiguousarray(frames)), frames.dtype
 
-            if num_workers > 1 and len(indices) > 1:
-                with ThreadPoolExecutor(max_workers=num_workers) as pool:
-                    results = pool.map(one, indices)
-                    for i, nbytes, count, digest in results:
-                        sizes[i], n_events[i], digests[i] = nbytes, count, digest
-                        bar.update(1)
-            else:
-                for i in indices:
-                    _, sizes[i], n_events[i], digests[i] = one(i)
+            widest = None
+            threads = num_workers > 1 and len(indices) > 1
+            with ThreadPoolExecutor(max_workers=num_workers) if threads else contextlib.nullcontext() as pool:
+                for i, nbytes, count, checksum, dtype in (pool.map if threads else map)(one, indices):
+                    sizes[i], n_events[i], checksums[i] = nbytes, count, checksum
+                    widest = dtype if widest is None else np.promote_types(widest, dtype)
                     bar.update(1)
+            return widest
 
     def ensure(self, num_workers: int = 1) -> dict:
         """Make the cache complete and return its manifest (the marker's content); see the class docstring."""
@@ -200,10 +214,11 @@ class FrameCache:
             valid = (
                 isinstance(marker, dict)
                 and all(marker.get(k) == v for k, v in expected.items())
-                and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "digests"))
+                and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "checksums"))
+                and marker.get("dtype") in {t.name for t in COUNT_DTYPES.values()}
             )
             if valid:
-                on_disk = {e.name: e.stat().st_size for e in os.scandir(self.dir) if e.name.endswith(".npz")}
+                on_disk = {e.name: e.stat().st_size for e in os.scandir(self.dir) if e.name.endswith(SAMPLE_SUFFIX)}
                 bad = [i for i in range(n) if on_disk.get(self.sample_path(i).name) != marker["sizes"][i]]
                 if not bad:
                     self.manifest = marker
@@ -211,8 +226,9 @@ class FrameCache:
                 log.warning(
                     "fsnn cache %s: %d of %d sample files missing or truncated; rebuilding them", self.dir, len(bad), n
                 )
-                sizes, n_events, digests = list(marker["sizes"]), list(marker["n_events"]), list(marker["digests"])
-                self._build(bad, num_workers, sizes, n_events, digests)
+                sizes, n_events, checksums = (list(marker[k]) for k in ("sizes", "n_events", "checksums"))
+                self._build(bad, num_workers, sizes, n_events, checksums)  # the frames, so the dtype, are the same
+                dtype = np.dtype(marker["dtype"])
             else:
                 if self.dir.exists():
                     log.warning("fsnn cache %s is incomplete or stale (no valid %s); rebuilding it", self.dir, MARKER)
@@ -221,32 +237,30 @@ class FrameCache:
                 log.info(
                     "fsnn: integrating %d %s/%s samples into %s", n, self.source.dataset, self.source.split, self.dir
                 )
-                sizes, n_events, digests = [0] * n, [0] * n, [""] * n
-                self._build(list(range(n)), num_workers, sizes, n_events, digests)
+                sizes, n_events, checksums = [0] * n, [0] * n, [0] * n
+                dtype = self._build(list(range(n)), num_workers, sizes, n_events, checksums) or np.dtype(np.uint8)
             manifest = {
                 **expected,
                 "sizes": sizes,
                 "n_events": n_events,
-                "digests": digests,
+                "checksums": checksums,
                 "labels": self.source.labels.tolist(),
+                "dtype": dtype.name,
             }
             write_json_atomic(self.dir / MARKER, manifest)
             self.manifest = manifest
             return manifest
 
     def load(self, i: int) -> np.ndarray:
-        """Frames of sample ``i`` from its file, checked against the manifest's digest; a file that cannot be read
-        (truncated, bit rot in the compressed data) or does not match is re-integrated and rewritten."""
+        """Frames of sample ``i`` from its file, checked against the manifest's CRC-32; a file that cannot be read
+        (truncated, of another size) or does not match its CRC-32 (bit rot) is re-integrated and rewritten."""
         path = self.sample_path(i)
         try:
-            with np.load(path) as z:
-                frames = z["frames"]
+            frames, checksum = read_frames(path, (self.T, 2, *self.out_hw))
             problem = (
-                None
-                if content_digest(frames) == self.manifest["digests"][i]
-                else "its frames do not match the digest in " + MARKER
+                None if checksum == self.manifest["checksums"][i] else "its bytes do not match the CRC-32 in " + MARKER
             )
-        except Exception as err:  # noqa: BLE001 - zlib, zipfile, numpy or OS errors: any of them means damaged
+        except Exception as err:  # noqa: BLE001 - numpy or OS errors: either means damaged
             problem = f"unreadable: {type(err).__name__}: {err}"
         if problem is None:
             return frames
@@ -255,16 +269,20 @@ class FrameCache:
 
 
 class FrameDataset(Dataset):
-    """Subset ``indices`` of a :class:`FrameCache`: item ``i`` is ``(float32 tensor [T, 2, H, W], int label)``.
+    """Subset ``indices`` of a :class:`FrameCache`: item ``i`` is ``(float32 tensor [T, 2, H, W], int label)``, or
+    with ``counts`` the event counts themselves in the split's dtype (``uint8`` mostly: the cache's ``dtype``), a
+    quarter of the bytes for a data loader's workers to collate and send (:meth:`as_counts`).
 
     Attributes: ``targets`` (labels of the subset), ``keys`` (source sample identities), ``n_events`` (events per
-    sample before integration), ``info``.
+    sample before integration), ``info``, ``counts``.
     """
 
-    def __init__(self, cache: FrameCache, indices, info: DatasetInfo | None = None):
+    def __init__(self, cache: FrameCache, indices, info: DatasetInfo | None = None, counts: bool = False):
         if cache.manifest is None:
             cache.ensure()
         self.cache = cache
+        self.counts = bool(counts)
+        self.dtype = np.dtype(cache.manifest["dtype"]) if self.counts else np.dtype(np.float32)
         self.indices = [int(i) for i in indices]
         self.info = info
         labels = cache.manifest["labels"]
@@ -277,7 +295,12 @@ class FrameDataset(Dataset):
 
     def __getitem__(self, i: int):
         frames = self.cache.load(self.indices[i])
-        return torch.from_numpy(frames.astype(np.float32)), self.targets[i]
+        return torch.from_numpy(frames.astype(self.dtype, copy=False)), self.targets[i]
+
+    def as_counts(self) -> FrameDataset:
+        """The same samples with items ``(integer counts [T, 2, H, W], int label)``: what the suite's loaders carry,
+        turned into float32 on the device (:class:`fsnn.suite.training.SpikingClassifier`)."""
+        return FrameDataset(self.cache, self.indices, self.info, counts=True)
 
 
 def splits_from_sources(

@@ -33,6 +33,7 @@ from fsnn.suite.training import (
     GraphLinkPredictor,
     GraphNodeClassifier,
     SpikingClassifier,
+    as_float,
 )
 
 TASKS = Registry("task", entries=("a TaskKind", lambda entry: isinstance(entry, TaskKind)))
@@ -118,7 +119,7 @@ class TaskKind:
 def _first_test_batch(task: Task) -> torch.Tensor:
     task.data.setup("test")
     x, _y = next(iter(task.data.test_dataloader()))
-    return x.transpose(0, 1).contiguous()  # [B, T, ...] -> [T, B, ...]
+    return as_float(x).transpose(0, 1).contiguous()  # [B, T, ...] -> [T, B, ...]
 
 
 class VisionTask(TaskKind):
@@ -152,7 +153,7 @@ class VisionTask(TaskKind):
                 encoder=cfg.dataset.get("encoder", "direct"),
             )
 
-        data = SplitDataModule(splits, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed)
+        data = SplitDataModule(splits, cfg.dataset.batch_size, cfg.dataset.num_workers, cfg.seed, counts=True)
         return Task(module, data, self.metric)
 
     def corrupted_tester(self, cfg, task, seed, run_pass):

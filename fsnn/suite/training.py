@@ -212,7 +212,9 @@ class ClassifierModule(SpikingModule):
         loss = F.cross_entropy(logits, y)
         acc, mean_loss = self.metrics[f"{split}_acc"], self.metrics[f"{split}_loss"]
         acc(logits, y)
-        mean_loss(loss.detach(), len(y))
+        # the batch's mean once per sample, not with weight=len(y): MeanMetric(nan_strategy="disable") (no host sync
+        # a step) replaces any weight by 1 (torchmetrics issue #3434), which made the loss a mean of batch means
+        mean_loss(loss.detach().expand(len(y)))
         on_step = split == "train"
         self.log(
             f"{split}/loss", mean_loss, on_step=on_step, on_epoch=True, prog_bar=split != "test", batch_size=len(y)
@@ -236,6 +238,17 @@ class SpikingClassifier(ClassifierModule):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.model(x.transpose(0, 1)).mean(0)
+
+    def on_after_batch_transfer(self, batch, dataloader_idx: int):
+        """Integer event counts (:class:`fsnn.data.datamodules.SplitDataModule` with ``counts=True``) become float32
+        here, on the device, after the smaller copy."""
+        x, y = batch
+        return as_float(x), y
+
+
+def as_float(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as float32 when it holds integers (event counts), else unchanged."""
+    return x if torch.is_floating_point(x) else x.float()
 
 
 class GraphNodeClassifier(ClassifierModule):
@@ -323,7 +336,7 @@ class GraphNodeClassifier(ClassifierModule):
             ]
         for metric, logits in zip(self.test_metrics, outputs):
             metric.update(logits, y)
-            self.metrics["test_loss"].update(F.cross_entropy(logits, y), len(y))
+            self.metrics["test_loss"].update(F.cross_entropy(logits, y).expand(len(y)))  # per sample, see _step
 
     def on_test_epoch_end(self):
         if hasattr(self.model, "spike_noise_std"):

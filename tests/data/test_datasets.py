@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 import torch
 from helpers import run_app
-from zipdata import member_span
 
 from fsnn.data import (
     DATASETS,
@@ -394,7 +393,7 @@ def test_cache_is_reused(tmp_path, count_integrations):
     train, val, test = build_dataset("dvsgesture", root, T=4, size=32, num_workers=2)
     assert len(count_integrations) == 220
     cache_dir = root / "fsnn_cache" / "dvsgesture" / "T4_s32"
-    files = sorted(cache_dir.rglob("*.npz"))
+    files = sorted(cache_dir.rglob(f"*{frame_cache.SAMPLE_SUFFIX}"))
     assert len(files) == 220 and (cache_dir / "train" / "_COMPLETE.json").is_file()
     mtimes = [f.stat().st_mtime_ns for f in files]
     first = train[3][0]
@@ -421,10 +420,9 @@ def test_truncated_or_missing_sample_file_is_rebuilt(tmp_path, count_integration
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = [train[i][0] for i in range(len(train))]
-    split_dir = root / "fsnn_cache" / "dvsgesture" / "T4_s32" / "train"
-    victim = split_dir / f"{train.indices[0]:07d}.npz"
+    victim = train.cache.sample_path(train.indices[0])
     victim.write_bytes(victim.read_bytes()[:50])
-    (split_dir / f"{train.indices[1]:07d}.npz").unlink()
+    train.cache.sample_path(train.indices[1]).unlink()
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     assert len(count_integrations) == 2
@@ -435,7 +433,7 @@ def test_corrupt_sample_file_is_repaired_on_load(tmp_path, count_integrations):
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[0][0]
-    victim = root / "fsnn_cache" / "dvsgesture" / "T4_s32" / "train" / f"{train.indices[0]:07d}.npz"
+    victim = train.cache.sample_path(train.indices[0])
     victim.write_bytes(b"\0" * victim.stat().st_size)  # same size: passes the build-time check
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
@@ -445,14 +443,13 @@ def test_corrupt_sample_file_is_repaired_on_load(tmp_path, count_integrations):
 
 
 def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrations, caplog):
-    # flipped bytes inside the compressed frames: zlib cannot decode them (this crashed every rerun with zlib.error)
+    # flipped bytes inside the frames: the file keeps its size, its CRC-32 changes
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[0][0]
-    victim = root / "fsnn_cache" / "dvsgesture" / "T4_s32" / "train" / f"{train.indices[0]:07d}.npz"
-    start, size = member_span(victim, "frames.npy")
-    data = bytearray(victim.read_bytes())
-    for offset in range(start + size // 4, start + size - 4, max(size // 12, 1)):
+    victim = train.cache.sample_path(train.indices[0])
+    data = bytearray(victim.read_bytes())  # the file is the frames' counts
+    for offset in range(len(data) // 4, len(data) - 4, max(len(data) // 12, 1)):
         data[offset] ^= 0x5A
     victim.write_bytes(bytes(data))
     count_integrations.clear()
@@ -462,19 +459,19 @@ def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrat
     assert len(count_integrations) == 1 and str(victim) in caplog.text and "damaged" in caplog.text
 
 
-def test_frames_that_do_not_match_their_digest_are_rebuilt(tmp_path, count_integrations, caplog):
+def test_frames_that_do_not_match_their_checksum_are_rebuilt(tmp_path, count_integrations, caplog):
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[1][0]
     manifest = json.loads((marker := train.cache.dir / frame_cache.MARKER).read_text())
-    assert manifest["format"] == frame_cache.CACHE_FORMAT and len(manifest["digests"]) == len(manifest["sizes"])
-    manifest["digests"][train.indices[1]] = "0" * 64  # as if the file's frames had changed since they were written
+    assert manifest["format"] == frame_cache.CACHE_FORMAT and len(manifest["checksums"]) == len(manifest["sizes"])
+    manifest["checksums"][train.indices[1]] += 1  # as if the file's frames had changed since they were written
     marker.write_text(json.dumps(manifest))
     count_integrations.clear()
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     with caplog.at_level("WARNING", logger="fsnn.data.frame_cache"):
         assert torch.equal(train[1][0], reference)
-    assert len(count_integrations) == 1 and "do not match the digest" in caplog.text
+    assert len(count_integrations) == 1 and "do not match the CRC-32" in caplog.text
 
 
 def test_cache_is_rebuilt_when_the_raw_files_change(tmp_path, count_integrations):
