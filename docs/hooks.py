@@ -37,7 +37,8 @@ GROUPS = {
     "setup": "a paper setting: dataset + backbone + its training recipe",
     "recipe": "`matched` (default: every neuron the same recipe) or `authors` (their released code's settings)",
     "recipe_switch": "the ablations only: one difference from the matched recipe, `<neuron>/<switch>` for any neuron",
-    "launcher": "how a multirun runs its jobs: basic, joblib (local processes), slurm (submitit)",
+    "launcher": "how a multirun runs its jobs: basic, joblib (local processes), slurm (submitit), submitit_local "
+    "(submitit's SLURM path on this machine)",
     "experiment": "the paper's tables and the studies beyond them, each a sweep; `<name>_smoke` runs in seconds",
     "smoke": "`+smoke=vision|graph|sequence` shrinks any run or sweep to seconds",
     "study": "a post-training study of a trained run (none, energy, robustness), from `fsnn-train` or `fsnn-evaluate`",

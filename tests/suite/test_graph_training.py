@@ -146,6 +146,21 @@ def test_node_classifier_fit_beats_chance_on_karate(karate):
     assert train_acc > max(0.25, majority), train_acc  # chance: 1/4; majority class: 13/34
 
 
+def test_split_losses_are_means_over_the_samples_whatever_the_batches(karate):
+    # batches of 8, 8, 8, 8 and 2 nodes: a mean of the batch means would count the last two nodes 4 times over
+    torch.manual_seed(0)
+    model = nn.Linear(karate.features.shape[1], 4)  # deterministic: the loss of every node is known
+    everything = torch.arange(34)
+    dm = NodeDataModule(karate.features, karate.y, everything, everything, everything, batch_size=8, seed=0)
+    module, trainer = GraphNodeClassifier(model, 4, adam(0.05)), cpu_trainer()
+    with torch.no_grad():
+        expected = F.cross_entropy(model(karate.features), karate.y).item()
+    trainer.validate(module, dm, verbose=False)  # ClassifierModule's steps
+    assert trainer.callback_metrics["val/loss"].item() == pytest.approx(expected, rel=1e-6)
+    trainer.test(module, dm, verbose=False)  # GraphNodeClassifier's own test
+    assert trainer.callback_metrics["test/loss"].item() == pytest.approx(expected, rel=1e-6)
+
+
 def test_node_classifier_tests_its_resamplings_in_bounded_forwards(karate, monkeypatch):
     """The test's re-samplings run as one forward while they fit test_chunk_elements, else in as few forwards of
     at most that many rows x T x classes as needed; every re-sampling is scored either way."""

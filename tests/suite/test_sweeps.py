@@ -20,6 +20,7 @@ LAUNCHERS = {
     "basic": "hydra._internal.core_plugins.basic_launcher.BasicLauncher",
     "joblib": "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
     "slurm": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
+    "submitit_local": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
 }
 OPTUNA = "hydra_plugins.hydra_optuna_sweeper.optuna_sweeper.OptunaSweeper"
 # a tiny version of the default run, for sweeps of a few jobs
@@ -78,6 +79,17 @@ def test_slurm_launcher_defaults_and_partition_from_environment(compose_cfg, mon
     assert launcher.gpus_per_node == 1 and launcher.timeout_min > 0 and launcher.cpus_per_task and launcher.mem_gb
     monkeypatch.setenv("FSNN_SLURM_PARTITION", "gpu")
     assert compose_cfg("launcher=slurm").hydra.launcher.partition == "gpu"
+
+
+def test_submitit_local_launcher_requeues_as_the_slurm_launcher_does(compose_cfg):
+    # the plugin's local config has no max_num_timeout: submitit's local executor's own default is slurm.yaml's
+    import inspect
+
+    from submitit.local.local import LocalExecutor
+
+    local, slurm = (compose_cfg(f"launcher={name}").hydra.launcher for name in ("submitit_local", "slurm"))
+    assert local.timeout_min == slurm.timeout_min and local.submitit_folder == slurm.submitit_folder
+    assert inspect.signature(LocalExecutor).parameters["max_num_timeout"].default == slurm.max_num_timeout
 
 
 @pytest.mark.parametrize("experiment", ["optuna_alpha", "optuna_alpha_smoke"])
