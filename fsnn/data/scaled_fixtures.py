@@ -1,42 +1,74 @@
-"""Fake event datasets at a chosen fraction of their published size, in the on-disk formats of
-:mod:`fsnn.data.fixtures` (what tonic reads): ``write_scaled_fixtures(root, scale)``, or ``fsnn-fixtures DIR --scale
-FRACTION``.
+"""Fake datasets at a chosen fraction of their published size, in the on-disk formats their loaders read (those of
+:mod:`fsnn.data.fixtures`): ``write_scaled_fixtures(root, scale, names)``, or ``fsnn-fixtures DIR --scale FRACTION
+[--only NAME ...]``. The event datasets are here, the static images (CIFAR-10, CIFAR-100, ImageNet) in
+:mod:`fsnn.data.scaled_images`, planned and registered here.
 
-At ``scale=1.0`` every split holds exactly the published number of files (the counts ``verify`` compares,
-:data:`fsnn.data.tonic_datasets.TONIC_SPECS`), so the fakes load with verification on. Below 1.0 each (split, class)
-keeps ``max(1, floor(scale * n + 0.5))`` of its ``n`` published samples (:func:`scaled_count`), picked evenly over
-the full-scale list (:func:`scaled_plan`). Every sample draws from its own seed, derived from the dataset, split,
-class and its index in the full-scale list, so a sample is identical at every scale and on every call, whatever
-``--only`` selects. Events are drawn with numpy in whole arrays per sample (no loop per event): a class-dependent
-moving blob or stroke pattern (so a model can learn above chance), per-sample duration and event count drawn from
-the distributions tabled in :func:`gesture_events`, :func:`nmnist_events`, :func:`ncaltech_events` and
-:func:`dvslip_events`, polarities balanced (each event ON with probability 1/2). N-Caltech101 has one split,
-``"all"`` (the loader draws its test set).
+At ``scale=1.0`` every split holds exactly the published number of files or images (for the tonic datasets the
+counts ``verify`` compares, :data:`fsnn.data.tonic_datasets.TONIC_SPECS`; for HarDVS
+:data:`fsnn.data.hardvs.HARDVS_SIZES`). Below 1.0 each (split, class) keeps ``max(1, floor(scale * n + 0.5))`` of its
+``n`` published samples (:func:`scaled_count`), picked evenly over the full-scale list (:func:`scaled_plan`). Every
+sample draws from its own seed, derived from the dataset, split, class and its index in the full-scale list, so a
+sample is identical at every scale and on every call, whatever ``--only`` selects. Events are drawn with numpy in
+whole arrays per sample (no loop per event): a class-dependent moving blob or stroke pattern (so a model can learn
+above chance), per-sample duration and event count drawn from the distributions tabled in :func:`gesture_events`,
+:func:`nmnist_events`, :func:`ncaltech_events`, :func:`dvslip_events` and :func:`hardvs_events`, polarities balanced
+(each event ON with probability 1/2); the images' statistics are tabled in :func:`fsnn.data.scaled_images.cifar_images`
+and :func:`fsnn.data.scaled_images.imagenet_image`. N-Caltech101 has one split, ``"all"`` (the loader draws its test
+set).
 
-===============  =====================================================================  ========================
-name             layout (relative to ``root``)                                          published files, classes
-===============  =====================================================================  ========================
-``dvsgesture``   ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/<label>.npy``  1,077 / 264, 11
-``nmnist``       ``NMNIST/{Train,Test}/<digit>/<id>.bin``                               60,000 / 10,000, 10
-``ncaltech101``  ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``                    8,709 in all, 101
-``dvslip``       ``DVSLip/DVS-Lip/{train,test}/<word>/<n>.npy``                         14,896 / 4,975, 100
-===============  =====================================================================  ========================
+Verification (:func:`passes_verification`): the fakes load with ``verify`` on at 1.0, and ImageNet's at every scale
+(fsnn checks its 1000 class folders); CIFAR's never do (torchvision compares md5 sums), so they load with
+``verify=False`` / ``FSNN_DATA_VERIFY=0``, as every fake below 1.0 does.
+
+===============  =================================================================  ==============================
+name             layout (relative to ``root``)                                      published files, classes; disk
+                                                                                    at 1.0 (about)
+===============  =================================================================  ==============================
+``dvsgesture``   ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/``         1,077 / 264, 11
+                 ``<label>.npy``
+``nmnist``       ``NMNIST/{Train,Test}/<digit>/<id>.bin``                           60,000 / 10,000, 10
+``ncaltech101``  ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``                8,709 in all, 101
+``dvslip``       ``DVSLip/DVS-Lip/{train,test}/<word>/<n>.npy``                     14,896 / 4,975, 100
+``hardvs``       ``HARDVS/extract/action_<NNN>/dvSave-<date>_<time>.npz`` (keys t,  64,522 / 10,734 / 32,390,
+                 x, y, p) and ``HARDVS/extract/{train,val,test}_label.txt``         300; 200 GB
+``cifar10``      ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``  50,000 / 10,000 in 6 files,
+                 (latin1 pickles)                                                   10; 186 MB
+``cifar100``     ``cifar-100-python/{train,test,meta}`` (latin1 pickles, fine and   50,000 / 10,000 in 2 files,
+                 coarse labels)                                                     100 (20 superclasses); 186 MB
+``imagenet``     ``imagenet/meta.bin`` and ``imagenet/{train,val}/<wnid>/*.JPEG``   1,281,167 / 50,000, 1000;
+                                                                                    145 GB
+===============  =================================================================  ==============================
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
 
-from fsnn.data.fixtures import encode_atis_bin
+from fsnn.data.fixtures import _save_events, encode_atis_bin
+from fsnn.data.hardvs import HARDVS_SENSOR, HARDVS_SIZES, HARDVS_SPLITS
+from fsnn.data.scaled_images import (
+    IMAGE_NAMES,
+    IMAGE_SEEDS,
+    image_counts,
+    image_path,
+    write_cifar_file,
+    write_cifar_meta,
+    write_imagenet_meta,
+    write_imagenet_sample,
+)
 
-SCALED_NAMES = ("dvsgesture", "nmnist", "ncaltech101", "dvslip")
+#: the fakes read by tonic, whose file counts ``verify`` compares (:data:`fsnn.data.tonic_datasets.TONIC_SPECS`)
+TONIC_NAMES = ("dvsgesture", "nmnist", "ncaltech101", "dvslip")
+SCALED_NAMES = (*TONIC_NAMES, "hardvs", *IMAGE_NAMES)
 
 #: base seed of each dataset's samples (a sample's seed is ``(base, split, class, index)``)
-SEEDS = {"dvsgesture": 1001, "nmnist": 1002, "ncaltech101": 1003, "dvslip": 1004}
+SEEDS = {"dvsgesture": 1001, "nmnist": 1002, "ncaltech101": 1003, "dvslip": 1004, "hardvs": 1005, **IMAGE_SEEDS}
 
 
 def scaled_count(full: int, scale: float) -> int:
@@ -60,6 +92,34 @@ class ScaledSample:
     label: int
     path: str
     seed: tuple[int, ...]
+
+
+def class_plan(name: str, counts: dict, path, scale: float) -> list[ScaledSample]:
+    """The plan of a dataset whose files are numbered within each (split, class): ``counts`` maps each split, in
+    order, to its published count per class (in label order); sample ``k`` of a (split, class) keeps its seed
+    ``(SEEDS[name], split's position, label, k)`` at every scale, and goes to ``path(split, label, k)``."""
+    samples = []
+    for s, (split, per_class) in enumerate(counts.items()):
+        for label, full in enumerate(per_class):
+            for k in spread(full, scaled_count(full, scale)):
+                samples.append(ScaledSample(split, label, path(split, label, int(k)), (SEEDS[name], s, label, int(k))))
+    return samples
+
+
+def even_counts(total: int, classes: int) -> list[int]:
+    """``total`` files spread as evenly as possible over ``classes`` classes, the last classes one fewer."""
+    base, extra = divmod(total, classes)
+    return [base + (c < extra) for c in range(classes)]
+
+
+def strokes(key: tuple, count: int, points: int, box: tuple[float, float]) -> np.ndarray:
+    """``float [points, 2]`` points (x, y) on ``count`` line strokes whose ends lie in ``box`` (low, high) along both
+    axes, fixed per ``key`` (``(dataset, label)``): a class's shape."""
+    rng = np.random.default_rng((SEEDS[key[0]], 99, *key[1:]))
+    ends = rng.uniform(box[0], box[1], (count, 2, 2))
+    u = rng.random(points)
+    stroke = rng.integers(0, count, points)
+    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
 
 
 # -- DVS128 Gesture ----------------------------------------------------------------------------
@@ -191,25 +251,17 @@ SACCADE_VERTICES = np.array([(1.0, 1.0), (5.0, 5.0), (5.0, 1.0), (1.0, 1.0)])
 
 
 def _nmnist_plan(scale: float) -> list[ScaledSample]:
-    samples = []
-    for s, split in enumerate(("train", "test")):
-        counts = MNIST_COUNTS[split]
-        for digit, full in enumerate(counts):
-            first = sum(counts[:digit])
-            for k in spread(full, scaled_count(full, scale)):
-                path = f"NMNIST/{NMNIST_FOLDERS[split]}/{digit}/{first + k + 1:05d}.bin"
-                samples.append(ScaledSample(split, digit, path, (SEEDS["nmnist"], s, digit, int(k))))
-    return samples
+    def path(split: str, digit: int, k: int) -> str:
+        first = sum(MNIST_COUNTS[split][:digit])
+        return f"NMNIST/{NMNIST_FOLDERS[split]}/{digit}/{first + k + 1:05d}.bin"
+
+    return class_plan("nmnist", MNIST_COUNTS, path, scale)
 
 
 def digit_strokes(digit: int) -> np.ndarray:
     """``float [200, 2]`` points (x, y) on three line strokes inside a 28 x 28 box, fixed per ``digit``: the
     class-dependent shape of the fake N-MNIST samples."""
-    rng = np.random.default_rng((SEEDS["nmnist"], 99, digit))
-    ends = rng.uniform(4, 24, (3, 2, 2))
-    u = rng.random(200)
-    stroke = rng.integers(0, 3, 200)
-    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
+    return strokes(("nmnist", digit), 3, 200, (4, 24))
 
 
 def nmnist_events(rng: np.random.Generator, digit: int):
@@ -289,22 +341,16 @@ NCALTECH_BOX = (232.0, 172.0)
 
 
 def _ncaltech_plan(scale: float) -> list[ScaledSample]:
-    samples = []
-    for label, (name, full) in enumerate(NCALTECH_COUNTS.items()):
-        for k in spread(full, scaled_count(full, scale)):
-            path = f"NCALTECH101/Caltech101/{name}/image_{k + 1:04d}.bin"
-            samples.append(ScaledSample("all", label, path, (SEEDS["ncaltech101"], 0, label, int(k))))
-    return samples
+    def path(split: str, label: int, k: int) -> str:
+        return f"NCALTECH101/Caltech101/{NCALTECH_CLASSES[label]}/image_{k + 1:04d}.bin"
+
+    return class_plan("ncaltech101", {"all": tuple(NCALTECH_COUNTS.values())}, path, scale)
 
 
 def class_strokes(label: int) -> np.ndarray:
     """``float [400, 2]`` points (x, y) in the unit square on four line strokes, fixed per N-Caltech101 class
     ``label``: the class-dependent shape of the fake N-Caltech101 samples (scaled to each sample's image box)."""
-    rng = np.random.default_rng((SEEDS["ncaltech101"], 99, label))
-    ends = rng.uniform(0.1, 0.9, (4, 2, 2))
-    u = rng.random(400)
-    stroke = rng.integers(0, 4, 400)
-    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
+    return strokes(("ncaltech101", label), 4, 400, (0.1, 0.9))
 
 
 def ncaltech_events(rng: np.random.Generator, label: int):
@@ -382,28 +428,20 @@ DVSLIP_DTYPE = np.dtype([("t", "<i4"), ("x", "i1"), ("y", "i1"), ("p", "i1")])
 def dvslip_counts(split: str) -> list[int]:
     """Files per word of a DVS-Lip split: its total spread as evenly as possible over the 100 words, the last words
     one fewer (assumed: the per-word counts are not published)."""
-    base, extra = divmod(DVSLIP_SPLITS[split], len(DVSLIP_WORDS))
-    return [base + (w < extra) for w in range(len(DVSLIP_WORDS))]
+    return even_counts(DVSLIP_SPLITS[split], len(DVSLIP_WORDS))
 
 
 def _dvslip_plan(scale: float) -> list[ScaledSample]:
-    samples = []
-    for s, split in enumerate(("train", "test")):
-        for label, full in enumerate(dvslip_counts(split)):
-            for k in spread(full, scaled_count(full, scale)):
-                path = f"DVSLip/DVS-Lip/{split}/{DVSLIP_WORDS[label]}/{k}.npy"
-                samples.append(ScaledSample(split, label, path, (SEEDS["dvslip"], s, label, int(k))))
-    return samples
+    def path(split: str, label: int, k: int) -> str:
+        return f"DVSLip/DVS-Lip/{split}/{DVSLIP_WORDS[label]}/{k}.npy"
+
+    return class_plan("dvslip", {split: dvslip_counts(split) for split in DVSLIP_SPLITS}, path, scale)
 
 
 def word_strokes(label: int) -> np.ndarray:
     """``float [300, 2]`` points (x, y) on three line strokes around the centre of the 128 x 128 frame, fixed per
     DVS-Lip word ``label``: the class-dependent shape of the fake DVS-Lip samples."""
-    rng = np.random.default_rng((SEEDS["dvslip"], 99, label))
-    ends = rng.uniform(24, 104, (3, 2, 2))
-    u = rng.random(300)
-    stroke = rng.integers(0, 3, 300)
-    return ends[stroke, 0] + u[:, None] * (ends[stroke, 1] - ends[stroke, 0])
+    return strokes(("dvslip", label), 3, 300, (24, 104))
 
 
 def dvslip_events(rng: np.random.Generator, label: int) -> np.ndarray:
@@ -454,17 +492,146 @@ def _write_dvslip(root: Path, sample: ScaledSample) -> None:
     np.save(root / sample.path, dvslip_events(np.random.default_rng(sample.seed), sample.label))
 
 
+# -- HarDVS ------------------------------------------------------------------------------------
+
+HARDVS_CLASSES = 300
+#: events per fake HarDVS sample: the log-normal's median and sigma, and the range it is clipped to
+HARDVS_EVENTS = (5e4, 0.6, (5e3, 5e5))
+#: the first fake recording's timestamp (each action's recordings follow 15 s apart, the actions 2 h apart)
+HARDVS_FIRST_RECORDING = datetime(2021, 10, 15, 9, 0, 0)
+
+
+@cache
+def hardvs_counts(split: str) -> tuple[int, ...]:
+    """Recordings per action of a HarDVS split: its published total (:data:`fsnn.data.hardvs.HARDVS_SIZES`) spread
+    as evenly as possible over the 300 actions (assumed: the per-action counts are not published)."""
+    return tuple(even_counts(HARDVS_SIZES[split], HARDVS_CLASSES))
+
+
+def hardvs_path(split: str, label: int, k: int) -> str:
+    """``HARDVS/extract/action_<label + 1>/dvSave-<date>_<time>.npz``: recording ``k`` of a split of an action, named
+    as the DV software names a recording (the release's names, e.g. ``dvSave-2021_10_15_19_18_02``), with a fake
+    timestamp unique within the action (its recordings numbered over train, val, test)."""
+    before = sum(hardvs_counts(previous)[label] for previous in HARDVS_SPLITS[: HARDVS_SPLITS.index(split)])
+    when = HARDVS_FIRST_RECORDING + timedelta(hours=2 * label, seconds=15 * (before + k))
+    return f"HARDVS/extract/action_{label + 1:03d}/dvSave-{when:%Y_%m_%d_%H_%M_%S}.npz"
+
+
+def _hardvs_plan(scale: float) -> list[ScaledSample]:
+    return class_plan("hardvs", {split: hardvs_counts(split) for split in HARDVS_SPLITS}, hardvs_path, scale)
+
+
+def hardvs_events(rng: np.random.Generator, label: int):
+    """One fake HarDVS recording of action ``label``: ``(x, y, t, p)``, int64 (as :mod:`fsnn.data.fixtures` writes
+    them), ``t`` in microseconds, sorted from 0.
+
+    A person mid-frame (a Gaussian body, 30 % of the events) swings the action's limbs (three strokes,
+    :func:`strokes`, 60 %) about the body's centre by up to 0.5 rad at an action-dependent rate (0.4-2.4 swings per
+    second); 10 % of the events are uniform background. Statistics:
+
+    ======================  ==========================  ==========================================================
+    quantity                value                       source
+    ======================  ==========================  ==========================================================
+    sensor                  346 x 260 (width x height,  Wang et al., "HARDVS: Revisiting Human Activity
+                            DAVIS346), 2 polarities     Recognition with Dynamic Vision Sensors", AAAI 2024;
+                                                        SpikingJelly's ``HARDVS.get_H_W`` (260, 346)
+    actions                 300 (``action_001`` ...     Wang et al. 2024; the release's ``HARDVS_300_class.txt``
+                            ``action_300``, label k-1)
+    recordings              64,522 / 10,734 / 32,390    Wang et al. 2024 (the official split,
+                            (107,646), 215 or 216 /     :data:`fsnn.data.hardvs.HARDVS_SIZES`); per action:
+                            35 or 36 / 107 or 108 per   assumed, even (:func:`hardvs_counts`: not published)
+                            action
+    names                   ``dvSave-<date>_<time>``    the release's label files (SpikingJelly's example
+                                                        ``action_001/dvSave-2021_10_15_19_18_02``); the
+                                                        timestamps are fake (:func:`hardvs_path`)
+    file                    npz of int64 arrays t, x,   the keys SpikingJelly's ``HARDVS`` reads; the dtypes as
+                            y, p (32 bytes per event)   :mod:`fsnn.data.fixtures` writes them (the release's are
+                                                        not documented)
+    duration                normal, mean 5 s, sd 0.8    assumed: one action of a few seconds per recording (no
+                            s, clipped to [3, 8] s      published distribution)
+    events per sample       log-normal, median 5e4,     assumed: no published distribution (:data:`HARDVS_EVENTS`;
+                            sigma 0.6 (mean about       kept moderate for disk: about 1.9 MB per file, 4 GB at
+                            6e4), clipped to [5e3,      scale 0.02)
+                            5e5]
+    polarity                ON with probability 1/2     assumed (balanced)
+    ======================  ==========================  ==========================================================
+    """
+    median, sigma, (low, high) = HARDVS_EVENTS
+    duration_us = int(np.clip(rng.normal(5.0e6, 0.8e6), 3.0e6, 8.0e6))
+    n = int(np.clip(rng.lognormal(np.log(median), sigma), low, high))
+    t = np.sort(rng.integers(0, duration_us, n))
+    height, width = HARDVS_SENSOR
+    centre = np.array([width / 2, height / 2 + 10]) + rng.normal(0, (20, 8))
+    rate = 0.4 + 2.0 * (label % 13) / 12  # swings per second: the temporal signal
+    swing = 0.5 * np.sin(2 * np.pi * rate * t / 1e6 + rng.uniform(0, 2 * np.pi))
+    limbs = strokes(("hardvs", label), 3, 300, (-70, 70))[rng.integers(0, 300, n)]
+    cos, sin = np.cos(swing), np.sin(swing)
+    xy = centre + np.stack([cos * limbs[:, 0] - sin * limbs[:, 1], sin * limbs[:, 0] + cos * limbs[:, 1]], axis=1)
+    xy += rng.normal(0, 2.0, (n, 2))
+    part = rng.random(n)
+    body, background = part < 0.3, part >= 0.9
+    xy[body] = centre + rng.normal(0, (18, 45), (int(body.sum()), 2))
+    xy[background] = rng.uniform(0, (width, height), (int(background.sum()), 2))
+    x = np.clip(np.round(xy[:, 0]), 0, width - 1).astype(np.int64)
+    y = np.clip(np.round(xy[:, 1]), 0, height - 1).astype(np.int64)
+    return x, y, t, rng.integers(0, 2, n)
+
+
+def _write_hardvs(root: Path, sample: ScaledSample) -> None:
+    _save_events(root / sample.path, *hardvs_events(np.random.default_rng(sample.seed), sample.label))
+
+
+def _write_hardvs_lists(root: Path, plan: list[ScaledSample]) -> None:
+    """The release's ``extract/{train,val,test}_label.txt``: a line ``action_<NNN>/<sample> <label>`` per recording."""
+    for split in HARDVS_SPLITS:
+        lines = [f"{Path(s.path).parent.name}/{Path(s.path).stem} {s.label}" for s in plan if s.split == split]
+        (root / "HARDVS" / "extract" / f"{split}_label.txt").write_text("".join(f"{line}\n" for line in lines))
+
+
 # -- all ---------------------------------------------------------------------------------------
 
-PLANS = {"dvsgesture": _gesture_plan, "nmnist": _nmnist_plan, "ncaltech101": _ncaltech_plan, "dvslip": _dvslip_plan}
+
+def _image_plan(name: str, scale: float) -> list[ScaledSample]:
+    return class_plan(name, image_counts(name), partial(image_path, name), scale)
+
+
+PLANS = {
+    "dvsgesture": _gesture_plan,
+    "nmnist": _nmnist_plan,
+    "ncaltech101": _ncaltech_plan,
+    "dvslip": _dvslip_plan,
+    "hardvs": _hardvs_plan,
+    **{name: partial(_image_plan, name) for name in IMAGE_NAMES},
+}
+#: ``writer(root, sample)`` of the datasets with a file per sample
 SAMPLE_WRITERS = {
     "dvsgesture": _write_gesture,
     "nmnist": _write_nmnist,
     "ncaltech101": _write_ncaltech,
     "dvslip": _write_dvslip,
+    "hardvs": _write_hardvs,
+    "imagenet": write_imagenet_sample,
+}
+#: ``writer(root, path, samples)`` of the datasets whose files hold many samples (CIFAR's batches)
+FILE_WRITERS = {name: partial(write_cifar_file, name) for name in ("cifar10", "cifar100")}
+#: ``finish(root, plan)``, run after the samples: the files that list or describe them
+FINISHERS = {
+    "hardvs": _write_hardvs_lists,
+    "cifar10": partial(write_cifar_meta, "cifar10"),
+    "cifar100": partial(write_cifar_meta, "cifar100"),
+    "imagenet": write_imagenet_meta,
 }
 #: each dataset's folder under ``root``
-FOLDERS = {"dvsgesture": "DVSGesture", "nmnist": "NMNIST", "ncaltech101": "NCALTECH101", "dvslip": "DVSLip"}
+FOLDERS = {
+    "dvsgesture": "DVSGesture",
+    "nmnist": "NMNIST",
+    "ncaltech101": "NCALTECH101",
+    "dvslip": "DVSLip",
+    "hardvs": "HARDVS",
+    "cifar10": "cifar-10-batches-py",
+    "cifar100": "cifar-100-python",
+    "imagenet": "imagenet",
+}
 
 
 def check_scale(scale) -> float:
@@ -476,6 +643,15 @@ def check_scale(scale) -> float:
     if not 0 < value <= 1:  # also false for nan
         raise ValueError(f"must be a number in (0, 1], got {scale!r}")
     return value
+
+
+def passes_verification(name: str, scale: float) -> bool:
+    """Whether a fake of ``name`` at ``scale`` loads with ``verify`` on: at full size, except CIFAR's (torchvision
+    compares md5 sums; fsnn's ``verify=False`` / ``FSNN_DATA_VERIFY=0`` reads them), and ImageNet's at every scale (fsnn
+    checks its 1000 class folders, which every scale keeps)."""
+    if name in ("cifar10", "cifar100"):
+        return False
+    return name == "imagenet" or check_scale(scale) == 1
 
 
 def scaled_plan(name: str, scale: float) -> list[ScaledSample]:
@@ -502,7 +678,16 @@ def write_scaled_fixtures(root: Path, scale: float, names=None, *, progress: boo
         plan = PLANS[name](scale)
         for folder in sorted({str(Path(s.path).parent) for s in plan}):
             (root / folder).mkdir(parents=True, exist_ok=True)
-        for sample in tqdm(plan, desc=name, unit="file", disable=not progress):
-            SAMPLE_WRITERS[name](root, sample)
+        if name in FILE_WRITERS:
+            files = {}
+            for sample in plan:
+                files.setdefault(sample.path, []).append(sample)
+            for path, samples in tqdm(files.items(), desc=name, unit="file", disable=not progress):
+                FILE_WRITERS[name](root, path, samples)
+        else:
+            for sample in tqdm(plan, desc=name, unit="file", disable=not progress):
+                SAMPLE_WRITERS[name](root, sample)
+        if name in FINISHERS:
+            FINISHERS[name](root, plan)
         written[name] = root / FOLDERS[name]
     return written
