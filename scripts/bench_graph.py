@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import torch
+from bench_tools import extract_tree, watched
 
 from fsnn.atomic import write_json_atomic
 from fsnn.data import graph_features as F
@@ -363,55 +364,6 @@ def runs_parser(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=runs)
 
 
-def _extract(revision: str, into: Path) -> Path:
-    """The tree of ``revision`` of this repository, unpacked under ``into`` (``git archive``)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--short", revision], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    tree = into / f"fsnn-{commit}"
-    tree.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", "--format=tar", commit], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
-
-
-def _watched(cmd: list[str], cwd: Path, env: dict, cpu: int, limit_gib: float) -> tuple[int, float, float, str]:
-    """Run ``cmd`` pinned to ``cpu``: ``(exit code, seconds, peak RSS GiB sampled every 50 ms, its output)``; a
-    process whose RSS passes ``limit_gib`` is killed (exit code -9)."""
-    import subprocess
-
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-    )
-    output: list[str] = []
-    reader = threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True)
-    reader.start()
-    watched, peak = psutil.Process(proc.pid), 0
-    while proc.poll() is None:
-        try:
-            peak = max(peak, watched.memory_info().rss)
-        except psutil.NoSuchProcess:
-            break
-        if peak > limit_gib * GIB:
-            proc.kill()
-        time.sleep(0.05)
-    code = proc.wait()
-    reader.join()
-    return code, time.perf_counter() - start, peak / GIB, "".join(output)
-
-
 def _whole_run(
     tree: Path,
     version: str,
@@ -443,7 +395,7 @@ def _whole_run(
         *overrides,
     ]
     env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(tree)}
-    code, process_s, sampled_peak, output = _watched(cmd, tree, env, cpu, args.memory_limit_gib)
+    code, process_s, sampled_peak, output = watched(cmd, tree, env, args.memory_limit_gib, {cpu})
     row = {
         "version": version,
         "experiment": args.experiment,
@@ -564,7 +516,7 @@ def runs(args) -> int:
         tmp = Path(tmp)
         trees = {"after": Path(__file__).resolve().parents[1]}
         if args.before:
-            trees = {"before": _extract(args.before, tmp), **trees}
+            trees = {"before": extract_tree(args.before, tmp), **trees}
         epochs = {"before": args.before_epochs or args.epochs, "after": args.epochs}
         variants = [("after", ())] + ([("before", ())] if args.before else [])
         if args.before and args.before_overrides:

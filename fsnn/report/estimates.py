@@ -21,6 +21,7 @@ from fsnn.report.collect import (
     Each,
     Kind,
     Required,
+    Values,
     read_record,
     record_problem,
 )
@@ -40,11 +41,46 @@ SPEED = Kind("a positive number or null", lambda value: value is None or _positi
 #: a step's T or input size: the estimates take the logarithm of their ratio to a config's, so both stay in range
 EXTENT = Kind("a positive integer below 2**31", lambda value: isinstance(value, int) and _positive(value, 2**31))
 
+#: a size or a time that may be zero (a static dataset has no frame cache)
+NONNEGATIVE = Kind("a number >= 0", lambda value: value == 0 or _positive(value))
+#: workers needed (or CPU step ratios), for training and for testing, or null (no GPU step to compare with)
+OPTIONAL_RATES = Kind(
+    "null or an object with positive train and test",
+    lambda value: (
+        value is None or (isinstance(value, dict) and all(_positive(value.get(k)) for k in ("train", "test")))
+    ),
+)
+OPTIONAL_RATIOS = Kind(
+    "null or an object with positive train_ratio and test_ratio",
+    lambda value: (
+        value is None
+        or (isinstance(value, dict) and all(_positive(value.get(k)) for k in ("train_ratio", "test_ratio")))
+    ),
+)
+
 #: what the estimates read of a benchmark file, by its ``benchmark``: a file of another shape is not read
 BENCH_SHAPES = {
     "graph_runs": {
         "setting": OBJECT,
         "runs": Each({"dataset": TEXT, "version": TEXT, "whole_run_s": POSITIVE, "backbone": TEXT, "neuron": TEXT}),
+    },
+    "data_pipeline": {
+        "hardware": Required(TEXT),
+        "rows": Required(
+            Each(
+                {
+                    "version": Required(TEXT),
+                    "dataset": Required(TEXT),
+                    "backbone": Required(TEXT),
+                    "T": Required(EXTENT),
+                    "size": Required(EXTENT),
+                    "raw_gib_full": Required(NONNEGATIVE),
+                    "prep_full": Required(Values({"hours": Required(NONNEGATIVE), "cache_gib": Required(NONNEGATIVE)})),
+                    "workers_to_feed_gpu": OPTIONAL_RATES,
+                    "cpu_step_ratio": OPTIONAL_RATIOS,
+                }
+            )
+        ),
     },
     "dvsnet_train_step": {
         "hardware": TEXT,
@@ -163,8 +199,8 @@ def sweep(experiment: str) -> dict[str, list[str]]:
 
 @lru_cache(maxsize=None)
 def jobs(experiment: str) -> list[dict]:
-    """The jobs of an experiment's sweep, one entry per composed setting: its resolved config, the neurons it runs
-    and how many jobs it stands for (neuron options x seeds). Neuron options (``neuron``, ``neuron.*``,
+    """The jobs of an experiment's sweep, one entry per composed setting: its resolved config and the overrides that
+    compose it, the neurons it runs and how many jobs it stands for (neuron options x seeds). Neuron options (``neuron``, ``neuron.*``,
     ``neuron_variant``) and seeds do not change dataset, backbone or epochs, so they are counted, not composed."""
     from hydra import compose, initialize_config_dir
 
@@ -179,7 +215,7 @@ def jobs(experiment: str) -> list[dict]:
             cfg = compose("config", overrides=overrides)
             neurons = counted.get("neuron") or [cfg.neuron.name]
             per_neuron = math.prod(len(v) for k, v in counted.items() if k != "neuron")
-            out.append({"cfg": cfg, "neurons": neurons, "jobs_per_neuron": per_neuron})
+            out.append({"cfg": cfg, "overrides": overrides, "neurons": neurons, "jobs_per_neuron": per_neuron})
     return out
 
 
@@ -230,33 +266,85 @@ def train_samples(cfg) -> int | None:
     return None
 
 
-def _step(cfg, costs: list[dict]) -> tuple[dict, float] | None:
-    """The measured step nearest to ``cfg`` (same backbone and width; nearest T x H x W) and the factor scaling its
-    time per sample to ``cfg``'s T x H x W (convolutions and neurons cost in proportion to both)."""
-    channels = cfg.backbone.get("channels")
-    size = cfg.dataset.get("size")
+def nearest_step(costs: list[dict], backbone: str, channels, T: int, size) -> tuple[dict, float] | None:
+    """The measured step nearest to a network ``backbone`` of ``channels`` (same backbone and width; nearest
+    ``T x size x size``) and the factor scaling its time per sample to that ``T x size x size`` (convolutions and
+    neurons cost in proportion to both); ``None`` without such a step."""
     if not isinstance(size, int):
         return None
-    candidates = [c for c in costs if c["backbone"] == cfg.backbone.name and c["channels"] == channels]
+    candidates = [c for c in costs if c["backbone"] == backbone and c["channels"] == channels]
     if not candidates:
         return None
-    work = cfg.dataset.T * size * size
+    work = T * size * size
     best = min(candidates, key=lambda c: abs(math.log(work / (c["T"] * c["size"] ** 2))))
     return best, work / (best["T"] * best["size"] ** 2)
 
 
-def estimate(experiment: str, costs: list[dict]) -> dict:
+def config_step(cfg, costs: list[dict], data: dict | None = None) -> tuple[dict, float, str | None] | None:
+    """The measured step of ``cfg``'s network (:func:`nearest_step`), or else DVSNet-128's, slowed by the
+    network's CPU step time relative to DVSNet-128's that ``scripts/bench_data.py`` measured (``data``,
+    :func:`data_costs`): ``(step, factor, note)``, the note naming the second basis; ``None`` without either."""
+    channels, T, size = cfg.backbone.get("channels"), cfg.dataset.get("T"), cfg.dataset.get("size")
+    if (step := nearest_step(costs, cfg.backbone.name, channels, T, size)) is not None:
+        return (*step, None)
+    ratio = ((data or {}).get("ratios") or {}).get((cfg.backbone.name, channels, T, size))
+    if ratio is None or (step := nearest_step(costs, "dvsnet", 128, T, size)) is None:
+        return None
+    bench, scale = step
+    return bench, scale * ratio["train_ratio"], f"{cfg.backbone.name} timed as DVSNet-128 x its CPU step ratio"
+
+
+def data_costs(bench_dir: str | Path | None = None) -> dict | None:
+    """The data side of the vision settings measured by ``scripts/bench_data.py`` (the "after" rows of the newest
+    ``data_pipeline`` file under ``bench_dir``): ``{"file", "hardware", "threads", "settings": {(dataset, T, size):
+    {"prep_hours", "raw_gib", "cache_gib", "extrapolated"}}, "workers": {(dataset, backbone, channels, T, size):
+    loader workers the GPU needs}, "ratios": {(backbone, channels, T, size): CPU step ratio to DVSNet-128}}``, or
+    ``None`` without such a file."""
+    found = bench_records(bench_dir, "data_pipeline")
+    if not found:
+        return None
+    path, record = max(found, key=lambda item: str(item[1].get("date", "")))
+    out = {"file": path.name, "hardware": record["hardware"], "settings": {}, "workers": {}, "ratios": {}}
+    for row in record["rows"]:
+        if row["version"] != "after":
+            continue
+        threads = max(row["prep_full"], key=int)
+        out["threads"] = int(threads)
+        out["settings"][(row["dataset"], row["T"], row["size"])] = {
+            "prep_hours": row["prep_full"][threads]["hours"],
+            "raw_gib": row["raw_gib_full"],
+            "cache_gib": row["prep_full"][threads]["cache_gib"],
+            "extrapolated": bool(row.get("extrapolated")),
+        }
+        network = (row["backbone"], row.get("channels"), row["T"], row["size"])
+        if row.get("workers_to_feed_gpu"):
+            out["workers"][(row["dataset"], *network)] = max(row["workers_to_feed_gpu"].values())
+        if row.get("cpu_step_ratio"):
+            out["ratios"][network] = row["cpu_step_ratio"]
+    return out
+
+
+def estimate(experiment: str, costs: list[dict], data: dict | None = None) -> dict:
     """GPU-hours of an experiment's full sweep from measured train steps (:func:`step_costs`): per job, epochs x
-    training samples x the measured seconds per training sample of its neuron, scaled by :func:`_step`; validation,
-    data loading and the first epoch's frame integration are not counted. Jobs whose backbone, width or data size has
-    no measurement are counted in ``unestimated`` with the reason."""
+    training samples x the measured seconds per training sample of its neuron, scaled by :func:`config_step`;
+    validation is not counted. Jobs whose backbone, width or data size has no measurement are counted in
+    ``unestimated`` with the reason. With ``data`` (:func:`data_costs`), ``"data"`` adds the one-time preparation of
+    the sweep's data (hours of the benchmark's threads, once per dataset, T and size: the frame cache is shared by
+    the jobs), its disk (raw data and frame caches, GiB) and the most loader workers one of its jobs needs to keep
+    the GPU busy; datasets the benchmark did not measure are listed in ``"missing"``."""
     hours, estimated, total, basis, notes = 0.0, 0, 0, set(), set()
     unestimated: dict[str, int] = defaultdict(int)
+    settings, datasets, workers = set(), set(), []
     for job in jobs(experiment):
         cfg = job["cfg"]
         count = len(job["neurons"]) * job["jobs_per_neuron"]
         total += count
-        step, samples = _step(cfg, costs), train_samples(cfg)
+        settings.add((cfg.dataset.name, cfg.dataset.get("T"), cfg.dataset.get("size")))
+        datasets.add(cfg.dataset.name)
+        network = (cfg.backbone.name, cfg.backbone.get("channels"), cfg.dataset.get("T"), cfg.dataset.get("size"))
+        if (need := ((data or {}).get("workers") or {}).get((cfg.dataset.name, *network))) is not None:
+            workers.append(need)
+        step, samples = config_step(cfg, costs, data), train_samples(cfg)
         if step is None:
             unestimated[
                 f"{cfg.backbone.name}"
@@ -267,7 +355,9 @@ def estimate(experiment: str, costs: list[dict]) -> dict:
         if samples is None:
             unestimated[f"{cfg.dataset.name}: size unknown"] += count
             continue
-        bench, scale = step
+        bench, scale, note = step
+        if note:
+            notes.add(note)
         for neuron in job["neurons"]:
             timed = neuron if neuron in bench["rates"] else TIMED_AS.get(neuron)
             if timed not in bench["rates"]:
@@ -278,14 +368,28 @@ def estimate(experiment: str, costs: list[dict]) -> dict:
             hours += job["jobs_per_neuron"] * cfg.trainer.max_epochs * samples * scale / bench["rates"][timed][0] / 3600
             estimated += job["jobs_per_neuron"]
         basis.add((bench["file"], bench["hardware"], bench["T"], bench["size"], bench["batch"]))
-    return {
+    out = {
         "jobs": total,
         "estimated": estimated,
         "hours": hours,
         "unestimated": dict(sorted(unestimated.items())),
         "basis": sorted(basis),
         "notes": sorted(notes),
+        "data": None,
     }
+    if data is not None:
+        measured = {k: data["settings"][k] for k in settings if k in data["settings"]}
+        raw = {name: next(v["raw_gib"] for k, v in measured.items() if k[0] == name) for name, *_ in measured}
+        out["data"] = {
+            "prep_hours": sum(v["prep_hours"] for v in measured.values()),
+            "raw_gib": sum(raw.values()),
+            "cache_gib": sum(v["cache_gib"] for v in measured.values()),
+            "workers": max(workers) if workers else None,
+            "missing": sorted(datasets - {k[0] for k in measured}),
+            "extrapolated": sorted({k[0] for k, v in measured.items() if v["extrapolated"]}),
+            "threads": data.get("threads"),
+        }
+    return out
 
 
 def spec_values(spec: dict, key: str) -> list[str]:
@@ -310,7 +414,9 @@ def evaluation_estimate(study: str, experiment: str, spec: dict, costs: list[dic
         cfg = job["cfg"]
         if cfg.dataset.name not in datasets or cfg.backbone.name not in backbones:
             continue
-        step = _step(cfg, costs)
+        step = nearest_step(
+            costs, cfg.backbone.name, cfg.backbone.get("channels"), cfg.dataset.T, cfg.dataset.get("size")
+        )
         published = TONIC_SPECS.get(cfg.dataset.name)
         if step is None or published is None or "test" not in published.published:
             continue

@@ -18,8 +18,9 @@ only listed) and writes ``<out>/index.html`` (default ``<results>/report``):
   rejected or inconclusive; the verdict's words on the claims come from the same decisions;
 * the figures that ``make figures`` drew (``figures.json``), embedded with their captions;
 * the tables nobody ran here, in one short list: the data each needs and where to get it (the dataset loader's own
-  words), the command, and an estimate of the GPU-hours from the per-step costs measured in ``results/bench``
-  (:func:`estimate`);
+  words), the command, an estimate of the GPU-hours from the per-step costs measured in ``results/bench``
+  (:func:`estimate`) and the data's measured cost: its one-time preparation, its disk and the loader workers that
+  keep the GPU busy (``results/bench/data_pipeline.json``, :func:`data_costs`);
 * one provenance line per experiment (runs, seeds, epochs, commit, hardware, wall time), every run in a
   ``<details>`` with its overrides (machine paths made relative) and a link to its ``metrics.json``.
 
@@ -54,6 +55,7 @@ from fsnn.report.collect import (
     scan_runs,
 )
 from fsnn.report.estimates import (
+    data_costs,
     dataset_source,
     estimate,
     evaluation_estimate,
@@ -119,9 +121,10 @@ def _titles(titles: list[str]) -> str:
     return "; ".join(titles)
 
 
-def not_run(specs_without_runs: list[dict], costs: list[dict]) -> list[dict]:
+def not_run(specs_without_runs: list[dict], costs: list[dict], data: dict | None = None) -> list[dict]:
     """One entry per command that would fill the tables nobody ran here (tables one command fills share it): their
-    titles, the datasets they need with where to get them, the command and the estimate."""
+    titles, the datasets they need with where to get them, the command and the estimate (with ``data``, the data
+    side's, :func:`data_costs`)."""
     entries: dict[str, dict] = {}
     for spec in specs_without_runs:
         experiment = (spec.get("experiments") or [None])[0]
@@ -152,7 +155,7 @@ def not_run(specs_without_runs: list[dict], costs: list[dict]) -> list[dict]:
             study = re.search(r"robustness=(\w+)", entry["command"])
             entry["evaluation"] = evaluation_estimate(study.group(1), source, entry["spec"], costs) if study else None
         else:
-            entry["estimate"] = estimate(source, costs)
+            entry["estimate"] = estimate(source, costs, data)
     return list(entries.values())
 
 
@@ -201,6 +204,8 @@ def coverage(specs: list[dict], shown: list[dict], todo: list[dict]) -> list[dic
         why = "GPU work, not estimated"
         if entry["estimate"] and entry["estimate"]["estimated"]:
             why = f"GPU work, ≈ {entry['estimate']['hours']:.0f} GPU-hours ({entry['estimate']['jobs']} runs)"
+            if (data := entry["estimate"]["data"]) and data["raw_gib"]:
+                why += f", data ≈ {data['prep_hours']:.1f} h to prepare, {data['raw_gib'] + data['cache_gib']:.0f} GiB"
         elif entry["after"]:
             why = f"after the runs of {entry['after']}"
         rows.append(
@@ -418,8 +423,8 @@ def build(
                 }
             )
     others = ad_hoc + ad_hoc_failed + ad_hoc_running
-    costs = step_costs(bench_dir)
-    todo = not_run(idle, costs)
+    costs, data = step_costs(bench_dir), data_costs(bench_dir)
+    todo = not_run(idle, costs, data)
     used = {basis[0] for entry in todo if entry["estimate"] for basis in entry["estimate"]["basis"]}
     return {
         "commit": _commit({"versions": {"fsnn_commit": source_commit()}}),
@@ -438,6 +443,7 @@ def build(
         ],
         "not_run": todo,
         "bench": [c for c in costs if c["file"] in used],
+        "data_bench": data,
         "figures": _figures(figures_dir),
         "provenance": provenance(complete + failed + running, results_dir, out_dir),
         "ad_hoc": sorted({Path(os.path.relpath(Path(r["_path"]).parent, results_dir)).as_posix() for r in others}),

@@ -211,14 +211,19 @@ def test_paths_stripped_from_overrides_and_errors():
     assert report.strip_paths("neuron.alpha=0.3 a/b", run) == "neuron.alpha=0.3 a/b"
 
 
-def test_estimate_from_the_measured_step(tmp_path):
+def _write_gpu_step(folder):
+    """A made-up GPU train step of DVSNet-128 (T=16, 128x128, batch 16): f-LIF at 100 training samples per second."""
     bench = {
         "benchmark": "dvsnet_train_step",
         "hardware": "Some GPU",
         "config": {"device": "cuda", "T": 16, "size": 128, "channels": 128, "batch": 16},
         "results": [{"neuron": "flif", "train_samples_per_s": 100.0, "test_samples_per_s": 400.0}],
     }
-    (tmp_path / "train_step_cuda.json").write_text(json.dumps(bench))
+    (folder / "train_step_cuda.json").write_text(json.dumps(bench))
+
+
+def test_estimate_from_the_measured_step(tmp_path):
+    _write_gpu_step(tmp_path)
     (tmp_path / "neurons.json").write_text(json.dumps({"benchmark": "neurons"}))  # not a train step: ignored
     costs = estimates.step_costs(tmp_path)
     assert [c["file"] for c in costs] == ["train_step_cuda.json"]
@@ -232,6 +237,55 @@ def test_estimate_from_the_measured_step(tmp_path):
     assert table1["jobs"] == 96 and table1["estimated"] == 15  # 5 CNN settings x 3 seeds of f-LIF
     assert table1["unestimated"]["spikformer: no measured step"] == 36
     assert table1["unestimated"]["sj_lif: no measured step"] == 15
+
+
+def test_estimate_adds_the_measured_data_side_and_times_other_networks_by_their_cpu_ratio(tmp_path):
+    _write_gpu_step(tmp_path)
+
+    def row(dataset, backbone, channels, T, size, hours, need, ratio=None, version="after"):
+        return {
+            "version": version,
+            "dataset": dataset,
+            "backbone": backbone,
+            "channels": channels,
+            "T": T,
+            "size": size,
+            "raw_gib_full": 10.0,
+            "extrapolated": dataset == "hardvs",
+            "prep_full": {"1": {"hours": 2 * hours, "cache_gib": 1.0}, "2": {"hours": hours, "cache_gib": 1.0}},
+            "workers_to_feed_gpu": {"train": need / 4, "test": need},
+            "cpu_step_ratio": ratio,
+        }
+
+    rows = [
+        row("dvsgesture", "dvsnet", 128, 16, 128, 0.5, 3.0),
+        row("dvsgesture", "spikformer", None, 16, 128, 0.5, 6.5, {"train_ratio": 0.5, "test_ratio": 0.25}),
+        row("dvsgesture", "dvsnet", 128, 16, 128, 9.0, 99.0, version="before"),  # the old code: not read
+    ]
+    data_file = {"benchmark": "data_pipeline", "hardware": "Some CPU", "date": "2026-01-01", "rows": rows}
+    (tmp_path / "data_pipeline.json").write_text(json.dumps(data_file))
+    costs, data = estimates.step_costs(tmp_path), estimates.data_costs(tmp_path)
+    assert data["threads"] == 2 and data["settings"][("dvsgesture", 16, 128)]["prep_hours"] == 0.5
+    got = estimates.estimate("ablation_alpha", costs, data)  # one dataset setting, shared by its 12 jobs
+    assert got["data"] == {
+        "prep_hours": 0.5,
+        "raw_gib": 10.0,
+        "cache_gib": 1.0,
+        "workers": 3.0,
+        "missing": [],
+        "extrapolated": [],
+        "threads": 2,
+    }
+    table1 = estimates.estimate("table1_neuromorphic", costs, data)
+    assert table1["data"]["missing"] == ["dvslip", "hardvs", "ncaltech101", "nmnist"]
+    assert table1["data"]["workers"] == 6.5  # the transformer's test loader needs the most
+    # the transformer at T=16, 128x128 (DVS128 Gesture, N-Caltech101): DVSNet-128's GPU step, twice as fast as its
+    # CPU step ratio says; HarDVS's (T=8) has no ratio
+    assert "spikformer timed as DVSNet-128 x its CPU step ratio" in table1["notes"]
+    assert table1["unestimated"]["spikformer: no measured step"] == 12
+    assert estimates.estimate("ablation_alpha", costs)["data"] is None  # no data benchmark given
+    spikformer = estimates.config_step(estimates.jobs("table1_neuromorphic")[3]["cfg"], costs, data)
+    assert spikformer is not None and spikformer[1] == pytest.approx(0.5)
 
 
 def test_graph_columns_not_run_with_their_cost(tmp_path):
@@ -547,7 +601,7 @@ def test_a_table_compared_with_its_own_row():
 def quick_page(monkeypatch):
     """The page without the estimates of the tables nobody ran (a minute of composing their sweeps' configs), which
     read no run."""
-    monkeypatch.setattr(report, "not_run", lambda specs, costs: [])
+    monkeypatch.setattr(report, "not_run", lambda specs, costs, data: [])
     monkeypatch.setattr(report, "not_run_columns", lambda spec, hidden, bench_dir: [])
 
 
