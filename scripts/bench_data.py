@@ -132,9 +132,10 @@ def child_prep(args) -> dict:
 
 
 def _rate(loader, batches: int) -> float:
-    """Samples per second of ``loader`` over ``batches`` batches after its first two (worker start)."""
+    """Samples per second of ``loader`` over up to ``batches`` batches after its first two (the workers' start;
+    fewer on a loader of fewer batches)."""
     it = iter(loader)
-    for _ in range(2):
+    for _ in range(min(2, len(loader) - 1)):
         next(it)
     count, start = 0, time.perf_counter()
     for _, (_x, y) in zip(range(batches), it):
@@ -153,9 +154,9 @@ def child_load(args) -> dict:
     counts = {"counts": True} if "counts" in inspect.signature(SplitDataModule).parameters else {}
     data = SplitDataModule(lambda: splits, args.batch, args.workers, 0, **counts)
     batches = max(4, math.ceil(args.samples / args.batch))
-    return {  # every batch full: the last, smaller one is left out
-        "train_sps": _rate(data.train_dataloader(), max(1, min(batches, len(splits[0]) // args.batch - 3))),
-        "test_sps": _rate(data.test_dataloader(), max(1, min(batches, len(splits[2]) // args.batch - 3))),
+    return {
+        "train_sps": _rate(data.train_dataloader(), batches),
+        "test_sps": _rate(data.test_dataloader(), batches),
         "counts": bool(counts),
     }
 
