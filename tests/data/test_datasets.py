@@ -230,6 +230,10 @@ def test_static_spike_encoder_fires_with_the_pixel_intensity(fixture_root):
     assert not torch.equal(x[0], x[1])  # a fresh draw at every step
     sigma = (intensity * (1 - intensity) / 400).sqrt()
     assert ((x.mean(0) - intensity).abs() <= 5 * sigma + 1e-4).all()
+    counts, _ = spikes.as_counts()[3]  # what the suite's loader carries: the same spikes as bytes
+    assert counts.dtype == torch.uint8 and set(counts.unique().tolist()) <= {0, 1}
+    assert ((counts.float().mean(0) - intensity).abs() <= 5 * sigma + 1e-4).all()
+    assert direct.as_counts() is direct  # normalised intensities are no counts
     with pytest.raises(ValueError, match="encoder='spike' encodes static images; dataset 'nmnist' is event data"):
         build_dataset("nmnist", fixture_root, encoder="spike", **OFFLINE)
     with pytest.raises(ValueError, match="encoder must be one of"):
