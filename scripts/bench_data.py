@@ -54,8 +54,6 @@ from fsnn.provenance import cpu_name, package_versions
 
 OUT = ROOT / "results" / "bench" / "data_pipeline.json"
 MARK = "@@RESULT@@ "
-#: samples in the published release of each vision dataset, all splits (what a fake's fraction is taken of)
-PUBLISHED = {"cifar10": 60_000, "cifar100": 60_000, "imagenet": 1_281_167 + 50_000}
 
 
 # -- the configurations ------------------------------------------------------------------------
@@ -176,6 +174,7 @@ def child_step(args) -> dict:
     from hydra import compose, initialize_config_dir
 
     from fsnn.configs import config_root, register_recipe_switches
+    from fsnn.data.registry import dataset_info
     from fsnn.suite.tasks import build_task
 
     register_recipe_switches()
@@ -184,7 +183,7 @@ def child_step(args) -> dict:
         with initialize_config_dir(str(config_root()), version_base="1.3"):
             cfg = compose("config", overrides=[*args.overrides, *extra])
         module = build_task(cfg).module
-        channels = 3 if cfg.dataset.name in PUBLISHED else 2
+        channels = dataset_info(cfg.dataset.name).in_channels
         x = torch.rand(args.batch, cfg.dataset.T, channels, cfg.dataset.size, cfg.dataset.size)
         y = torch.randint(0, module.num_classes, (args.batch,))
         optimizer = torch.optim.Adam(module.parameters())
@@ -253,13 +252,14 @@ def _measure(tree: Path, argv: list[str], limit_gib: float) -> tuple[dict, float
 def published_samples(name: str) -> int:
     """Samples of the published release of ``name``, all splits."""
     from fsnn.data.hardvs import HARDVS_SIZES
+    from fsnn.data.static import PUBLISHED_IMAGES
     from fsnn.data.tonic_datasets import TONIC_SPECS
 
     if name in TONIC_SPECS:
         return sum(TONIC_SPECS[name].published.values())
     if name == "hardvs":
         return sum(HARDVS_SIZES.values())
-    return PUBLISHED[name]
+    return sum(PUBLISHED_IMAGES[name])
 
 
 def folder_bytes(path: Path) -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fsnn.data.static import CIFAR, IMAGENET_FOLDER, NORMALIZATION
+from fsnn.data.static import CIFAR, IMAGENET_FOLDER, NORMALIZATION, PUBLISHED_IMAGES
 
 IMAGE_NAMES = ("cifar10", "cifar100", "imagenet")
 #: base seed of each dataset's samples (a sample's seed is ``(base, split, class, index)``)
@@ -219,7 +219,7 @@ def write_cifar_meta(name: str, root: Path, plan=None) -> None:
 
 #: ImageNet-1k's (ILSVRC2012) published counts: training images in all, the fewest and most of a class, and
 #: validation images per class (Russakovsky et al., "ImageNet Large Scale Visual Recognition Challenge", IJCV 2015)
-IMAGENET_TRAIN = 1_281_167
+IMAGENET_TRAIN = PUBLISHED_IMAGES["imagenet"][0]
 IMAGENET_TRAIN_RANGE = (732, 1300)
 IMAGENET_VAL_PER_CLASS = 50
 #: the JPEG quality of the fakes (assumed: the release's files vary)

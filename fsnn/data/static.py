@@ -28,6 +28,10 @@ NORMALIZATION = {
 }
 
 
+#: images of each published release, (training, test): CIFAR's 5,000 and 1,000 (CIFAR-100: 500 and 100) per class,
+#: ImageNet-1k's (ILSVRC2012) training set and its validation set, the test split here
+PUBLISHED_IMAGES = {"cifar10": (50_000, 10_000), "cifar100": (50_000, 10_000), "imagenet": (1_281_167, 50_000)}
+
 ENCODERS = ("direct", "spike")
 
 

@@ -254,6 +254,7 @@ def train_samples(cfg) -> int | None:
     fsnn does not know them."""
     from fsnn.data.frame_cache import TEST_FRACTION
     from fsnn.data.hardvs import HARDVS_SIZES
+    from fsnn.data.static import PUBLISHED_IMAGES
     from fsnn.data.tonic_datasets import TONIC_SPECS
 
     name = cfg.dataset.name
@@ -263,6 +264,8 @@ def train_samples(cfg) -> int | None:
         return round(train * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
     if name == "hardvs":
         return HARDVS_SIZES["train"]
+    if name in PUBLISHED_IMAGES:
+        return round(PUBLISHED_IMAGES[name][0] * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
     return None
 
 
@@ -291,7 +294,8 @@ def config_step(cfg, costs: list[dict], data: dict | None = None) -> tuple[dict,
     if ratio is None or (step := nearest_step(costs, "dvsnet", 128, T, size)) is None:
         return None
     bench, scale = step
-    return bench, scale * ratio["train_ratio"], f"{cfg.backbone.name} timed as DVSNet-128 x its CPU step ratio"
+    width = f" ({channels} channels)" if channels else ""
+    return bench, scale * ratio["train_ratio"], f"{cfg.backbone.name}{width} timed as DVSNet-128 x its CPU step ratio"
 
 
 def data_costs(bench_dir: str | Path | None = None) -> dict | None:

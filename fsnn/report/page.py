@@ -204,8 +204,6 @@ def coverage(specs: list[dict], shown: list[dict], todo: list[dict]) -> list[dic
         why = "GPU work, not estimated"
         if entry["estimate"] and entry["estimate"]["estimated"]:
             why = f"GPU work, ≈ {entry['estimate']['hours']:.0f} GPU-hours ({entry['estimate']['jobs']} runs)"
-            if (data := entry["estimate"]["data"]) and data["raw_gib"]:
-                why += f", data ≈ {data['prep_hours']:.1f} h to prepare, {data['raw_gib'] + data['cache_gib']:.0f} GiB"
         elif entry["after"]:
             why = f"after the runs of {entry['after']}"
         rows.append(
