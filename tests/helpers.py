@@ -244,3 +244,17 @@ def table_cell(table, row_label, column):
     """The cell of a built table at a row label and a column."""
     row = next(r for r in table["rows"] if r["label"] == row_label)
     return row["cells"][table["columns"].index(column)]
+
+
+#: what a resumed run's metrics.json must match its uninterrupted twin's in
+RESUMED_KEYS = (
+    "val_acc_best",
+    "val_acc_last",
+    "test_acc",
+    "test_acc_last",
+    "test_metrics",
+    "firing_rates",
+    "layer_order",
+    "split_sizes",
+    "alphas",
+)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import (
+    RESUMED_KEYS,
     ROOT,
     TINY,
     run_app,
@@ -116,17 +117,7 @@ def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
     assert not [p.name for p in (run / "checkpoints").iterdir() if p.name not in ("last.ckpt", "best.ckpt")]
     a, b = (json.loads((run_dir(c, "graph_demo") / "metrics.json").read_text()) for c in (straight, killed))
     assert b["resumed_from"] and b["epochs"] == a["epochs"] == 3
-    for key in (
-        "val_acc_best",
-        "val_acc_last",
-        "test_acc",
-        "test_acc_last",
-        "test_metrics",
-        "firing_rates",
-        "layer_order",
-        "split_sizes",
-        "alphas",
-    ):
+    for key in RESUMED_KEYS:
         assert a[key] == b[key], key
     for name in ("last.ckpt", "best.ckpt"):
         x, y = (load_checkpoint(run_dir(c, "graph_demo") / "checkpoints" / name) for c in (straight, killed))
