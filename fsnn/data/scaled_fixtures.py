@@ -264,6 +264,18 @@ def digit_strokes(digit: int) -> np.ndarray:
     return strokes(("nmnist", digit), 3, 200, (4, 24))
 
 
+def saccades(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sensor's motion behind ``n`` events of an N-MNIST or N-Caltech101 recording: three saccades along
+    :data:`SACCADE_VERTICES`, 100 ms each (sd 2 ms), the events placed by Beta(2, 2) within their saccade (mostly
+    mid-saccade, where the motion is fastest) -> ``(t``, sorted, in microseconds, ``offset [n, 2]`` in pixels``)``."""
+    saccade_us = rng.normal(100_000, 2_000, 3).clip(90_000, 110_000)
+    which = np.sort(rng.integers(0, 3, n))
+    u = rng.beta(2, 2, n)
+    starts = np.concatenate([[0.0], np.cumsum(saccade_us)[:2]])
+    t = np.sort((starts[which] + u * saccade_us[which]).astype(np.int64))
+    return t, SACCADE_VERTICES[which] + u[:, None] * (SACCADE_VERTICES[which + 1] - SACCADE_VERTICES[which])
+
+
 def nmnist_events(rng: np.random.Generator, digit: int):
     """One fake N-MNIST sample of class ``digit``: ``(x, y, t, p)`` with ``t`` in microseconds, sorted.
 
@@ -291,12 +303,7 @@ def nmnist_events(rng: np.random.Generator, digit: int):
     ======================  ==========================  ==========================================================
     """
     n = int(np.clip(rng.lognormal(np.log(4000), 0.35), 800, 15000))
-    saccade_us = rng.normal(100_000, 2_000, 3).clip(90_000, 110_000)
-    which = np.sort(rng.integers(0, 3, n))
-    u = rng.beta(2, 2, n)
-    starts = np.concatenate([[0.0], np.cumsum(saccade_us)[:2]])
-    t = np.sort((starts[which] + u * saccade_us[which]).astype(np.int64))
-    offset = SACCADE_VERTICES[which] + u[:, None] * (SACCADE_VERTICES[which + 1] - SACCADE_VERTICES[which])
+    t, offset = saccades(rng, n)
     strokes = digit_strokes(digit) + rng.uniform(-1, 1, 2)
     xy = strokes[rng.integers(0, len(strokes), n)] + offset + rng.normal(0, 0.7, (n, 2))
     x = np.clip(np.round(xy[:, 0]), 0, 33).astype(np.int64)
@@ -387,12 +394,7 @@ def ncaltech_events(rng: np.random.Generator, label: int):
     aspect = float(np.clip(rng.normal(1.4, 0.25), 0.7, 2.2))
     fit = min(NCALTECH_BOX[0] / aspect, NCALTECH_BOX[1])
     box = np.array([aspect * fit, fit])
-    saccade_us = rng.normal(100_000, 2_000, 3).clip(90_000, 110_000)
-    which = np.sort(rng.integers(0, 3, n))
-    u = rng.beta(2, 2, n)
-    starts = np.concatenate([[0.0], np.cumsum(saccade_us)[:2]])
-    t = np.sort((starts[which] + u * saccade_us[which]).astype(np.int64))
-    offset = SACCADE_VERTICES[which] + u[:, None] * (SACCADE_VERTICES[which + 1] - SACCADE_VERTICES[which])
+    t, offset = saccades(rng, n)
     strokes = class_strokes(label) + rng.uniform(-0.02, 0.02, 2)
     points = strokes[rng.integers(0, len(strokes), n)]
     texture = rng.random(n) < 0.1
