@@ -258,15 +258,16 @@ def train_samples(cfg) -> int | None:
     from fsnn.data.tonic_datasets import TONIC_SPECS
 
     name = cfg.dataset.name
+    if name == "hardvs":
+        return HARDVS_SIZES["train"]
     if name in TONIC_SPECS:
         published = TONIC_SPECS[name].published
         train = published.get("train") or round(published["all"] * (1 - TEST_FRACTION))
-        return round(train * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
-    if name == "hardvs":
-        return HARDVS_SIZES["train"]
-    if name in PUBLISHED_IMAGES:
-        return round(PUBLISHED_IMAGES[name][0] * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
-    return None
+    elif name in PUBLISHED_IMAGES:
+        train = PUBLISHED_IMAGES[name][0]
+    else:
+        return None
+    return round(train * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
 
 
 def nearest_step(costs: list[dict], backbone: str, channels, T: int, size) -> tuple[dict, float] | None:
