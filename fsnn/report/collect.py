@@ -431,3 +431,15 @@ def epochs_of(run: dict) -> int | None:
     """The epochs a run was configured to train (``trainer.max_epochs``), ``None`` where not recorded."""
     value = ((run.get("config") or {}).get("trainer") or {}).get("max_epochs")
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def dataset_backbone(record: dict) -> str:
+    """``<dataset>_<backbone>`` of a run record (``metrics.json`` or ``robustness.json``): the runs that one figure or
+    robustness decision compares across neurons."""
+    config = record.get("config") or {}
+    return "_".join((config.get(group) or {}).get("name", "unknown") for group in ("dataset", "backbone"))
+
+
+def neuron_name(record: dict) -> str:
+    """A run's neuron as its config names it (``neuron.name``; ``"unknown"`` where the record has none)."""
+    return ((record.get("config") or {}).get("neuron") or {}).get("name", "unknown")

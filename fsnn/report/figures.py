@@ -53,8 +53,25 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 from fsnn.neurons.registry import neuron_label
 from fsnn.records import fitting_name
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, REJECTED, claims, tally
-from fsnn.report.collect import DEFAULT_RECIPE, epochs_of, experiment_of, recipe_of, scan_runs
+from fsnn.report.collect import (
+    DEFAULT_RECIPE,
+    dataset_backbone,
+    epochs_of,
+    experiment_of,
+    neuron_name,
+    recipe_of,
+    scan_runs,
+)
 from fsnn.report.outputs import output_folder
+from fsnn.report.robustness_claims import (
+    GRAPH_BACKBONES,
+    GRAPH_STUDIES,
+    graph_records,
+    level_values,
+    panel_groups,
+    panel_label,
+    table_alpha,
+)
 from fsnn.report.style import MIN_FONT_PT, add_caption, family_styles, is_fractional, legend_below, save, styled
 from fsnn.report.tables import (
     build_table,
@@ -84,18 +101,6 @@ MANIFEST = "figures.json"
 
 
 # -- from runs --------------------------------------------------------------------------------
-
-
-def dataset_backbone(record: dict) -> str:
-    """``<dataset>_<backbone>`` of a run record (``metrics.json`` or ``robustness.json``): runs that one figure
-    compares across neurons."""
-    config = record.get("config") or {}
-    return "_".join((config.get(group) or {}).get("name", "unknown") for group in ("dataset", "backbone"))
-
-
-def neuron_name(record: dict) -> str:
-    """A run's neuron as its config names it (``neuron.name``; ``"unknown"`` where the record has none)."""
-    return ((record.get("config") or {}).get("neuron") or {}).get("name", "unknown")
 
 
 def _by_neuron(records: Iterable[dict]) -> dict[str, list[dict]]:
@@ -212,16 +217,10 @@ def robustness_curves(
     metric = records[0].get("metric", "acc")
     for ax, corruption in zip(axes, names):
         for neuron, group in groups.items():
-            points: dict[float, list[float]] = defaultdict(list)
-            for r in group:
-                entry = r.get("corruptions", {}).get(corruption)
-                if entry:
-                    points[0.0].append(r["clean"])
-                    for level, value in zip(entry["levels"], entry[r["metric"]]):
-                        points[float(level)].append(value)
+            points = level_values(group, corruption)
             if points:
-                levels = sorted(points)
-                stats = [_mean_std([100 * v for v in points[lv]]) for lv in levels]
+                levels = list(points)
+                stats = [_mean_std(points[lv]) for lv in levels]
                 ax.errorbar(
                     levels,
                     [m for m, _ in stats],
@@ -312,42 +311,6 @@ def robustness_figures(
     return paths + radar
 
 
-# The paper's two graph robustness studies (appendix "Extended Robustness Experiments", Graph Learning Tasks): one
-# corruption, the datasets it was run on and what the paper says of it (figures fig:robustness_feature_masking and
-# fig:robustness_edge_dropout, drawn without their levels); conf/robustness/graph_features.yaml and graph_edges.yaml.
-GRAPH_STUDIES = {
-    "feature_masking": {
-        "datasets": ("cora", "citeseer"),
-        "claim": "f-SNN performs significantly better than the SpikingJelly and snnTorch baselines at every tested "
-        "masking rate (Cora and Citeseer)",
-    },
-    "edge_dropping": {
-        "datasets": ("photo", "computers"),
-        "claim": "f-SNN performs better than the SpikingJelly and snnTorch baselines at every edge-dropping rate "
-        "(Photo and Computers)",
-    },
-}
-GRAPH_BACKBONES = ("sgcn", "drsgnn")
-
-
-def _level_stats(group: list[dict], corruption: str) -> tuple[list[float], list[tuple[float, float]]]:
-    """Levels (0: clean) and the mean ± std (in %) over the records of one neuron at each level."""
-    points: dict[float, list[float]] = defaultdict(list)
-    for r in group:
-        entry = r["corruptions"][corruption]
-        points[0.0].append(r["clean"])
-        for level, value in zip(entry["levels"], entry[r["metric"]]):
-            points[float(level)].append(value)
-    levels = sorted(points)
-    return levels, [_mean_std([100 * v for v in points[lv]]) for lv in levels]
-
-
-def _table_alpha(record: dict, dataset: str, backbone: str) -> float | None:
-    """f-LIF's alpha for ``dataset`` and ``backbone`` in the run's ``alpha_per_dataset`` table (tab:alpha_gnn), if
-    it has one."""
-    return ((record.get("config") or {}).get("alpha_per_dataset") or {}).get(backbone, {}).get(dataset)
-
-
 @styled
 def graph_robustness_figure(
     records: list[dict], corruption: str, out: str | Path, captions: dict | None = None
@@ -360,14 +323,7 @@ def graph_robustness_figure(
     name = f"graph_{corruption}"
     panels = [(d, b) for d in study["datasets"] for b in GRAPH_BACKBONES]
     chosen = [r for r in records if corruption in r.get("corruptions", {})]
-    by_panel = {
-        p: {
-            neuron: group
-            for neuron, group in _by_neuron(r for r in chosen if dataset_backbone(r) == "_".join(p)).items()
-            if len(group) > 1
-        }
-        for p in panels
-    }
+    by_panel = {p: panel_groups(chosen, corruption, *p) for p in panels}
     panels = [p for p in panels if by_panel[p]]
     if not panels:
         return []
@@ -378,7 +334,8 @@ def graph_robustness_figure(
     strongest = []
     for ax, (dataset, backbone) in zip(axes, panels):
         for neuron, group in by_panel[(dataset, backbone)].items():
-            levels, stats = _level_stats(group, corruption)
+            points = level_values(group, corruption)
+            levels, stats = list(points), [_mean_std(v) for v in points.values()]
             label = f"{neuron_label(neuron)}"
             line = ax.errorbar(
                 levels,
@@ -394,7 +351,7 @@ def graph_robustness_figure(
         ax.set(
             xlabel=f"{CORRUPTION_LABELS[corruption].lower()} ratio (0 = clean)",
             ylabel="test accuracy (%)",
-            title=f"{dataset.capitalize() if dataset != 'citeseer' else 'CiteSeer'} / {backbone.upper()}",
+            title=panel_label(dataset, backbone),
         )
         ax.grid(alpha=0.3, lw=0.5)
     legend_below(fig, list(handles.values()), list(handles), ncol=min(4, len(handles)), axes_height=3.4)
@@ -405,7 +362,7 @@ def graph_robustness_figure(
         f"{dataset}/{backbone} at {level:g}: {', '.join(items)}"
         for (dataset, backbone, level), items in at_strongest.items()
     )
-    integer = [f"{d}/{b}" for d, b in panels if any(_table_alpha(r, d, b) == 1.0 for r in chosen)]
+    integer = [f"{d}/{b}" for d, b in panels if any(table_alpha(r, d, b) == 1.0 for r in chosen)]
     same = (
         f" On {' and '.join(integer)} tab:alpha_gnn sets f-LIF's alpha to 1.0, which makes f-LIF fsnn's LIF "
         f"(alpha = 1): one computation, drawn once, under the name with more runs."
@@ -891,13 +848,8 @@ def run_figures(
         paths += robustness_figures(
             group, out, f"robustness_{fitting_name(key.replace('/', '_'), 200)}", echo, captions
         )
-    matched = [
-        run["robustness"]
-        for run in runs
-        if "robustness" in run and recipe_of(run) == "matched" and experiment_of(run) == "table2_node_classification"
-    ]
     for corruption in GRAPH_STUDIES:
-        paths += graph_robustness_figure(matched, corruption, out, captions)
+        paths += graph_robustness_figure(graph_records(runs), corruption, out, captions)
     paths += claims_figure(claim_sections(runs), out, captions=captions)
     horizon = memory_horizon_figure(runs, out, captions=captions)
     horizon += learned_tau_figure(runs, out, captions=captions)

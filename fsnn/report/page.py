@@ -45,7 +45,7 @@ from fsnn.configs import config_root
 from fsnn.formatting import format_percent
 from fsnn.provenance import source_commit
 from fsnn.records import results_root
-from fsnn.report.claims import COLUMNS, LEGEND, claim_cells, claims
+from fsnn.report.claims import COLUMNS, LEGEND, LEVEL, claim_cells, claims
 from fsnn.report.collect import (
     epochs_of,
     experiment_of,
@@ -65,6 +65,12 @@ from fsnn.report.estimates import (
     sweep,
 )
 from fsnn.report.outputs import confined, listed_files, relative_url
+from fsnn.report.robustness_claims import (
+    LEGEND as ROBUSTNESS_LEGEND,
+    graph_records,
+    graph_robustness_claims,
+    robustness_sections,
+)
 from fsnn.report.tables import (
     build_table,
     has_paper_values,
@@ -432,6 +438,9 @@ def build(
         "tables": shown,
         "claim_columns": COLUMNS,
         "claims_legend": LEGEND,
+        "claims_level": f"{LEVEL:.0%}",
+        "robustness_claims": robustness_sections(graph_robustness_claims(graph_records(complete))),
+        "robustness_legend": ROBUSTNESS_LEGEND,
         "glance": summary_sentence(shown, sum(len(e["titles"]) for e in todo)),
         "coverage": coverage(specs, shown, todo),
         "also": [

@@ -13,7 +13,8 @@ copy, ``<id>_<E>ep``. A table with neither paper values nor runs (the suite's ow
 not written, and a table file this command wrote before and no longer writes is removed (``tables.json`` lists what
 it wrote), so the folder always matches the runs.
 Every table's claims (the fractional neuron against each first-order one, :mod:`fsnn.report.claims`) are decided
-and written together to ``claims.md``.
+and written together to ``claims.md``, followed by the paper's graph robustness claims
+(:mod:`fsnn.report.robustness_claims`).
 A run's ``robustness.json`` (``evaluate.py robustness=...``) and ``energy.json`` (``evaluate.py study=energy``),
 beside its ``metrics.json``, are merged into its record under ``robustness`` and ``energy``, where the robustness
 and energy tables read them with list paths (see the YAML header).
@@ -35,7 +36,7 @@ from fsnn.atomic import RunFileError, write_text_atomic
 from fsnn.configs import config_root
 from fsnn.formatting import DASH, format_number
 from fsnn.records import results_root
-from fsnn.report.claims import claims, claims_markdown
+from fsnn.report.claims import LEVEL, claims, claims_markdown, welch
 from fsnn.report.collect import (
     ALIASES,
     DEFAULT_RECIPE,
@@ -46,6 +47,7 @@ from fsnn.report.collect import (
     scan_runs,
 )
 from fsnn.report.outputs import listed_files, output_folder
+from fsnn.report.robustness_claims import graph_records, graph_robustness_claims, robustness_markdown
 
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
 # config fields that do not make two runs different experiments (for the mixed-config flag): force only trains a run
@@ -218,8 +220,9 @@ def _stand_in_for_same_computations(spec: dict, rows: list[dict], recipe: str) -
 
 def _compare_to_reference(rows: list[dict], reference: str) -> None:
     """``diff`` of every judged cell against the same column of the row keyed ``reference`` (instead of a paper
-    value), ``moved``: whether ``|diff|`` exceeds the larger of the two cells' seed-to-seed standard deviations, and
-    ``p``: Welch's t-test of the two cells' seeds (:func:`welch_p`)."""
+    value), ``moved``: whether the :data:`~fsnn.report.claims.LEVEL` Welch interval of ``diff`` over the two cells'
+    seeds excludes 0 (:func:`fsnn.report.claims.welch`, the interval every claim is decided on; never with fewer
+    than two seeds on a side), and ``p``: Welch's t-test of the two cells' seeds (:func:`welch_p`)."""
     ref = next((row for row in rows if row.get("key") == reference), None)
     if ref is None:
         raise ValueError(f"reference_row {reference!r} is not the key of a row")
@@ -228,8 +231,8 @@ def _compare_to_reference(rows: list[dict], reference: str) -> None:
             if row is ref or cell["mean"] is None or base["mean"] is None or not cell["judge"]:
                 continue
             cell["diff"] = cell["mean"] - base["mean"]
-            spread = max(cell["std"] or 0.0, base["std"] or 0.0)
-            cell["moved"] = cell["n"] > 1 and base["n"] > 1 and abs(cell["diff"]) > spread
+            interval = welch(cell["values"], base["values"])
+            cell["moved"] = interval is not None and not interval[1] <= 0.0 <= interval[2]
             cell["p"] = welch_p(cell["values"], base["values"])
 
 
@@ -406,8 +409,8 @@ def to_markdown(table: dict) -> str:
 
     if table.get("reference_row"):
         legend = (
-            f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): |Δ| is larger than "
-            "the larger of the two rows' seed-to-seed standard deviations; p: Welch's t-test over the seeds."
+            f"Cells: mean ± std (n) / Δ = row - row `{table['reference_row']}`; (moved): the {LEVEL:.0%} Welch "
+            "interval of Δ over the seeds excludes 0; p: Welch's t-test over the seeds."
         )
     else:
         legend = "Cells: ours mean ± std (n) / paper / Δ = ours - paper."
@@ -507,6 +510,8 @@ def make_tables(
                 decided.append(claims_markdown(table, found_claims))
     write_text_atomic(out_dir / "all.md", f"Runs: {found.summary()}\n\n" + "\n".join(markdown))
     written = [t["id"] for t in tables]
+    if robustness := robustness_markdown(graph_robustness_claims(graph_records(complete))):
+        decided.append(robustness)
     if decided:
         write_text_atomic(out_dir / f"{CLAIMS}.md", "\n".join(decided))
         echo("\n" + "\n".join(decided))

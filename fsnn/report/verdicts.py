@@ -173,7 +173,7 @@ def moved_count(table: dict) -> str:
     compared = [row for row in table["rows"] if any(cell["diff"] is not None for cell in row["cells"])]
     moved = [row for row in compared if any(cell.get("moved") for cell in row["cells"])]
     return (
-        f'{len(moved)} of {len(compared)} rows differ from "{reference}" by more than the seed spread'
+        f'{len(moved)} of {len(compared)} rows differ from "{reference}" ({LEVEL:.0%} Welch interval excluding 0)'
         if compared
         else f'No row has runs beside "{reference}"'
     )
@@ -181,7 +181,7 @@ def moved_count(table: dict) -> str:
 
 def moved_rows(table: dict) -> str:
     """For a table that compares its rows with one of them (``reference_row``) instead of the paper: which rows moved
-    a column from the reference row by more than the seed-to-seed spread (``moved``, :func:`fsnn.report.tables.build_table`),
+    a column from the reference row, its Welch interval excluding 0 (``moved``, :func:`fsnn.report.tables.build_table`),
     with those cells' Δ, largest first, and the largest shift of the rest."""
     reference = next(row["label"] for row in table["rows"] if row.get("key") == table["reference_row"])
     compared, moved = [], []
@@ -201,8 +201,8 @@ def moved_rows(table: dict) -> str:
         return f'No row has runs beside the row "{reference}" to compare with.'
     moved.sort(key=lambda item: -max(abs(d) for _, d in item[1]))
     head = (
-        f'{len(moved)} of {len(compared)} rows differ from the row "{reference}" by more than the seed-to-seed '
-        "spread (the larger std of the two cells) in a column"
+        f'{len(moved)} of {len(compared)} rows differ from the row "{reference}" in a column (the {LEVEL:.0%} '
+        "Welch interval of the difference over the seeds excludes 0)"
     )
     if moved:
         head += ": " + "; ".join(
@@ -211,7 +211,10 @@ def moved_rows(table: dict) -> str:
     rest = [(label, name, cell["diff"]) for label, cells in compared for name, cell in cells if not cell.get("moved")]
     if rest:
         label, name, diff = max(rest, key=lambda item: abs(item[2]))
-        head += f". The {'others' if moved else 'rows'} stay within it (largest shift: {label} / {name} {diff:+.2f})"
+        head += (
+            f". The {'others' if moved else 'rows'} are not resolved from it (largest shift: {label} / {name} "
+            f"{diff:+.2f})"
+        )
     return head + "."
 
 

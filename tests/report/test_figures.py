@@ -13,7 +13,7 @@ import pytest
 from helpers import robustness_levels, run_app
 
 from fsnn.neurons.registry import neuron_label
-from fsnn.report import figures, style, theory
+from fsnn.report import collect, figures, style, theory
 from fsnn.suite.robustness import robustness_score
 
 LEVELS = robustness_levels("events")
@@ -166,10 +166,10 @@ def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
 def test_labels_and_settings():
     record = _study("flif", 0.1)
     assert (
-        neuron_label(figures.neuron_name(record)) == "f-LIF" and figures.dataset_backbone(record) == "dvsgesture_dvsnet"
+        neuron_label(collect.neuron_name(record)) == "f-LIF" and collect.dataset_backbone(record) == "dvsgesture_dvsnet"
     )
-    assert neuron_label(figures.neuron_name({"config": {"neuron": {"name": "mine"}}})) == "mine"
-    assert figures.dataset_backbone({}) == "unknown_unknown"
+    assert neuron_label(collect.neuron_name({"config": {"neuron": {"name": "mine"}}})) == "mine"
+    assert collect.dataset_backbone({}) == "unknown_unknown"
 
 
 def test_firing_rate_figure(tmp_path, drawn):

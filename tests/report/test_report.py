@@ -576,10 +576,10 @@ def test_a_table_compared_with_its_own_row():
     got = _verdict(runs, "recipe_ablation_cora")
     assert got["kind"] == "measured" and "reproduce" not in got["sentence"]
     assert got["sentence"].startswith(
-        '1 of 2 rows differ from the row "none (the matched recipe)" by more than the seed-to-seed spread (the larger '
-        "std of the two cells) in a column: recipe=authors (every non-legacy switch) (f-LIF +6.00, LIF (SpikingJelly) "
-        "+4.00). The others stay within it (largest shift: surrogate: sigmoid 4 (SpikingJelly) / arctan 5 (spikeDE) / "
-        "LIF (SpikingJelly) -1.00). 6 cells measured;"
+        '1 of 2 rows differ from the row "none (the matched recipe)" in a column (the 95% Welch interval of the '
+        "difference over the seeds excludes 0): recipe=authors (every non-legacy switch) (f-LIF +6.00, LIF "
+        "(SpikingJelly) +4.00). The others are not resolved from it (largest shift: surrogate: sigmoid 4 (SpikingJelly) "
+        "/ arctan 5 (spikeDE) / LIF (SpikingJelly) -1.00). 6 cells measured;"
     ), got["sentence"]
     assert "recipes authors and matched (by row)" in got["sentence"]
     spec = _spec("recipe_ablation_cora")
