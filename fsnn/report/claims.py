@@ -9,6 +9,7 @@ a decision; :func:`claims` finds every pair in a built table; :func:`claims_mark
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import statistics
@@ -21,7 +22,9 @@ from fsnn.neurons.registry import NEURONS, is_fractional, neuron_label
 LEVEL = 0.95  # the confidence level of the interval; the detectable difference is for a test at 1 - LEVEL
 POWER = 0.8  # the power at which the detectable difference is found
 
+MIN_RUNS = 2  # runs a side needs for an interval: one run has no spread
 CONFIRMED, REJECTED, INCONCLUSIVE = "confirmed", "rejected", "inconclusive"
+NOT_DECIDED = "not decided"  # the runs cannot carry a decision (:func:`undecidable`)
 METHOD = "Welch's t interval over seeds (unequal variances, Welch-Satterthwaite degrees of freedom)"
 
 
@@ -30,7 +33,8 @@ class Decision:
     """What the runs say of one claim. ``diff`` = mean(a) - mean(b); ``low``/``high``: its confidence interval at
     :data:`LEVEL`; ``detectable``: the smallest true difference a two-sided test at ``1 - LEVEL`` finds with
     probability :data:`POWER` at these runs' spread; ``claim``: the claimed difference (``None``: only that a beats
-    b); ``verdict``: :data:`CONFIRMED`, :data:`REJECTED` or :data:`INCONCLUSIVE`; ``reason``: why, in words."""
+    b); ``verdict``: :data:`CONFIRMED`, :data:`REJECTED`, :data:`INCONCLUSIVE` or :data:`NOT_DECIDED`; ``reason``: why,
+    in words."""
 
     n_a: int
     n_b: int
@@ -44,27 +48,47 @@ class Decision:
 
 
 def welch(a: Sequence[float], b: Sequence[float], level: float = LEVEL, power: float = POWER):
-    """``(diff, low, high, detectable)`` of ``mean(a) - mean(b)`` by Welch's t interval; ``None`` with fewer than two
-    values on a side.
+    """``(diff, low, high, detectable)`` of ``mean(a) - mean(b)`` by Welch's t interval; ``None`` where the values
+    cannot carry one (:func:`undecidable`, or numbers so large that the arithmetic overflows).
 
     With sample variances ``s_a², s_b²``::
 
         d  = mean(a) - mean(b),     SE = sqrt(s_a²/n_a + s_b²/n_b)
         ν  = SE⁴ / ((s_a²/n_a)² / (n_a - 1) + (s_b²/n_b)² / (n_b - 1))      (Welch-Satterthwaite)
         CI = d ± t(1 - (1 - level)/2; ν) · SE
-        detectable = (t(1 - (1 - level)/2; ν) + t(power; ν)) · SE
-
-    Two constant sides (SE = 0) give a zero-width interval at ``d`` and ν = n_a + n_b - 2."""
-    if len(a) < 2 or len(b) < 2:
+        detectable = (t(1 - (1 - level)/2; ν) + t(power; ν)) · SE"""
+    a, b = [float(v) for v in a], [float(v) for v in b]
+    if undecidable(a, b) is not None:
         return None
     from scipy.stats import t
 
-    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
-    se = math.sqrt(va + vb)
-    dof = se**4 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
-    diff = statistics.fmean(a) - statistics.fmean(b)
+    try:
+        va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+        se = math.sqrt(va + vb)
+        dof = se**4 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+        diff = statistics.fmean(a) - statistics.fmean(b)
+    except (OverflowError, ZeroDivisionError):
+        return None
+    if not all(math.isfinite(x) for x in (se, dof, diff)) or se == 0:
+        return None  # variances that underflow to 0 or overflow to inf: no interval to trust
     half = float(t.ppf(1 - (1 - level) / 2, dof))
     return diff, diff - half * se, diff + half * se, (half + float(t.ppf(power, dof))) * se
+
+
+def undecidable(a: Sequence[float], b: Sequence[float], claim: float | None = None) -> str | None:
+    """Why the runs ``a`` and ``b`` (and the claimed difference) cannot carry a decision, in words; ``None`` where
+    they can. A value that is not finite (NaN, inf: a run that diverged), a claim that is not, fewer than
+    :data:`MIN_RUNS` runs on a side, or no spread on either side (every run on each side the same value: copies of
+    one run, or a metric pinned at chance) leave nothing to build an interval on."""
+    if claim is not None and not math.isfinite(claim):
+        return f"the claimed difference ({claim}) is not a finite number"
+    if bad := sum(not math.isfinite(v) for v in (*a, *b)):
+        return f"{bad} of the {len(a) + len(b)} values are not finite (NaN or infinite)"
+    if min(len(a), len(b)) < MIN_RUNS:
+        return f"fewer than {MIN_RUNS} runs on a side (n = {len(a)} and {len(b)}): no interval"
+    if len(set(a)) == 1 and len(set(b)) == 1:
+        return "every run on each side gives the same value: no spread to build an interval on"
+    return None
 
 
 def decide(
@@ -80,22 +104,19 @@ def decide(
     * no size (``a`` beats ``b``): *confirmed* when ``low > 0``, *rejected* when ``high <= 0`` (no positive
       difference is in the interval), else *inconclusive*.
 
-    Fewer than two runs on a side decide nothing (*inconclusive*, no interval)."""
+    Runs that cannot carry a decision (:func:`undecidable`, or values that overflow the arithmetic) get
+    :data:`NOT_DECIDED`, no interval, and the reason."""
     a, b = [float(v) for v in a], [float(v) for v in b]
     found = welch(a, b, level, power)
     if found is None:
-        diff = statistics.fmean(a) - statistics.fmean(b) if a and b else None
-        return Decision(
-            len(a),
-            len(b),
-            diff,
-            None,
-            None,
-            None,
-            claim,
-            INCONCLUSIVE,
-            f"fewer than 2 runs on a side (n = {len(a)} and {len(b)}): no interval",
-        )
+        reason = undecidable(a, b, claim) or "the values are too large for the interval's arithmetic"
+        diff = None
+        if a and b and all(math.isfinite(v) for v in (*a, *b)):
+            with contextlib.suppress(OverflowError):
+                diff = statistics.fmean(a) - statistics.fmean(b)
+        return Decision(len(a), len(b), diff, None, None, None, claim, NOT_DECIDED, reason)
+    if claim is not None and not math.isfinite(claim):
+        return Decision(len(a), len(b), *found[:4], claim, NOT_DECIDED, undecidable(a, b, claim))
     diff, low, high, detectable = found
     interval = f"the {level:.0%} interval [{low:+.2f}, {high:+.2f}]"
     if claim is None:
@@ -193,9 +214,9 @@ def claims(spec: dict, table: dict, specs: Sequence[dict] = ()) -> list[dict]:
 
 
 def tally(found: list[dict], key: str = "size") -> dict[str, int]:
-    """How many of ``found`` (:func:`claims`) the runs confirm, reject and leave inconclusive, by their ``key``
-    decision (``size``: the claimed gaps; ``beats``: the direction); claims without that decision are not counted."""
-    counts = {CONFIRMED: 0, REJECTED: 0, INCONCLUSIVE: 0}
+    """How many of ``found`` (:func:`claims`) the runs confirm, reject, leave inconclusive and cannot decide, by their
+    ``key`` decision (``size``: the claimed gaps; ``beats``: the direction); claims without that decision are not counted."""
+    counts = {CONFIRMED: 0, REJECTED: 0, INCONCLUSIVE: 0, NOT_DECIDED: 0}
     for entry in found:
         if entry[key] is not None:
             counts[entry[key].verdict] += 1
@@ -207,7 +228,8 @@ LEGEND = (
     f"true Δ a two-sided test at α = {1 - LEVEL:.2f} finds with power {POWER:g} at these runs' spread. "
     "Claimed gap: the paper's Δ, rejected when it lies outside the CI, confirmed when the CI contains it and "
     "excludes 0, else inconclusive. Beats: the direction alone (confirmed: the CI lies above 0; rejected: it "
-    "holds no positive Δ)."
+    f"holds no positive Δ). Not decided: no interval can be built (fewer than {MIN_RUNS} runs on a side, no spread "
+    "on either side, or a value that is not finite)."
 )
 
 #: the columns of a claim as a table shows it (:func:`claim_cells`), with their headers

@@ -40,6 +40,10 @@ SIBLINGS = ("robustness", "energy")
 
 DEFAULT_RECIPE = "matched"
 
+# what a record says of itself rather than what its run measured: two records that differ only in these are one run
+# (a copied run folder, with its seed edited or not; its studies beside it are copied with it)
+IDENTITY = ("_path", "run", "seed", "overrides", "config", "choices", "versions", "status", "task", "recipe")
+
 
 # -- what a record must look like where the reports read it ------------------------------------------------------
 
@@ -443,3 +447,14 @@ def dataset_backbone(record: dict) -> str:
 def neuron_name(record: dict) -> str:
     """A run's neuron as its config names it (``neuron.name``; ``"unknown"`` where the record has none)."""
     return ((record.get("config") or {}).get("neuron") or {}).get("name", "unknown")
+
+
+def content_key(record: dict) -> str:
+    """What a run measured (its record less :data:`IDENTITY`), as text: equal for copies of one run folder, whatever
+    their place or seed, and different for two runs (their wall times alone differ)."""
+    return json.dumps({k: v for k, v in record.items() if k not in IDENTITY}, sort_keys=True, default=str)
+
+
+def commit_of(record: dict) -> str:
+    """The fsnn commit a run was made from, as its record says (``"unknown"`` where it does not)."""
+    return str((record.get("versions") or {}).get("fsnn_commit") or "unknown")

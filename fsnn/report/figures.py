@@ -52,7 +52,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 
 from fsnn.neurons.registry import neuron_label
 from fsnn.records import fitting_name
-from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, REJECTED, claims, tally
+from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, METHOD, NOT_DECIDED, REJECTED, claims, tally
 from fsnn.report.collect import (
     DEFAULT_RECIPE,
     dataset_backbone,
@@ -380,7 +380,7 @@ def graph_robustness_figure(
     return save(fig, out, name)
 
 
-VERDICT_COLORS = {CONFIRMED: "#238b45", REJECTED: "#b2182b", INCONCLUSIVE: "#737373"}
+VERDICT_COLORS = {CONFIRMED: "#238b45", REJECTED: "#b2182b", INCONCLUSIVE: "#737373", NOT_DECIDED: "#bdbdbd"}
 
 
 @styled
@@ -414,7 +414,8 @@ def claims_figure(
         ax.grid(axis="x", alpha=0.3, lw=0.5)
     fractional = " / ".join(dict.fromkeys(c["fractional"] for _, found in sections for c in found))
     axes[-1].set_xlabel(f"difference, {fractional} - baseline (percentage points)")
-    handles = [Line2D([], [], color=c, marker="o", ls="-", label=v) for v, c in VERDICT_COLORS.items()]
+    shown = {c["size"].verdict for _, found in sections for c in found}
+    handles = [Line2D([], [], color=c, marker="o", ls="-", label=v) for v, c in VERDICT_COLORS.items() if v in shown]
     handles.append(Line2D([], [], color="black", marker="x", ls="", mew=1.5, label="the paper's claimed difference"))
     legend_below(fig, handles, [h.get_label() for h in handles], ncol=4, axes_height=0.3 * sum(heights) + 1.0)
     counts = [f"{title}: {', '.join(f'{n} {v}' for v, n in tally(found).items() if n)}" for title, found in sections]

@@ -41,6 +41,8 @@ from fsnn.report.collect import (
     ALIASES,
     DEFAULT_RECIPE,
     Collection,
+    commit_of,
+    content_key,
     epochs_of,
     experiment_of,
     recipe_of,
@@ -281,7 +283,8 @@ def build_table(
     spec: dict, runs: list[dict], failed: list[dict] = (), recipe: str = DEFAULT_RECIPE, epochs: int | str | None = None
 ) -> dict:
     """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
-    value and the difference. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
+    value and the difference; ``duplicates``: the runs left out as copies of another (:func:`distinct_runs`),
+    ``commits``: the fsnn commits its runs were made from. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
     ``epochs``: ``None`` takes every run; :data:`PAPER_EPOCHS` only the runs trained for the paper's epochs, a
     number only those trained for that many epochs where the paper's differ (id ``<id>[_<recipe>]_<E>ep``)."""
 
@@ -322,9 +325,13 @@ def build_table(
                 "epochs": [],
                 "seeds": [],
                 "values": [],
+                "duplicates": [],
+                "commits": [],
             }
             if source is not None:
-                values = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
+                found = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
+                values, cell["duplicates"] = distinct_runs(found)
+                cell["commits"] = sorted({commit_of(r) for r, _ in values})
                 numbers = [v * scale for _, v in values]
                 cell["n"] = len(numbers)
                 cell["values"] = numbers
@@ -366,9 +373,37 @@ def build_table(
     }
 
 
+def distinct_runs(found: list[tuple[dict, float]]) -> tuple[list[tuple[dict, float]], list[str]]:
+    """``(runs, left out)`` of one cell's ``(run, value)`` pairs: a run whose content (:func:`content_key`), or whose
+    seed and configuration, another run of the cell already has is one run counted twice (a copied run folder, its
+    seed edited or written ``-0``), and is left out, by path (the first by path stays), so that copies cannot raise a
+    cell's n."""
+    kept, left_out, seen = [], [], set()
+    for run, value in sorted(found, key=lambda pair: str(pair[0].get("_path", ""))):
+        seed = run.get("seed")
+        keys = {("content", content_key(run))}
+        if isinstance(seed, int):
+            keys.add(("seed", seed, _fingerprint(run)))
+        if keys & seen:
+            left_out.append(str(run.get("_path", run.get("run", "?"))))
+            continue
+        seen |= keys
+        kept.append((run, value))
+    return kept, left_out
+
+
 def has_paper_values(spec: dict) -> bool:
     """Whether the paper prints any number of ``spec`` (the suite's own studies have none)."""
     return any(value is not None for row in spec["rows"] for value in (row.get("paper") or {}).values())
+
+
+def _provenance_note(cell: dict) -> str:
+    """``, 2 commits, 3 copies left out``: what a cell's runs pool (:func:`build_table`), where it is not one commit's
+    distinct runs."""
+    commits, copies = len(cell.get("commits", ())), len(cell.get("duplicates", ()))
+    return (f", {commits} commits" if commits > 1 else "") + (
+        f", {copies} {'copy' if copies == 1 else 'copies'} left out" if copies else ""
+    )
 
 
 def cell_text(cell: dict, pm: str = "±") -> str:
@@ -380,7 +415,7 @@ def cell_text(cell: dict, pm: str = "±") -> str:
         return paper or DASH
     ours = format_number(cell["mean"], std=cell["std"], pm=pm)
     if cell["n"]:
-        ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''})"
+        ours += f" (n={cell['n']}{', mixed configs' if cell['mixed'] else ''}{_provenance_note(cell)})"
     if same := cell.get("same_as"):
         seeds = ("seed " if len(same["seeds"]) == 1 else "seeds ") + ", ".join(str(s) for s in same["seeds"])
         checked = (

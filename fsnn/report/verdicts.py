@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from fsnn.formatting import format_number
 from fsnn.neurons.registry import NEURONS, neuron_label, paper_baselines
-from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, REJECTED, claims, decide, tally
+from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, NOT_DECIDED, REJECTED, claims, decide, tally
 from fsnn.report.collect import (
     DEFAULT_RECIPE,
 )
@@ -97,7 +97,7 @@ def rankings(table: dict, spec: dict) -> list[dict]:
                 "setting": labels[key],
                 "neuron": neuron_label(name),
                 "ours": decided == CONFIRMED,
-                "tie": decided == INCONCLUSIVE,
+                "tie": decided in (INCONCLUSIVE, NOT_DECIDED),
                 "behind": decided == REJECTED,
                 "paper": fractional["paper_mean"] > paper_best,
                 "mean": fractional["mean"],
@@ -226,8 +226,9 @@ def claims_sentence(found: list[dict]) -> str | None:
         return None
     return (
         f"The paper's claimed gaps ({found[0]['fractional']} - baseline): {sized[REJECTED]} of "
-        f"{sum(sized.values())} rejected, {sized[CONFIRMED]} confirmed, {sized[INCONCLUSIVE]} inconclusive "
-        f"({LEVEL:.0%} Welch intervals over the seeds)."
+        f"{sum(sized.values())} rejected, {sized[CONFIRMED]} confirmed, {sized[INCONCLUSIVE]} inconclusive"
+        + (f", {sized[NOT_DECIDED]} not decided" if sized[NOT_DECIDED] else "")
+        + f" ({LEVEL:.0%} Welch intervals over the seeds)."
     )
 
 
@@ -398,6 +399,8 @@ def shown_cell(cell: dict, mixed_epochs: bool = False, reference: str | None = N
         "direction": versus["direction"],
         "failed": cell["failed"],
         "mixed": cell["mixed"],
+        "commits": len(cell.get("commits", ())),
+        "copies": len(cell.get("duplicates", ())),
         "moved": bool(cell.get("moved")),
         "epochs": epochs if mixed_epochs and cell["epochs"] else None,
         "same": same,

@@ -3,6 +3,8 @@ decision on hand-made numbers, and the claims a built table holds."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from helpers import T2, run_record
 
@@ -34,26 +36,42 @@ def test_welch_interval_and_detectable_difference_by_hand():
         ([10, 11, 12], [0, 1, 2], 10.0, "confirmed", "contains the claimed +10.00 and excludes 0"),
         ([10, 11, 12], [0, 1, 2], 5.0, "rejected", "the claimed +5.00 lies below"),
         ([0, 1, 2], [10, 11, 12], -10.0, "confirmed", "excludes 0"),  # a claim that the baseline is ahead
-        ([2, 2], [1, 1], 1.0, "confirmed", "[+1.00, +1.00]"),  # constant sides: a zero-width interval
-        ([2, 2], [1, 1], 2.0, "rejected", "lies above"),
+        ([2, 2.5], [1, 1], 1.0, "inconclusive", "contains both 0"),  # one constant side: the other's spread
         # the direction alone
         ([10, 11, 12], [0, 1, 2], None, "confirmed", "lies above 0"),
         ([0, 1, 2], [10, 11, 12], None, "rejected", "holds no positive difference"),
         ([1, 2, 3], [0, 1, 2], None, "inconclusive", "contains 0"),
-        # too few runs to decide anything
-        ([1], [0, 1, 2], 5.0, "inconclusive", "fewer than 2 runs on a side (n = 1 and 3)"),
+        # runs that cannot carry a decision: refused, with the reason
+        ([1], [0, 1, 2], 5.0, "not decided", "fewer than 2 runs on a side (n = 1 and 3)"),
+        ([80, 80], [70, 70], 10.0, "not decided", "no spread"),  # copies of one run: no zero-width "confirmed"
+        ([80, 80], [70, 70], None, "not decided", "no spread"),
+        ([1, 2, float("nan")], [0, 1, 2], None, "not decided", "1 of the 6 values are not finite"),
+        ([1, 2, 3], [0, 1, float("inf")], 1.0, "not decided", "not finite"),
+        ([10, 11, 12], [0, 1, 2], float("nan"), "not decided", "the claimed difference (nan) is not a finite"),
+        ([1e308, -1e308, 1e308], [0, 1, 2], None, "not decided", "too large"),  # the variance overflows
     ],
 )
 def test_decide(a, b, claim, verdict, reason):
     decision = claims.decide(a, b, claim)
     assert decision.verdict == verdict
     assert reason in decision.reason
-    assert decision.claim == claim and (decision.n_a, decision.n_b) == (len(a), len(b))
+    assert decision.claim == claim or math.isnan(claim)
+    assert (decision.n_a, decision.n_b) == (len(a), len(b))
 
 
 def test_decide_without_an_interval_keeps_the_difference():
     decision = claims.decide([0.9], [0.8, 0.7])
     assert decision.diff == pytest.approx(0.15) and decision.low is None and decision.detectable is None
+    nan = claims.decide([1.0, float("nan")], [0.0, 1.0])
+    assert nan.diff is None and nan.low is None  # no number is made of a NaN
+    assert claims.welch([80, 80], [70, 70]) is None and claims.welch([1e308, -1e308], [0, 1]) is None
+
+
+def test_tally_counts_what_cannot_be_decided():
+    found = [{"size": claims.decide([80, 80], [70, 70], 5.0)}, {"size": claims.decide([1, 2, 3], [0, 1, 2], 5.0)}]
+    assert claims.tally(found) == {"confirmed": 0, "rejected": 1, "inconclusive": 0, "not decided": 1}
+    sentence = verdicts.claims_sentence([{**entry, "fractional": "f-LIF"} for entry in found])
+    assert "1 of 2 rejected, 0 confirmed, 0 inconclusive, 1 not decided (95% Welch" in sentence
 
 
 def _table(runs, table_id=T2.replace("table2_", "")):
@@ -83,7 +101,7 @@ def test_claims_of_table2_pair_the_fractional_neuron_with_each_first_order_one()
     assert cora_sj["paper"] == [88.08, 81.81] and cora_sj["size"].claim == pytest.approx(6.27)
     assert cora_sj["size"].diff == pytest.approx(1.0)
     assert cora_lif["size"] is None and cora_lif["beats"].verdict == "confirmed"  # no paper value: direction only
-    assert claims.tally(found) == {"confirmed": 0, "rejected": 2, "inconclusive": 0}
+    assert claims.tally(found) == {"confirmed": 0, "rejected": 2, "inconclusive": 0, "not decided": 0}
     text = claims.claims_markdown(table, found)
     # std 0.1 points on each side: SE = 0.1 sqrt(2/3), nu = 4, half-width 2.776 SE = 0.23, detectable 3.717 SE = 0.30
     assert (

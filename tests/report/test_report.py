@@ -181,7 +181,7 @@ def test_verdict_from_the_runs(flif, sj, leaky, kind):
 
 def test_verdict_names_a_shorter_protocol():
     runs = [
-        run_record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc, epochs=4)
+        run_record(T2, f"{n}{s}", "cora", "sgcn", n, s, acc + 0.002 * s, epochs=4)
         for n, acc in (("flif", 0.82), ("sj_lif", 0.85))
         for s in range(3)
     ]
@@ -190,7 +190,7 @@ def test_verdict_names_a_shorter_protocol():
     assert got["sentence"].startswith(
         "At 4 of the paper's 100 epochs, f-LIF beats the best baseline (the 95% Welch "
         "interval of the difference above 0) in 0 of 1 settings here (0 undecided, 1 "
-        "behind), in 1 of 1 in the paper: Cora / SGCN 82.00 vs 85.00 (paper 88.08 vs "
+        "behind), in 1 of 1 in the paper: Cora / SGCN 82.20 vs 85.20 (paper 88.08 vs "
         "81.81). The paper's claimed gaps (f-LIF - baseline): 1 of 1 rejected"
     )
     assert "4 epochs" in got["protocol"]["differs"]

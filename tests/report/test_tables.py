@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, paper_spec, run_app, table_cell, table_record, write_record
+from helpers import ROOT, T2, paper_spec, run_app, run_record, table_cell, table_record, write_record
 
 from fsnn.report import collect, tables
 
@@ -615,3 +615,38 @@ def test_a_stale_table_that_cannot_be_removed_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "unlink", refuse)
     with pytest.raises(OSError, match=f"cannot remove {out / 'old.md'}: Permission denied"):
         tables.remove_stale(out, [], (".md",))
+
+
+def test_copies_of_a_run_count_once_and_a_cell_says_what_it_pools(tmp_path):
+    """A copied run folder (anywhere in the tree, its seed edited, or written -0) is the same run: it is left out of
+    the cell, so n and the interval stay those of the distinct runs, and the cell says so; runs of several commits
+    are marked."""
+    root = tmp_path / "results"
+    paths = [
+        write_record(root, run_record(T2, f"flif{s}", "cora", "sgcn", "flif", s, 0.80 + 0.01 * s)) for s in range(3)
+    ]
+    record = json.loads(paths[2].read_text())
+    copy = root / "copies" / "flif2" / "metrics.json"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(json.dumps(record))
+    edited = root / T2 / "flif2_seed7" / "metrics.json"
+    edited.parent.mkdir()
+    edited.write_text(json.dumps({**record, "seed": 7, "run": "flif2_seed7"}))
+    minus_zero = root / T2 / "flif0_again" / "metrics.json"
+    minus_zero.parent.mkdir()
+    minus_zero.write_text(paths[0].read_text().replace('"seed": 0', '"seed": -0'))
+    spec = paper_spec("node_classification")
+    table = tables.build_table(spec, collect.scan_runs(root).complete)
+    cell = table_cell(table, "SGCN (f-SNN)", "Cora")
+    assert cell["n"] == 3 and sorted(cell["values"]) == pytest.approx([80.0, 81.0, 82.0])
+    assert len(cell["duplicates"]) == 3 and "(n=3, 3 copies left out)" in tables.cell_text(cell)
+    # a run of the same seed and configuration redone (other numbers) is that seed again, not a fourth run
+    redo = run_record(T2, "flif1_redo", "cora", "sgcn", "flif", 1, 0.9)
+    redo["versions"] = {"fsnn_commit": "fedcba9876543210fedc"}
+    write_record(root, redo)
+    other = run_record(T2, "flif3", "cora", "sgcn", "flif", 3, 0.83)
+    other["versions"] = {"fsnn_commit": "fedcba9876543210fedc"}
+    write_record(root, other)
+    cell = table_cell(tables.build_table(spec, collect.scan_runs(root).complete), "SGCN (f-SNN)", "Cora")
+    assert cell["n"] == 4 and 90.0 not in cell["values"] and len(cell["duplicates"]) == 4
+    assert len(cell["commits"]) == 2 and "(n=4, 2 commits, 4 copies left out)" in tables.cell_text(cell)
