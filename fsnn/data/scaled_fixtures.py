@@ -62,6 +62,7 @@ from fsnn.data.scaled_images import (
     write_imagenet_meta,
     write_imagenet_sample,
 )
+from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
 
 #: the fakes read by tonic, whose file counts ``verify`` compares (:data:`fsnn.data.tonic_datasets.TONIC_SPECS`)
 TONIC_NAMES = ("dvsgesture", "nmnist", "ncaltech101", "dvslip")
@@ -318,7 +319,8 @@ def _write_nmnist(root: Path, sample: ScaledSample) -> None:
 # -- N-Caltech101 ------------------------------------------------------------------------------
 
 #: files per class folder of N-Caltech101: Caltech101's images per category without ``Faces`` (Orchard et al. 2015
-#: convert every Caltech101 image but that category's), in the loader's label order (folder names sorted)
+#: convert every Caltech101 image but that category's), in the release's label order
+#: (:data:`fsnn.data.tonic_datasets.NCALTECH101_CLASSES`)
 NCALTECH_COUNTS = dict(
     sorted(
         {
@@ -342,14 +344,13 @@ NCALTECH_COUNTS = dict(
         }.items()
     )
 )  # fmt: skip
-NCALTECH_CLASSES = tuple(NCALTECH_COUNTS)
 #: the largest image box (width, height) of a fake sample: the sensor's 240 x 180 less the saccades' 6 px reach
 NCALTECH_BOX = (232.0, 172.0)
 
 
 def _ncaltech_plan(scale: float) -> list[ScaledSample]:
     def path(split: str, label: int, k: int) -> str:
-        return f"NCALTECH101/Caltech101/{NCALTECH_CLASSES[label]}/image_{k + 1:04d}.bin"
+        return f"NCALTECH101/Caltech101/{NCALTECH101_CLASSES[label]}/image_{k + 1:04d}.bin"
 
     return class_plan("ncaltech101", {"all": tuple(NCALTECH_COUNTS.values())}, path, scale)
 

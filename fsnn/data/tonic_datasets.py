@@ -18,7 +18,8 @@ Samples: the files of each split in the published release (``TONIC_SPECS[name].p
 checks); validation is a seeded, stratified ``val_fraction`` of the training files. N-Caltech101 has no official
 split: a fixed, stratified 20 % of its 8,709 recordings is the test set
 (:data:`fsnn.data.frame_cache.TEST_FRACTION`). DVS128 Gesture is tonic's preprocessed release (the paper counts
-1,342 samples in all). Sensor: the ``(H, W)`` the events are clipped into (``TONIC_SPECS[name].sensor_hw``); classes,
+1,342 samples in all). Labels are the release's: N-Caltech101's are the places of its class folders in
+:data:`NCALTECH101_CLASSES`, so a copy without some folders labels the others as the full release does. Sensor: the ``(H, W)`` the events are clipped into (``TONIC_SPECS[name].sensor_hw``); classes,
 default ``T`` and frame size: the registry's entry (:mod:`fsnn.data.registry`).
 """
 
@@ -49,6 +50,24 @@ class TonicSpec:
     layout: tuple[str, ...]  # lines relative to <folder>
     downloadable: bool
     get_it: str
+    classes: tuple[str, ...] = ()  # the release's class folders, in label order, where tonic labels by folder name
+
+
+#: N-Caltech101's 101 class folders (Caltech101's categories without ``Faces``, with ``BACKGROUND_Google``), sorted as
+#: the release lists them: label ``k`` is the ``k``-th, whichever folders a partial copy holds
+NCALTECH101_CLASSES = (
+    "BACKGROUND_Google", "Faces_easy", "Leopards", "Motorbikes", "accordion", "airplanes", "anchor", "ant", "barrel",
+    "bass", "beaver", "binocular", "bonsai", "brain", "brontosaurus", "buddha", "butterfly", "camera", "cannon",
+    "car_side", "ceiling_fan", "cellphone", "chair", "chandelier", "cougar_body", "cougar_face", "crab", "crayfish",
+    "crocodile", "crocodile_head", "cup", "dalmatian", "dollar_bill", "dolphin", "dragonfly", "electric_guitar",
+    "elephant", "emu", "euphonium", "ewer", "ferry", "flamingo", "flamingo_head", "garfield", "gerenuk", "gramophone",
+    "grand_piano", "hawksbill", "headphone", "hedgehog", "helicopter", "ibis", "inline_skate", "joshua_tree",
+    "kangaroo", "ketch", "lamp", "laptop", "llama", "lobster", "lotus", "mandolin", "mayfly", "menorah", "metronome",
+    "minaret", "nautilus", "octopus", "okapi", "pagoda", "panda", "pigeon", "pizza", "platypus", "pyramid", "revolver",
+    "rhino", "rooster", "saxophone", "schooner", "scissors", "scorpion", "sea_horse", "snoopy", "soccer_ball",
+    "stapler", "starfish", "stegosaurus", "stop_sign", "strawberry", "sunflower", "tick", "trilobite", "umbrella",
+    "watch", "water_lilly", "wheelchair", "wild_cat", "windsor_chair", "wrench", "yin_yang",
+)  # fmt: skip
 
 
 TONIC_SPECS = {
@@ -105,6 +124,7 @@ TONIC_SPECS = {
         "tonic downloads it automatically when online (N-Caltech101-archive.zip from "
         "https://data.mendeley.com/datasets/cy6cvx3ryv, see https://www.garrickorchard.com/datasets/n-caltech101); "
         "offline, extract that archive and the Caltech101.zip inside it into {dir}",
+        NCALTECH101_CLASSES,
     ),
     "dvslip": TonicSpec(
         "dvslip",
@@ -224,11 +244,27 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
         order = sorted(range(len(paths)), key=paths.__getitem__)
         keys = [paths[i] for i in order]
         targets = [ds.targets[i] for i in order]
-        if spec.name == "ncaltech101":  # tonic gives the class folder name; index it in the sorted folder list
-            classes = sorted(set(targets))
-            targets = [classes.index(c) for c in targets]
+        if spec.classes:  # tonic gives the class folder's name: its label is its place in the release's list
+            targets = release_labels(spec, location, targets)
         sources[split] = EventSource(spec.name, split, spec.sensor_hw, keys, targets, EventReader(ds, order), location)
     return sources
+
+
+def release_labels(spec: TonicSpec, location: Path, folders: list[str]) -> list[int]:
+    """The labels of samples in the class ``folders`` named: their places in ``spec.classes``, the release's list,
+    so that a copy missing a class folder labels the others as the full release does. A folder the release does not
+    have is a :class:`fsnn.data.common.DatasetMissingError` naming it."""
+    index = {name: k for k, name in enumerate(spec.classes)}
+    if unknown := sorted(set(folders) - set(index)):
+        raise missing_in_folder(
+            spec.name,
+            location,
+            f"class folder(s) {', '.join(map(repr, unknown[:5]))} not among the release's {len(spec.classes)} classes",
+            spec.layout,
+            spec.get_it,
+            f"tonic.datasets.{spec.cls_name}(save_to=<data_dir>)",
+        )
+    return [index[name] for name in folders]
 
 
 def build_tonic(

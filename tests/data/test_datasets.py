@@ -39,6 +39,7 @@ from fsnn.data.fixtures import (
     write_fixtures,
 )
 from fsnn.data.static import NORMALIZATION
+from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
 
 EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini"]
 STATIC_FIXTURES = ["cifar10", "cifar100", "imagenet"]
@@ -99,7 +100,7 @@ def expected_label(name: str, key: str) -> int:
     if name == "dvsgesture":
         return int(Path(key).stem)
     if name == "ncaltech101":
-        return sorted(NCALTECH_CLASSES).index(parts[-2])
+        return NCALTECH101_CLASSES.index(parts[-2])
     if name == "dvslip":
         import tonic.datasets
 
@@ -330,6 +331,25 @@ def test_splits_are_deterministic_and_disjoint(fixture_root, name):
         assert {Path(k).parts[-2] for k in a[2]} == set(NCALTECH_CLASSES)
     else:
         assert len(train | val) == 30 and len(test) == 20
+
+
+def test_ncaltech101_labels_are_the_releases_whichever_folders_a_copy_holds(tmp_path):
+    """Label k is the release's k-th class: a copy without a class folder (read with checks off) labels every other
+    folder as the full release does, and a folder the release does not have is refused by name."""
+    base = write_fixtures(tmp_path, ["ncaltech101"])["ncaltech101"]
+
+    def labels():
+        source = tonic_datasets.tonic_sources(tonic_datasets.TONIC_SPECS["ncaltech101"], tmp_path, **OFFLINE)["all"]
+        return {Path(k).parts[-2]: int(y) for k, y in zip(source.keys, source.labels)}
+
+    full = labels()
+    assert full == {name: NCALTECH101_CLASSES.index(name) for name in NCALTECH_CLASSES}
+    assert full["airplanes"] == 5 and full["yin_yang"] == 100
+    shutil.rmtree(base / "Caltech101" / "Faces_easy")
+    assert labels() == {k: v for k, v in full.items() if k != "Faces_easy"}  # no later class shifts down
+    (base / "Caltech101" / "yin_yang").rename(base / "Caltech101" / "yinyang")
+    with pytest.raises(DatasetMissingError, match="class folder.s. 'yinyang' not among the release's 101 classes"):
+        labels()
 
 
 @pytest.mark.parametrize("name", ["hardvs", "hardvs_mini"])

@@ -19,6 +19,7 @@ from fsnn.data.common import DatasetMissingError
 from fsnn.data.fixtures import FIXTURE_NAMES
 from fsnn.data.hardvs import HARDVS_SIZES
 from fsnn.data.static import NORMALIZATION
+from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
 
 SCALE = 0.01
 #: the smallest scale: one file per split and class
@@ -104,8 +105,8 @@ def test_scale_one_has_the_published_files():
     assert len(folders) == 101 and folders == sf.NCALTECH_COUNTS and "Faces" not in folders
     assert folders["BACKGROUND_Google"] == 467 and sum(folders.values()) + 435 == 9144  # Caltech101 with Faces
     assert min(folders.values()) == 31 and max(folders.values()) == 800
-    assert list(sf.NCALTECH_CLASSES) == sorted(folders)  # labels: the loader's sorted folder names
-    assert all(sf.NCALTECH_CLASSES[s.label] == Path(s.path).parent.name for s in caltech)
+    assert list(NCALTECH101_CLASSES) == sorted(folders) == list(sf.NCALTECH_COUNTS)  # the release, in label order
+    assert all(NCALTECH101_CLASSES[s.label] == Path(s.path).parent.name for s in caltech)
     assert {Path(s.path).name for s in caltech if s.label == 0} == {f"image_{k:04d}.bin" for k in range(1, 468)}
     import tonic.datasets
 
@@ -402,7 +403,7 @@ def test_the_loader_reads_them_and_verifies_the_counts(scaled_root, name, monkey
     events, target = dataset[index]
     x, y, t, p = read_events(scaled_root, name, sample.path)
     if name == "ncaltech101":  # tonic names the class by its folder and shifts x, y to start at 0
-        target = sf.NCALTECH_CLASSES.index(target)
+        target = NCALTECH101_CLASSES.index(target)
         x, y = x - x.min(), y - y.min()
     assert target == sample.label and np.array_equal(events["x"], x) and np.array_equal(events["t"], t)
     assert np.array_equal(events["y"], y)
