@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import math
 import os
@@ -43,8 +44,9 @@ log = logging.getLogger(__name__)
 COUNT_DTYPES = {np.dtype(t).itemsize: np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.int64)}
 MARKER = "_COMPLETE.json"
 SAMPLE_SUFFIX = ".frames"
-# 2: the marker holds each sample's content digest; 3: raw counts, their CRC-32 and the split's dtype
-CACHE_FORMAT = 3
+# 2: the marker holds each sample's content digest; 3: raw counts, their CRC-32 and the split's dtype; 4: each raw
+# file's size and modification time, and the marker's own digest
+CACHE_FORMAT = 4
 #: datasets without an official split (N-Caltech101, digits_dvs): a fixed, seeded, stratified 80/20
 #: train/test split of the sorted sample list.
 TEST_FRACTION = 0.2
@@ -58,7 +60,8 @@ class EventSource:
     """One official split of an event dataset: ``keys`` (sample identities, e.g. paths relative to the dataset
     folder, sorted), ``labels`` (int class per key), ``sensor_hw`` and ``read(i) -> (x, y, t, p)`` parsing sample
     ``i`` through the upstream loader; ``location``: the folder the keys are relative to. ``fingerprint`` hashes
-    keys, labels and sensor so that a cache built from a different file list is never reused."""
+    keys, labels and sensor so that a cache built from a different file list is never reused; :meth:`raw_stats`
+    says what each sample's raw file is now, so that a cached sample whose file changed is integrated again."""
 
     def __init__(
         self,
@@ -82,6 +85,18 @@ class EventSource:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def raw_stats(self) -> list[list[int] | None]:
+        """``[size, mtime_ns]`` of each sample's raw file (``location / key``), ``None`` where the key names no file
+        (a generated dataset's samples): what a sample's frames depend on besides its key and label."""
+        stats = []
+        for key in self.keys:
+            try:
+                found = os.stat(Path(self.location) / key) if self.location is not None else None
+            except OSError:
+                found = None
+            stats.append([found.st_size, found.st_mtime_ns] if found is not None and found.st_size else None)
+        return stats
 
     @property
     def fingerprint(self) -> str:
@@ -124,6 +139,13 @@ def read_frames(path: Path, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
     return raw.view(COUNT_DTYPES[itemsize]).reshape(shape), zlib.crc32(raw)
 
 
+def _digest(manifest: dict) -> str:
+    """SHA-256 of a cache marker's content less its ``digest``: a marker edited or damaged since it was written (a
+    wrong CRC-32 in it would have every read re-integrate a healthy sample) fails it."""
+    content = {k: v for k, v in manifest.items() if k != "digest"} if isinstance(manifest, dict) else manifest
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
 class FrameCache:
     """Integrated frames of one :class:`EventSource` at ``(T, out_hw)``, one file per sample.
 
@@ -131,11 +153,13 @@ class FrameCache:
     with ``0000000.frames`` ... (the counts in a compact unsigned dtype, uncompressed: a read is one copy, fast
     enough to feed a GPU from a few loader workers; label and event count are in the marker) and
     ``_COMPLETE.json`` written last: format version, T, size, sensor, the source fingerprint, the split's count
-    dtype (``dtype``: the widest of its samples', so that a batch of any of them has one dtype), and per sample its
-    label, event count, file size and the CRC-32 of its bytes (``checksums``).
-    :meth:`ensure` reuses a complete cache, rebuilds missing/truncated sample files of a marked cache, and
-    rebuilds everything when the marker is absent, stale or unreadable. :meth:`load` re-integrates, with a warning
-    naming the file, a sample whose file cannot be read or whose bytes do not match their CRC-32 (bit rot).
+    dtype (``dtype``: the widest of its samples', so that a batch of any of them has one dtype), per sample its
+    label, event count, file size, the CRC-32 of its bytes (``checksums``) and its raw file's size and modification
+    time (``raw``, :meth:`EventSource.raw_stats`), and the SHA-256 of all that (``digest``).
+    :meth:`ensure` reuses a complete cache, rebuilds the sample files of a marked cache that are missing, truncated
+    or older than a change of their raw file, and rebuilds everything when the marker is absent, stale, unreadable
+    or not what its digest says. :meth:`load` re-integrates, with a warning naming the file, a sample whose file
+    cannot be read or whose bytes do not match their CRC-32 (bit rot). Labels are always the source's.
     """
 
     def __init__(self, source: EventSource, cache_root: Path, T: int, out_hw: tuple[int, int]):
@@ -209,23 +233,33 @@ class FrameCache:
         """Make the cache complete and return its manifest (the marker's content); see the class docstring."""
         expected = self._expected()
         n = expected["n"]
+        raw = self.source.raw_stats()
         with file_lock(self.dir.parent / f".{self.source.split}.lock"):
             marker = read_json(self.dir / MARKER)
             valid = (
                 isinstance(marker, dict)
+                and marker.get("digest") == _digest(marker)
                 and all(marker.get(k) == v for k, v in expected.items())
-                and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "checksums"))
+                and all(len(marker.get(k) or []) == n for k in ("sizes", "n_events", "labels", "checksums", "raw"))
                 and marker.get("dtype") in {t.name for t in COUNT_DTYPES.values()}
             )
             if valid:
                 on_disk = {e.name: e.stat().st_size for e in os.scandir(self.dir) if e.name.endswith(SAMPLE_SUFFIX)}
                 bad = [i for i in range(n) if on_disk.get(self.sample_path(i).name) != marker["sizes"][i]]
-                if not bad:
+                missing = set(bad)
+                changed = [i for i in range(n) if marker["raw"][i] != raw[i] and i not in missing]
+                if not bad and not changed:
                     self.manifest = marker
                     return marker
                 log.warning(
-                    "fsnn cache %s: %d of %d sample files missing or truncated; rebuilding them", self.dir, len(bad), n
+                    "fsnn cache %s: of %d samples, %d files missing or truncated, %d raw files changed since they "
+                    "were integrated; integrating those again",
+                    self.dir,
+                    n,
+                    len(bad),
+                    len(changed),
                 )
+                bad = sorted(bad + changed)
                 sizes, n_events, checksums = (list(marker[k]) for k in ("sizes", "n_events", "checksums"))
                 self._build(bad, num_workers, sizes, n_events, checksums)  # the frames, so the dtype, are the same
                 dtype = np.dtype(marker["dtype"])
@@ -245,8 +279,10 @@ class FrameCache:
                 "n_events": n_events,
                 "checksums": checksums,
                 "labels": self.source.labels.tolist(),
+                "raw": raw,
                 "dtype": dtype.name,
             }
+            manifest["digest"] = _digest(manifest)
             write_json_atomic(self.dir / MARKER, manifest)
             self.manifest = manifest
             return manifest
@@ -285,7 +321,7 @@ class FrameDataset(Dataset):
         self.dtype = np.dtype(cache.manifest["dtype"]) if self.counts else np.dtype(np.float32)
         self.indices = [int(i) for i in indices]
         self.info = info
-        labels = cache.manifest["labels"]
+        labels = cache.source.labels  # the source's, never the marker's copy
         self.targets = [int(labels[i]) for i in self.indices]
         self.keys = [cache.source.keys[i] for i in self.indices]
         self.n_events = [int(cache.manifest["n_events"][i]) for i in self.indices]

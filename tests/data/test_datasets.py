@@ -483,19 +483,53 @@ def test_bit_rot_in_a_sample_file_is_named_and_repaired(tmp_path, count_integrat
     assert len(count_integrations) == 1 and str(victim) in caplog.text and "damaged" in caplog.text
 
 
-def test_frames_that_do_not_match_their_checksum_are_rebuilt(tmp_path, count_integrations, caplog):
+def test_a_marker_edited_since_it_was_written_is_rebuilt_once(tmp_path, count_integrations, caplog):
+    """A wrong CRC-32 in the marker (or any edit) fails the marker's digest: the split is integrated again once,
+    then read without re-integrating a healthy sample at every read."""
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     reference = train[1][0]
     manifest = json.loads((marker := train.cache.dir / frame_cache.MARKER).read_text())
     assert manifest["format"] == frame_cache.CACHE_FORMAT and len(manifest["checksums"]) == len(manifest["sizes"])
-    manifest["checksums"][train.indices[1]] += 1  # as if the file's frames had changed since they were written
+    manifest["checksums"][train.indices[1]] += 1
     marker.write_text(json.dumps(manifest))
     count_integrations.clear()
-    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
     with caplog.at_level("WARNING", logger="fsnn.data.frame_cache"):
-        assert torch.equal(train[1][0], reference)
-    assert len(count_integrations) == 1 and "do not match the CRC-32" in caplog.text
+        train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+        assert len(count_integrations) == 110 and "stale" in caplog.text
+        count_integrations.clear()
+        caplog.clear()
+        assert all(torch.equal(train[1][0], reference) for _ in range(3))
+    assert count_integrations == [] and "CRC-32" not in caplog.text
+
+
+def test_labels_are_the_sources_not_the_markers(tmp_path):
+    root = _gesture_root(tmp_path)
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    manifest = json.loads((marker := train.cache.dir / frame_cache.MARKER).read_text())
+    manifest["labels"] = [(label + 1) % 11 for label in manifest["labels"]]
+    manifest["digest"] = frame_cache._digest(manifest)  # an edit that passes the digest
+    marker.write_text(json.dumps(manifest))
+    again, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    source = again.cache.source.labels
+    assert again.targets == [int(source[i]) for i in again.indices] and again.targets == train.targets
+
+
+def test_a_sample_whose_raw_file_changed_is_integrated_again(tmp_path, count_integrations):
+    """The cache is keyed on what the frames depend on: a raw file edited or extracted again (same name, new bytes
+    or time) is integrated again, alone; its frames are the new file's."""
+    root = _gesture_root(tmp_path)
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    i = next(k for k, key in enumerate(train.keys) if key.endswith("3.npy"))
+    raw = root / "DVSGesture" / train.cache.source.keys[train.indices[i]]
+    np.save(raw, np.array([[1, 2, 1, 5], [3, 4, 0, 9], [5, 6, 1, 12]], dtype=np.int64))
+    count_integrations.clear()
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    assert len(count_integrations) == 1 and int(train[i][0].sum()) == 3 == train.n_events[i]
+    os.utime(raw, ns=(raw.stat().st_atime_ns, raw.stat().st_mtime_ns + 10**9))  # touched: extracted again
+    count_integrations.clear()
+    build_dataset("dvsgesture", root, T=4, size=32)
+    assert len(count_integrations) == 1
 
 
 def test_cache_is_rebuilt_when_the_raw_files_change(tmp_path, count_integrations):
