@@ -30,6 +30,19 @@ def _axis_map(coord: np.ndarray, n_in: int, n_out: int) -> np.ndarray:
     return (coord * n_out) // n_in
 
 
+def _sensor_axis(c: np.ndarray, name: str, size: int) -> np.ndarray:
+    """Coordinates ``c`` of one axis as int64, checked to lie in ``[0, size)``."""
+    if c.size and c.dtype.kind == "f" and not np.isfinite(c).all():
+        raise ValueError(f"event coordinate {name}: {int((~np.isfinite(c)).sum())} values are not finite numbers")
+    c = c.astype(np.int64, copy=False)
+    if c.size and (c.min() < 0 or c.max() >= size):
+        raise ValueError(
+            f"event coordinate {name} must lie in [0, {size}) for this sensor; found {int(c.min())}..{int(c.max())} "
+            f"({int(((c < 0) | (c >= size)).sum())} of {c.size} events outside)"
+        )
+    return c
+
+
 def events_to_frames(
     x, y, t, p, T: int, sensor_hw: tuple[int, int], out_hw: tuple[int, int] | None = None
 ) -> np.ndarray:
@@ -37,7 +50,10 @@ def events_to_frames(
 
     Events are put in time order (stable sort on ``t`` when not already sorted) and split into ``T`` slices by
     count (:func:`frame_slices`). Channel 0 counts OFF events (``p <= 0``), channel 1 ON events (``p > 0``),
-    SpikingJelly's convention. Coordinates are clipped into the sensor ``(H, W) = sensor_hw``.
+    SpikingJelly's convention. Coordinates must lie in the sensor ``(H, W) = sensor_hw`` (``0 <= x < W``,
+    ``0 <= y < H``): an event outside it, or at a coordinate that is not a finite number, is a ``ValueError`` naming
+    the range found, since it means a damaged file or a misread format (swapped axes, a wrong bit field), which
+    clipping into an edge pixel would hide.
 
     Resizing to ``out_hw``: along an axis that shrinks, each input pixel's events are added to output cell
     ``floor(c * n_out / n_in)`` (sum pooling), so ``frames.sum() == len(t)`` exactly, at any size that does not
@@ -47,8 +63,7 @@ def events_to_frames(
     """
     H, W = int(sensor_hw[0]), int(sensor_hw[1])
     Ho, Wo = (H, W) if out_hw is None else (int(out_hw[0]), int(out_hw[1]))
-    x = np.asarray(x).astype(np.int64, copy=False)
-    y = np.asarray(y).astype(np.int64, copy=False)
+    x, y = (_sensor_axis(np.asarray(c), name, size) for c, name, size in ((x, "x", W), (y, "y", H)))
     t = np.asarray(t)
     p = np.asarray(p)
     n = len(t)
@@ -57,8 +72,6 @@ def events_to_frames(
     if n > 1 and np.any(t[1:] < t[:-1]):
         order = np.argsort(t, kind="stable")
         x, y, p = x[order], y[order], p[order]
-    x = np.clip(x, 0, W - 1)
-    y = np.clip(y, 0, H - 1)
     # grid the events are counted on: the output size along shrinking axes, the sensor size along growing ones
     Hg, Wg = min(H, Ho), min(W, Wo)
     if Hg != H:

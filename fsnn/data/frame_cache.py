@@ -190,6 +190,7 @@ class FrameCache:
         A raw file the upstream loader cannot parse raises :class:`DatasetMissingError` naming it."""
         try:
             x, y, t, p = self.source.read(i)
+            frames = compact_counts(events_to_frames(x, y, t, p, self.T, self.source.sensor_hw, self.out_hw))
         except Exception as err:  # noqa: BLE001 - a damaged raw file is damaged data, reported as such
             src = self.source
             where = Path(src.location) / src.keys[i] if src.location else src.keys[i]
@@ -199,7 +200,6 @@ class FrameCache:
                 dataset=src.dataset,
                 directory=src.location or "",
             ) from err
-        frames = compact_counts(events_to_frames(x, y, t, p, self.T, self.source.sensor_hw, self.out_hw))
         data = np.ascontiguousarray(frames).tobytes()
         # not synced: ensure() checks every sample's size against the (synced) manifest and rebuilds the damaged
         write_atomic(self.sample_path(i), lambda f: f.write(data), sync=False)

@@ -281,8 +281,21 @@ def test_events_to_frames_polarity_order_and_resizing():
     np.testing.assert_array_equal(small, native.reshape(4, 2, 90, 2, 120, 2).sum(axis=(3, 5)))
     up = events_to_frames(*ev, 4, (180, 240), (360, 480))
     np.testing.assert_array_equal(up, native.repeat(2, axis=2).repeat(2, axis=3))  # nearest zoom
-    clipped = events_to_frames(np.array([-3, 50]), np.array([0, 99]), np.array([0, 1]), np.array([0, 1]), 1, (8, 8))
-    assert clipped[0, 0, 0, 0] == 1 and clipped[0, 1, 7, 7] == 1
+    two = np.array([0, 1])
+    with pytest.raises(ValueError, match=r"x must lie in \[0, 8\) for this sensor; found -3\.\.50 \(2 of 2"):
+        events_to_frames(np.array([-3, 50]), np.array([0, 7]), two, two, 1, (8, 8))  # never clipped to an edge
+    with pytest.raises(ValueError, match=r"y must lie in \[0, 4\).*found 0\.\.4 \(1 of 2"):
+        events_to_frames(two, np.array([0, 4]), two, two, 1, (4, 8))  # H = 4: a swapped axis shows
+    with pytest.raises(ValueError, match="coordinate x: 1 values are not finite"):
+        events_to_frames(np.array([1.0, np.nan]), two, two, two, 1, (8, 8))
+
+
+def test_an_event_outside_the_sensor_names_its_raw_file(tmp_path):
+    root = _gesture_root(tmp_path)
+    victim = root / "DVSGesture" / "ibmGestureTrain" / "user03_led" / "5.npy"
+    np.save(victim, np.array([[1, 2, 1, 5], [300, 4, 0, 9]], dtype=np.int64))  # x = 300 on a 128 x 128 sensor
+    with pytest.raises(DatasetMissingError, match=r"user03_led/5\.npy could not be read \(ValueError: event coord"):
+        build_dataset("dvsgesture", root, T=2, size=16)
 
 
 # -- splits ----------------------------------------------------------------------------------------
