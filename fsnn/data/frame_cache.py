@@ -23,7 +23,6 @@ import json
 import logging
 import math
 import os
-import shutil
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -184,6 +183,15 @@ class FrameCache:
             "n": len(self.source),
         }
 
+    def _clear(self) -> None:
+        """Remove what this cache writes in its folder (sample files, the marker, their unfinished temporaries) and
+        nothing else: a folder that is a link (the cache on another disk) stays a link, and a file the cache did not
+        write stays where it is."""
+        for entry in os.scandir(self.dir):
+            name = entry.name.split(".tmp-")[0].lstrip(".")
+            if entry.is_file(follow_symlinks=False) and (name.endswith(SAMPLE_SUFFIX) or name == MARKER):
+                os.unlink(entry.path)
+
     def write_sample(self, i: int) -> tuple[int, int, np.ndarray]:
         """Integrate sample ``i`` from the source and write its file atomically -> ``(bytes, n_events, frames)``
         (integration is deterministic: the frames, and so their checksum, are the same at every rebuild).
@@ -266,8 +274,8 @@ class FrameCache:
             else:
                 if self.dir.exists():
                     log.warning("fsnn cache %s is incomplete or stale (no valid %s); rebuilding it", self.dir, MARKER)
-                    shutil.rmtree(self.dir)
-                self.dir.mkdir(parents=True)
+                    self._clear()
+                self.dir.mkdir(parents=True, exist_ok=True)
                 log.info(
                     "fsnn: integrating %d %s/%s samples into %s", n, self.source.dataset, self.source.split, self.dir
                 )

@@ -516,6 +516,24 @@ def test_a_marker_edited_since_it_was_written_is_rebuilt_once(tmp_path, count_in
     assert count_integrations == [] and "CRC-32" not in caplog.text
 
 
+def test_a_stale_cache_folder_that_is_a_link_is_rebuilt_through_it(tmp_path, count_integrations):
+    """A split's cache folder linked to another disk stays a link when it is rebuilt, and a file the cache did not
+    write there is kept."""
+    root = _gesture_root(tmp_path / "data")
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    elsewhere = tmp_path / "scratch" / "train"
+    shutil.copytree(train.cache.dir, elsewhere)
+    shutil.rmtree(train.cache.dir)
+    train.cache.dir.symlink_to(elsewhere, target_is_directory=True)
+    (elsewhere / frame_cache.MARKER).unlink()  # stale
+    (elsewhere / "notes.txt").write_text("mine")
+    count_integrations.clear()
+    train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
+    assert len(count_integrations) == 110 and train.cache.dir.is_symlink()
+    assert (elsewhere / frame_cache.MARKER).is_file() and (elsewhere / "notes.txt").read_text() == "mine"
+    assert int(train[0][0].sum()) == train.n_events[0]
+
+
 def test_labels_are_the_sources_not_the_markers(tmp_path):
     root = _gesture_root(tmp_path)
     train, _, _ = build_dataset("dvsgesture", root, T=4, size=32)
