@@ -93,6 +93,12 @@ def registries() -> dict:
 T2 = "table2_node_classification"
 
 
+def wall_time(run: str) -> float:
+    """A hand-made run's wall time, fixed by its name: two runs never take the same time, copies of one do (what
+    tells a copied run folder from another run, :func:`fsnn.report.collect.content_key`)."""
+    return 10.0 + zlib.crc32(run.encode(errors="surrogateescape")) % 10_000
+
+
 def run_record(task, run, dataset, backbone, neuron, seed, acc, recipe="matched", status="complete", epochs=100):
     """A ``metrics.json`` record as a run writes it, with what the reports read and absolute paths of another
     machine (the reports must not show them)."""
@@ -111,7 +117,7 @@ def run_record(task, run, dataset, backbone, neuron, seed, acc, recipe="matched"
             "+extra=/mnt/scratch/cache",
         ],
         "device": "cpu (x86_64, 1 threads)",
-        "wall_time_s": 10.0 + zlib.crc32(run.encode(errors="surrogateescape")) % 10_000,  # each run its own time, copies the same
+        "wall_time_s": wall_time(run),
         "versions": {"fsnn_commit": "0123456789abcdef0123"},
         "config": {
             "dataset": {"name": dataset},
@@ -218,7 +224,7 @@ def table_record(task, run, dataset, backbone, neuron, seed, acc, status="comple
                 f"test_{metric}_last": acc,
                 f"val_{metric}_best": acc,
                 "test_metrics": {f"test/{metric}": acc},
-                "wall_time_s": 10.0 + zlib.crc32(run.encode(errors="surrogateescape")) % 10_000,  # each run its own time, copies the same
+                "wall_time_s": wall_time(run),
             }
         )
     elif status == "failed":

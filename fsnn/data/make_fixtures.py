@@ -22,6 +22,7 @@ includes ImageNet's 1.33 million JPEGs and HarDVS's 107,646 recordings::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def _scale(text: str) -> float:
 
 def main(argv=None) -> int:
     """The ``fsnn-fixtures`` command: write the fakes and list them; returns the exit status (0; a bad command line
-    exits with 2 before anything is written).
+    exits with 2 before anything is written, a folder that cannot be written returns 2 with one line naming the
+    file).
 
     Args:
         argv: the command line after the program name (default ``None``: ``sys.argv[1:]``).
@@ -70,13 +72,21 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.scale is not None and args.only and (unscaled := [n for n in args.only if n not in SCALED_NAMES]):
         parser.error(f"argument --scale: no scaled fake of {', '.join(unscaled)}; available: {', '.join(SCALED_NAMES)}")
+    if args.out_dir.exists() and not args.out_dir.is_dir():
+        parser.error(f"argument DIR: expected a folder to write into, got {str(args.out_dir)!r} (a file)")
     start = time.perf_counter()
-    if args.scale is None:
-        written = write_fixtures(args.out_dir, args.only)
-    else:
-        names = args.only or SCALED_NAMES
-        files = sum(len(scaled_plan(name, args.scale)) for name in names)
-        written = write_scaled_fixtures(args.out_dir, args.scale, names, progress=files >= 1000)
+    try:
+        if args.scale is None:
+            written = write_fixtures(args.out_dir, args.only)
+        else:
+            names = args.only or SCALED_NAMES
+            files = sum(len(scaled_plan(name, args.scale)) for name in names)
+            written = write_scaled_fixtures(args.out_dir, args.scale, names, progress=files >= 1000)
+    except OSError as err:  # a read-only folder, a full disk: one line naming the file, not a traceback
+        print(
+            f"fsnn-fixtures: error: cannot write {err.filename or args.out_dir}: {err.strerror or err}", file=sys.stderr
+        )
+        return 2
     for name, path in written.items():
         print(f"{name:12s} {path}")
     if args.scale is None:

@@ -240,10 +240,18 @@ def check_logger_folders(logger: dict | None) -> None:
             )
 
 
+RUN_REQUIRED = ("dataset", "backbone", "neuron", "trainer", "paths")  # what a saved run config cannot be without
+
+
 def check_run_config(run_cfg: DictConfig, source: Path) -> None:
     """Check the config a run folder holds (``source``) before anything is built from it: the same schemas as a
     command line, above all the allow-list of ``_target_``. Paths and hardware belong to this machine and are not
-    checked."""
+    checked. A config without the groups every run is composed of (:data:`RUN_REQUIRED`) is not a run's."""
+    if missing := [key for key in RUN_REQUIRED if key not in run_cfg]:
+        raise ConfigError(
+            f"{source}: holds no config of a train.py run (missing {', '.join(missing)}; expected the mapping of the "
+            "run's settings that train.py saved)"
+        )
     try:
         _validate_groups(_values(run_cfg, skip=("paths",)))
     except ConfigError as error:

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 import lightning as L
+import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import write_json_atomic
@@ -26,6 +27,8 @@ from fsnn.suite.tasks import build_task, task_kind
 from fsnn.suite.training import quiet_libraries, reuse_freed_memory
 
 log = logging.getLogger("fsnn")
+
+UNFINISHED = ("running", "interrupted", "failed")  # record statuses of a run that has no result to evaluate
 
 
 class EvalSchema(Schema):
@@ -52,11 +55,21 @@ def check_eval_config(cfg: DictConfig) -> None:
 
 def run_status(run_dir: Path, allow_unfinished: bool = False) -> str:
     """The status of the run in ``run_dir`` (its ``metrics.json``'s, ``running`` while a process holds its lock,
-    ``unknown`` without a record). :class:`RunLockedError` naming the holder when a process is training it, unless
-    ``allow_unfinished``: a study of a run in training would measure a checkpoint that is not its result."""
+    ``unknown`` without a record). :class:`RunLockedError` naming the holder when a process is training it, and
+    :class:`ConfigError` when its record says it never finished (``running`` with no process left: it was killed;
+    ``interrupted``, ``failed``), unless ``allow_unfinished``: a study of such a run would measure a checkpoint that
+    is not its result."""
     holder = lock_holder(run_dir)
     if holder is None:
-        return (read_run_record(run_dir) or {}).get("status", "unknown")
+        status = (read_run_record(run_dir) or {}).get("status", "unknown")
+        if status in UNFINISHED and not allow_unfinished:
+            why = "no process is training it: it was killed before it finished" if status == "running" else status
+            raise ConfigError(
+                f"run_dir: the run in {run_dir} did not finish (its metrics.json says {status!r}; {why}). Rerun its "
+                "train.py command to resume it, or allow_unfinished=true evaluates its checkpoint now (recorded as "
+                "unfinished in the output)"
+            )
+        return status
     if not allow_unfinished:
         raise RunLockedError(
             f"run folder {run_dir} is in use by {describe_holder(holder)}: its run is still training; "
@@ -75,7 +88,13 @@ def open_run(run_dir: Path | str, data_dir: str | None = None) -> tuple[DictConf
         raise ConfigError(
             f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), got {str(run_dir)!r}"
         )
-    run_cfg = OmegaConf.load(saved)
+    try:
+        run_cfg = OmegaConf.load(saved)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        reason = " ".join(str(error).split())
+        raise ConfigError(f"run_dir: {saved} could not be read as YAML ({type(error).__name__}: {reason})") from None
+    if not isinstance(run_cfg, DictConfig):
+        raise ConfigError(f"run_dir: {saved}: holds no config of a train.py run (expected a mapping, got a list)")
     check_run_config(run_cfg, saved)
     if data_dir is not None:
         run_cfg.paths.data_dir = str(data_dir)

@@ -3,6 +3,7 @@ missing-data errors, and the simulated digits_dvs dataset."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
@@ -146,6 +147,25 @@ def test_make_fixtures_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "DVSGesture" / "ibmGestureTrain").rglob("*.npy"))) == 110
     assert (tmp_path / "cifar-100-python" / "meta").is_file() and not (tmp_path / "NMNIST").exists()
+
+
+def test_make_fixtures_on_a_file_or_an_unwritable_folder_is_one_line(tmp_path, monkeypatch, capsys):
+    from fsnn.data import make_fixtures
+
+    (afile := tmp_path / "afile").write_text("mine")
+    with pytest.raises(SystemExit) as exit_:
+        make_fixtures.main([str(afile), "--only", "nmnist"])
+    assert exit_.value.code == 2 and afile.read_text() == "mine"
+    assert f"argument DIR: expected a folder to write into, got '{afile}' (a file)" in capsys.readouterr().err
+    target = tmp_path / "ro" / "NMNIST" / "Train"
+
+    def read_only(root, names):  # root passes every permission check: the OS's answer on a read-only mount
+        raise OSError(errno.EROFS, "Read-only file system", str(target))
+
+    monkeypatch.setattr(make_fixtures, "write_fixtures", read_only)
+    assert make_fixtures.main([str(tmp_path / "ro"), "--only", "nmnist"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"fsnn-fixtures: error: cannot write {target}: Read-only file system\n"
 
 
 # -- every dataset through its real loader -------------------------------------------------------------

@@ -111,6 +111,35 @@ def _fake_run_folder(root: Path, compose_cfg) -> Path:
     return run
 
 
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        ("model: [unclosed", "could not be read as YAML (ParserError"),
+        ("- just\n- a list\n", "holds no config"),
+        ("", "holds no config"),
+    ],
+)
+def test_evaluate_on_a_damaged_saved_config_is_one_line_naming_it(tmp_path, compose_cfg, damage, says):
+    run = _fake_run_folder(tmp_path, compose_cfg)
+    (saved := run / ".hydra" / "config.yaml").write_text(damage)
+    proc = run_app("evaluate.py", f"run_dir={run}", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+    assert proc.stderr.startswith("fsnn: error: ") and f"{saved}" in proc.stderr and says in proc.stderr
+
+
+@pytest.mark.parametrize("status", ["running", "interrupted", "failed"])
+def test_evaluate_refuses_a_run_that_never_finished(tmp_path, compose_cfg, status):
+    """A record saying "running" with no process holding the folder is a killed run: its checkpoint is not its
+    result, as for a run that was interrupted or failed."""
+    run = _fake_run_folder(tmp_path, compose_cfg)
+    (run / "metrics.json").write_text(json.dumps({"status": status}))
+    proc = run_app("evaluate.py", f"run_dir={run}", "study=energy", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+    assert proc.stderr.startswith(f"fsnn: error: run_dir: the run in {run} did not finish (its metrics.json says")
+    assert ("it was killed before it finished" in proc.stderr) == (status == "running")
+    assert "allow_unfinished=true" in proc.stderr and not (run / "eval").exists()
+
+
 @pytest.mark.parametrize("study", ["none", "energy"])
 def test_evaluate_refuses_a_run_folder_in_training_naming_its_holder(tmp_path, compose_cfg, study):
     run = _fake_run_folder(tmp_path, compose_cfg)
