@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 import torch
+from scipy.sparse.csgraph import connected_components
 
 from fsnn.checks import as_generator, check_int, check_ratio, round_count
 from fsnn.data.cache import cached_tensor
@@ -47,7 +48,7 @@ __all__ = [
     "standardize",
 ]
 
-CACHE_VERSION = 1  # bump when an algorithm below changes its output: old cache files are then ignored
+CACHE_VERSION = 2  # bump when an algorithm below changes its output: old cache files are then ignored
 
 # Graphs up to this many nodes use a dense eigendecomposition for LapPE (ARPACK needs k < N; a 256 x 256 matrix
 # is 0.5 MB). Everything larger goes through scipy.sparse.linalg.eigsh.
@@ -208,42 +209,70 @@ def _fix_signs(vecs: np.ndarray) -> np.ndarray:
     return vecs * signs
 
 
+def _component_spectrum(s: sp.csr_matrix, dim: int, seed: int, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Up to ``dim`` eigenpairs of ``L = I - s``, ``s`` the normalised adjacency of one connected component, in
+    ascending eigenvalue after the first (its vector is constant up to ``D^1/2``: eigenvalue 0, or 1 for an isolated
+    node, whose ``L`` is ``[1]``)."""
+    m = s.shape[0]
+    if m == 1:
+        return np.zeros(0), np.zeros((1, 0))
+    if m <= DENSE_EIG_MAX_NODES:
+        lam, vec = np.linalg.eigh(np.eye(m) - s.toarray())
+    else:
+        from scipy.sparse.linalg import eigsh
+
+        k = min(dim + 1, m - 1)  # ARPACK needs k < m
+        v0 = np.random.default_rng(seed).standard_normal(m)
+        mu, vec = eigsh(s, k=k, which="LA", v0=v0, tol=tol, ncv=min(m, max(2 * k + 1, k + 32)))
+        order = np.argsort(-mu, kind="stable")
+        lam, vec = 1.0 - mu[order], vec[:, order]
+    return lam[1 : dim + 1], vec[:, 1 : dim + 1]  # a connected component's zero eigenvalue is simple
+
+
 def laplacian_pe(
     edge_index, num_nodes: int, dim: int = 32, *, seed: int = 0, tol: float = 1e-8, return_eigenvalues: bool = False
 ):
-    """Laplacian positional encoding: eigenvectors 2..dim+1 (ascending eigenvalue) of the symmetric normalised
-    Laplacian ``L = I - D^-1/2 A D^-1/2`` of the simple undirected graph, as ``[N, dim]`` float32.
+    """Laplacian positional encoding: the eigenvectors of the ``dim`` smallest eigenvalues of the symmetric
+    normalised Laplacian ``L = I - D^-1/2 A D^-1/2`` of the simple undirected graph left after each connected
+    component's first (eigenvectors 2..dim+1 of a connected graph), as ``[N, dim]`` float32, in ascending eigenvalue.
 
-    Sparse: ``scipy.sparse.linalg.eigsh`` for the ``dim + 1`` algebraically largest eigenpairs of
-    ``D^-1/2 A D^-1/2`` (= smallest of ``L``) with a seeded start vector; graphs with at most
-    ``DENSE_EIG_MAX_NODES`` nodes use a dense ``eigh`` instead (ARPACK needs ``k < N``). Columns beyond the
-    ``N - 1`` available eigenvectors are zero. Signs are fixed (largest-magnitude entry positive); a model may
-    flip them randomly during training, as in the LSPE recipe. Within a repeated eigenvalue the basis is
+    ``L`` is block diagonal over the connected components, so each component is decomposed on its own and the
+    pairs merged (equal eigenvalues, to 9 decimals, in the order of the components' first nodes): every column is
+    exactly zero outside one component. A component's first eigenvector (constant up to ``D^1/2``: eigenvalue 0, or
+    1 for an isolated node) is left out: it only says which component a node is in, and over several components the
+    zero eigenvalue is repeated, so the basis a whole-graph eigensolver returns for it comes from its rounding
+    errors, which differ with the BLAS kernels of the CPU. Components with at most ``DENSE_EIG_MAX_NODES`` nodes use
+    a dense ``eigh``, larger ones ``scipy.sparse.linalg.eigsh`` for the ``dim + 1`` algebraically largest eigenpairs
+    of their ``D^-1/2 A D^-1/2`` with a start vector seeded by ``seed`` (ARPACK needs ``k < N``). Columns beyond the
+    available eigenvectors are zero. Signs are fixed (largest-magnitude entry positive); a model may flip them
+    randomly during training, as in the LSPE recipe. Within an eigenvalue repeated inside one component the basis is
     arbitrary (only the spanned subspace is defined). ``return_eigenvalues=True`` also returns the ``[dim]``
     eigenvalues of ``L`` (NaN for padded columns).
     """
     dim = check_int("dim", dim, minimum=0)
     n = int(num_nodes)
     s = normalized_adjacency(edge_index, n, self_loops=False)
-    k = min(dim + 1, n)
-    if k == 0:
-        vals, vecs = np.zeros(0), np.zeros((n, 0))
-    elif n <= DENSE_EIG_MAX_NODES:
-        lam, vec = np.linalg.eigh(np.eye(n) - s.toarray())
-        vals, vecs = lam[:k], vec[:, :k]
-    else:
-        from scipy.sparse.linalg import eigsh
-
-        v0 = np.random.default_rng(seed).standard_normal(n)
-        mu, vec = eigsh(s, k=k, which="LA", v0=v0, tol=tol, ncv=min(n, max(2 * k + 1, k + 32)))
-        order = np.argsort(-mu, kind="stable")
-        vals, vecs = 1.0 - mu[order], vec[:, order]
+    count, labels = connected_components(s, directed=False)  # labelled in the order of their first nodes
+    nodes = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=count))])
+    s = s[nodes][:, nodes]  # components as consecutive blocks
+    vals, cols, owners = [], [], []
+    for c in range(count if dim else 0):
+        a, b = bounds[c], bounds[c + 1]
+        lam, vec = _component_spectrum(s[a:b, a:b], dim, seed, tol)
+        vals.append(lam)
+        cols.extend((nodes[a:b], vec[:, j]) for j in range(len(lam)))
+        owners.append(np.full(len(lam), c))
     pe = np.zeros((n, dim), dtype=np.float32)
     lam_out = np.full(dim, np.nan)
-    used = max(k - 1, 0)
-    if used:
-        pe[:, :used] = _fix_signs(vecs[:, 1:k])
-        lam_out[:used] = vals[1:k]
+    if vals:
+        vals, owners = np.concatenate(vals), np.concatenate(owners)
+        # ties (isomorphic components) by component, whatever the last bits of their eigenvalues
+        chosen = np.lexsort((np.arange(len(vals)), owners, np.round(vals, 9)))[:dim]
+        for j, i in enumerate(chosen):
+            at, vec = cols[i]
+            pe[at, j] = _fix_signs(vec[:, None])[:, 0]
+        lam_out[: len(chosen)] = vals[chosen]
     pe = torch.from_numpy(pe)
     return (pe, torch.from_numpy(lam_out)) if return_eigenvalues else pe
 

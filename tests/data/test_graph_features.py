@@ -117,6 +117,43 @@ def test_laplacian_pe_small_graph_is_padded():
     assert F.laplacian_pe(torch.zeros(2, 0, dtype=torch.long), 1, dim=4).abs().sum() == 0
 
 
+def test_laplacian_pe_of_a_disconnected_graph_is_made_of_its_components_eigenvectors():
+    """Components of 300 (eigsh) and 40 nodes (dense eigh), two 10-node paths (equal spectra) and two isolated
+    nodes, in shuffled node order: the columns are eigenvectors of the smallest eigenvalues left after each
+    component's constant one, each zero outside its component, equal eigenvalues in the order of the components'
+    first nodes."""
+    path = torch.stack([torch.arange(9), torch.arange(1, 10)])
+    path = torch.cat([path, path.flip(0)], 1)
+    parts = [(_random_graph(300, 4.0, seed=3), 300), (_random_graph(40, 3.0, seed=4), 40), (path, 10), (path, 10)]
+    n, dim = 300 + 40 + 10 + 10 + 2, 40
+    order = torch.from_numpy(np.random.default_rng(0).permutation(n))
+    owner = torch.full((n,), len(parts))  # the isolated nodes: the last two
+    edges, start = [], 0
+    for c, (ei, size) in enumerate(parts):
+        edges.append(order[ei + start])
+        owner[order[start : start + size]] = c
+        start += size
+    ei = torch.cat(edges, 1)
+    lap = _dense_laplacian(ei, n)
+    expected = []  # each component's eigenvalues after its first (the constant vector's)
+    for c in range(len(parts)):
+        members = np.flatnonzero(owner.numpy() == c)
+        expected.extend(np.linalg.eigvalsh(lap[np.ix_(members, members)])[1:])
+    pe, vals = F.laplacian_pe(ei, n, dim=dim, return_eigenvalues=True)
+    np.testing.assert_allclose(vals.numpy(), np.sort(expected)[:dim], atol=1e-7)
+    homes = []
+    for j in range(dim):
+        home = owner[pe[:, j] != 0].unique()
+        assert len(home) == 1, j  # zero outside one component
+        homes.append(int(home[0]))
+        v = pe[:, j].double().numpy()
+        np.testing.assert_allclose(lap @ v, vals[j].item() * v, atol=1e-5)
+    assert torch.all(pe[owner == len(parts)] == 0)
+    ties = [(homes[j], homes[j + 1]) for j in range(dim - 1) if vals[j + 1] - vals[j] < 1e-9]
+    first = 2 if order[300 + 40 : 350].min() < order[350:360].min() else 3
+    assert len(ties) == 2 and set(ties) == {(first, 5 - first)}  # the paths' two smallest, in that order
+
+
 def _dense_rwpe(ei, n, steps):
     a = _dense_adj(ei, n)
     d = a.sum(1)
