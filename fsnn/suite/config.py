@@ -15,10 +15,12 @@ takes is refused by name with the closest valid ones.
 
 from __future__ import annotations
 
+import functools
 import math
 import tempfile
 from pathlib import Path
 
+import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from pydantic import BaseModel, ValidationError
@@ -30,7 +32,7 @@ from fsnn.checks import (
     foreign_option,
     option_check,
 )
-from fsnn.configs import register_resolvers
+from fsnn.configs import config_root, register_resolvers
 from fsnn.data.registry import DATASETS
 from fsnn.models.registry import BACKBONES
 from fsnn.neurons.registry import NEURONS
@@ -164,8 +166,39 @@ def _values(cfg: DictConfig, skip: tuple[str, ...] = ()) -> dict:
     return {key: _container(cfg, key) for key in cfg if key not in ("hydra", *skip)}
 
 
+@functools.cache
+def run_keys() -> frozenset[str]:
+    """The top-level keys a run's config may hold: :class:`RunSchema`'s, the config groups (``conf/<group>/``), and
+    the keys set by ``conf/config.yaml`` and by every file of the global package (an experiment's
+    ``alpha_per_dataset``, a recipe switch's options). A key outside it was added by hand (``+alpha=0.3`` for
+    ``neuron.alpha=0.3``) and would be ignored, yet name the run's folder."""
+    root = config_root()
+    keys = set(RunSchema.model_fields) | {p.name for p in root.iterdir() if p.is_dir()}
+    for path in root.rglob("*.yaml"):
+        text = path.read_text()
+        if path == root / "config.yaml" or "@package _global_" in text:
+            keys |= set(yaml.safe_load(text) or {}) - {"defaults", "hydra"}
+    return frozenset(keys)
+
+
+def check_run_keys(values: dict) -> None:
+    """Refuse a top-level key of a run's config that is not in :func:`run_keys`, naming the group option it may have
+    meant (``alpha`` -> ``neuron.alpha``)."""
+    for key in values:
+        if key in run_keys():
+            continue
+        meant = [f"{group}.{key}" for group, options in values.items() if isinstance(options, dict) and key in options]
+        hint = f"; did you mean {' or '.join(meant)}?" if meant else did_you_mean(key, sorted(run_keys()))
+        raise ConfigError(
+            f"{key}: expected a key of the run's config (a config group or one of {', '.join(RunSchema.model_fields)})"
+            f", got {key!r}{hint}"
+        )
+
+
 def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
     check_targets(values)
+    if schema is RunSchema:
+        check_run_keys(values)
     _validate(schema, values, "")
     task = values.get("task")
     if task is not None and task not in TASKS:

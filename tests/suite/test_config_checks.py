@@ -99,6 +99,29 @@ def test_every_bad_value_is_one_line_naming_its_key(compose_cfg, tmp_path, overr
     assert got in (value, repr(value)) or (value, got) in (("null", "None"), ("true", "True")), message
 
 
+@pytest.mark.parametrize(
+    "override, says",
+    [
+        ("+alpha=0.3", "alpha: expected a key of the run's config (a config group or one of seed, task_name,"),
+        ("+alpha=0.3", "got 'alpha'; did you mean neuron.alpha?"),
+        ("+sed=3", "got 'sed'; did you mean 'seed'?"),
+        ("+foo=1", "got 'foo'"),
+    ],
+)
+def test_a_top_level_key_no_config_sets_is_refused(compose_cfg, tmp_path, override, says):
+    """A key added by hand at the top of the config would be ignored, yet name the run's folder."""
+    message = _config_error(compose_cfg(override, f"paths.results_dir={tmp_path}"))
+    assert says in message and "\n" not in message, message
+
+
+def test_every_experiments_top_level_keys_are_known(compose_cfg, tmp_path):
+    from fsnn.suite.config import run_keys
+
+    for experiment in sorted(p.stem for p in (ROOT / "conf" / "experiment").glob("*.yaml")):
+        cfg = compose_cfg(f"experiment={experiment}", f"paths.results_dir={tmp_path}")
+        assert set(cfg) - {"hydra"} <= run_keys(), experiment
+
+
 def test_good_values_pass(compose_cfg, tmp_path):
     for overrides in (
         [],
