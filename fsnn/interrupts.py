@@ -1,5 +1,5 @@
 """How every fsnn command stops on a signal that ends a process (a scheduler's SIGTERM, Ctrl-C's SIGINT, a closed
-terminal's SIGHUP): at once, with one line saying what it wrote and what it did not, and exit status 128 + the
+terminal's SIGHUP, a scheduler's warning SIGUSR1 or SIGUSR2 that nothing else handles): at once, with one line saying what it wrote and what it did not, and exit status 128 + the
 signal's number (143, 130, 129), as a shell reports a process the signal killed, so that a scheduler never sees a
 stopped command as a success. Files are written whole or not at all (:func:`fsnn.atomic.write_atomic`), so what a
 command had not finished is what it had been before.
@@ -16,6 +16,10 @@ from pathlib import Path
 
 #: the signals that stop a command: it says what it wrote and exits with 128 + the signal's number
 INTERRUPTING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: signals a scheduler sends ahead of a time limit (SLURM's ``--signal``: every process of the job gets it), whose
+#: default action ends a process without a word: they stop a command as :data:`INTERRUPTING` do, unless another
+#: handler is already set (submitit's SIGUSR2 handler checkpoints and requeues the job, and stays)
+UNLESS_HANDLED = tuple(getattr(signal, name) for name in ("SIGUSR1", "SIGUSR2") if hasattr(signal, name))
 
 
 class Interrupted(BaseException):
@@ -29,15 +33,16 @@ class Interrupted(BaseException):
 
 @contextlib.contextmanager
 def interruptible():
-    """The signals of :data:`INTERRUPTING` raise :class:`Interrupted` in the block (once: a second signal while the
-    command stops is ignored); a signal the process ignores (``nohup`` ignores SIGHUP, a shell's background job
+    """The signals of :data:`INTERRUPTING`, and those of :data:`UNLESS_HANDLED` that no handler takes yet, raise
+    :class:`Interrupted` in the block (once: a second signal while the command stops is ignored); a signal the
+    process ignores (``nohup`` ignores SIGHUP, a shell's background job
     SIGINT) stays ignored. Lightning's own SIGTERM handler, set while it fits or tests, calls this one after its own
     (which stops DDP's other processes). In a thread other than the main one, signals cannot be handled: the block
     runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.getsignal(signum) for signum in INTERRUPTING}
+    previous = {signum: signal.getsignal(signum) for signum in (*INTERRUPTING, *UNLESS_HANDLED)}
     stopping = []
 
     def interrupt(signum, frame):
@@ -46,13 +51,21 @@ def interruptible():
             raise Interrupted(signum)
 
     for signum, handler in previous.items():
-        if handler is not signal.SIG_IGN:
+        if handler is not signal.SIG_IGN and (signum in INTERRUPTING or handler is signal.SIG_DFL):
             signal.signal(signum, interrupt)
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def leave_to_the_main_process(worker_id: int = 0) -> None:
+    """A data loader worker's ``worker_init_fn``: the signals of :data:`UNLESS_HANDLED`, which a scheduler sends to
+    every process of a job, are the main process's to handle (it stops the run, or submitit requeues it); by their
+    default action the worker would die first and the run fail with it."""
+    for signum in UNLESS_HANDLED:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _files(folders: Iterable[Path]) -> dict[Path, int]:

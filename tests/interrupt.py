@@ -4,9 +4,10 @@ would: ``python tests/interrupt.py <when> <train.py overrides...>``.
 
 ``when``: SIGKILL at ``mid-epoch`` (the second epoch's second training batch), ``between-epochs`` (just after the
 first epoch's ``last.ckpt`` is written), ``while-writing`` (halfway through writing the second epoch's
-``last.ckpt``) or ``before-test`` (training done, before the test phase); ``sigterm`` / ``sigint`` (the signal,
-just after the first epoch's ``last.ckpt`` is written); ``disk-full:<file name>`` (the disk fills up while that file,
-e.g. ``last.ckpt`` or ``metrics.json``, is written the second time: the write fails with ENOSPC).
+``last.ckpt``) or ``before-test`` (training done, before the test phase); ``sigterm`` / ``sigint`` / ``sigusr1`` /
+``sigusr2`` (the signal, just after the first epoch's ``last.ckpt`` is written); ``disk-full:<file name>`` (the disk
+fills up while that file, e.g. ``last.ckpt`` or ``metrics.json``, is written the second time: the write fails with
+ENOSPC).
 
 The other commands, sent a signal (``SIGTERM``, ``SIGINT``, ``SIGHUP``) in the middle of their work:
 ``evaluate:<signal> <evaluate.py overrides...>`` (as its first test pass starts, or the energy study's
@@ -111,7 +112,7 @@ def main(when: str) -> None:
             return step(self, batch, batch_idx)
 
         ClassifierModule.training_step = training_step
-    elif when in ("between-epochs", "sigterm", "sigint"):
+    elif when in ("between-epochs", "sigterm", "sigint", "sigusr1", "sigusr2"):
         save = checkpoint.save_checkpoint
         stop = die if when == "between-epochs" else lambda: os.kill(os.getpid(), getattr(signal, when.upper()))
 

@@ -17,6 +17,8 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, Sampler, TensorDataset
 
+from fsnn.interrupts import leave_to_the_main_process
+
 
 class ShardSampler(Sampler[int]):
     """Indices ``rank, rank + world, ...`` of ``n`` samples: each sample on exactly one of ``world`` ranks, in order
@@ -96,6 +98,7 @@ class SplitDataModule(L.LightningDataModule):
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
             pin_memory=torch.cuda.is_available(),
+            worker_init_fn=leave_to_the_main_process,
         )
 
     def train_dataloader(self):

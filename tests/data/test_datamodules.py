@@ -3,6 +3,8 @@ evaluated on exactly one rank, and frame datasets travel as integer counts in on
 
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import torch
 from torch.utils.data import TensorDataset
@@ -62,3 +64,16 @@ def test_a_split_serves_its_counts_in_the_widest_dtype_of_its_samples(tmp_path):
     assert cache.manifest["dtype"] == "uint16" and [data[i][0].dtype for i in range(2)] == [torch.uint16] * 2
     batch = next(iter(SplitDataModule(lambda: (data,) * 3, batch_size=2).test_dataloader()))[0]
     assert batch[:, 0, 1, 0, 0].tolist() == [10, 300]
+
+
+def test_data_loader_workers_leave_the_schedulers_signals_to_the_main_process():
+    class Handlers(torch.utils.data.Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return torch.tensor([signal.getsignal(s) is signal.SIG_IGN for s in (signal.SIGUSR1, signal.SIGUSR2)])
+
+    module = SplitDataModule(lambda: (Handlers(), Handlers(), Handlers()), batch_size=2, num_workers=1)
+    (batch,) = list(module.train_dataloader())
+    assert batch.all() and signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL  # the main process's own stays

@@ -170,8 +170,31 @@ def test_a_moved_run_folder_completes_from_its_own_checkpoints(tmp_path, data_ro
         assert str(tmp_path) not in repr(load_checkpoint(run / "checkpoints" / name)["callbacks"])
 
 
+def test_a_schedulers_warning_signal_stops_a_command_unless_another_handler_takes_it():
+    """SIGUSR1 and SIGUSR2 (SLURM's ``--signal``) would end the process without a word: they interrupt as SIGTERM
+    does, except where a handler is already set (submitit's, which checkpoints and requeues), which stays."""
+    from fsnn.interrupts import Interrupted, interruptible
+
+    for signum in (signal.SIGUSR1, signal.SIGUSR2):
+        with pytest.raises(Interrupted) as stopped:
+            with interruptible():
+                os.kill(os.getpid(), signum)
+                time.sleep(5)
+                pytest.fail("the signal did not interrupt")
+        assert stopped.value.signum == signum and signal.getsignal(signum) is signal.SIG_DFL
+    seen = []
+    previous = signal.signal(signal.SIGUSR2, lambda signum, frame: seen.append(signum))  # as submitit's
+    try:
+        with interruptible():
+            os.kill(os.getpid(), signal.SIGUSR2)
+            time.sleep(0.05)
+        assert seen == [signal.SIGUSR2]
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT", "SIGUSR2"])
 def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_rerun_resumes(tmp_path, data_root, name):
     proc = interrupt_run(tmp_path, name.lower(), data_root=data_root)
     signum = getattr(signal, name)
