@@ -399,6 +399,7 @@ def train(cfg: DictConfig) -> float:
 
 
 def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> float:
+    taken = False  # whether this process has taken the run over: only then is its record this process's to write
     try:
         check_config(cfg)
         _check_fit(cfg)
@@ -413,12 +414,16 @@ def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> f
                     resume = _resume_point(run_dir)
                     if resume is not None:
                         _verify_resume_point(resume, config)
+                    taken = True
                     _save_config(run_dir, cfg)
                     best = _fit(cfg, run_dir, config, resume, record)
         if done is not None:
             best = _report_finished(run_dir, done)
     except BaseException as error:
-        if zero and not isinstance(error, RunLockedError):  # the other process's run is not ours to record
+        # before this process took the run over (a bad value, a checkpoint of another config to resume from), a
+        # record already in the folder is left as it was: an interrupted run stays resumable, a finished one finished
+        ours = taken or _nothing_recorded(run_dir)
+        if zero and ours and not isinstance(error, RunLockedError):  # another process's run is not ours to record
             stopped = isinstance(error, (Interrupted, KeyboardInterrupt, SystemExit))  # SystemExit: a scheduler's
             record.update(
                 {"status": "interrupted" if stopped else "failed", "error": f"{type(error).__name__}: {error}"}
@@ -435,6 +440,14 @@ def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> f
             limit_test_batches=cfg.trainer.get("limit_test_batches"),
         )
     return best
+
+
+def _nothing_recorded(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds no record a failure could overwrite (no readable ``metrics.json``)."""
+    try:
+        return read_run_record(run_dir) is None
+    except RunFileError:  # a folder in its place: reported, never written over
+        return False
 
 
 def _report_finished(run_dir: Path, record: dict) -> float:

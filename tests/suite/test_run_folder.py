@@ -210,6 +210,20 @@ def test_a_signal_marks_the_run_interrupted_exits_128_plus_its_number_and_the_re
     assert m["status"] == "complete" and m["resumed_from"] == "checkpoints/last.ckpt" and m["epochs"] == 2
 
 
+@pytest.mark.slow
+def test_a_refused_resume_leaves_the_interrupted_runs_record_as_it_was(tmp_path, data_root):
+    """Rerunning an interrupted run's folder with another result config is refused (its checkpoint is another
+    config's), and the record still says interrupted: the original command resumes it."""
+    assert interrupt_run(tmp_path, "sigterm", "run_name=mine", data_root=data_root).returncode == 143
+    run = run_dir(tmp_path)
+    before = (run / "metrics.json").read_bytes()
+    refused = train_tiny(tmp_path, "run_name=mine", "trainer.max_epochs=3", data_root=data_root)
+    assert refused.returncode == 2 and "checkpoint" in refused.stderr, refused.stderr[-3000:]
+    assert (run / "metrics.json").read_bytes() == before and json.loads(before)["status"] == "interrupted"
+    again = train_tiny(tmp_path, "run_name=mine", data_root=data_root)
+    assert again.returncode == 0 and json.loads((run / "metrics.json").read_text())["status"] == "complete"
+
+
 def test_an_ignored_signal_stays_ignored(monkeypatch):
     from fsnn.interrupts import interruptible
 
