@@ -6,9 +6,14 @@ that tells what a plain graph auto-encoder reaches on a link split.
 >>> z = model.encode(x, edge_index)     # [N, 64] node embeddings
 >>> logits = model.decode(z, pairs)     # [P] inner products <z_a, z_b>, for binary_cross_entropy_with_logits
 
-PyG's ``GAE`` with its ``InnerProductDecoder``, around the two-layer GCN encoder of PyG's link-prediction example
-(``examples/link_pred.py``): ``GCNConv(F, 128)`` -> ReLU -> ``GCNConv(128, 64)``, on features normalized to sum 1
-per node as that example's ``NormalizeFeatures`` does.
+PyG's ``GAE`` with its ``InnerProductDecoder``, around one of two encoders, on features normalized to sum 1 per node
+as PyG's examples' ``NormalizeFeatures`` does:
+
+- ``encoder="gcn"`` (default): the two-layer GCN of PyG's link-prediction example (``examples/link_pred.py``),
+  ``GCNConv(F, 128)`` -> ReLU -> ``GCNConv(128, 64)``;
+- ``encoder="linear"``: the linear GAE of Salha et al. 2020 ("Keep it simple: graph autoencoders with one-hop linear
+  models"), one ``GCNConv(F, 64)`` without activation, as PyG's ``examples/autoencoder.py`` builds it
+  (``LinearEncoder``); Salha et al. find it predicts links as well as a two-layer encoder on most of their graphs.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn.checks import Count, Flag, check_int
+from fsnn.checks import Count, Flag, check_choice, check_int, one_of
 from fsnn.models.registry import register_backbone
+
+ENCODERS = ("gcn", "linear")  # GAE's encoders (see the module's docstring)
 
 
 class _GCNEncoder(nn.Module):
@@ -31,6 +38,13 @@ class _GCNEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+
+def _encoder(kind: str, in_features: int, hidden: int, dim: int) -> nn.Module:
+    """The encoder ``kind`` of :data:`ENCODERS` mapping ``[N, in_features]`` features to ``[N, dim]`` embeddings."""
+    from torch_geometric.nn import GCNConv
+
+    return GCNConv(in_features, dim) if kind == "linear" else _GCNEncoder(in_features, hidden, dim)
 
 
 @register_backbone("gae", supports={"graph"})
@@ -48,7 +62,10 @@ class GAE(nn.Module):
     Args:
         in_features: supplied by the task (:func:`fsnn.models.register_backbone`): the width ``F`` of the graph's
             node features ``x``.
-        hidden: the width of the first GCN layer, an integer >= 1; default ``128`` (PyG's example).
+        encoder: ``"gcn"`` (default, two GCN layers) or ``"linear"`` (one, without activation); see the module's
+            docstring.
+        hidden: the width of the first GCN layer of ``encoder="gcn"``, an integer >= 1; default ``128`` (PyG's
+            example). The linear encoder has no hidden layer and leaves it unused.
         dim: the width of the embeddings, an integer >= 1; default ``64`` (PyG's example).
         normalize_features: ``True`` (default) divides each node's features by their sum before the encoder
             (:func:`fsnn.data.graph_features.normalize_rows`, PyG's example's ``NormalizeFeatures``); on raw
@@ -64,6 +81,7 @@ class GAE(nn.Module):
     def __init__(
         self,
         in_features: int,
+        encoder: one_of(*ENCODERS) = "gcn",
         hidden: Count = 128,
         dim: Count = 64,
         normalize_features: Flag = True,
@@ -75,8 +93,11 @@ class GAE(nn.Module):
         from torch_geometric.nn import GAE as PygGAE
 
         self.in_features = check_int("in_features", in_features)
+        self.encoder_kind = check_choice("encoder", encoder, ENCODERS)
         self.normalize_features = bool(normalize_features)
-        self.gae = PygGAE(_GCNEncoder(self.in_features, check_int("hidden", hidden), check_int("dim", dim)))
+        self.gae = PygGAE(
+            _encoder(self.encoder_kind, self.in_features, check_int("hidden", hidden), check_int("dim", dim))
+        )
 
     def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Node embeddings ``[N, dim]``; ``x`` ``[N, F]`` dense or sparse CSR."""

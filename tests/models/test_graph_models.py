@@ -19,6 +19,7 @@ from tiny_graphs import (
     mixed_probabilities,
     neuron_kwargs,
     pairs,
+    propagate,
     random_graph,
 )
 from torch import nn
@@ -746,6 +747,26 @@ def test_gae_scores_links_by_the_inner_product_of_embeddings_of_normalized_featu
     assert not torch.allclose(raw.encode(data.x, data.edge_index), z, atol=1e-3)
     with pytest.raises(ValueError, match=r"x must have shape \[N, 50\]"):
         model.encode(data.x[:, :40], data.edge_index)
+
+
+def test_gae_linear_encoder_is_one_normalized_propagation_and_a_linear_map():
+    # Salha et al.'s linear GAE: z = D^-1/2 (A + I) D^-1/2 X W + b, no hidden layer, no activation
+    torch.manual_seed(0)
+    data = random_graph(n=30, p=0.2)
+    data.x = 3.0 * (torch.rand(30, 50) < 0.1).float()
+    model = build_backbone("gae", in_features=50, encoder="linear", hidden=7, dim=16)
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    assert shapes == {"gae.encoder.lin.weight": (16, 50), "gae.encoder.bias": (16,)}
+    conv = model.gae.encoder
+    x = data.x / data.x.sum(-1, keepdim=True).clamp(min=1.0)
+    expected = propagate(x, data.edge_index, 30) @ conv.lin.weight.T + conv.bias
+    z = model.encode(data.x, data.edge_index)
+    assert z.shape == (30, 16) and torch.allclose(z, expected, atol=1e-5)
+    assert (z < 0).any()  # no ReLU at the end
+    two_layers = build_backbone("gae", in_features=50, hidden=7, dim=16)
+    assert sum(p.numel() for p in two_layers.parameters()) == 50 * 7 + 7 + 7 * 16 + 16
+    with pytest.raises(ValueError, match=r"encoder must be one of \['gcn', 'linear'\], got 'mlp'"):
+        build_backbone("gae", in_features=50, encoder="mlp")
 
 
 # -------------------------------------------------------------------------------------------------------- misc
