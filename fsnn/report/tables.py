@@ -134,7 +134,8 @@ def _paper(value: Any) -> tuple[float | None, float | None]:
 
 
 def _fingerprint(run: dict) -> str:
-    config = {k: v for k, v in (run.get("config") or {}).items() if k not in INCIDENTAL}
+    # a group switched off ({} or null: early_stopping=none) is what a run recorded before the group existed did
+    config = {k: v for k, v in (run.get("config") or {}).items() if k not in INCIDENTAL and v not in ({}, None)}
     return json.dumps(config, sort_keys=True, default=str)
 
 

@@ -1,5 +1,6 @@
 """The Lightning callbacks of a training run: the progress bar in percent, the speed monitor, the learned
-parameters per epoch; and what ``metrics.json`` records of a model's neurons (:func:`describe_neurons`)."""
+parameters per epoch, early stopping on the validation metric; and what ``metrics.json`` records of a model's neurons
+(:func:`describe_neurons`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import time
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import TQDMProgressBar
+from lightning.pytorch.callbacks import EarlyStopping as LightningEarlyStopping, TQDMProgressBar
+from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from torch import nn
 
 from fsnn.neurons.fractional import FractionalNeuron, SpikingNeuron
@@ -155,3 +157,39 @@ class LearnedNeurons(L.Callback):
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.epochs = list(state_dict["epochs"])
+
+
+class EarlyStopping(LightningEarlyStopping):
+    """Lightning's ``EarlyStopping`` on the run's selection metric: training stops once ``val/<metric>``, the
+    validation metric the best checkpoint is selected on (higher is better), has not risen by more than ``min_delta``
+    above its best for ``patience`` validations in a row (epochs, with a validation every epoch); ``max_epochs``
+    stays the most a run trains. The ``conf/early_stopping/`` group builds it; the run gives ``metric``.
+
+    Its state (best value, validations without improvement, why it stopped) is in every checkpoint, decided before
+    the epoch's checkpoints are written (Lightning runs checkpointing callbacks last), so a resumed run stops where
+    the uninterrupted one does. A run killed after it stopped and before its test ends resumes from that epoch's
+    ``last.ckpt`` and stays stopped: Lightning keeps the decision only in the Trainer, so it is restored from the
+    callback's state here."""
+
+    def __init__(self, metric: str, patience: int = 100, min_delta: float = 0.0):
+        super().__init__(monitor=f"val/{metric}", mode="max", patience=patience, min_delta=min_delta)
+
+    def on_train_start(self, trainer, pl_module):
+        if self.stopping_reason != EarlyStoppingReason.NOT_STOPPED:
+            trainer.should_stop = True
+
+    @property
+    def stopped(self) -> bool:
+        return self.stopping_reason != EarlyStoppingReason.NOT_STOPPED
+
+    def summary(self) -> dict:
+        """What ``metrics.json`` records of it: its settings, the best value it saw and, once it stopped training,
+        why (Lightning's reason, ``patience_exhausted`` or ``non_finite_metric``, and message)."""
+        return {
+            "monitor": self.monitor,
+            "patience": self.patience,
+            "min_delta": abs(self.min_delta),
+            "best": float(self.best_score),
+            "reason": self.stopping_reason.name.lower() if self.stopped else None,
+            "message": self.stopping_reason_message,
+        }

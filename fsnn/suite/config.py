@@ -39,6 +39,7 @@ from fsnn.neurons.registry import NEURONS
 from fsnn.records import is_folder_name
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (
+    EarlyStoppingSchema,
     OptimizerSchema,
     PathsSchema,
     RunSchema,
@@ -54,8 +55,8 @@ from fsnn.suite.tasks import TASKS
 
 register_resolvers()  # the configs it checks read the environment through ${fsnn.env:...}
 
-#: the only classes a config may instantiate (``_target_``), per group: the optimizers, schedulers and loggers
-#: fsnn ships configs for. A run folder's ``.hydra/config.yaml`` is checked against it before anything is built.
+#: the only classes a config may instantiate (``_target_``), per group: the optimizers, schedulers, loggers and early
+#: stopping fsnn ships configs for. A run folder's ``.hydra/config.yaml`` is checked against it before anything is built.
 TARGETS = {
     "optimizer": ("torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD"),
     "scheduler": (
@@ -69,19 +70,32 @@ TARGETS = {
         "lightning.pytorch.loggers.WandbLogger",
         "lightning.pytorch.loggers.TensorBoardLogger",
     ),
+    "early_stopping": ("fsnn.suite.callbacks.EarlyStopping",),
 }
 #: the groups of a component, checked by its registry's schema
 COMPONENTS = {"dataset": DATASETS, "neuron": NEURONS, "backbone": BACKBONES, "study": STUDIES}
 #: the schemas of the training loop's groups and of the paths
 RUN_GROUPS = {
     "trainer": TrainerSchema,
+    "early_stopping": EarlyStoppingSchema,
     "optimizer": OptimizerSchema,
     "scheduler": SchedulerSchema,
     "paths": PathsSchema,
 }
 #: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
 #: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
-ORDER = ("trainer", "dataset", "neuron", "backbone", "optimizer", "scheduler", "logger", "paths", "study")
+ORDER = (
+    "trainer",
+    "early_stopping",
+    "dataset",
+    "neuron",
+    "backbone",
+    "optimizer",
+    "scheduler",
+    "logger",
+    "paths",
+    "study",
+)
 
 
 def _show(value) -> str:

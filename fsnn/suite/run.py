@@ -506,7 +506,9 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     )
     last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False)
     speed, learned = SpeedMonitor(), LearnedNeurons()
-    trainer = _trainer(cfg, run_dir, [best_cb, last_cb, RNGStates(), speed, learned], config, module)
+    stopper = hydra.utils.instantiate(cfg.early_stopping, metric=metric) if cfg.get("early_stopping") else None
+    monitors = [best_cb, last_cb, RNGStates(), speed, learned, *([stopper] if stopper else [])]
+    trainer = _trainer(cfg, run_dir, monitors, config, module)
     if record is not None:
         for stale in checkpoints.glob(".*.tmp-*"):  # a write cut short by a kill (the lock keeps writers out)
             stale.unlink()
@@ -523,7 +525,9 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         record["resumed_from"] = None if resume is None else os.path.relpath(resume, run_dir)
         _write_record(run_dir, record)
     trainer.fit(module, datamodule=data, ckpt_path=resume)
-    by_epoch = list(learned.epochs)  # before testing the best checkpoint restores the callbacks' state of its epoch
+    # before testing the best checkpoint restores the callbacks' state of its epoch
+    by_epoch, stop_reason = list(learned.epochs), _stop_reason(trainer, stopper)
+    stopping = stopper.summary() if stopper else None
 
     last_val = trainer.validate(module, datamodule=data, verbose=False)[0][f"val/{metric}"]
     speed.reset_test()  # test throughput from this pass alone (no firing-rate hooks)
@@ -540,7 +544,10 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
                 "status": "complete",
                 "metric": metric,
                 "metric_unit": METRIC_UNIT,
-                "epochs": trainer.current_epoch,
+                "epochs": trainer.current_epoch,  # trained, up to trainer.max_epochs
+                "stop_reason": stop_reason,
+                "early_stopping": stopping,
+                "best_epoch": load_checkpoint(best_path)["epoch"] + 1,  # epochs trained up to the best checkpoint
                 f"val_{metric}_best": best_val,
                 f"val_{metric}_last": last_val,
                 f"test_{metric}": best_test[f"test/{metric}"],  # at the best-validation checkpoint
@@ -571,6 +578,14 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
         )
         log.info("metrics: %s", run_dir / "metrics.json")
     return best_val
+
+
+def _stop_reason(trainer: L.Trainer, stopper) -> str:
+    """Why training ended: the early stopping's reason (``patience_exhausted``, ``non_finite_metric``), else
+    ``max_epochs`` or ``max_steps``, whichever limit of the Trainer it reached."""
+    if stopper is not None and stopper.stopped:
+        return stopper.summary()["reason"]
+    return "max_epochs" if trainer.current_epoch >= trainer.max_epochs else "max_steps"
 
 
 def run_guarded(fn, cfg: DictConfig):

@@ -108,6 +108,14 @@ class SchedulerSchema(Schema):
     eta_min: NonNegative = None
 
 
+class EarlyStoppingSchema(Schema):
+    """``early_stopping.*``: :class:`fsnn.suite.callbacks.EarlyStopping`, or none (``{}``: no early stopping)."""
+
+    patience: Count = None
+    min_delta: NonNegative = None
+    metric: None = _expect("no value (the run gives it: the validation metric its best checkpoint is selected on)")
+
+
 def _strategy(value: str) -> str:
     from lightning.pytorch.strategies import StrategyRegistry
 

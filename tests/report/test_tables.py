@@ -159,6 +159,21 @@ def test_mixed_configs_flagged(results):
     assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in tables.cell_text(cell)
 
 
+def test_a_group_switched_off_is_the_config_recorded_before_it_existed(results):
+    root, _ = results
+    run = table_record("table1_neuromorphic", "flif_no_stop", "dvsgesture", "dvsnet", "flif", 8, 0.90)
+    run["config"]["early_stopping"] = {}
+    write_record(root, run)
+    stopped = table_record("table1_neuromorphic", "flif_stop", "dvsgesture", "dvsnet", "flif", 9, 0.90)
+    stopped["config"]["early_stopping"] = {"_target_": "fsnn.suite.callbacks.EarlyStopping", "patience": 100}
+    spec, row = paper_spec("neuromorphic"), "DVS128 Gesture / CNN (T=16)"
+    cell = table_cell(tables.build_table(spec, collect.collect_runs(root)), row, "f-LIF (f-SNN)")
+    assert cell["n"] == 4 and not cell["mixed"]
+    write_record(root, stopped)
+    cell = table_cell(tables.build_table(spec, collect.collect_runs(root)), row, "f-LIF (f-SNN)")
+    assert cell["n"] == 5 and cell["mixed"]
+
+
 def test_a_study_on_some_seeds_is_not_another_config(results):
     """A robustness study run on the trained model of some seeds (not others) leaves their metrics alone."""
     root, _ = results

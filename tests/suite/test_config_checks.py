@@ -141,6 +141,19 @@ def test_good_values_pass(compose_cfg, tmp_path):
         check_config(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
 
 
+def test_early_stopping_takes_patience_and_min_delta_and_watches_the_runs_metric(compose_cfg, tmp_path):
+    base = ["early_stopping=validation", f"paths.results_dir={tmp_path}"]
+    check_config(compose_cfg(*base))
+    for override, message in (
+        ("early_stopping.patience=0", "early_stopping.patience: expected an integer >= 1, got 0"),
+        ("early_stopping.min_delta=-0.1", "early_stopping.min_delta: expected a number >= 0, got -0.1"),
+        ("+early_stopping.metric=loss", "early_stopping.metric: expected no value (the run gives it"),
+        ("+early_stopping.mode=min", "early_stopping.mode: expected an argument of fsnn.suite.callbacks.EarlyStopping"),
+        ("early_stopping._target_=os.system", "early_stopping._target_: expected one of fsnn.suite.callbacks"),
+    ):
+        assert _config_error(compose_cfg(*base, override)).startswith(message), override
+
+
 def test_paths_and_hardware_are_checked(compose_cfg, tmp_path):
     a_file = tmp_path / "a_file"
     a_file.write_text("not a folder")

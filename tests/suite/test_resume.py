@@ -1,5 +1,6 @@
-"""End to end through train.py: a finished run is not redone, a killed one resumes bit for bit, a damaged last
-checkpoint is named, a second process on the folder is refused, two DDP ranks write one record."""
+"""End to end through train.py: a finished run is not redone, a killed one resumes bit for bit (an early-stopped one
+too), a damaged last checkpoint is named, a second process on the folder is refused, two DDP ranks write one
+record."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from helpers import (
     RESUMED_KEYS,
     ROOT,
     TINY,
+    interrupt_command,
     run_app,
     run_dir,
     snapshot,
@@ -130,6 +132,56 @@ def test_kill_minus_nine_then_rerun_is_bit_identical(tmp_path, data_root, when):
             for m in ("exp_avg", "exp_avg_sq")
         ]
         assert all(torch.equal(u, v) for u, v in moments), name
+
+
+#: a GAE link run on the faked Computers graph that stops early: its validation AUC peaks within the first epochs
+EARLY_STOPPED = [
+    "dataset=computers",
+    "backbone=gae",
+    "task=link",
+    "early_stopping=validation",
+    "early_stopping.patience=3",
+    "trainer.max_epochs=200",
+    "logger=none",
+    "trainer.enable_progress_bar=false",
+]
+
+
+@pytest.fixture(scope="module")
+def early_stopped(tmp_path_factory, data_root) -> dict:
+    """The ``metrics.json`` of :data:`EARLY_STOPPED`, trained without interruption."""
+    cwd = tmp_path_factory.mktemp("straight")
+    proc = run_app("train.py", *EARLY_STOPPED, f"paths.data_dir={data_root}", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((run_dir(cwd) / "metrics.json").read_text())
+
+
+@pytest.mark.slow
+def test_early_stopping_ends_training_patience_epochs_after_the_best_validation(early_stopped):
+    m = early_stopped
+    assert m["stop_reason"] == "patience_exhausted" and m["epochs"] < 200
+    # the stop watches what the best checkpoint is selected on: its best epoch is the checkpoint's
+    assert m["best_epoch"] == m["epochs"] - 3
+    stopping = m["early_stopping"]
+    assert (stopping["monitor"], stopping["patience"], stopping["reason"]) == ("val/auc", 3, "patience_exhausted")
+    assert stopping["best"] == m["val_auc_best"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["between-epochs", "before-test"])
+def test_an_early_stopped_run_killed_then_rerun_stops_where_it_did(tmp_path, data_root, early_stopped, when):
+    # before-test: killed after it stopped; resumed from that epoch's last.ckpt, it trains no further epoch
+    args = [*EARLY_STOPPED, f"paths.data_dir={data_root}"]
+    crash = interrupt_command(tmp_path, when, *args)
+    assert crash.returncode == -signal.SIGKILL, crash.stderr[-3000:]
+    resumed = run_app("train.py", *args, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    m = json.loads((run_dir(tmp_path) / "metrics.json").read_text())
+    assert m["resumed_from"] == "checkpoints/last.ckpt"
+    for key in ("epochs", "best_epoch", "stop_reason", "early_stopping", "val_auc_best", "val_auc_last", "test_auc"):
+        assert m[key] == early_stopped[key], key
+    again = run_app("train.py", *args, cwd=tmp_path)
+    assert again.returncode == 0 and "is finished" in again.stdout
 
 
 @pytest.mark.slow
