@@ -163,6 +163,31 @@ def test_gae_reference_runs_on_both_splits_and_never_classifies_nodes(compose_cf
         task_kind(compose_cfg("dataset=cora", "backbone=gae"))
 
 
+def test_tuned_gae_is_the_reference_early_stopped_over_encoders_and_rates_in_a_folder_of_its_own(compose_cfg, tmp_path):
+    from fsnn.suite.config import check_config
+    from fsnn.suite.run import run_dir_name
+
+    sweep = _sweep(compose_cfg, "lp_gae_tuned")
+    assert sweep == {
+        **_sweep(compose_cfg, "lp_gae_reference"),
+        "seed": "range(0,5)",
+        "backbone.encoder": "gcn,linear",
+        "optimizer.lr": "0.01,0.005,0.001",
+    }
+    cell = ["dataset=photo", "+recipe_switch=common/none", "backbone.encoder=linear", "optimizer.lr=0.005", "seed=1"]
+    cfg, reference = (compose_cfg(f"experiment={e}", *cell[:2], "seed=1") for e in ("lp_gae_tuned", "lp_gae_reference"))
+    assert (cfg.task_name, cfg.trainer.max_epochs, cfg.early_stopping.patience) == ("lp_gae_tuned", 2000, 100)
+    assert not reference.early_stopping and reference.trainer.max_epochs == 200
+    # the rest is the reference's: the same splits, model and optimizer
+    for key in ("task", "backbone", "optimizer", "scheduler", "dataset", "recipe_switch"):
+        assert cfg[key] == reference[key], key
+    cfg = compose_cfg("experiment=lp_gae_tuned", *cell, f"paths.results_dir={tmp_path}")
+    check_config(cfg)
+    assert (cfg.backbone.encoder, cfg.optimizer.lr) == ("linear", 0.005)
+    folder = "+recipe_switch-common_none+backbone.encoder-linear+dataset-photo+optimizer.lr-0.005+seed-1"
+    assert run_dir_name(None, cfg.hydra.overrides.task, cfg) == folder
+
+
 def test_paper_settings_reach_the_run(compose_cfg):
     memory = compose_cfg("experiment=ablation_memory", "setup=dvsgesture_cnn", "neuron.memory=4")
     assert (memory.dataset.name, memory.dataset.batch_size, memory.dataset.T, memory.neuron.memory) == (
