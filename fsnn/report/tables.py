@@ -50,6 +50,7 @@ from fsnn.report.collect import (
 )
 from fsnn.report.outputs import listed_files, output_folder
 from fsnn.report.robustness_claims import graph_records, graph_robustness_claims, robustness_markdown
+from fsnn.report.selection import select_on_validation
 
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
 # config fields that do not make two runs different experiments (for the mixed-config flag): force only trains a run
@@ -330,7 +331,13 @@ def build_table(
                 "commits": [],
             }
             if source is not None:
-                found = [(r, v) for r in runs if matches(r, match) and (v := _value(r, source)) is not None]
+                pool, failed_pool = [r for r in runs if matches(r, match)], [r for r in failed if matches(r, match)]
+                if select := row.get("select"):  # the runs of the value chosen on validation (fsnn.report.selection)
+                    selection, pool = select_on_validation(pool, select["key"], _lookup)
+                    if selection is not None:
+                        cell["selection"] = selection.text(select.get("label", select["key"]), bool(percent))
+                        failed_pool = [r for r in failed_pool if _lookup(r, select["key"]) == (True, selection.value)]
+                found = [(r, v) for r in pool if (v := _value(r, source)) is not None]
                 values, cell["duplicates"] = distinct_runs(found)
                 cell["commits"] = sorted({commit_of(r) for r, _ in values})
                 numbers = [v * scale for _, v in values]
@@ -340,7 +347,10 @@ def build_table(
                 cell["epochs"] = sorted({e for r, _ in values if (e := epochs_of(r)) is not None})
                 cell["seeds"] = sorted({r["seed"] for r, _ in values if isinstance(r.get("seed"), int)})
                 cell["by_seed"] = {r["seed"]: v * scale for r, v in values if isinstance(r.get("seed"), int)}
-                cell["failed"] = sum(matches(r, match) for r in failed)
+                cell["failed"] = len(failed_pool)
+                cell["epochs_trained"] = sorted(
+                    r["epochs"] for r, _ in values if r.get("early_stopping") and isinstance(r.get("epochs"), int)
+                )
                 cell["mixed"] = len({_fingerprint(r) for r, _ in values}) > 1
                 if numbers:
                     cell["mean"] = statistics.fmean(numbers)
@@ -407,6 +417,14 @@ def _provenance_note(cell: dict) -> str:
     )
 
 
+def trained_text(cell: dict) -> str | None:
+    """``early stopping: median 412 epochs, 230-905`` for a cell of early-stopped runs, else ``None``."""
+    trained = cell.get("epochs_trained")
+    if not trained:
+        return None
+    return f"early stopping: median {statistics.median(trained):g} epochs, {trained[0]}-{trained[-1]}"
+
+
 def cell_text(cell: dict, pm: str = "±") -> str:
     """``ours (n=k) / paper P / Δ d``; ``—`` where there is no run (or no paper value)."""
     paper = (
@@ -427,6 +445,9 @@ def cell_text(cell: dict, pm: str = "±") -> str:
             else f"DIFFERENT on {seeds}"
         )
         ours += f" [the runs of {same['label']}: the same computation, {checked}]"
+    for note in (cell.get("selection"), trained_text(cell)):
+        if note:
+            ours += f" [{note}]"
     if cell["failed"]:
         ours += f" [{cell['failed']} failed]"
     text = f"{ours} / {paper}" if paper else ours

@@ -16,6 +16,7 @@ from fsnn.report.collect import (
 from fsnn.report.tables import (
     has_paper_values,
     paper_protocol,
+    trained_text,
 )
 
 SIGMAS = 2.0  # a cell further than this many standard deviations from the paper is above or below it
@@ -404,6 +405,8 @@ def shown_cell(cell: dict, mixed_epochs: bool = False, reference: str | None = N
         "moved": bool(cell.get("moved")),
         "epochs": epochs if mixed_epochs and cell["epochs"] else None,
         "same": same,
+        "selection": cell.get("selection"),
+        "trained": trained_text(cell),
     }
 
 
