@@ -31,6 +31,8 @@ GROUPS = {
     "optimizer": "`torch.optim` optimizer",
     "scheduler": "learning-rate schedule",
     "trainer": "any `lightning.Trainer` argument",
+    "early_stopping": "none (train for `trainer.max_epochs`) or validation: stop once the validation metric the best "
+    "checkpoint is selected on has not risen for `early_stopping.patience` epochs",
     "logger": "where curves go: csv, tensorboard (`fsnn[tensorboard]`), wandb (`fsnn[wandb]`, offline by default), none",
     "paths": "`paths.data_dir` (default `$FSNN_DATA` or `./data`) and `paths.results_dir`",
     "hydra": "run folders named after the command's overrides",
