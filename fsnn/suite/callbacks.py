@@ -169,18 +169,25 @@ class EarlyStopping(LightningEarlyStopping):
     the epoch's checkpoints are written (Lightning runs checkpointing callbacks last), so a resumed run stops where
     the uninterrupted one does. A run killed after it stopped and before its test ends resumes from that epoch's
     ``last.ckpt`` and stays stopped: Lightning keeps the decision only in the Trainer, so it is restored from the
-    callback's state here."""
+    callback's state here.
+
+    Args:
+        metric: the run's metric (``auc``, ``acc``), given by the run: ``val/<metric>`` is watched.
+        patience: validations without improvement before training stops, an integer >= 1; default ``100``.
+        min_delta: how far above its best the metric must rise to count as an improvement, >= 0; default ``0``.
+    """
 
     def __init__(self, metric: str, patience: int = 100, min_delta: float = 0.0):
         super().__init__(monitor=f"val/{metric}", mode="max", patience=patience, min_delta=min_delta)
 
-    def on_train_start(self, trainer, pl_module):
-        if self.stopping_reason != EarlyStoppingReason.NOT_STOPPED:
-            trainer.should_stop = True
-
     @property
     def stopped(self) -> bool:
+        """Whether it has stopped training (restored from a checkpoint too)."""
         return self.stopping_reason != EarlyStoppingReason.NOT_STOPPED
+
+    def on_train_start(self, trainer, pl_module):
+        if self.stopped:
+            trainer.should_stop = True
 
     def summary(self) -> dict:
         """What ``metrics.json`` records of it: its settings, the best value it saw and, once it stopped training,
