@@ -507,8 +507,8 @@ def _fit(cfg: DictConfig, run_dir: Path, config: dict, resume: Path | None, reco
     last_cb = RelativeModelCheckpoint(dirpath=checkpoints, filename="last", save_top_k=1, enable_version_counter=False)
     speed, learned = SpeedMonitor(), LearnedNeurons()
     stopper = hydra.utils.instantiate(cfg.early_stopping, metric=metric) if cfg.get("early_stopping") else None
-    monitors = [best_cb, last_cb, RNGStates(), speed, learned, *([stopper] if stopper else [])]
-    trainer = _trainer(cfg, run_dir, monitors, config, module)
+    callbacks = [best_cb, last_cb, RNGStates(), speed, learned, *([stopper] if stopper else [])]
+    trainer = _trainer(cfg, run_dir, callbacks, config, module)
     if record is not None:
         for stale in checkpoints.glob(".*.tmp-*"):  # a write cut short by a kill (the lock keeps writers out)
             stale.unlink()
