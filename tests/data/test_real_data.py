@@ -82,24 +82,29 @@ def test_poisson_rates_per_feature_on_real_cora_features(cora_dir):
     assert torch.allclose(per_feature, q.mean(0), atol=5 * float(sigma.max()) / 8 + 1e-6)
 
 
-def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):
-    """One epoch of Table 2's SGCN / f-LIF (T=100; two Poisson test re-samplings instead of 20) already learns."""
+def _table2_smoke(cwd: Path, data_dir: Path, backbone: str, neuron: str, *overrides: str):
+    """A shrunk Table 2 run on Cora (``+smoke=graph``) from ``cwd``, one torch thread: the process and its record."""
     proc = run_app(
         "train.py",
         "experiment=table2_node_classification",
         "hydra.mode=RUN",
         "dataset=cora",
-        "backbone=sgcn",
-        "neuron=flif",
+        f"backbone={backbone}",
+        f"neuron={neuron}",
         "+smoke=graph",
-        "dataset.T=100",
-        f"paths.data_dir={cora_dir}",
-        cwd=tmp_path,
+        *overrides,
+        f"paths.data_dir={data_dir}",
+        cwd=cwd,
         env=ONE_THREAD,
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run = json.loads(next((tmp_path / "runs" / "table2_node_classification").glob("*/metrics.json")).read_text())
+    return proc, json.loads(next((cwd / "runs" / "table2_node_classification").glob("*/metrics.json")).read_text())
+
+
+def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):
+    """One epoch of Table 2's SGCN / f-LIF (T=100; two Poisson test re-samplings instead of 20) already learns."""
+    proc, run = _table2_smoke(tmp_path, cora_dir, "sgcn", "flif", "dataset.T=100")
     assert run["status"] == "complete" and run["epochs"] == 1 and run["recipe"] == "matched"
     assert "Warning" not in proc.stderr, proc.stderr  # no library's deprecation notice about its own code
     assert run["num_parameters"] == FEATURES * CLASSES + CLASSES
@@ -130,22 +135,7 @@ def test_a_drsgnn_run_on_real_cora_reruns_bit_identically(tmp_path):
     for name in ("first", "again"):
         folder = tmp_path / name
         shutil.copytree(RAW, folder / "Cora" / "raw")
-        proc = run_app(
-            "train.py",
-            "experiment=table2_node_classification",
-            "hydra.mode=RUN",
-            "dataset=cora",
-            "backbone=drsgnn",
-            "neuron=sj_lif",
-            "+smoke=graph",
-            f"paths.data_dir={folder}",
-            cwd=folder,
-            env=ONE_THREAD,
-            timeout=600,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        path = next((folder / "runs" / "table2_node_classification").glob("*/metrics.json"))
-        records.append(json.loads(path.read_text()))
+        records.append(_table2_smoke(folder, folder, "drsgnn", "sj_lif")[1])
     first, again = records
     assert first["status"] == again["status"] == "complete"
     for key in ("val_acc_best", "val_acc_last", "test_acc", "test_acc_last", "test_metrics", "firing_rates"):
