@@ -164,7 +164,7 @@ def robustness_cells(entry: dict) -> dict[str, str]:
         **{f"{level:g}": _decided(decision) for level, decision in entry["levels"]},
         "every": entry["every"],
         "drop": "—"
-        if drop.diff is None
+        if drop.low is None
         else f"to {entry['strongest']:g}: Δ of the changes {drop.diff:+.2f} [{drop.low:+.2f}, {drop.high:+.2f}]",
         "slower": drop.verdict,
     }

@@ -111,6 +111,14 @@ def test_cells_and_markdown():
     assert robustness_markdown([]) == ""
 
 
+def test_a_pair_without_spread_is_not_decided_and_shown_without_an_interval():
+    flat = [_record(neuron, 0.9, [0.9] * 5) for neuron in ("flif", "flif", "sj_lif", "sj_lif")]
+    [entry] = graph_robustness_claims(flat)
+    assert entry["drop"].verdict == "not decided" and entry["every"] == INCONCLUSIVE
+    cells = robustness_cells(entry)
+    assert cells["drop"] == "—" and cells["0.5"] == "n = 2 / 2: not decided" and cells["slower"] == "not decided"
+
+
 def test_graph_records_are_the_matched_table2_studies():
     study = _record("flif", 0.9, [0.9] * 5)
     runs = [
