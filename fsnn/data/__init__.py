@@ -27,6 +27,7 @@ from fsnn.data.registry import (
     build_dataset,
     build_sequences,
     dataset_info,
+    is_fake_dataset,
     load_graph,
     register_dataset,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "dataset_info",
     "events_to_frames",
     "frame_slices",
+    "is_fake_dataset",
     "load_graph",
     "register_dataset",
     "stratified_split",

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from fsnn.checks import round_count
+from fsnn.data.fakes import is_fake
 
 
 class DatasetMissingError(FileNotFoundError):
@@ -82,14 +83,18 @@ def env_flag(var: str, default: bool) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
-def resolve_verify(verify: bool | None) -> bool:
-    """``verify`` if given, else ``$FSNN_DATA_VERIFY`` (default on).
+def resolve_verify(verify: bool | None, folder: str | Path | None = None) -> bool:
+    """``verify`` if given, else ``$FSNN_DATA_VERIFY`` if set; else off for a fake (``folder``, the dataset's folder,
+    carries the marker ``fsnn-fixtures`` writes: :func:`fsnn.data.fakes.is_fake`) and on for anything else.
 
     On: each split of an event dataset must hold the published number of files (DVS128 Gesture 1,077 / 264, N-MNIST
     60,000 / 10,000, N-Caltech101 8,709, DVS-Lip 14,896 / 4,975, HARDVS its label files' counts), CIFAR must pass
-    torchvision's checksums and ImageNet have all 1000 classes. Off: the expected layout with at least one sample per
-    split suffices (tiny fixtures, subsets)."""
-    return env_flag("FSNN_DATA_VERIFY", True) if verify is None else bool(verify)
+    torchvision's checksums, ImageNet have all 1000 classes and a graph its published node count. Off: the expected
+    layout with at least one sample per split suffices (fakes, subsets)."""
+    if verify is not None:
+        return bool(verify)
+    fake = folder is not None and is_fake(folder)
+    return env_flag("FSNN_DATA_VERIFY", not fake)
 
 
 def resolve_download(download: bool | None) -> bool:

@@ -18,7 +18,8 @@ imagenet        ``imagenet/meta.bin`` (torch.save((wnid_to_classes, val_wnids)))
 ==============  =============================================================================================
 
 Every fixture but HARDVS's (whose label files list exactly its samples) is smaller than the published release
-that ``verify`` compares it with, so they load with ``verify=False`` / ``FSNN_DATA_VERIFY=0`` (DVS128 Gesture's
+that ``verify`` compares it with; each folder carries the fake marker (:mod:`fsnn.data.fakes`), so the loaders read
+it without those checks (DVS128 Gesture's
 1,077 / 264 files, N-MNIST's 60,000 / 10,000, N-Caltech101's 8,709, DVS-Lip's 14,896 / 4,975, CIFAR's md5 sums,
 ImageNet's 1000 classes); DVSGesture has as many files as tonic's own minimum (110 per split). Fakes at a chosen
 fraction of the published size, up to all of it, are :mod:`fsnn.data.scaled_fixtures`'s. ``digits_dvs`` needs no
@@ -33,7 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fsnn.data.fakes import write_fakes
 from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES, GRAPH_WRITERS
+from fsnn.data.registry import dataset_info
 
 FIXTURE_NAMES = (
     "nmnist",
@@ -271,11 +274,14 @@ WRITERS = {
 def write_fixtures(root: Path, names=None) -> dict[str, Path]:
     """Write tiny fakes of ``names`` (default: all of :data:`FIXTURE_NAMES`) under ``root`` (usable as
     ``data_dir``); returns ``{name: dataset folder}``. Each dataset draws from its own fixed seed, so the output
-    is identical on every call."""
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
+    is identical on every call. Each folder is written whole and marked as a fake, over nothing but an earlier fake
+    (:func:`fsnn.data.fakes.write_fakes`)."""
     names = FIXTURE_NAMES if names is None else tuple(names)
     unknown = sorted(set(names) - set(WRITERS))
     if unknown:
         raise ValueError(f"no fixture for {unknown}; available: {sorted(WRITERS)}")
-    return {name: WRITERS[name](root, np.random.default_rng(FIXTURE_NAMES.index(name))) for name in names}
+
+    def write(staging: Path, name: str) -> None:
+        WRITERS[name](staging, np.random.default_rng(FIXTURE_NAMES.index(name)))
+
+    return write_fakes(root, {name: dataset_info(name).directory for name in names}, write)

@@ -308,5 +308,5 @@ def check_graph(
         raise refuse(
             "x",
             f"the graph read has {num_nodes:,} nodes where {counts}: these are not {info.name}'s files "
-            "(FSNN_DATA_VERIFY=0 accepts a subset, as for test fixtures)",
+            "(FSNN_DATA_VERIFY=0 accepts a subset)",
         )

@@ -15,8 +15,8 @@
 
 Feature and class counts equal the real datasets' (Cora 1433 features, 7 classes, ...), so models built from
 :func:`fsnn.data.dataset_info` fit the fixtures. Features are sparse and weakly class dependent, edges
-mostly within a class. PyG / OGB processed folders left from an earlier run are not touched (delete
-``<folder>/processed`` when the fixture changes). The whole set takes about a second.
+mostly within a class. Each folder is replaced whole (:func:`fsnn.data.fakes.write_fakes`), with the processed
+folders PyG / OGB derived from an earlier fake. The whole set takes about a second.
 """
 
 from __future__ import annotations

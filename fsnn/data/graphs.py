@@ -453,7 +453,8 @@ def build_graph(
     n = int(raw.num_nodes)
     x = torch.as_tensor(raw.x).to(torch.float32).contiguous()
     y = torch.as_tensor(raw.y).reshape(-1).to(torch.long)
-    check_graph(info, x, y, torch.as_tensor(raw.edge_index), n, _sources(info, abspath(data_dir)), resolve_verify(None))
+    verify = resolve_verify(None, abspath(data_dir) / info.directory)
+    check_graph(info, x, y, torch.as_tensor(raw.edge_index), n, _sources(info, abspath(data_dir)), verify)
     edge_index = _clean_edges(raw.edge_index, n)
     if split == "public":
         masks = (raw.train_mask.clone(), raw.val_mask.clone(), raw.test_mask.clone())

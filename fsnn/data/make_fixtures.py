@@ -4,16 +4,17 @@
     fsnn-fixtures fake_data
     fsnn-train experiment=table2_node_classification_smoke paths.data_dir=fake_data
 
-The event and image fakes are smaller than the published releases, so a run on them sets ``FSNN_DATA_VERIFY=0``
-(the loaders' completeness checks: file counts, md5 sums); the graphs load as they are. ``python -m
+Each dataset folder is written whole and carries a marker (:mod:`fsnn.data.fakes`): the loaders read it without the
+completeness checks a fake cannot pass (file counts, md5 sums, node counts), and a run on it records ``"fake_data":
+true`` in its ``metrics.json``. A folder that holds anything but an earlier fake (a real dataset) is refused before
+anything is written; an earlier fake is replaced whole, and the command says so. ``python -m
 fsnn.data.make_fixtures DIR`` is the same command.
 
 ``--scale FRACTION`` (a number in ``(0, 1]``) writes the event and image datasets of
 :data:`fsnn.data.scaled_fixtures.SCALED_NAMES` instead, at that fraction of their published size
-(:func:`fsnn.data.scaled_fixtures.write_scaled_fixtures`); at 1.0 they pass the loaders' file-count checks, and
-ImageNet's at every scale, while CIFAR's always need ``FSNN_DATA_VERIFY=0`` (torchvision's md5 sums;
-:func:`fsnn.data.scaled_fixtures.passes_verification`). Without ``--only`` all of them are written: at 1.0 that
-includes ImageNet's 1.33 million JPEGs and HarDVS's 107,646 recordings::
+(:func:`fsnn.data.scaled_fixtures.write_scaled_fixtures`); at 1.0 they hold as many files as the releases. Without
+``--only`` all of them are written: at 1.0 that includes ImageNet's 1.33 million JPEGs and HarDVS's 107,646
+recordings::
 
     fsnn-fixtures big_fake --scale 0.1 --only dvsgesture
     fsnn-fixtures big_fake --scale 1.0 --only cifar10 cifar100
@@ -26,14 +27,11 @@ import sys
 import time
 from pathlib import Path
 
+from fsnn.atomic import RunFileError
+from fsnn.data.fakes import NotAFakeError, fake_marker
 from fsnn.data.fixtures import FIXTURE_NAMES, write_fixtures
-from fsnn.data.scaled_fixtures import (
-    SCALED_NAMES,
-    check_scale,
-    passes_verification,
-    scaled_plan,
-    write_scaled_fixtures,
-)
+from fsnn.data.registry import dataset_info
+from fsnn.data.scaled_fixtures import SCALED_NAMES, check_scale, scaled_plan, write_scaled_fixtures
 
 
 def _scale(text: str) -> float:
@@ -46,8 +44,8 @@ def _scale(text: str) -> float:
 
 def main(argv=None) -> int:
     """The ``fsnn-fixtures`` command: write the fakes and list them; returns the exit status (0; a bad command line
-    exits with 2 before anything is written, a folder that cannot be written returns 2 with one line naming the
-    file).
+    exits with 2 before anything is written; a dataset folder that holds real data, or one that cannot be written,
+    returns 2 with one line naming it).
 
     Args:
         argv: the command line after the program name (default ``None``: ``sys.argv[1:]``).
@@ -56,7 +54,8 @@ def main(argv=None) -> int:
         prog="fsnn-fixtures",
         description="Write tiny fake copies of the vision and graph datasets, in their real "
         "on-disk formats, into DIR, for smoke runs that need no download.",
-        epilog="Then: fsnn-train ... paths.data_dir=DIR (event and image fakes also need FSNN_DATA_VERIFY=0).",
+        epilog="Then: fsnn-train ... paths.data_dir=DIR. Each folder written carries a fake-data marker; a folder "
+        "holding a real dataset is never written over.",
     )
     parser.add_argument("out_dir", type=Path, metavar="DIR", help="folder to write into (then paths.data_dir=DIR)")
     parser.add_argument(
@@ -74,30 +73,30 @@ def main(argv=None) -> int:
         parser.error(f"argument --scale: no scaled fake of {', '.join(unscaled)}; available: {', '.join(SCALED_NAMES)}")
     if args.out_dir.exists() and not args.out_dir.is_dir():
         parser.error(f"argument DIR: expected a folder to write into, got {str(args.out_dir)!r} (a file)")
+    names = args.only or (FIXTURE_NAMES if args.scale is None else SCALED_NAMES)
+    earlier = {name: fake_marker(args.out_dir / dataset_info(name).directory) for name in names}
     start = time.perf_counter()
     try:
         if args.scale is None:
-            written = write_fixtures(args.out_dir, args.only)
+            written = write_fixtures(args.out_dir, names)
         else:
-            names = args.only or SCALED_NAMES
             files = sum(len(scaled_plan(name, args.scale)) for name in names)
             written = write_scaled_fixtures(args.out_dir, args.scale, names, progress=files >= 1000)
+    except (NotAFakeError, RunFileError) as err:  # real data in the way, a failed write: the message names it
+        print(f"fsnn-fixtures: error: {err}", file=sys.stderr)
+        return 2
     except OSError as err:  # a read-only folder, a full disk: one line naming the file, not a traceback
         print(
             f"fsnn-fixtures: error: cannot write {err.filename or args.out_dir}: {err.strerror or err}", file=sys.stderr
         )
         return 2
     for name, path in written.items():
-        print(f"{name:12s} {path}")
-    if args.scale is None:
-        how = "event and image fakes with FSNN_DATA_VERIFY=0"
-    elif unverified := [name for name in written if not passes_verification(name, args.scale)]:
-        how = f"{', '.join(unverified)} with FSNN_DATA_VERIFY=0"
-    else:
-        how = "verification passes"
+        replaced = earlier[name]
+        scale = "tiny" if replaced is None or replaced.get("scale") is None else f"scale {replaced['scale']}"
+        print(f"{name:12s} {path}{f' (replaced an earlier fake, {scale})' if replaced else ''}")
     print(
         f"wrote {len(written)} fixtures in {time.perf_counter() - start:.2f} s: paths.data_dir={args.out_dir} "
-        f"reads them ({how})"
+        "reads them (each folder carries a fake-data marker: no checks to switch off, and runs record fake_data)"
     )
     return 0
 

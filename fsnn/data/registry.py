@@ -28,6 +28,7 @@ from fsnn.data.common import (
     resolve_size,
     resolve_verify,
 )
+from fsnn.data.fakes import is_fake
 from fsnn.data.hardvs import build_hardvs
 from fsnn.data.tonic_datasets import build_tonic
 from fsnn.registry import Registry
@@ -283,6 +284,13 @@ def dataset_info(name: str) -> DatasetInfo:
     return DATASETS[name]
 
 
+def is_fake_dataset(name: str, data_dir: str | Path) -> bool:
+    """Whether the dataset ``name`` under ``data_dir`` is a fake written by ``fsnn-fixtures`` (its folder carries
+    :data:`fsnn.data.fakes.FAKE_MARKER`); a generated dataset, which has no folder, is not."""
+    info = dataset_info(name)
+    return bool(info.directory) and is_fake(abspath(data_dir) / info.directory)
+
+
 #: the function of fsnn.data that loads each kind of data
 LOADERS = {"event": "build_dataset", "static": "build_dataset", "graph": "load_graph", "sequence": "build_sequences"}
 
@@ -336,7 +344,7 @@ def build_dataset(
         int(seed),
         val_fraction,
         download=resolve_download(download),
-        verify=resolve_verify(verify),
+        verify=resolve_verify(verify, Path(data_dir) / info.directory),
         num_workers=workers,
         cache_dir=cache,
         **extra,

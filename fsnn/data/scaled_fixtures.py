@@ -16,9 +16,9 @@ above chance), per-sample duration and event count drawn from the distributions 
 and :func:`fsnn.data.scaled_images.imagenet_image`. N-Caltech101 has one split, ``"all"`` (the loader draws its test
 set).
 
-Verification (:func:`passes_verification`): the fakes load with ``verify`` on at 1.0, and ImageNet's at every scale
-(fsnn checks its 1000 class folders); CIFAR's never do (torchvision compares md5 sums), so they load with
-``verify=False`` / ``FSNN_DATA_VERIFY=0``, as every fake below 1.0 does.
+Verification (:func:`passes_verification`): the fakes pass the completeness checks (``verify=True``) at 1.0, and
+ImageNet's at every scale (fsnn checks its 1000 class folders); CIFAR's never do (torchvision compares md5 sums). Each
+fake folder carries the fake marker (:mod:`fsnn.data.fakes`), with which the loaders skip those checks by default.
 
 ===============  =================================================================  ==============================
 name             layout (relative to ``root``)                                      published files, classes; disk
@@ -50,8 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
+from fsnn.data.fakes import write_fakes
 from fsnn.data.fixtures import _save_events, encode_atis_bin
 from fsnn.data.hardvs import HARDVS_SENSOR, HARDVS_SIZES, HARDVS_SPLITS
+from fsnn.data.registry import dataset_info
 from fsnn.data.scaled_images import (
     IMAGE_NAMES,
     IMAGE_SEEDS,
@@ -624,17 +626,6 @@ FINISHERS = {
     "cifar100": partial(write_cifar_meta, "cifar100"),
     "imagenet": write_imagenet_meta,
 }
-#: each dataset's folder under ``root``
-FOLDERS = {
-    "dvsgesture": "DVSGesture",
-    "nmnist": "NMNIST",
-    "ncaltech101": "NCALTECH101",
-    "dvslip": "DVSLip",
-    "hardvs": "HARDVS",
-    "cifar10": "cifar-10-batches-py",
-    "cifar100": "cifar-100-python",
-    "imagenet": "imagenet",
-}
 
 
 def check_scale(scale) -> float:
@@ -649,8 +640,8 @@ def check_scale(scale) -> float:
 
 
 def passes_verification(name: str, scale: float) -> bool:
-    """Whether a fake of ``name`` at ``scale`` loads with ``verify`` on: at full size, except CIFAR's (torchvision
-    compares md5 sums; fsnn's ``verify=False`` / ``FSNN_DATA_VERIFY=0`` reads them), and ImageNet's at every scale (fsnn
+    """Whether a fake of ``name`` at ``scale`` passes the completeness checks (``verify=True``), as a real copy of
+    that size would: at full size, except CIFAR's (torchvision compares md5 sums), and ImageNet's at every scale (fsnn
     checks its 1000 class folders, which every scale keeps)."""
     if name in ("cifar10", "cifar100"):
         return False
@@ -675,22 +666,20 @@ def write_scaled_fixtures(root: Path, scale: float, names=None, *, progress: boo
         raise ValueError(f"no scaled fixture for {unknown}; available: {', '.join(SCALED_NAMES)}")
     from tqdm import tqdm
 
-    root = Path(root)
-    written = {}
-    for name in names:
+    def write(staging: Path, name: str) -> None:
         plan = PLANS[name](scale)
         for folder in sorted({str(Path(s.path).parent) for s in plan}):
-            (root / folder).mkdir(parents=True, exist_ok=True)
+            (staging / folder).mkdir(parents=True, exist_ok=True)
         if name in FILE_WRITERS:
             files = {}
             for sample in plan:
                 files.setdefault(sample.path, []).append(sample)
             for path, samples in tqdm(files.items(), desc=name, unit="file", disable=not progress):
-                FILE_WRITERS[name](root, path, samples)
+                FILE_WRITERS[name](staging, path, samples)
         else:
             for sample in tqdm(plan, desc=name, unit="file", disable=not progress):
-                SAMPLE_WRITERS[name](root, sample)
+                SAMPLE_WRITERS[name](staging, sample)
         if name in FINISHERS:
-            FINISHERS[name](root, plan)
-        written[name] = root / FOLDERS[name]
-    return written
+            FINISHERS[name](staging, plan)
+
+    return write_fakes(root, {name: dataset_info(name).directory for name in names}, write, scale)

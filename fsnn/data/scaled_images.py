@@ -8,8 +8,8 @@ published counts and class names (:func:`image_counts`, :func:`image_path`), the
 draws from its own seed, so it is the same at every scale, and carries a class-dependent colour and pattern (so a
 model can learn above chance).
 
-Verification (``verify=True``, the default ``FSNN_DATA_VERIFY=1``): torchvision's CIFAR classes compare md5 sums,
-which no fake can match, so a CIFAR fake loads with ``verify=False`` / ``FSNN_DATA_VERIFY=0`` at every scale, full
+Verification (``verify=True``): torchvision's CIFAR classes compare md5 sums, which no fake can match, so a CIFAR
+fake loads without verification (as a marked fake does by default, :mod:`fsnn.data.fakes`) at every scale, full
 size included (fsnn then checks only that the files are there and torchvision parses them unchanged:
 :func:`fsnn.data.static.build_cifar`). An ImageNet fake passes verification at every scale: fsnn checks that
 ``train/`` and ``val/`` hold all 1000 class folders (:func:`fsnn.data.static.imagenet_problem`), and every scale keeps

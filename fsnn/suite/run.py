@@ -49,7 +49,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
-from fsnn.data import DatasetDamagedError, DatasetMissingError
+from fsnn.data import DatasetDamagedError, DatasetMissingError, is_fake_dataset
 from fsnn.formatting import format_percent
 from fsnn.interrupts import Interrupted, interruptible
 from fsnn.models.poisson import describe_encoders
@@ -354,6 +354,7 @@ def _new_record(cfg: DictConfig, run_dir: Path) -> dict:
         "seed": cfg.get("seed"),
         "recipe": cfg.get("recipe"),
         "versions": package_versions(),
+        "fake_data": is_fake_dataset(cfg.dataset.name, cfg.paths.data_dir),  # a fsnn-fixtures fake, never a result
     }
     whole = rendered_run_name(cfg.get("run_name"), hydra_cfg.overrides.task, *folder_keys(cfg, hydra_cfg))
     if whole != run_dir.name and fitting_name(whole) == run_dir.name:  # a name too long for a folder, shortened

@@ -9,6 +9,8 @@ import os
 import pickle
 import re
 import shutil
+import subprocess
+import sys
 import time
 import urllib.error
 import zipfile
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers import run_app
+from helpers import ROOT, run_app
 
 from fsnn.data import (
     DATASETS,
@@ -30,9 +32,11 @@ from fsnn.data import (
     frame_cache,
     frame_slices,
     hardvs,
+    is_fake_dataset,
     tonic_datasets,
 )
 from fsnn.data.common import stratified_split
+from fsnn.data.fakes import FAKE_MARKER, fake_marker
 from fsnn.data.fixtures import (
     DVSLIP_WORDS,
     FIXTURE_NAMES,
@@ -166,6 +170,85 @@ def test_make_fixtures_on_a_file_or_an_unwritable_folder_is_one_line(tmp_path, m
     assert make_fixtures.main([str(tmp_path / "ro"), "--only", "nmnist"]) == 2
     err = capsys.readouterr().err
     assert err == f"fsnn-fixtures: error: cannot write {target}: Read-only file system\n"
+
+
+def test_fixtures_refuse_a_real_dataset_and_leave_it_as_it_was(tmp_path, capsys):
+    from fsnn.data import make_fixtures
+
+    shutil.copytree(
+        ROOT / "tests" / "data" / "planetoid" / "Cora", tmp_path / "Cora"
+    )  # the real Cora, as a user's data folder holds it
+    before = {p: p.read_bytes() for p in (tmp_path / "Cora").rglob("*") if p.is_file()}
+    assert make_fixtures.main([str(tmp_path), "--only", "nmnist", "cora"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("fsnn-fixtures: error: ") and str(tmp_path / "Cora") in err[0]
+    assert {p: p.read_bytes() for p in (tmp_path / "Cora").rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Cora"]  # refused before anything was written
+    (linked := tmp_path / "linked").mkdir()
+    (linked / "Cora").symlink_to(tmp_path / "Cora")  # what a link points to is not the writer's
+    with pytest.raises(ValueError, match="is a link"):
+        write_fixtures(linked, ["cora"])
+
+
+def test_a_fake_replaces_an_earlier_fake_whole_and_says_so(tmp_path, capsys):
+    from fsnn.data import make_fixtures
+    from fsnn.data.scaled_fixtures import scaled_plan
+
+    assert make_fixtures.main([str(tmp_path), "--scale", "0.004", "--only", "nmnist"]) == 0
+    capsys.readouterr()
+    (tmp_path / "NMNIST" / "processed").mkdir()  # what a loader derived from the earlier fake goes with it
+    assert make_fixtures.main([str(tmp_path), "--scale", "0.001", "--only", "nmnist"]) == 0
+    assert "replaced an earlier fake, scale 0.004" in capsys.readouterr().out
+    files = {p.relative_to(tmp_path).as_posix() for p in (tmp_path / "NMNIST").rglob("*") if p.is_file()}
+    assert files == {s.path for s in scaled_plan("nmnist", 0.001)} | {f"NMNIST/{FAKE_MARKER}"}
+    assert fake_marker(tmp_path / "NMNIST") == {"fake": True, "dataset": "nmnist", "scale": 0.001, "files": 70}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["NMNIST"]  # no staging folder left
+
+
+def test_a_write_that_fails_leaves_the_earlier_fake_and_no_part_of_the_new_one(tmp_path):
+    """A full disk (here: a file-size limit, which fails a write the same way) part-way through a fake: one line
+    naming where, the earlier fake whole, nothing of the new one."""
+    write_fixtures(tmp_path, ["cora"])
+    before = {p: p.read_bytes() for p in (tmp_path / "Cora").rglob("*") if p.is_file()}
+    limit = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (30000, 30000)); "
+        "from fsnn.data.make_fixtures import main; sys.exit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", limit, str(tmp_path), "--only", "cora", "nmnist"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert errors[0].startswith(f"fsnn-fixtures: error: cannot write {tmp_path / 'Cora'}"), errors
+    assert {p: p.read_bytes() for p in (tmp_path / "Cora").rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Cora"]
+
+
+def test_the_route_fsnn_fixtures_prints_trains_a_graph_and_records_the_fake(tmp_path):
+    """``fsnn-fixtures DIR``, then a Table 2 run with ``paths.data_dir=DIR``, as printed: no switch to set (the Cora
+    fake has 550 of the release's 2,708 nodes), and the run's record says it trained on a fake."""
+    proc = run_app("fsnn/data/make_fixtures.py", str(tmp_path / "fake"), "--only", "cora", cwd=tmp_path)
+    assert proc.returncode == 0 and f"paths.data_dir={tmp_path / 'fake'}" in proc.stdout, proc.stderr
+    proc = run_app(
+        "train.py",
+        "experiment=table2_node_classification",
+        "hydra.mode=RUN",
+        "dataset=cora",
+        "backbone=sgcn",
+        "neuron=flif",
+        "+smoke=graph",
+        f"paths.data_dir={tmp_path / 'fake'}",
+        cwd=tmp_path,
+        env={"FSNN_DATA_VERIFY": "", "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
+    assert run["status"] == "complete" and run["fake_data"] is True
 
 
 # -- every dataset through its real loader -------------------------------------------------------------
@@ -627,23 +710,31 @@ def test_missing_data_is_one_clear_error(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["nmnist", "ncaltech101", "dvsgesture", "dvslip", "cifar10", "imagenet"])
-def test_fixtures_below_the_published_release_are_incomplete_when_verifying(fixture_root, name, monkeypatch):
+def test_a_fake_loads_without_the_checks_and_the_same_files_unmarked_are_incomplete(tmp_path, name, monkeypatch):
+    """A fake carries its marker: read without the completeness checks it cannot pass, with no switch; the same
+    files without the marker are a partial copy of the release, refused unless the checks are switched off."""
     monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
+    folder = write_fixtures(tmp_path, [name])[name]
+    assert is_fake_dataset(name, tmp_path)
+    assert len(build_dataset(name, tmp_path, T=2, download=False)[0]) > 0
     with pytest.raises(DatasetMissingError, match="incomplete|corrupted"):
-        build_dataset(name, fixture_root, download=False)
+        build_dataset(name, tmp_path, T=2, download=False, verify=True)
+    (folder / FAKE_MARKER).unlink()
+    assert not is_fake_dataset(name, tmp_path)
+    with pytest.raises(DatasetMissingError, match="incomplete|corrupted"):
+        build_dataset(name, tmp_path, T=2, download=False)
     monkeypatch.setenv("FSNN_DATA_VERIFY", "0")
-    assert len(build_dataset(name, fixture_root, T=2, download=False)[0]) > 0
+    assert len(build_dataset(name, tmp_path, T=2, download=False)[0]) > 0
 
 
 def test_verification_compares_file_counts_with_the_published_release(fixture_root, monkeypatch):
     # 110 of DVS128 Gesture's 1,077 training files pass tonic's own check (at least 100), not fsnn's
-    monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
     with pytest.raises(
         DatasetMissingError,
         match=r"ibmGestureTrain/ holds 110 \.npy files, the published release "
         r"has 1,077",
     ):
-        build_dataset("dvsgesture", fixture_root, download=False)
+        build_dataset("dvsgesture", fixture_root, download=False, verify=True)
     spec = tonic_datasets.TONIC_SPECS["dvsgesture"]
     location = fixture_root / spec.folder
     assert tonic_datasets.tonic_split_problem(spec, location, "train", verify=True).startswith("incomplete")

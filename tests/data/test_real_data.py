@@ -106,6 +106,7 @@ def test_one_epoch_of_table2_on_real_cora(cora_dir, tmp_path):
     """One epoch of Table 2's SGCN / f-LIF (T=100; two Poisson test re-samplings instead of 20) already learns."""
     proc, run = _table2_smoke(tmp_path, cora_dir, "sgcn", "flif", "dataset.T=100")
     assert run["status"] == "complete" and run["epochs"] == 1 and run["recipe"] == "matched"
+    assert run["fake_data"] is False  # the real release carries no fake marker
     assert "Warning" not in proc.stderr, proc.stderr  # no library's deprecation notice about its own code
     assert run["num_parameters"] == FEATURES * CLASSES + CLASSES
     assert run["config"]["neuron"]["alpha"] == 0.3  # tab:alpha_gnn's Cora alpha

@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 from helpers import run_app
 
-from fsnn.data import build_dataset, make_fixtures, scaled_fixtures as sf, scaled_images as si, tonic_datasets
+from fsnn.data import (
+    build_dataset,
+    dataset_info,
+    make_fixtures,
+    scaled_fixtures as sf,
+    scaled_images as si,
+    tonic_datasets,
+)
 from fsnn.data.common import DatasetMissingError
 from fsnn.data.fixtures import FIXTURE_NAMES
 from fsnn.data.hardvs import HARDVS_SIZES
@@ -192,7 +199,7 @@ def test_written_files_match_the_plan(scaled_root, image_root):
         ) == (sorted(s.path for s in plan))
     for name, scale in (("hardvs", SMALLEST), ("imagenet", SMALLEST), ("cifar10", SCALE), ("cifar100", SCALE)):
         plan = sf.scaled_plan(name, scale)
-        folder = image_root / ("HARDVS/extract" if name == "hardvs" else sf.FOLDERS[name])
+        folder = image_root / ("HARDVS/extract" if name == "hardvs" else dataset_info(name).directory)
         ext = {"hardvs": "*.npz", "imagenet": "*.JPEG"}.get(name, "*_batch*" if name == "cifar10" else "t*")
         assert sorted(p.relative_to(image_root).as_posix() for p in folder.rglob(ext)) == sorted({s.path for s in plan})
     lists = image_root / "HARDVS" / "extract"
@@ -409,9 +416,8 @@ def test_the_loader_reads_them_and_verifies_the_counts(scaled_root, name, monkey
     assert np.array_equal(events["y"], y)
     assert np.array_equal(events["p"].astype(int), p)
 
-    monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
     with pytest.raises(DatasetMissingError, match="incomplete"):
-        build_dataset(name, scaled_root, download=False)
+        build_dataset(name, scaled_root, download=False, verify=True)
     scaled = dict(Counter(s.split for s in sf.scaled_plan(name, SCALE)))
     monkeypatch.setitem(tonic_datasets.TONIC_SPECS, name, replace(spec, published=scaled))
     train, val, test = build_dataset(name, scaled_root, T=2, size=8, download=False, verify=True)
@@ -422,7 +428,7 @@ def test_the_loader_reads_them_and_verifies_the_counts(scaled_root, name, monkey
 
 
 @pytest.mark.parametrize("name", ["cifar10", "cifar100", "imagenet", "hardvs"])
-def test_the_loaders_read_the_image_and_hardvs_fakes(image_root, name, monkeypatch):
+def test_the_loaders_read_the_image_and_hardvs_fakes(image_root, name):
     """fsnn's loaders (torchvision's CIFAR10, CIFAR100 and ImageNet, SpikingJelly's HARDVS) read each fake with the
     verification :func:`passes_verification` gives: a CIFAR fake fails the md5 sums and a HarDVS below full size the
     counts, an ImageNet fake passes at any scale (its 1000 class folders)."""
@@ -430,11 +436,10 @@ def test_the_loaders_read_the_image_and_hardvs_fakes(image_root, name, monkeypat
     plan = Counter(s.split for s in sf.scaled_plan(name, scale))
     verify = sf.passes_verification(name, scale)
     assert verify == (name == "imagenet")
-    monkeypatch.delenv("FSNN_DATA_VERIFY", raising=False)
     size = 16 if name == "hardvs" else 32
     if not verify:
         with pytest.raises(DatasetMissingError, match="incomplete" if name == "hardvs" else "corrupted"):
-            build_dataset(name, image_root, T=2, size=size, download=False)
+            build_dataset(name, image_root, T=2, size=size, download=False, verify=True)
     train, val, test = build_dataset(name, image_root, T=2, size=size, download=False, verify=verify)
     official = "val" if name in ("hardvs", "imagenet") else "test"
     assert len(test) == plan[official] and len(train) + (name != "hardvs") * len(val) == plan["train"]
@@ -468,8 +473,7 @@ def test_cli_scale(tmp_path, capsys):
     assert len(errors) == 1 and "--scale" in errors[0] and "hardvs_mini" in errors[0]
     assert not (tmp_path / "bad").exists()
     assert make_fixtures.main([str(tmp_path / "c"), "--scale", "0.001", "--only", "cifar10", "nmnist"]) == 0
-    assert "(cifar10, nmnist with FSNN_DATA_VERIFY=0)" in capsys.readouterr().out
-    assert len(list((tmp_path / "c" / "cifar-10-batches-py").iterdir())) == 7
+    assert len(list((tmp_path / "c" / "cifar-10-batches-py").iterdir())) == 7 + 1  # 7 files and the fake marker
 
 
 def refused(capsys, argv) -> list[str]:
