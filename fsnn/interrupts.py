@@ -11,7 +11,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 #: the signals that stop a command: it says what it wrote and exits with 128 + the signal's number
@@ -58,6 +58,21 @@ def interruptible():
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def submitit_requeue() -> Callable[[int, object], None] | None:
+    """The handler submitit set for its preemption signal (one of :data:`UNLESS_HANDLED`) in a job it runs: it
+    checkpoints the job's submission, requeues the job and exits; ``None`` outside a submitit job. A SIGTERM, SLURM's
+    preemption, is handed to it once the run has stopped (:func:`fsnn.suite.run.train`), so that a preempted job is
+    requeued and resumes, where submitit alone would ignore the SIGTERM until SLURM kills the job."""
+    module = sys.modules.get("submitit.core.job_environment")
+    if module is None:
+        return None
+    for signum in UNLESS_HANDLED:
+        handler = signal.getsignal(signum)
+        if isinstance(getattr(handler, "__self__", None), module.SignalHandler):
+            return handler
+    return None
 
 
 def leave_to_the_main_process(worker_id: int = 0) -> None:

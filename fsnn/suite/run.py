@@ -31,6 +31,7 @@ import contextlib
 import functools
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -51,7 +52,7 @@ from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
 from fsnn.data import DatasetDamagedError, DatasetMissingError, is_fake_dataset
 from fsnn.formatting import format_percent
-from fsnn.interrupts import Interrupted, interruptible
+from fsnn.interrupts import Interrupted, interruptible, submitit_requeue
 from fsnn.models.poisson import describe_encoders
 from fsnn.neurons.fractional import collect_alphas
 from fsnn.provenance import device_description, package_versions
@@ -373,7 +374,8 @@ def train(cfg: DictConfig) -> float:
     a sweeper). A finished run of the same config is not trained again (see the module's docstring).
 
     SIGTERM, SIGINT or SIGHUP stops the run: ``metrics.json`` says ``interrupted`` and the process exits with status
-    128 + the signal's number; rerunning the command resumes from the last epoch's ``last.ckpt``."""
+    128 + the signal's number; rerunning the command resumes from the last epoch's ``last.ckpt``. Under submitit a
+    SIGTERM (SLURM's preemption) then requeues the job (:func:`_hand_to_submitit`), which resumes it."""
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     quiet_libraries()
     reuse_freed_memory()
@@ -393,10 +395,24 @@ def train(cfg: DictConfig) -> float:
                 file=sys.stderr,
                 flush=True,
             )
+        if interrupted.signum == signal.SIGTERM and (requeue := submitit_requeue()) is not None:
+            _hand_to_submitit(requeue, run_dir)
         if os.environ.get(SWEEP_PARENT, str(os.getpid())) != str(os.getpid()):
             # a joblib worker would take the sweep's next job: it ends, as its sweep does (StopJobs)
             os._exit(128 + interrupted.signum)
         raise SystemExit(128 + interrupted.signum) from None
+
+
+def _hand_to_submitit(requeue, run_dir: Path) -> None:
+    """A SIGTERM under submitit (SLURM's preemption): once the run has stopped (its record says ``interrupted``),
+    submitit's own requeue checkpoints the job's submission, requeues the job, whose run resumes from its last
+    epoch, and exits. When it cannot (timed out too often, or a cancelled job ``scontrol`` will not requeue), one
+    line says why and the command exits as on any SIGTERM."""
+    print(f"fsnn: {run_dir}: preempted under submitit, handing the job to submitit's requeue", file=sys.stderr)
+    try:
+        requeue(signal.SIGTERM, None)
+    except Exception as error:  # noqa: BLE001 - whatever submitit or scontrol raise, the run itself is safe
+        print(f"fsnn: {run_dir}: not requeued ({type(error).__name__}: {error})", file=sys.stderr, flush=True)
 
 
 def _train(cfg: DictConfig, run_dir: Path, zero: bool, record: dict | None) -> float:

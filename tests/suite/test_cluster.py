@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -62,7 +63,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_a_job_preempted_under_submitit_is_requeued_and_ends_as_if_uninterrupted(tmp_path):
+@pytest.mark.parametrize("preemption", ["submitit's signal", "SIGTERM"])
+def test_a_job_preempted_under_submitit_is_requeued_and_ends_as_if_uninterrupted(tmp_path, preemption):
+    """Submitit's own preemption and time-limit signal (SIGUSR2), or SLURM's plain preemption (SIGTERM), mid-epoch:
+    the job is requeued and its run resumes."""
     data = tmp_path / "data"
     write_scaled_fixtures(data, 0.01, ["dvsgesture"])
     sweep, plain = tmp_path / "sweep", tmp_path / "plain"
@@ -98,12 +102,14 @@ def test_a_job_preempted_under_submitit_is_requeued_and_ends_as_if_uninterrupted
         # the preemption (and time-limit) signal, as SLURM sends it to the job's processes under submitit
         from submitit.local.local import LocalJobEnvironment
 
-        os.kill(task, LocalJobEnvironment._usr_sig())
+        signum = signal.SIGTERM if preemption == "SIGTERM" else LocalJobEnvironment._usr_sig()
+        os.kill(task, signum)
         _wait(lambda: not _alive(task), "end of the signalled task", 120)
         # stopped in its third epoch (the second's last.ckpt is the last whole one); it recorded why
         assert load_checkpoint(run / "checkpoints" / "last.ckpt")["epoch"] == 1
         stopped = json.loads((run / "metrics.json").read_text())
-        assert stopped["status"] == "interrupted" and stopped["error"] == "SystemExit: 144", stopped.get("error")
+        why = "Interrupted: interrupted by SIGTERM" if signum == signal.SIGTERM else "SystemExit: 144"
+        assert stopped["status"] == "interrupted" and stopped["error"] == why, stopped.get("error")
         proc.wait(timeout=600)
     finally:
         if proc.poll() is None:
@@ -118,7 +124,7 @@ def test_a_job_preempted_under_submitit_is_requeued_and_ends_as_if_uninterrupted
     assert resumed["resumed_from"] == "checkpoints/last.ckpt" and resumed["epochs"] == 4
     # submitit requeued it (the job's log, under the sweep's .submitit/, appended by every start of the job)
     log = (run.parent / ".submitit" / str(controller) / f"{controller}_0_log.out").read_text()
-    assert "Caught signal SIGUSR2" in log and "this job is preempted" in log, log
+    assert f"Caught signal {signal.Signals(signum).name}" in log and "this job is preempted" in log, log
     assert f"Requeued job {controller} (3 remaining timeouts)" in log  # preemption is not counted as a time limit
     assert log.count("Starting with JobEnvironment") == 2 and log.endswith("Exiting after successful completion\n")
     other = next(p for p in (run.parent / ".submitit").glob("*/*_0_log.out") if p.parent.name != str(controller))
