@@ -6,20 +6,28 @@ a checkout of fsnn, and count what happens:
 Every case runs ``train.py`` / ``evaluate.py`` (with ``study=energy``) of ``--root`` (default: this checkout) in a
 fresh folder on tiny fixture data, and gets one outcome:
 
-- ``clear``: one ``fsnn: error:`` line that names the key or file, no traceback (or, for a damaged cache, a message
-  naming the file and a correct result; for a behaviour such as the run-folder lock, the safe behaviour);
+- ``clear``: one ``fsnn: error:`` line (a command's own: ``fsnn-fixtures: error:``) that names the key or file, no
+  traceback (or, for a damaged cache, a message naming the file and a correct result; for a behaviour such as the
+  run-folder lock, the safe behaviour);
 - ``traceback``: a Python traceback on the console;
 - ``unclear``: an error without traceback that does not name the key or file;
 - ``silent``: a bad value accepted, damage not noticed, a payload run, work redone or differing.
 
-``lost`` counts the cases where a complete ``metrics.json`` written before was overwritten or removed, ``security``
+``lost`` counts the cases where a complete ``metrics.json`` written before, or a user's real dataset, was overwritten
+or removed, ``security``
 those where a file outside the folder it belongs in was written, replaced, removed or read (a string of a config or
 a record that became a path). Further categories: ``confined`` (strings that become paths), ``folders`` (one
 configuration, one folder), ``signals`` (every command on a signal), ``library`` (learned parameters, engines'
 autograd, impossible metrics), ``report`` (``fsnn-report`` on a damaged or hostile results tree, a full disk, a
 read-only or linked-out output folder), ``environment`` (variables set to nothing), ``mismatch`` (data that no
 longer matches a run, corrupt graph files), ``inputs`` (caches and inputs that lie: processed caches holding pickles, foreign or
-stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record), ``parameters``
+stale ones, NaN features, a truncated compiled extension, the Poisson sampler in a run's record), ``cache keys`` (a
+raw recording changed after its frames were cached, a cache marker edited), ``labels`` (class folders missing or not
+the release's), ``decisions`` (copied runs in a table cell, runs of several commits, claims on samples that cannot
+carry a decision), ``handlers`` (SIGUSR1 / SIGUSR2 to a run and its loader workers, a refused resume), ``reads``
+(damaged saved configs, records of runs that never finished, unwritable fixture folders, a linked frame cache, events
+outside the sensor), ``writers`` (``fsnn-fixtures`` over real data or another fake, on a full disk; the fakes' runs
+recorded as fake), ``schema`` (keys no config of their group has), ``parameters``
 (the neuron's parameters set outside their domain), ``autograd`` (second derivatives and compilation: a correct
 result or a clear refusal) and ``registries`` (names that become paths, entries of the wrong kind); these last three
 are Python snippets (:data:`SNIPPETS`), whose fast ones ``tests/suite/test_probe_snippets.py`` runs. ``--fast`` keeps, in
@@ -33,10 +41,12 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import pickle
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -88,6 +98,8 @@ GRAPH = [
     "logger=none",
 ]
 OUTCOMES = ("clear", "traceback", "unclear", "silent")
+# a refusal's line: ``fsnn: error: ...``, or a command's own (``fsnn-fixtures: error: ...``, as argparse writes it)
+ERROR_LINE = re.compile(r"fsnn(?:-[a-z]+)?: error:")
 
 # (the override, a word the error must name)
 BAD_VALUES = [
@@ -133,6 +145,17 @@ BAD_VALUES = [
     ("neuron.dt=100", "tau"),
     ("trainer.accelerator=meta", "accelerator"),
 ]
+# the config surface: (train.py's overrides, the key its refusal names): keys no config of their group has, or a value
+# outside a group's own domain, which would otherwise run with the key ignored or fail deep in a library
+SCHEMA_VALUES = [
+    ("+neuron.alfa=0.3", "alfa"),  # a typo of neuron.alpha, added
+    ("neuron.alfa=0.3", "alfa"),  # the same, not added: Hydra's own refusal
+    ("+trainer.max_epoch=3", "max_epoch"),  # a typo of trainer.max_epochs
+    ("+dataset.hops=2", "hops"),  # a graph dataset's key on an event dataset
+    ("+optimizer.momentum=0.9", "momentum"),  # SGD's key on Adam
+    ("early_stopping=validation early_stopping.patience=-1", "patience"),
+    ("+early_stopping.patience=5", "patience"),  # a key of an option that is not chosen (early_stopping: none)
+]
 # a Python user of the neurons: (case, code that must raise a ValueError naming the word, the word)
 MODULE_VALUES = [
     (
@@ -148,7 +171,8 @@ MODULE_VALUES = [
 # a Python user of the library: {category: [(case, code, the word a clear refusal names, fast)]}. The code runs with
 # torch, math, FractionalLIF and FractionalIF imported; it ends normally on a correct result, raises an
 # AssertionError when it got a wrong one or a bad value was accepted (silent), and a clear refusal is a ValueError,
-# TypeError or RuntimeError whose message names the word (run_snippets)
+# TypeError, RuntimeError or FileNotFoundError (the data loaders' DatasetMissingError) whose message names the word
+# (run_snippets)
 _LOAD_ALPHA = (
     "m = FractionalLIF(alpha=0.3)\n"
     "m.load_state_dict({{'alpha_value': torch.tensor({value}, dtype=torch.float64)}})\n"
@@ -320,7 +344,7 @@ for code, word in json.loads(sys.argv[1]):
                                                   "FractionalIF": FractionalIF, "__name__": "__snippet__"})
     except AssertionError as error:
         outcome = ["silent", str(error)]
-    except (ValueError, TypeError, RuntimeError) as error:
+    except (ValueError, TypeError, RuntimeError, FileNotFoundError) as error:
         text = str(error).strip()
         outcome = ["clear" if word in text else "unclear", text.splitlines()[0] if text else type(error).__name__]
     except Exception as error:  # an error no refusal raises: a traceback for a user
@@ -330,11 +354,94 @@ for code, word in json.loads(sys.argv[1]):
     print(json.dumps(outcome), flush=True)
 """
 
+# a Python user of the event datasets (Probe.cache_keys, labels, reads): serve(name, data, cache) builds the dataset
+# ``name`` of the fixture copy ``data`` (its frames cached under ``cache``, default ``<data>/fsnn_cache``) and returns
+# its splits; ``frames(split, i)`` the counts it serves for a sample
+_SERVE = """
+import json, logging, os, shutil
+from pathlib import Path
+import numpy as np
+from fsnn.data.registry import build_dataset
+def serve(name, data, cache=None):
+    return build_dataset(name, data, T=2, size=8, download=False, verify=False, num_workers=0, cache_dir=cache)
+def frames(split, i=0):
+    return split[i][0].numpy()
+def labels(splits):
+    return {key: label for split in splits for key, label in zip(split.keys, split.targets)}
+"""
+# the raw recording of the first N-MNIST training sample changed after its frames were cached (``{change}``: code
+# given ``raw``, ``other`` (a recording of another size) and ``stat`` (the raw file's stat before)): the frames served
+# next are those of a fresh cache of the changed file
+_RAW_CHANGED = """
+train = serve("nmnist", data)[0]
+old = frames(train)
+raw = data / "NMNIST" / train.keys[0]
+stat = raw.stat()
+other = next(p for p in sorted(raw.parent.parent.rglob("*.bin")) if p.stat().st_size != stat.st_size)
+{change}
+new = frames(serve("nmnist", data)[0])
+fresh = frames(serve("nmnist", data, data / "fresh-cache")[0])
+assert not np.array_equal(fresh, old), "the change does not change the frames: nothing to tell"
+assert np.array_equal(new, fresh), f"the frames cached from the old {{raw.name}} served"
+"""
+# a cache marker of the N-MNIST training split edited (``{edit}``: code changing ``marker``, its content, given the
+# dataset ``train``), then the dataset served three times, each a fresh build reading its first sample
+_MARKER_EDITED = """
+said = []
+handler = logging.Handler()
+handler.emit = lambda record: said.append(record.getMessage())
+logging.getLogger("fsnn").addHandler(handler)
+train = serve("nmnist", data)[0]
+path = train.cache.dir / "_COMPLETE.json"
+marker = json.loads(path.read_text())
+{edit}
+path.write_text(json.dumps(marker))
+said.clear()
+served = [serve("nmnist", data)[0] for _ in range(3)]
+reads = [frames(split) for split in served]
+fresh = serve("nmnist", data, data / "fresh-cache")[0]
+assert all(split.targets == fresh.targets for split in served), "the marker's labels served, not the source's"
+assert all(np.array_equal(r, frames(fresh)) for r in reads), "other frames than a fresh cache's"
+assert len(said) <= 1, f"{{len(said)}} warnings over three reads: {{said[-1][:90]}}"
+"""
+# N-Caltech101 with a class folder changed (``{change}``: code given ``copy``, a second fixture copy): the labels of
+# the samples both copies hold are the same
+_NCALTECH_LABELS = """
+shutil.copytree(data, copy := data.parent / "copy")
+{change}
+full, changed = labels(serve("ncaltech101", data)), labels(serve("ncaltech101", copy))
+moved = {{key.split("/")[-2]: (full[key], label) for key, label in changed.items() if full.get(key) != label}}
+assert not moved, f"labels moved (class: (with all folders, without)): {{moved}}"
+"""
+# N-Caltech101, DVS-Lip or MINI-HARDVS (``{name}``) with a class folder changed (``{change}``: code given ``copy``, a
+# second fixture copy): the samples both copies hold have the same labels in both
+_LABELS = """
+shutil.copytree(data, copy := data.parent / "copy")
+{change}
+full, changed = labels(serve({name!r}, data)), labels(serve({name!r}, copy))
+moved = {{key.split("/")[-2]: (full[key], label) for key, label in changed.items() if full.get(key) != label}}
+assert not moved, f"labels moved (class: (with every folder, without)): {{moved}}"
+"""
+# an event dataset with a damaged raw file: its build must refuse it
+_ACCEPTED = """
+serve({name!r}, data)
+raise AssertionError("built: the damaged raw file accepted")
+"""
+# a claims decision that the runs cannot carry: ``decide(a, b, claim)`` must say it is not decided
+_DECIDE = """
+from fsnn.report.claims import decide
+d = decide({a}, {b}, {claim})
+assert d.verdict == "not decided", f"{{d.verdict}}: {{d.reason}}"
+"""
 
-def run_snippets(root: Path, cases: list[tuple[str, str]], timeout: int = 600) -> list[tuple[str, str]]:
+
+def run_snippets(
+    root: Path, cases: list[tuple[str, str]], timeout: int = 600, env: dict | None = None
+) -> list[tuple[str, str]]:
     """``(outcome, note)`` of each :data:`SNIPPETS` case ``(code, word)``, run in turn in one fresh process against
-    the checkout ``root``; a case that kills the process, and those after it, is a ``traceback``."""
-    env = {**os.environ, "PYTHONPATH": str(root), "WANDB_MODE": "disabled"}
+    the checkout ``root`` (``env``: the variables to run it with, default this process's); a case that kills the
+    process, and those after it, is a ``traceback``."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(root), "WANDB_MODE": "disabled"}
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _DRIVER, json.dumps(cases)],
@@ -412,6 +519,9 @@ sys.argv[:] = ["fsnn-report", *args]
 runpy.run_module("fsnn.report", run_name="__main__")
 """
 
+# the commands run as modules: their names as a user types them
+MODULES = {"fsnn-report": "fsnn.report", "fsnn-fixtures": "fsnn.data.make_fixtures"}
+
 # a link on the report page whose value starts with a scheme; data: (the icon, the figures) and the datasets' web
 # addresses are the page's own
 SCHEME_LINK = re.compile(r"""(?:href|src)\s*=\s*["']\s*(?!data:|https?:)[a-zA-Z][a-zA-Z0-9+.-]*:""")
@@ -452,14 +562,36 @@ class Probe:
         return path
 
     def run(
-        self, script: str, *args: str, cwd: Path, timeout: int = 300, env: dict | None = None, umask: int | None = None
+        self,
+        script: str,
+        *args: str,
+        cwd: Path,
+        timeout: int = 300,
+        env: dict | None = None,
+        umask: int | None = None,
+        file_size: int | None = None,
+        read_only: Path | None = None,
     ) -> tuple[int | None, str]:
-        """``(exit status or None on timeout, stdout + stderr)``."""
+        """``(exit status or None on timeout, stdout + stderr)`` of ``script`` (a file of the checkout, or one of
+        :data:`MODULES`) under ``umask``, with files limited to ``file_size`` bytes (a disk that fills up: a write
+        past it fails with EFBIG), or with the folder ``read_only`` mounted read-only (in a mount namespace of its
+        own: root passes every permission check)."""
         command = [
             sys.executable,
-            *(["-m", "fsnn.report"] if script == "fsnn-report" else [str(self.root / script)]),
+            *(["-m", MODULES[script]] if script in MODULES else [str(self.root / script)]),
             *args,
         ]
+        if read_only is not None:
+            remount = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"'
+            command = ["unshare", "-rm", "sh", "-c", remount, str(read_only), *command]
+
+        def limits() -> None:
+            if umask is not None:
+                os.umask(umask)
+            if file_size is not None:
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails instead of killing
+                resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+
         try:
             proc = subprocess.run(
                 command,
@@ -468,7 +600,7 @@ class Probe:
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                preexec_fn=None if umask is None else (lambda: os.umask(umask)),
+                preexec_fn=limits,
             )
         except subprocess.TimeoutExpired as expired:
             out = (expired.stdout or b"") + (expired.stderr or b"")
@@ -485,7 +617,7 @@ class Probe:
             return "traceback"
         if rc == 0 or rc is None:
             return "silent"
-        lines = [line for line in out.splitlines() if line.startswith("fsnn: error:")]
+        lines = [line for line in out.splitlines() if ERROR_LINE.match(line)]
         return "clear" if lines and all(name in line for line in lines[:1]) else "unclear"
 
     def record(
@@ -503,6 +635,13 @@ class Probe:
             f"{note}",
             flush=True,
         )
+
+    def snippets(self, category: str, cases: list[tuple[str, str, str]]) -> None:
+        """Record each case ``(case, code, word)``: Python code run by :func:`run_snippets` in a fresh process of its
+        own (nothing carries over), with the probe's environment."""
+        for case, code, word in cases:
+            ((outcome, note),) = run_snippets(self.root, [(code, word)], env=self.env())
+            self.record(category, case, outcome, note=note[:90])
 
     @staticmethod
     def run_dir(cwd: Path, task: str = "train") -> Path:
@@ -917,20 +1056,8 @@ class Probe:
             lost=not kept,
             note=f"kept as {kept}" if kept else "the first result is gone",
         )
-        # a signal after the first epoch: interrupted (not failed), exit 128 + n, and the rerun resumes
         for name in ("SIGTERM", "SIGINT"):
-            cwd = self.folder(name)
-            rc, out = self.signalled(cwd, getattr(signal, name), *TINY, "trainer.max_epochs=3")
-            m = self.metrics(self.run_dir(cwd)) or {}
-            again, _ = self.train(cwd, *TINY, "trainer.max_epochs=3")
-            resumed = (self.metrics(self.run_dir(cwd)) or {}).get("status") == "complete"
-            told = rc == 128 + getattr(signal, name) and m.get("status") == "interrupted"
-            self.record(
-                "lifecycle",
-                f"{name} after the first epoch, then rerun",
-                "clear" if told and resumed else self.behaviour(rc, out),
-                note=f"exit {rc}, status {m.get('status')}, rerun exit {again}",
-            )
+            self.stopped_and_resumed("lifecycle", f"{name} after the first epoch, then rerun", name)
         # tools on a folder whose run holds the lock
         ref = self.complete_run("lock-ref")
         for label, args in (
@@ -986,8 +1113,26 @@ class Probe:
         proc = subprocess.run(command, cwd=cwd, env=self.env(), capture_output=True, text=True, timeout=600)
         return proc.returncode, proc.stdout + proc.stderr
 
-    def signalled(self, cwd: Path, signum: int, *args: str) -> tuple[int | None, str]:
-        """``train.py`` sent ``signum`` once its first ``last.ckpt`` is written."""
+    def stopped_and_resumed(self, category: str, case: str, name: str, *args: str, to: str = "run") -> None:
+        """A signal after the first epoch (:meth:`signalled`): the run is interrupted (not failed), exits 128 + n,
+        and its rerun resumes it to the end."""
+        cwd = self.folder(case)
+        rc, out = self.signalled(cwd, getattr(signal, name), *TINY, "trainer.max_epochs=3", *args, to=to)
+        m = self.metrics(self.run_dir(cwd)) or {}
+        again, _ = self.train(cwd, *TINY, "trainer.max_epochs=3", *args)
+        resumed = (self.metrics(self.run_dir(cwd)) or {}).get("status") == "complete"
+        told = rc == 128 + getattr(signal, name) and m.get("status") == "interrupted"
+        self.record(
+            category,
+            case,
+            "clear" if told and resumed else self.behaviour(rc, out),
+            note=f"exit {rc}, status {m.get('status')}, rerun exit {again}",
+        )
+
+    def signalled(self, cwd: Path, signum: int, *args: str, to: str = "run") -> tuple[int | None, str]:
+        """``train.py`` sent ``signum`` once its first ``last.ckpt`` is written: ``to`` the ``run``'s process, its data
+        loader ``workers`` (its child processes), or ``all`` of them, workers first (as a scheduler's ``--signal``
+        reaches every process of a job)."""
         proc = subprocess.Popen(
             [sys.executable, str(self.root / "train.py"), *args, f"paths.data_dir={self.data}"],
             cwd=cwd,
@@ -999,8 +1144,15 @@ class Probe:
         deadline = time.time() + 300
         while time.time() < deadline and proc.poll() is None and not list((cwd / "runs").rglob("last.ckpt")):
             time.sleep(0.05)
-        proc.send_signal(signum)
+        workers = _children(proc.pid) if to in ("workers", "all") else []
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+        if to in ("run", "all"):
+            proc.send_signal(signum)
         out = proc.communicate(timeout=600)[0]
+        if to != "run" and not workers:
+            out += "\n(probe: no data loader worker was alive to signal)"
         return proc.returncode, out
 
     @staticmethod
@@ -1010,7 +1162,7 @@ class Probe:
 
     @staticmethod
     def first_error(out: str) -> str:
-        return next((line for line in out.splitlines() if line.startswith("fsnn: error:")), "")
+        return next((line for line in out.splitlines() if ERROR_LINE.match(line)), "")
 
     # -- strings that become paths, signals, one folder per configuration, the library's guarded cases -------------
     def confined(self) -> None:
@@ -1253,14 +1405,9 @@ class Probe:
         """Every command stopped by a signal exits 128 + n with one line saying what it wrote."""
         ref = self.complete_run("signal-ref")
         for name, study in (("SIGTERM", "study=none"), ("SIGINT", "study=energy"), ("SIGTERM", "robustness=events")):
-            cwd, run = self.copy_run(ref, f"evaluate-{name}-{study}")
-            rc, out = self.interrupted(cwd, f"evaluate:{name}", f"run_dir={run}", study, f"paths.data_dir={self.data}")
-            self.record("signals", f"evaluate.py {study} on {name}", self.told(rc, out, name))
+            self.evaluate_signalled("signals", ref, name, study)
         for command, name in (("make_tables", "SIGTERM"), ("report", "SIGINT")):
-            cwd = self.folder(f"{command}-{name}")
-            (cwd / "results").mkdir()
-            rc, out = self.interrupted(cwd, f"{command}:{name}", "--results", "results", "--out", "out")
-            self.record("signals", f"{command} on {name}", self.told(rc, out, name))
+            self.report_signalled("signals", command, name)
         # a joblib sweep: its loky workers outlive it unless it stops them
         cwd = self.folder("joblib-sigterm")
         log = cwd / "console.txt"  # not a pipe: workers left running would hold it open
@@ -1301,6 +1448,19 @@ class Probe:
             "silent" if trained_on else "clear" if told else self.behaviour(proc.returncode, out),
             note=f"exit {proc.returncode}; workers trained on: {len(trained_on)}",
         )
+
+    def evaluate_signalled(self, category: str, ref: Path, name: str, study: str) -> None:
+        """``evaluate.py`` ``study`` on a copy of the run ``ref``, sent the signal ``name`` mid-work."""
+        cwd, run = self.copy_run(ref, f"evaluate-{name}-{study}")
+        rc, out = self.interrupted(cwd, f"evaluate:{name}", f"run_dir={run}", study, f"paths.data_dir={self.data}")
+        self.record(category, f"evaluate.py {study} on {name}", self.told(rc, out, name))
+
+    def report_signalled(self, category: str, command: str, name: str) -> None:
+        """``fsnn-report`` ``command`` (``make_tables``, ``report``) on an empty results tree, sent ``name``."""
+        cwd = self.folder(f"{command}-{name}")
+        (cwd / "results").mkdir()
+        rc, out = self.interrupted(cwd, f"{command}:{name}", "--results", "results", "--out", "out")
+        self.record(category, f"{command} on {name}", self.told(rc, out, name))
 
     def interrupted(self, cwd: Path, when: str, *args: str) -> tuple[int | None, str]:
         """A command of ``--root`` sent a signal mid-work by the tests' ``interrupt.py`` (``evaluate:SIGTERM``...)."""
@@ -1674,11 +1834,12 @@ class Probe:
             note="" if looked in out else "it did not look in ./data",
         )
 
-    def private_data(self, cwd: Path, *folders: str) -> Path:
-        """A data folder of the case's own with the raw files of ``folders`` (fixtures)."""
+    def private_data(self, cwd: Path, *folders: str, part: str = "raw") -> Path:
+        """A data folder of the case's own with the ``part`` of ``folders`` (fixtures): their raw files (a graph's),
+        or ``""``, all of them."""
         data = cwd / "data"
         for folder in folders:
-            shutil.copytree(self.data / folder / "raw", data / folder / "raw")
+            shutil.copytree(self.data / folder / part, data / folder / part)
         return data
 
     def fabricated_run(self, cwd: Path, data: Path, shape: str = "same") -> Path:
@@ -1913,6 +2074,462 @@ class Probe:
             note=f"killed by signal {-rc}" if rc is not None and rc < 0 else out.strip()[-80:],
         )
 
+    # -- caches keyed on content, labels from the release, decisions, signals, reads, fixture writers --------------
+    def data_snippets(self, category: str, cases: list[tuple[str, Path, str, str]]) -> None:
+        """:meth:`snippets` of the cases ``(case, data, body, word)`` on the event datasets: ``body`` runs after
+        :data:`_SERVE` with ``data`` (a fixture copy of the case's own) bound."""
+        self.snippets(
+            category, [(case, f"{_SERVE}data = Path({str(data)!r})\n{body}", word) for case, data, body, word in cases]
+        )
+
+    def event_copy(self, name: str, *folders: str) -> Path:
+        """A fresh folder for the case ``name`` holding a copy of the fixture ``folders`` (whole): its data folder."""
+        return self.private_data(self.folder(name), *folders, part="")
+
+    def cache_keys(self) -> None:
+        """The event frame cache serves what its raw files and the source say now: a raw recording changed after
+        its frames were cached (edited, replaced with its old time kept, edited in place at the same size and time)
+        is integrated again, and a marker edited (its labels, a wrong CRC-32) is not believed, nor re-read forever."""
+        raw = [
+            ("edited (new content, size and time)", "raw.write_bytes(other.read_bytes())"),
+            (
+                "replaced by another, its old time kept (an archive extracted again)",
+                "raw.write_bytes(other.read_bytes())\nos.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))",
+            ),
+            (
+                "edited in place, same size and time",
+                "events = bytearray(raw.read_bytes())\nevents[::5] = bytes((x + 7) % 34 for x in events[::5])\n"
+                "raw.write_bytes(bytes(events))\nos.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))",
+            ),
+        ]
+        cases = [
+            (f"a raw recording {label}", self.event_copy(label, "NMNIST"), _RAW_CHANGED.format(change=change), "")
+            for label, change in raw
+        ]
+        marker = [
+            ("with its labels edited", "marker['labels'] = [(label + 1) % 10 for label in marker['labels']]"),
+            ("with a wrong CRC-32 for a healthy sample", "marker['checksums'][train.indices[0]] ^= 1"),
+        ]
+        cases += [
+            (f"a cache marker {label}", self.event_copy(label, "NMNIST"), _MARKER_EDITED.format(edit=edit), "")
+            for label, edit in marker
+        ]
+        self.data_snippets("cache keys", cases)
+
+    def labels(self) -> None:
+        """A class's label is the release's, whichever class folders a copy holds; a folder the release does not have
+        is refused by name."""
+        missing = "shutil.rmtree(copy / {!r})"
+        cases = [
+            (
+                "N-Caltech101 without the Faces_easy folder",
+                "NCALTECH101",
+                _LABELS.format(name="ncaltech101", change=missing.format("NCALTECH101/Caltech101/Faces_easy")),
+                "",
+            ),
+            (
+                "N-Caltech101 with a folder the release lacks (Airplanes)",
+                "NCALTECH101",
+                _LABELS.format(
+                    name="ncaltech101",
+                    change="os.rename(copy / 'NCALTECH101/Caltech101/airplanes', copy / 'NCALTECH101/Caltech101/Airplanes')",
+                ),
+                "Airplanes",
+            ),
+            (
+                "DVS-Lip without the word folder 'action'",
+                "DVSLip",
+                _LABELS.format(
+                    name="dvslip",
+                    change="\n".join(missing.format(f"DVSLip/DVS-Lip/{split}/action") for split in ("train", "test")),
+                ),
+                "",
+            ),
+            (
+                "MINI-HARDVS without action_002",
+                "MINI_HARDVS",
+                _LABELS.format(
+                    name="hardvs_mini",
+                    change="\n".join(
+                        missing.format(f"MINI_HARDVS/events_np/{split}/action_002")
+                        for split in ("train", "val", "test")
+                    ),
+                ),
+                "",
+            ),
+        ]
+        self.data_snippets(
+            "labels", [(case, self.event_copy(case, folder), body, word) for case, folder, body, word in cases]
+        )
+
+    def decisions(self) -> None:
+        """Decisions on samples that cannot carry one: a table cell counts a copied run folder once (copied anywhere
+        in the results tree, its seed edited or written ``-0``, saved again) and says so, marks runs of several
+        commits, and a claim is not decided on a zero-width interval, values that are not finite, or overflow."""
+        cell = "| SGCN (f-SNN) |"  # Table 2's f-LIF SGCN row: its Cora column is the cell the runs fill
+        copies = [
+            ("10 of 20 runs copied elsewhere in the results tree", 10, lambda text, n: text),
+            ("10 of 20 runs copied, their seeds edited", 10, lambda text, n: _with(text, seed=100 + n)),
+            ("1 of 20 runs copied, its seed written -0", 1, lambda text, n: text.replace('"seed": 0,', '"seed": -0,')),
+            (
+                "1 of 20 runs copied and saved again (keys sorted, indented)",
+                1,
+                lambda text, n: json.dumps(json.loads(text), indent=2, sort_keys=True),
+            ),
+        ]
+        for label, count, edit in copies:
+            results = (cwd := self.folder(label)) / "results"
+            runs = cell_runs(results, 20)
+            for n, run in enumerate(runs[:count]):
+                copy = results / "copies" / run.parent.name / "metrics.json"
+                copy.parent.mkdir(parents=True)
+                copy.write_text(edit(run.read_text(), n))
+            rc, out, text = self.table_row(cwd, results, "node_classification.md", cell)
+            self.record(
+                "decisions",
+                f"tables: {label}",
+                "traceback"
+                if "Traceback" in out
+                else "clear"
+                if "(n=20," in text and "left out" in text
+                else self.behaviour(rc, out),
+                note=text[:90],
+            )
+        results = (cwd := self.folder("two-commits")) / "results"
+        for run in cell_runs(results, 20)[10:]:
+            run.write_text(_with(run.read_text(), versions={"fsnn_commit": "1" * 40}))
+        rc, out, text = self.table_row(cwd, results, "node_classification.md", cell)
+        self.record(
+            "decisions",
+            "tables: 10 of 20 runs from another commit",
+            "traceback" if "Traceback" in out else "clear" if "2 commits" in text else self.behaviour(rc, out),
+            note=text[:90],
+        )
+        # a copy on each side of a claim: two equal values a side are a zero-width interval
+        results = (cwd := self.folder("claims-copies")) / "results"
+        for neuron in ("flif", "lif"):
+            (run,) = cell_runs(results, 1, neuron)
+            copy = results / "copies" / run.parent.name / "metrics.json"
+            copy.parent.mkdir(parents=True)
+            copy.write_text(run.read_text())
+        rc, out, text = self.table_row(cwd, results, "claims.md", "| Cora / SGCN | LIF")
+        self.record(
+            "decisions",
+            "claims: one run and its copy on each side",
+            "traceback" if "Traceback" in out else "clear" if "not decided" in text else self.behaviour(rc, out),
+            note=text[:90],
+        )
+        nan, inf = "float('nan')", "float('inf')"
+        undecidable = [
+            ("[80, 80] vs [70, 70] (no spread), no claim", "[80, 80]", "[70, 70]", "None", "spread"),
+            ("[80, 80] vs [70, 70] (no spread), claim 10", "[80, 80]", "[70, 70]", "10.0", "spread"),
+            ("a NaN value", f"[1, 2, {nan}]", "[0, 1, 2]", "None", "finite"),
+            ("an infinite value", "[1, 2, 3]", f"[0, 1, {inf}]", "1.0", "finite"),
+            ("a NaN claim", "[10, 11, 12]", "[0, 1, 2]", nan, "finite"),
+            ("values whose variance overflows", "[1e308, -1e308, 1e308]", "[0, 1, 2]", "None", "large"),
+        ]
+        self.snippets(
+            "decisions",
+            [
+                (f"decide: {label}", _DECIDE.format(a=a, b=b, claim=claim), word)
+                for label, a, b, claim, word in undecidable
+            ],
+        )
+
+    def table_row(self, cwd: Path, results: Path, table: str, row: str) -> tuple[int | None, str, str]:
+        """``(exit status, output, text)`` of ``fsnn-report tables`` on ``results``: ``text`` is the first cell of the
+        row of ``table`` (a file it writes) that starts with ``row`` (``""`` where there is none), or, for a claims
+        row, the row."""
+        rc, out = self.run("fsnn-report", "tables", "--results", str(results), "--out", str(cwd / "tables"), cwd=cwd)
+        path = cwd / "tables" / table
+        lines = path.read_text().splitlines() if path.is_file() else []
+        found = next((line for line in lines if line.startswith(row)), "")
+        return rc, out, found if table == "claims.md" else found[len(row) :].split("|")[0].strip()
+
+    def handlers(self) -> None:
+        """Signals outside the three every command handles: a scheduler's SIGUSR1 / SIGUSR2 (SLURM's ``--signal``
+        reaches every process of a job, data loader workers included) stop a run as SIGTERM does, or leave it alone
+        where they reach only its workers; a refused resume leaves the interrupted run's record as it was."""
+        for name in ("SIGUSR1", "SIGUSR2"):
+            self.stopped_and_resumed("handlers", f"{name} after the first epoch, then rerun", name)
+        workers = "dataset.num_workers=1"
+        self.stopped_and_resumed(
+            "handlers", "SIGUSR2 to the run and its loader workers, then rerun", "SIGUSR2", workers, to="all"
+        )
+        cwd = self.folder("SIGUSR2-workers")
+        rc, out = self.signalled(cwd, signal.SIGUSR2, *TINY, "trainer.max_epochs=3", workers, to="workers")
+        m = self.metrics(self.run_dir(cwd)) or {}
+        went_on = rc == 0 and m.get("status") == "complete" and "no data loader worker" not in out
+        self.record(
+            "handlers",
+            "SIGUSR2 to the loader workers alone: the run goes on",
+            "clear" if went_on else self.behaviour(rc, out),
+            note=f"exit {rc}, status {m.get('status')}"
+            + (", no worker was signalled" if "no data loader" in out else ""),
+        )
+        # an interrupted run rerun with another result config: refused, its record still says interrupted
+        cwd = self.folder("refused-resume")
+        self.signalled(cwd, signal.SIGTERM, *TINY, "trainer.max_epochs=3", "run_name=mine")
+        record = self.run_dir(cwd) / "metrics.json"
+        interrupted = record.read_bytes()
+        rc, out = self.train(cwd, *TINY, "trainer.max_epochs=4", "run_name=mine")
+        kept = record.read_bytes() == interrupted
+        again, _ = self.train(cwd, *TINY, "trainer.max_epochs=3", "run_name=mine")
+        resumed = (_read_json(record) or {}).get("status") == "complete"
+        self.record(
+            "handlers",
+            "a refused resume, then the run's own command",
+            self.classify_error(rc, out, "checkpoint") if kept and resumed else "silent",
+            note=f"record {'kept' if kept else 'rewritten'}, own command {'resumed' if resumed else f'exit {again}'}",
+        )
+        self.report_signalled("handlers", "make_tables", "SIGUSR1")
+        self.evaluate_signalled("handlers", self.complete_run("handlers-ref"), "SIGUSR2", "study=none")
+        print("  (a submitit job's requeue on SIGUSR2 not probed: it needs a scheduler)", flush=True)
+
+    def reads(self) -> None:
+        """Reads of files a run, a user or a fixture left: a damaged saved config, a record of a run that never
+        finished, a fixture folder that cannot be written, a frame cache folder that is a link, event coordinates
+        outside the sensor or not numbers: one line naming the file (or the safe behaviour)."""
+        cwd = self.folder("reads-ref")
+        data = self.private_data(cwd, "Cora")
+        ref = self.fabricated_run(cwd, data)
+        configs = [
+            ("invalid YAML", b"model: [unclosed\n"),
+            ("valid YAML without a run's sections", b"seed: 0\nnote: mine\n"),
+            ("empty", b""),
+            ("a YAML list", b"- dataset\n- neuron\n"),
+            ("bytes that are not UTF-8", b"\xff\xfe\x00model: \xc3\x28\n"),
+        ]
+        for label, text in configs:
+            cwd, run = self.copy_run(ref, label)
+            (run / ".hydra" / "config.yaml").write_bytes(text)
+            rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", cwd=cwd)
+            self.record(
+                "reads",
+                f"evaluate.py: .hydra/config.yaml {label}",
+                self.classify_error(rc, out, ".hydra/config.yaml"),
+                note=self.first_error(out)[:90],
+            )
+        for status, args in (("running", ()), ("interrupted", ()), ("running", ("allow_unfinished=true",))):
+            cwd, run = self.copy_run(ref, f"status-{status}-{len(args)}")
+            (run / "metrics.json").write_text(json.dumps({"status": status, "seed": 0}))
+            rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", *args, cwd=cwd)
+            written = [name for name in ("eval.json", "energy.json") if (run / name).exists()]
+            if args:  # evaluated, and its output says the run was unfinished?
+                unfinished = rc == 0 and written and (_read_json(run / written[0]) or {}).get("run_unfinished")
+                outcome = "clear" if unfinished else self.behaviour(rc, out)
+            else:
+                outcome = "silent" if rc == 0 or written else self.classify_error(rc, out, str(run))
+            self.record(
+                "reads",
+                f"evaluate.py {' '.join(args)} on a record saying {status}, no process".replace("  ", " "),
+                outcome,
+                note=self.first_error(out)[:90],
+            )
+        self.fixtures_unwritable()
+        self.frame_reads()
+
+    def fixtures_unwritable(self) -> None:
+        """``fsnn-fixtures`` on a file, a path under a file, a read-only folder: one line naming it."""
+        cwd = self.folder("fixtures-unwritable")
+        (afile := cwd / "afile").write_text("mine")
+        (read_only := cwd / "read-only").mkdir()
+        for label, target, options in (
+            ("a file", afile, {}),
+            ("a path under a file", afile / "data", {}),
+            ("a read-only folder", read_only, {"read_only": read_only}),
+        ):
+            if options and not shutil.which("unshare"):
+                print("  (no unshare here to mount a folder read-only: no read-only case)", flush=True)
+                continue
+            rc, out = self.run("fsnn-fixtures", str(target), "--only", "nmnist", cwd=cwd, **options)
+            self.record(
+                "reads",
+                f"fsnn-fixtures on {label}",
+                self.classify_error(rc, out, str(afile if target != read_only else read_only)),
+                lost=afile.read_text() != "mine",
+                note=next((line for line in out.splitlines() if ERROR_LINE.match(line)), out.strip()[-90:])[:90],
+            )
+
+    def frame_reads(self) -> None:
+        """A frame cache folder that is a link (to another disk), a file of the user's in it, and raw events outside
+        the sensor or at a coordinate that is not a number."""
+        linked = (
+            "split = serve('nmnist', data)[0].cache.dir\nelsewhere = data.parent / 'other-disk'\n"
+            "shutil.move(split, elsewhere)\nsplit.symlink_to(elsewhere)\n(elsewhere / 'notes.txt').write_text('mine')\n"
+            "(split / '_COMPLETE.json').unlink()  # stale: rebuilt\n"
+            "again = frames(serve('nmnist', data)[0])\n"
+            "assert split.is_symlink(), 'the linked cache folder was replaced by a folder'\n"
+            "assert (elsewhere / 'notes.txt').exists(), 'a file of the user\\'s in the cache folder was removed'\n"
+            "assert np.array_equal(again, frames(serve('nmnist', data, data / 'fresh-cache')[0])), 'other frames'\n"
+        )
+        cases = [
+            ("a frame cache folder linked to another disk, stale", self.event_copy("linked", "NMNIST"), linked, "")
+        ]
+        gesture = [("x = 200 on the 128-pixel sensor", "x", 200), ("y = -1", "y", -1)]
+        for label, axis, value in gesture:
+            data = self.event_copy(label, "DVSGesture")
+            path = sorted((data / "DVSGesture" / "ibmGestureTrain").glob("*/0.npy"))[0]
+            events = np.load(path)
+            events[3, "xy".index(axis)] = value  # columns x, y, p, t
+            np.save(path, events)
+            cases.append(
+                (
+                    f"DVS128 Gesture: an event at {label}",
+                    data,
+                    _ACCEPTED.format(name="dvsgesture"),
+                    f"{path.parent.name}/{path.name}",
+                )
+            )
+        data = self.event_copy("nan-coordinate", "MINI_HARDVS")
+        path = sorted((data / "MINI_HARDVS" / "events_np" / "train").rglob("*.npz"))[0]
+        events = dict(np.load(path))
+        events["x"] = events["x"].astype(np.float64)
+        events["x"][2] = np.nan
+        np.savez(path, **events)
+        cases.append(
+            (
+                "MINI-HARDVS: an event at x = NaN",
+                data,
+                _ACCEPTED.format(name="hardvs_mini"),
+                f"{path.parent.name}/{path.name}",
+            )
+        )
+        self.data_snippets("reads", cases)
+
+    def writers(self) -> None:
+        """``fsnn-fixtures`` looks before it writes: real data is refused by name and left as it was, a fake written
+        over another leaves what the command wrote, a write that fails leaves no partial dataset; the fakes'
+        runs train without ``FSNN_DATA_VERIFY=0`` and are recorded as fake, real data never."""
+        real = HERE / "tests" / "data" / "planetoid" / "Cora"
+        for label, copy, only in (
+            ("the real Cora", lambda data: shutil.copytree(real, data / "Cora"), "cora"),
+            (
+                "an N-MNIST copy of the user's (a file no fake has)",
+                lambda data: (
+                    (data / "NMNIST" / "Train" / "0").mkdir(parents=True)
+                    or (data / "NMNIST" / "Train" / "0" / "mine.bin").write_bytes(b"\x01\x02\x80\x00\x10" * 30)
+                ),
+                "nmnist",
+            ),
+        ):
+            cwd = self.folder(f"writers-{only}")
+            copy(data := cwd / "data")
+            kept = _tree(data)
+            rc, out = self.run("fsnn-fixtures", str(data), "--only", only, cwd=cwd)
+            self.record(
+                "writers",
+                f"--only {only} over {label}",
+                self.classify_error(rc, out, str(data)),
+                lost=any(_tree(data).get(name) != digest for name, digest in kept.items()),
+                note=f"{len(set(_tree(data)) - set(kept))} files added, "
+                f"{sum(_tree(data).get(name) != digest for name, digest in kept.items())} of {len(kept)} replaced"
+                if rc == 0
+                else self.first_error(out)[:90],
+            )
+        # a fake over another: the folder holds what the second command writes into an empty one
+        for label, first, second in (
+            ("--scale 0.001 over --scale 0.004", ["--scale", "0.004"], ["--scale", "0.001"]),
+            ("--scale 0.001 over the tiny fake", [], ["--scale", "0.001"]),
+            ("the tiny fake over itself", [], []),
+        ):
+            cwd = self.folder(label)
+            self.run("fsnn-fixtures", str(cwd / "data"), "--only", "nmnist", *first, cwd=cwd)
+            rc, out = self.run("fsnn-fixtures", str(cwd / "data"), "--only", "nmnist", *second, cwd=cwd)
+            self.run("fsnn-fixtures", str(cwd / "fresh"), "--only", "nmnist", *second, cwd=cwd)
+            found, fresh = _tree(cwd / "data"), _tree(cwd / "fresh")
+            self.record(
+                "writers",
+                label,
+                ("clear" if found == fresh else "silent") if rc == 0 else self.classify_error(rc, out, "data"),
+                note=f"{len(found)} files where the command alone writes {len(fresh)}",
+            )
+        # the disk fills up (a file may grow to 16 KiB) while Cora's fake is written, after N-MNIST's
+        cwd = self.folder("writers-disk-full")
+        rc, out = self.run("fsnn-fixtures", str(cwd / "data"), "--only", "nmnist", "cora", cwd=cwd, file_size=16384)
+        self.run("fsnn-fixtures", str(cwd / "fresh"), "--only", "nmnist", "cora", cwd=cwd)
+        partial = (
+            sorted(
+                folder.name
+                for folder in (cwd / "data").iterdir()
+                if _tree(folder) != _tree(cwd / "fresh" / folder.name)
+            )
+            if (cwd / "data").is_dir()
+            else []
+        )
+        self.record(
+            "writers",
+            "disk full while writing Cora's fake",
+            "silent" if partial else self.classify_error(rc, out, str(cwd / "data")),
+            note=f"partial datasets left: {partial}" if partial else self.first_error(out)[:90],
+        )
+        self.fake_runs()
+
+    def schema(self) -> None:
+        """The config surface (:data:`SCHEMA_VALUES`, and a key no eval config has): refused before any folder is
+        made, in one line naming the key."""
+        for overrides, key in SCHEMA_VALUES:
+            cwd = self.folder(overrides)
+            rc, out = self.train(cwd, *TINY, *overrides.split(), timeout=240)
+            self.refused_before_a_folder("schema", overrides, cwd, rc, out, key)
+        cwd = self.folder("schema-evaluate")
+        run = self.fabricated_run(cwd, data := self.private_data(cwd, "Cora"))
+        rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", "+studdy=energy", cwd=cwd)
+        made = (run / "eval").exists()
+        self.record(
+            "schema",
+            "evaluate.py +studdy=energy",
+            "unclear" if made and rc == 2 else self.classify_error(rc, out, "studdy"),
+            note="its eval folder was made" if made else self.first_error(out)[:90],
+        )
+
+    def refused_before_a_folder(self, category: str, case: str, cwd: Path, rc: int | None, out: str, key: str) -> None:
+        """Record a ``train.py`` run in ``cwd`` that should have refused ``key`` in one line before making a folder."""
+        made = (cwd / "runs").exists()
+        outcome = self.classify_error(rc, out, key)
+        self.record(
+            category,
+            case,
+            "unclear" if made and outcome == "clear" else outcome,
+            note="a run folder was made" if made and rc else self.first_error(out)[:90],
+        )
+
+    def fake_runs(self) -> None:
+        """The smoke routes on ``fsnn-fixtures DIR`` with the loaders' checks on: they train, and each run says it
+        ran on fake data; a run on real data beside a fake never does."""
+        fakes = self.folder("writers-fakes") / "data"
+        self.run("fsnn-fixtures", str(fakes), cwd=fakes.parent)
+        real = self.folder("writers-real-beside-a-fake") / "data"
+        shutil.copytree(HERE / "tests" / "data" / "planetoid" / "Cora", real / "Cora")
+        self.run("fsnn-fixtures", str(real), "--only", "nmnist", cwd=real.parent)
+        for label, data, args, fake in (
+            (
+                "graph smoke route",
+                fakes,
+                ["experiment=table2_node_classification_smoke", "dataset=cora", "backbone=sgcn", "neuron=flif"],
+                True,
+            ),
+            (
+                "vision smoke route",
+                fakes,
+                ["experiment=table1_neuromorphic_smoke", "setup=nmnist_cnn", "neuron=flif"],
+                True,
+            ),
+            ("real Cora beside a fake N-MNIST", real, GRAPH, False),
+        ):
+            cwd = self.folder(label)
+            rc, out = self.run("train.py", *args, f"paths.data_dir={data}", cwd=cwd, env={"FSNN_DATA_VERIFY": "1"})
+            found = [_read_json(path) or {} for path in (cwd / "runs").rglob("metrics.json")]
+            m = found[0] if len(found) == 1 else {}
+            right = rc == 0 and m.get("status") == "complete" and (m.get("fake_data") is True) == fake
+            self.record(
+                "writers",
+                f"{label}, FSNN_DATA_VERIFY=1: {'recorded as fake' if fake else 'never recorded as fake'}",
+                "clear" if right else self.behaviour(rc, out),
+                note=f"exit {rc}, {len(found)} runs, fake_data {m.get('fake_data')!r}"
+                + (f": {self.first_error(out)[:60]}" if rc else ""),
+            )
+
 
 # a run folder made by the checkout's own functions: conf dir, run dir, "same"/"other" shape, overrides
 FABRICATE = """
@@ -1933,6 +2550,46 @@ if shape == "other":
     state[key] = torch.zeros(state[key].shape[0], state[key].shape[1] + 7)
 save_checkpoint({"state_dict": state}, run / "checkpoints" / "best.ckpt", result_config(cfg))
 """
+
+
+def cell_runs(results: Path, n: int, neuron: str = "flif") -> list[Path]:
+    """``n`` distinct runs (seeds 0, 1, ..., each its own accuracy and wall time) of ``neuron`` in :data:`HEALTHY`'s
+    Table 2 cell (Cora, SGCN), written by :func:`report_record`: their ``metrics.json`` files."""
+
+    def run(seed: int):
+        def change(record: dict) -> None:
+            record.update(seed=seed, run=f"{neuron}-{seed}", test_acc=0.8 + 0.004 * seed, wall_time_s=100.0 + seed)
+            record["config"]["neuron"]["name"] = neuron
+            if neuron != "flif":
+                record["test_acc"] -= 0.05
+
+        return change
+
+    return [report_record(results, f"{neuron}-{seed}", run(seed)) for seed in range(n)]
+
+
+def _with(text: str, **keys) -> str:
+    """The JSON record ``text`` with ``keys`` set."""
+    return json.dumps({**json.loads(text), **keys})
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    """``{path in folder: SHA-256 of its content}`` of every file under ``folder`` (none where it is absent)."""
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (a run's data loader workers), from ``/proc``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
 
 
 def remove_deep(top: Path) -> None:
@@ -2001,9 +2658,7 @@ def _truncated(name: str):
 
 def _snippets(category: str):
     def cases(self) -> None:
-        for case, code, word, _fast in SNIPPETS[category]:
-            ((outcome, note),) = run_snippets(self.root, [(code, word)])  # a process each: nothing carries over
-            self.record(category, case, outcome, note=note[:90])
+        self.snippets(category, [(case, code, word) for case, code, word, _fast in SNIPPETS[category]])
 
     cases.__doc__ = f"The library's {category} cases (:data:`SNIPPETS`), each a Python snippet in a fresh process."
     return cases
@@ -2036,6 +2691,13 @@ CATEGORIES = {
     "environment": Probe.environment,
     "mismatch": Probe.mismatch,
     "inputs": Probe.inputs,
+    "cache keys": Probe.cache_keys,
+    "labels": Probe.labels,
+    "decisions": Probe.decisions,
+    "handlers": Probe.handlers,
+    "reads": Probe.reads,
+    "writers": Probe.writers,
+    "schema": Probe.schema,
     "parameters": _snippets("parameters"),
     "autograd": _snippets("autograd"),
     "registries": _snippets("registries"),
