@@ -2703,7 +2703,7 @@ CATEGORIES = {
     "registries": _snippets("registries"),
 }
 #: the categories whose cases (with ``--fast``) run in seconds each, without training: the test suite runs them
-FAST = ("environment", "mismatch", "inputs", "folders", "report")
+FAST = ("environment", "mismatch", "inputs", "folders", "report", "labels", "decisions", "reads")
 
 
 def summary(rows: list[dict]) -> str:

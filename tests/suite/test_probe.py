@@ -13,8 +13,9 @@ from helpers import ROOT, run_app
 sys.path.insert(0, str(ROOT / "scripts"))
 from probe_runs import FAST  # noqa: E402 - the probe is a script, not a package
 
-# cases that each load a graph or build a model in processes of their own: over half a minute together
-SLOW = ("mismatch", "inputs")
+# cases that each load a graph, build a model or run fsnn-report in processes of their own: over half a minute
+# together
+SLOW = ("mismatch", "inputs", "decisions", "reads")
 
 
 @pytest.mark.parametrize("category", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c for c in FAST])
