@@ -267,27 +267,30 @@ def accepted(factory: Callable) -> set[str] | None:
     return None
 
 
+#: the default of an option declared without one (a parameter without a default, an attribute of an options record
+#: without a value): a config must give it
+REQUIRED = inspect.Parameter.empty
+
+
 def option_fields(source) -> dict[str, tuple[Any, Any]]:
     """``{option: (annotation, default)}`` of a callable (as :func:`accepted` reads it) or of a plain class that
-    only annotates its attributes (an options record)."""
+    only annotates its attributes (an options record); the default is :data:`REQUIRED` where none is declared."""
     if inspect.isclass(source) and source.__init__ is object.__init__:
         hints = typing.get_type_hints(source, include_extras=True)
-        return {name: (hint, getattr(source, name, None)) for name, hint in hints.items()}
+        return {name: (hint, getattr(source, name, REQUIRED)) for name, hint in hints.items()}
     fields: dict[str, tuple[Any, Any]] = {}
     for target in _targets(source):
         for name, p in inspect.signature(target, eval_str=True).parameters.items():
             if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name not in fields:
-                fields[name] = (
-                    Any if p.annotation is p.empty else p.annotation,
-                    None if p.default is p.empty else p.default,
-                )
+                fields[name] = (Any if p.annotation is p.empty else p.annotation, p.default)
     return fields
 
 
 def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
     """A strict pydantic model of the options of ``sources`` (merged, the first declaration of a name wins), less
-    ``exclude``: unknown keys are refused, ``"3"`` is not 3, ``true`` is not 1, NaN is no number; each field's
-    description is what its option type expects (what an error line prints)."""
+    ``exclude``: unknown keys are refused, ``"3"`` is not 3, ``true`` is not 1, NaN is no number, and an option
+    declared without a default (:data:`REQUIRED`) must be given; each field's description is what its option type
+    expects (what an error line prints)."""
     from pydantic import ConfigDict, Field, create_model, model_validator
 
     fields = {}
@@ -297,7 +300,7 @@ def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
                 continue
             check, optional = option_check(annotation)
             expected = None if check is None else f"null or {check.expected}" if optional else check.expected
-            fields[name] = (annotation, Field(default, description=expected))
+            fields[name] = (annotation, Field(... if default is REQUIRED else default, description=expected))
     config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
     # a combination of options, or this machine, can rule out a value its type allows: a source's check_options
     checks = [source.check_options for source in sources if hasattr(source, "check_options")]

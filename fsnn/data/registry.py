@@ -52,14 +52,15 @@ Size = Annotated[
 
 
 class FrameOptions:
-    """The ``dataset`` keys of an event dataset: how it is loaded (:func:`build_dataset`) and batched."""
+    """The ``dataset`` keys of an event dataset: how it is loaded (:func:`build_dataset`) and batched. A key without
+    a value here is one every config of the dataset gives (the run reads it); ``= None``: it may be left out."""
 
-    T: Count  # time steps (the dataset's default_T when left out)
+    T: Count  # time steps
     size: Size  # frames fed to the model, a side or [H, W]
     batch_size: Count | None  # null: one batch per split
-    val_fraction: Fraction = 0.1
-    num_workers: NonNegativeInt = 0
-    lr: Positive  # the learning rate this dataset recommends (optimizer.lr reads it)
+    val_fraction: Fraction
+    num_workers: NonNegativeInt
+    lr: Positive = None  # the learning rate this dataset recommends (optimizer.lr reads it, 1e-3 without it)
 
 
 class StaticOptions(FrameOptions):
@@ -69,17 +70,18 @@ class StaticOptions(FrameOptions):
 
 
 class GraphOptions:
-    """The ``dataset`` keys of a graph: its split, its preprocessing, the Poisson steps and the batches."""
+    """The ``dataset`` keys of a graph: its split, its preprocessing, the Poisson steps and the batches (a key
+    without a value is one every config gives, as in :class:`FrameOptions`)."""
 
-    split: one_of("ratio", "public") = "ratio"  # seeded stratified 0.7/0.2/0.1, or the dataset's own
-    hops: NonNegativeInt = 1  # feature propagation of SGCN / DRSGNN
+    split: one_of("ratio", "public")  # seeded stratified 0.7/0.2/0.1, or the dataset's own
+    hops: NonNegativeInt  # feature propagation of SGCN / DRSGNN
     zscore: Flag = True  # standardize the propagated features with the training nodes' mean and std
-    T: Count = 100  # Poisson steps (a backbone's own T wins)
-    batch_size: Count | None = 32
-    eval_batch_size: Count | None  # validation and test batches (null: batch_size); only the speed depends on it
-    test_repeats: Count = 1  # Poisson re-samplings averaged at test time
+    T: Count  # Poisson steps (a backbone's own T wins)
+    batch_size: Count | None
+    eval_batch_size: Count | None = None  # validation and test batches (null: batch_size); only the speed depends on it
+    test_repeats: Count  # Poisson re-samplings averaged at test time
     num_workers: NonNegativeInt = 0
-    lr: Positive
+    lr: Positive = None
     # link prediction (task=link), legacy switches of the authors' MSG code (fsnn.data.datamodules.link_split): edges
     # split by storage position, and training negatives from a fixed pool that holds the val/test negatives
     legacy_link_split: Flag = False
@@ -90,9 +92,9 @@ class SequenceOptions:
     """The ``dataset`` keys of a generated sequence task besides its generator's (:mod:`fsnn.data.sequences`)."""
 
     batch_size: Count | None
-    val_fraction: Fraction = 0.1
-    num_workers: NonNegativeInt = 0
-    lr: Positive
+    val_fraction: Fraction
+    num_workers: NonNegativeInt
+    lr: Positive = None
 
 
 #: the options of a dataset of each kind (a sequence task adds its generator's)

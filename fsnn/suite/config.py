@@ -40,6 +40,7 @@ from fsnn.records import is_folder_name
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (
     EarlyStoppingSchema,
+    LoggerSchema,
     OptimizerSchema,
     PathsSchema,
     RunSchema,
@@ -80,8 +81,11 @@ RUN_GROUPS = {
     "early_stopping": EarlyStoppingSchema,
     "optimizer": OptimizerSchema,
     "scheduler": SchedulerSchema,
+    "logger": LoggerSchema,
     "paths": PathsSchema,
 }
+#: the groups a run is built from: a run's config cannot be without them, nor a saved one
+RUN_REQUIRED = ("dataset", "backbone", "neuron", "optimizer", "trainer", "paths")
 #: the order groups are checked in: a value is named before the interpolations that copy it (``scheduler.T_max``
 #: copies ``trainer.max_epochs``, ``optimizer.lr`` ``dataset.lr``)
 ORDER = (
@@ -117,12 +121,17 @@ def _validate(schema: type[BaseModel], values: dict, prefix: str, owner: str = "
                 f"{prefix}{refused.option}: expected {refused.expected}, got {_show(refused.value)}"
             ) from None
         key = first["loc"][0]
+        field = next((f for name, f in schema.model_fields.items() if key in (name, f.alias)), None)
+        if first["type"] == "missing":  # deleted (~group.key): a key the run reads, which has no default
+            raise ConfigError(
+                f"{prefix}{key}: expected {field.description or _described(field) or 'a value'}, got no value "
+                "(the key is missing; the run reads it)"
+            ) from None
         if first["type"] == "extra_forbidden":
             raise ConfigError(
                 f"{prefix}{key}: expected an option of {owner} ({', '.join(schema.model_fields)}), "
                 f"got {key!r}{did_you_mean(key, schema.model_fields)}"
             ) from None
-        field = next((f for name, f in schema.model_fields.items() if key in (name, f.alias)), None)
         # an option type's own message says more than a field's description, which says more than pydantic's
         expected = (
             str(first["ctx"]["error"])
@@ -265,6 +274,8 @@ def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: 
     the first bad value. Returns the values as plain Python. That a dataset, a backbone and a task fit together is
     the task registry's to say (:func:`fsnn.suite.tasks.task_kind`)."""
     values = _values(cfg, skip=("robustness",))  # the plan of the robustness study, which checks it
+    if schema is RunSchema and (missing := [group for group in RUN_REQUIRED if not values.get(group)]):
+        raise ConfigError(f"{missing[0]}: expected an option of conf/{missing[0]}/, got none (the group is missing)")
     _validate_groups(values, schema, swept)
     trainer = values.get("trainer")
     check_hardware(values if trainer is None else trainer, "" if trainer is None else "trainer.")
@@ -285,9 +296,6 @@ def check_logger_folders(logger: dict | None) -> None:
                 f"logger.{key}: expected null or a folder name (not . or .., without / or control "
                 f"characters, at most 255 bytes), got {value!r}"
             )
-
-
-RUN_REQUIRED = ("dataset", "backbone", "neuron", "trainer", "paths")  # what a saved run config cannot be without
 
 
 def check_run_config(run_cfg: DictConfig, source: Path) -> None:

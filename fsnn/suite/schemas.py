@@ -37,7 +37,7 @@ def _expect(expected: str, default: Any = None) -> Any:
 
 class Schema(BaseModel):
     """A config group's schema: strict pydantic, so a value reaches the code exactly as written; keys it does not
-    list pass through."""
+    list pass through. A field without a default is a key the run reads: deleting it (``~group.key``) is refused."""
 
     # strict: "3" is not 3 and true is not 1; a missing key keeps its default, an explicit null is checked
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False, populate_by_name=True)
@@ -46,15 +46,15 @@ class Schema(BaseModel):
 class PathsSchema(Schema):
     """``paths.*``: where data is read and results are written."""
 
-    data_dir: FolderPath = None
-    results_dir: FolderPath = None
+    data_dir: FolderPath
+    results_dir: FolderPath
 
 
 class RunSchema(Schema):
     """The top-level keys of ``conf/config.yaml`` (``task`` is checked against the task registry)."""
 
-    seed: Seed = None
-    task_name: FolderName = None
+    seed: Seed
+    task_name: FolderName
     run_name: RunName | None = None
     force: Flag = None
     tau_lr_scale: Positive = None
@@ -89,31 +89,42 @@ Batches = Annotated[
 ]
 
 
-class OptimizerSchema(Schema):
-    """``optimizer.*``: one of :data:`fsnn.suite.config.TARGETS`' optimizers (:func:`fsnn.suite.config.check_targets`), built later on the model's
-    parameters."""
+class BuiltSchema(Schema):
+    """A group that builds one of :data:`fsnn.suite.config.TARGETS`' classes (:func:`fsnn.suite.config.check_targets`
+    says which), when it is not empty."""
 
-    partial: Literal[True] = Field(True, alias="_partial_", description="true (the model's parameters come later)")
+    target: str = Field(alias="_target_", description="the class the group builds")
+
+
+class OptimizerSchema(BuiltSchema):
+    """``optimizer.*``: one of :data:`fsnn.suite.config.TARGETS`' optimizers, built later on the model's parameters."""
+
+    partial: Literal[True] = Field(alias="_partial_", description="true (the model's parameters come later)")
     lr: Positive = None
     weight_decay: NonNegative = None
     momentum: NonNegative = None
 
 
-class SchedulerSchema(Schema):
+class SchedulerSchema(BuiltSchema):
     """``scheduler.*``: one of :data:`fsnn.suite.config.TARGETS`' schedulers, or none."""
 
     # null or {} (conf/scheduler/none.yaml): a constant learning rate
-    partial: Literal[True] = Field(True, alias="_partial_", description="true (the optimizer comes later)")
+    partial: Literal[True] = Field(alias="_partial_", description="true (the optimizer comes later)")
     T_max: Count = None
     eta_min: NonNegative = None
 
 
-class EarlyStoppingSchema(Schema):
+class EarlyStoppingSchema(BuiltSchema):
     """``early_stopping.*``: :class:`fsnn.suite.callbacks.EarlyStopping`, or none (``{}``: no early stopping)."""
 
     patience: Count = None
     min_delta: NonNegative = None
     metric: None = _expect("no value (the run gives it: the validation metric its best checkpoint is selected on)")
+
+
+class LoggerSchema(BuiltSchema):
+    """``logger.*``: one of :data:`fsnn.suite.config.TARGETS`' loggers, or none; its other keys are arguments of its
+    class (:func:`check_arguments`)."""
 
 
 def _strategy(value: str) -> str:

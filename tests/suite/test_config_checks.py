@@ -122,6 +122,34 @@ def test_every_experiments_top_level_keys_are_known(compose_cfg, tmp_path):
         assert set(cfg) - {"hydra"} <= run_keys(), experiment
 
 
+def _required_keys(cfg) -> list[str]:
+    """The keys of ``cfg``'s groups that their schemas declare without a default (the keys the run reads)."""
+    from fsnn.suite.config import COMPONENTS, RUN_GROUPS
+    from fsnn.suite.schemas import RunSchema
+
+    schemas = {"": RunSchema, **RUN_GROUPS}
+    schemas.update({group: COMPONENTS[group].schema(cfg[group].name) for group in COMPONENTS if cfg.get(group)})
+    return [
+        f"{group}.{field.alias or name}" if group else name
+        for group, schema in schemas.items()
+        if not group or cfg.get(group)
+        for name, field in schema.model_fields.items()
+        if field.is_required()
+    ]
+
+
+@pytest.mark.parametrize("base", [[], ["dataset=cora", "backbone=sgcn"], ["dataset=seq_digits", "backbone=seqmlp"]])
+def test_deleting_a_key_the_run_reads_is_one_line_naming_it(compose_cfg, tmp_path, base):
+    cfg = compose_cfg(*base, f"paths.results_dir={tmp_path}")
+    check_config(cfg)
+    required = _required_keys(cfg)
+    assert {"seed", "dataset.T" if not base or "cora" in base[0] else "dataset.val_fraction"} <= set(required)
+    for key in [*required, "optimizer"]:
+        message = _config_error(compose_cfg(*base, f"paths.results_dir={tmp_path}", f"~{key}"))
+        assert message.startswith(f"{key}: expected ") and "\n" not in message, message
+        assert "missing" in message, message
+
+
 def test_good_values_pass(compose_cfg, tmp_path):
     for overrides in (
         [],
@@ -327,7 +355,14 @@ def test_every_committed_run_is_found_by_its_command():
 
 
 @pytest.mark.parametrize(
-    "args", [["neuron.alpha=abc"], ["dataset.T=2.5"], ["trainer.max_epochs=-1"], ["paths.results_dir=a_file/results"]]
+    "args",
+    [
+        ["neuron.alpha=abc"],
+        ["dataset.T=2.5"],
+        ["~dataset.T"],
+        ["trainer.max_epochs=-1"],
+        ["paths.results_dir=a_file/results"],
+    ],
 )
 def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, args):
     (tmp_path / "a_file").write_text("")
