@@ -20,6 +20,7 @@ from fsnn.checks import (
     Flag,
     NonNegative,
     NonNegativeInt,
+    OptionError,
     Positive,
     Probability,
     Real,
@@ -160,6 +161,19 @@ class MSG(nn.Module):
 
     full_graph = True
 
+    @staticmethod
+    def check_options(options: dict) -> None:
+        """The combination of options MSG does not take (an :class:`fsnn.checks.OptionError`), refused alike by the
+        constructor and by a config's schema (:meth:`fsnn.registry.Registry.schema`): ``decoder="minkowski"``, the
+        Lorentz inner product, on another manifold than the Lorentz model."""
+        if options["decoder"] == "minkowski" and options["manifold"] != "lorentz":
+            raise OptionError(
+                "decoder",
+                f"cosine or fermi_dirac with manifold={options['manifold']!r} (minkowski is the Lorentz inner "
+                "product: it needs manifold='lorentz')",
+                options["decoder"],
+            )
+
     def __init__(
         self,
         in_features: int,
@@ -186,10 +200,7 @@ class MSG(nn.Module):
             raise ValueError(f"manifold must be one of {sorted(GEOMETRIES)}, got {manifold!r}")
         if decoder not in DECODERS:
             raise ValueError(f"decoder must be one of {list(DECODERS)}, got {decoder!r}")
-        if decoder == "minkowski" and manifold != "lorentz":
-            raise ValueError(
-                f"decoder='minkowski' is the Lorentz inner product: it needs manifold='lorentz', got {manifold!r}"
-            )
+        self.check_options({"decoder": decoder, "manifold": manifold})
         self.in_features, self.T = check_int("in_features", in_features), check_int("T", T)
         self.dim = check_int("dim", dim)
         self.n_layers = check_int("n_layers", n_layers, minimum=0)

@@ -219,15 +219,17 @@ class FractionalNeuron(SpikingNeuron):
         super().__init__()
         self.dt, self.tol = dt, tol
         self.surrogate_scale = check_surrogate(surrogate, surrogate_scale)
-        if memory is not None and engine == "soe":
-            raise ValueError("engine='soe' is full memory; use engine='direct' or 'auto' with memory")
-        if engine == "soe" and method not in SOE_METHODS:
-            raise ValueError(f"engine='soe' supports method in {list(SOE_METHODS)}, got {method!r}")
-        if engine in ("triton", "cpp") and convention != "fsnn":
-            raise ValueError(
-                f"engine={engine!r} runs the fsnn convention; convention='spikede' has its own loop (use engine='auto')"
-            )
-        self.check_tau(alpha, tau, dt, method, memory, convention)
+        self.check_combinations(
+            {
+                "alpha": alpha,
+                "tau": tau,
+                "dt": dt,
+                "method": method,
+                "memory": memory,
+                "engine": engine,
+                "convention": convention,
+            }
+        )
         self.v_reset = v_reset
         self.reset, self.method, self.memory = reset, method, memory
         self.engine, self.surrogate, self.convention = engine, surrogate, convention
@@ -273,11 +275,30 @@ class FractionalNeuron(SpikingNeuron):
         return stable_tau(method, alpha, dt, memory)
 
     @classmethod
-    def check_options(cls, options: dict) -> None:
-        """The checks of a config (:meth:`fsnn.registry.Registry.schema`) beyond each option's type: ``tau``'s
-        stability bound, as the constructor checks it, and ``engine='triton'`` or ``'cpp'`` only where its kernels
-        can run."""
+    def check_combinations(cls, options: dict) -> None:
+        """The combinations of options no neuron takes (an :class:`fsnn.checks.OptionError` naming one), refused
+        alike by the constructor and by a config's schema (:meth:`check_options`): an engine that cannot run the
+        method, the memory or the convention, and ``tau`` at or below its stability bound."""
+        engine, method = options["engine"], options["method"]
+        if engine == "soe" and options["memory"] is not None:
+            raise OptionError("engine", "auto or direct with a memory (engine='soe' is full memory)", engine)
+        if engine == "soe" and method not in SOE_METHODS:
+            raise OptionError("engine", f"auto or direct with method={method!r} (soe runs {list(SOE_METHODS)})", engine)
+        if engine in ("triton", "cpp") and options["convention"] != "fsnn":
+            raise OptionError(
+                "engine",
+                f"auto with convention='spikede' (engine={engine!r} runs the fsnn convention; "
+                "convention='spikede' has its own loop)",
+                engine,
+            )
         cls.check_tau(*(options[k] for k in ("alpha", "tau", "dt", "method", "memory", "convention")))
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """The checks of a config (:meth:`fsnn.registry.Registry.schema`) beyond each option's type: those of the
+        constructor (:meth:`check_combinations`), and ``engine='triton'`` or ``'cpp'`` only where its kernels can
+        run."""
+        cls.check_combinations(options)
         reason = {"triton": kernels.unavailable_here, "cpp": cpu_kernels.unavailable_reason}.get(options["engine"])
         if reason is not None and (reason := reason()) is not None:
             raise OptionError("engine", f"auto, direct or soe ({reason})", options["engine"])

@@ -247,6 +247,43 @@ def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["dataset=karate", "backbone=msg", "task=link", "backbone.decoder=minkowski", "backbone.manifold=sphere"],
+            "backbone.decoder: expected cosine or fermi_dirac with manifold='sphere' (minkowski is the Lorentz inner "
+            "product: it needs manifold='lorentz'), got 'minkowski'",
+        ),
+        (
+            ["neuron.engine=soe", "neuron.memory=4"],
+            "neuron.engine: expected auto or direct with a memory (engine='soe' is full memory), got 'soe'",
+        ),
+        (
+            ["neuron.engine=soe", "neuron.method=l1"],
+            "neuron.engine: expected auto or direct with method='l1' (soe runs ['pred', 'gl']), got 'soe'",
+        ),
+        (
+            ["neuron.engine=cpp", "neuron.convention=spikede"],
+            "neuron.engine: expected auto with convention='spikede' (engine='cpp' runs the fsnn convention; "
+            "convention='spikede' has its own loop), got 'cpp'",
+        ),
+    ],
+)
+def test_a_combination_a_constructor_refuses_is_refused_by_the_schema(compose_cfg, tmp_path, overrides, message):
+    """The rule is the component's own (its check_options): the constructor refuses the same options alike."""
+    from omegaconf import OmegaConf
+
+    from fsnn.suite.config import COMPONENTS
+
+    assert _config_error(compose_cfg(*overrides, f"paths.results_dir={tmp_path}")) == message
+    group = message.split(".")[0]
+    options = OmegaConf.to_container(compose_cfg(*overrides)[group], resolve=True)
+    supplied = {"in_features": 4} if group == "backbone" else {}
+    with pytest.raises(ValueError, match=re.escape(message.split(": expected ")[1].rsplit(", got ")[0])):
+        COMPONENTS[group].create(options.pop("name"), **supplied, **options)
+
+
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
     # the keys left out of a run folder's name are the keys a finished run is not compared on
     from fsnn.suite.run import run_dir_name
@@ -360,6 +397,7 @@ def test_every_committed_run_is_found_by_its_command():
         ["neuron.alpha=abc"],
         ["dataset.T=2.5"],
         ["~dataset.T"],
+        ["dataset=karate", "backbone=msg", "task=link", "backbone.decoder=minkowski", "backbone.manifold=sphere"],
         ["trainer.max_epochs=-1"],
         ["paths.results_dir=a_file/results"],
     ],
