@@ -253,6 +253,24 @@ def foreign_option(component, name: str, value) -> str | None:
     return foreign.get(name) if name in foreign else foreign.get(f"{name}={value!r}")
 
 
+def check_mode_options(modes: dict, options: dict, defaults: dict) -> None:
+    """Refuse an option that means something under one mode only, given under another one (a config's check,
+    :meth:`fsnn.registry.Registry.schema`: a Python call may pass every option whatever the mode). ``modes`` (a
+    component's ``mode_options``, ``{option: (mode option, the values of it the option is used under)}``) says
+    which; such an option of ``options`` (every option, ``defaults`` where not given) set to a value other than its
+    default while its mode has another value is an :class:`OptionError` naming it and its mode: it would be taken
+    and ignored. At its default it changes nothing, so a config that holds the option under every mode stays
+    valid."""
+    for option, (mode, used_under) in modes.items():
+        if options[mode] not in used_under and options[option] != defaults[option]:
+            raise OptionError(
+                option,
+                f"{defaults[option]!r}, its default ({option} is an option of {mode}={' or '.join(used_under)}, and "
+                f"{mode} is {options[mode]!r})",
+                options[option],
+            )
+
+
 def _refuse_foreign(owner, kwargs: dict) -> None:
     for name, value in kwargs.items():
         if (hint := foreign_option(owner, name, value)) is not None:

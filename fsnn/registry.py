@@ -15,7 +15,8 @@ post-training studies are each a :class:`Registry`, looked up, listed, built and
 - ``schema(name)``: the entry's options as a strict pydantic model, read from the annotated signature of the entry
   (or of the ``options`` sources given at registration; :mod:`fsnn.checks` has the option types). The config layer
   validates a config group with it, so an option is declared once: by the component that takes it. A source with a
-  ``check_options(options)`` also refuses combinations there (an :class:`fsnn.checks.OptionError` naming the option).
+  ``check_options(options)`` also refuses combinations there (an :class:`fsnn.checks.OptionError` naming the option),
+  and one with ``mode_options`` an option of one mode given under another (:func:`fsnn.checks.check_mode_options`).
 
 Each registry lives beside the components that fill it (:data:`fsnn.neurons.registry.NEURONS`,
 :data:`fsnn.models.registry.BACKBONES`, ...); whoever checks names imports that package.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import importlib
 import inspect
 import re
@@ -36,7 +38,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fsnn.checks import foreign_option, option_check
+from fsnn.checks import check_mode_options, foreign_option, option_check
 
 #: what every registry's names must be: they become config values, ``conf/<group>/<name>.yaml`` files and parts of run
 #: folders' names, where a ``/``, a ``..``, a space or an empty name would escape or break them
@@ -293,7 +295,7 @@ def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
     expects (what an error line prints)."""
     from pydantic import ConfigDict, Field, create_model, model_validator
 
-    fields = {}
+    fields, defaults = {}, {}
     for source in sources:
         for name, (annotation, default) in option_fields(source).items():
             if name in exclude or name in fields:
@@ -301,9 +303,18 @@ def options_model(title: str, sources, exclude: Collection[str] = ()) -> type:
             check, optional = option_check(annotation)
             expected = None if check is None else f"null or {check.expected}" if optional else check.expected
             fields[name] = (annotation, Field(... if default is REQUIRED else default, description=expected))
+            defaults[name] = default
     config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
-    # a combination of options, or this machine, can rule out a value its type allows: a source's check_options
-    checks = [source.check_options for source in sources if hasattr(source, "check_options")]
+    # a combination of options, or this machine, can rule out a value its type allows: a source's check_options, and
+    # its mode_options (an option of one mode, given under another, fsnn.checks.check_mode_options)
+    checks = [
+        *(source.check_options for source in sources if hasattr(source, "check_options")),
+        *(
+            functools.partial(check_mode_options, source.mode_options, defaults=defaults)
+            for source in sources
+            if hasattr(source, "mode_options")
+        ),
+    ]
 
     def check_combination(model):
         for check in checks:

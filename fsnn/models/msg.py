@@ -160,6 +160,13 @@ class MSG(nn.Module):
     """
 
     full_graph = True
+    #: the options of one decoder: a config that gives one another value than its default under another decoder is
+    #: refused (fsnn.checks.check_mode_options) rather than ignored
+    mode_options = {
+        "r": ("decoder", ("fermi_dirac",)),
+        "t": ("decoder", ("fermi_dirac",)),
+        "temperature": ("decoder", ("cosine",)),
+    }
 
     @staticmethod
     def check_options(options: dict) -> None:

@@ -148,6 +148,10 @@ class FractionalNeuron(SpikingNeuron):
         "tau = 1 / (1 - beta) (and it divides the input by tau, which snnTorch does not)",
     }
 
+    #: the hard reset's potential, which a soft reset ignores: a config's schema refuses it changed under a soft reset
+    #: (fsnn.checks.check_mode_options)
+    mode_options = {"v_reset": ("reset", ("hard",))}
+
     @checked
     def __init__(
         self,

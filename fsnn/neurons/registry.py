@@ -107,6 +107,7 @@ def _first_order(cls: type[FractionalNeuron], name: str):
     )
     build.check_options = lambda options: cls.check_options({**options, "alpha": 1.0})
     build.foreign_options = cls.foreign_options
+    build.mode_options = cls.mode_options
     return build
 
 

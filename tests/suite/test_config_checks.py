@@ -84,6 +84,9 @@ BAD_VALUES = [
 ]
 
 
+MSG_LINK = ["dataset=karate", "backbone=msg", "task=link"]  # link prediction with MSG, on a graph shipped offline
+
+
 def _config_error(cfg) -> str:
     with pytest.raises(ConfigError) as error:
         check_config(cfg)
@@ -251,7 +254,7 @@ def test_triton_engine_without_a_gpu_exits_2_with_one_line_before_any_folder_is_
     "overrides, message",
     [
         (
-            ["dataset=karate", "backbone=msg", "task=link", "backbone.decoder=minkowski", "backbone.manifold=sphere"],
+            [*MSG_LINK, "backbone.decoder=minkowski", "backbone.manifold=sphere"],
             "backbone.decoder: expected cosine or fermi_dirac with manifold='sphere' (minkowski is the Lorentz inner "
             "product: it needs manifold='lorentz'), got 'minkowski'",
         ),
@@ -282,6 +285,46 @@ def test_a_combination_a_constructor_refuses_is_refused_by_the_schema(compose_cf
     supplied = {"in_features": 4} if group == "backbone" else {}
     with pytest.raises(ValueError, match=re.escape(message.split(": expected ")[1].rsplit(", got ")[0])):
         COMPONENTS[group].create(options.pop("name"), **supplied, **options)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            [*MSG_LINK, "+backbone.r=5"],
+            "backbone.r: expected 2.0, its default (r is an option of decoder=fermi_dirac, and decoder is 'cosine'), "
+            "got 5.0",
+        ),
+        (
+            [*MSG_LINK, "backbone.decoder=fermi_dirac", "backbone.temperature=0.5"],
+            "backbone.temperature: expected 1.0, its default (temperature is an option of decoder=cosine, and decoder "
+            "is 'fermi_dirac'), got 0.5",
+        ),
+        (
+            ["neuron=fif", "neuron.v_reset=-0.5"],  # FractionalIF passes it on to its base through **kwargs
+            "neuron.v_reset: expected 0.0, its default (v_reset is an option of reset=hard, and reset is 'soft'), "
+            "got -0.5",
+        ),
+        (
+            ["neuron=lif", "neuron.v_reset=-0.5"],
+            "neuron.v_reset: expected 0.0, its default (v_reset is an option of reset=hard, and reset is 'soft'), "
+            "got -0.5",
+        ),
+    ],
+)
+def test_an_option_of_another_mode_is_refused_naming_its_mode(compose_cfg, tmp_path, overrides, message):
+    assert _config_error(compose_cfg(*overrides, f"paths.results_dir={tmp_path}")) == message
+
+
+def test_an_option_of_another_mode_at_its_default_or_under_its_own_mode_passes(compose_cfg, tmp_path):
+    """conf/backbone/msg.yaml holds temperature under every decoder: at its default it changes nothing."""
+    for overrides in (
+        [*MSG_LINK, "+backbone.r=2.0"],
+        [*MSG_LINK, "backbone.decoder=fermi_dirac"],
+        [*MSG_LINK, "backbone.decoder=fermi_dirac", "+backbone.r=3", "+backbone.t=0.5"],
+        ["neuron.reset=hard", "neuron.v_reset=-0.5"],
+    ):
+        check_config(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
 
 
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
