@@ -53,7 +53,8 @@ def swept_groups(cfg: DictConfig) -> set[str]:
     return {key.lstrip("+~").split(".")[0] for key in keys}
 
 
-def _is_group(loader, key: str) -> bool:
+def is_group(loader, key: str) -> bool:
+    """Whether ``key`` names a config group (or a folder of groups) that ``loader`` (Hydra's) knows."""
     return bool(loader.get_group_options(key) or loader.list_groups(key))
 
 
@@ -63,7 +64,7 @@ def _selects(loader, override, keys: tuple[str, ...]) -> bool:
     name = override.key_or_group.lstrip("+~")
     if name.split(".")[0] in keys:
         return True
-    if not override.is_discrete_sweep() or not _is_group(loader, name):
+    if not override.is_discrete_sweep() or not is_group(loader, name):
         return False
     for value in override.sweep_string_iterator():
         found = loader.repository.load_config(f"{name}/{value}")
@@ -139,7 +140,7 @@ def check_overrides(config_dir: Path, config_name: str, overrides: list) -> None
             loader = GlobalHydra.instance().config_loader()
             for override in overrides:
                 group = override.key_or_group
-                if group.startswith("hydra") or not _is_group(loader, group):
+                if group.startswith("hydra") or not is_group(loader, group):
                     if override.is_add() or override.is_force_add() or override.is_delete():
                         composed.append(override.input_line)
                     continue

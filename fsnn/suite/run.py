@@ -72,7 +72,7 @@ from fsnn.suite.checkpoint import (
 )
 from fsnn.suite.config import check_config
 from fsnn.suite.evaluate import check_eval_config, evaluate_run
-from fsnn.suite.overrides import swept_groups
+from fsnn.suite.overrides import is_group, swept_groups
 from fsnn.suite.runfiles import (
     RunLockedError,
     relative_to_run,
@@ -182,22 +182,71 @@ def _unchanged_keys(
     """The ``candidates`` (keys of ``task``'s overrides) whose overrides leave the result config
     (:func:`fsnn.suite.checkpoint.result_config`) as the command composes it: each left out alone, then all together
     (two keys can matter together and not alone: then none is left out). Composed by the running Hydra;
-    ``search_path`` only keys the cache."""
-    loader = GlobalHydra.instance().config_loader()
+    ``search_path`` only keys the cache.
 
-    def composed(without: set[str]) -> dict | None:
-        lines = [line for line, o in zip(task, _parse(task)) if o.key_or_group not in without]
+    A command of any length composes a bounded number of times: with every override, without the candidates' values
+    (``key=value``, ``+key=value``, ``~key``), without each candidate that selects a group option (there are as
+    many as config groups), and without all that turn out unchanged. A value left out alone is the whole config with
+    that key's node as the config without the values holds it (a value override sets its node and nothing else)."""
+    loader = GlobalHydra.instance().config_loader()
+    parsed = _parse(task)
+
+    def composed(without: set[str]) -> DictConfig | None:
+        lines = [line for line, o in zip(task, parsed) if o.key_or_group not in without]
         try:
-            cfg = loader.load_configuration(
+            return loader.load_configuration(
                 config_name, [*hydra_overrides, *lines], RunMode.RUN, validate_sweep_overrides=False
             )
-            return result_config(cfg)
         except Exception:  # noqa: BLE001 - a config that does not compose without the key: the key matters
             return None
 
-    whole = composed(set())
-    same = {key for key in candidates if whole is not None and composed({key}) == whole}
-    return frozenset(same) if len(same) <= 1 or composed(same) == whole else frozenset()
+    def result(cfg: DictConfig | None) -> dict | None:
+        try:
+            return None if cfg is None else result_config(cfg)
+        except Exception:  # noqa: BLE001 - a config that does not resolve without the key: the key matters
+            return None
+
+    whole_cfg = composed(set())
+    whole = result(whole_cfg)
+    if whole is None:
+        return frozenset()
+    # a value override sets its own node alone, unless its node holds or lies under another's
+    values = {key for key in candidates if not is_group(loader, key)}
+    values -= {key for key in values for other in values if key != other and _nested(key, other)}
+    without = composed(values) if values else None
+    if without is None:  # the config needs one of them: each is left out by composing
+        values = set()
+    same = {key for key in candidates if key not in values and result(composed({key})) == whole}
+    if values:
+        tree, other = (OmegaConf.to_container(cfg, resolve=False) for cfg in (whole_cfg, without))
+        same |= {key for key in values if result(OmegaConf.create(_with_node_of(tree, other, key))) == whole}
+    return frozenset(same) if len(same) <= 1 or result(composed(same)) == whole else frozenset()
+
+
+def _nested(key: str, other: str) -> bool:
+    """Whether the dotted keys ``key`` and ``other`` name nodes one of which holds the other."""
+    return key.startswith(f"{other}.") or other.startswith(f"{key}.")
+
+
+def _with_node_of(tree: dict, other: dict, key: str) -> dict:
+    """A copy of ``tree`` whose node at the dotted ``key`` is ``other``'s (left out where ``other`` has none)."""
+    *parents, last = key.split(".")
+    copy = dict(tree)
+    node, source = copy, other
+    for part in parents:
+        source = source.get(part) if isinstance(source, dict) else None
+        child = node.get(part)
+        if not isinstance(child, dict):
+            if not isinstance(source, dict):
+                return copy
+            child = {}
+        node[part] = dict(child)
+        node = node[part]
+    if isinstance(source, dict) and last in source:
+        node[last] = source[last]
+    else:
+        node.pop(last, None)
+    return copy
 
 
 def run_dir_name(run_name: str | None, overrides, root: DictConfig | None = None) -> str:

@@ -391,6 +391,40 @@ def test_one_configuration_one_folder_whichever_default_values_are_given():
     assert _folder(*cell, "recipe=authors") == "backbone-sgcn+dataset-cora+neuron-flif+recipe-authors+seed-0"
 
 
+def test_a_long_command_names_its_folder_with_a_bounded_number_of_compositions(monkeypatch):
+    """Every plain key of the default config given at its own value, some changed, one repeated 300 times: the
+    folder names what changes the result, and the config is composed a few times, not once per key."""
+    from hydra.core.override_parser.types import Override
+    from omegaconf import OmegaConf
+
+    from fsnn.suite.run import _unchanged_keys, run_dir_name
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        default = compose("config")
+        lines = [
+            f"{group}.{key}={Override._get_value_element_as_str(value)}"
+            for group in ("dataset", "neuron", "backbone", "trainer", "optimizer", "scheduler")
+            for key, value in OmegaConf.to_container(default[group], resolve=True).items()
+            if not key.startswith("_") and key != "name"
+        ]
+        assert len(lines) > 30
+        lines += ["optimizer=adamw", "neuron.tau=3.0", "trainer.max_epochs=3", *["neuron.alpha=0.5"] * 300]
+        cfg = compose("config", overrides=lines, return_hydra_config=True)
+        loader = GlobalHydra.instance().config_loader()
+        calls = []
+        load = loader.load_configuration
+        monkeypatch.setattr(loader, "load_configuration", lambda *a, **k: calls.append(1) or load(*a, **k))
+        _unchanged_keys.cache_clear()
+        name = run_dir_name(None, cfg.hydra.overrides.task, cfg)
+    GlobalHydra.instance().clear()
+    # adamw's weight decay is not adam's 0.0; T_max given as 10 is not the 3 epochs it would copy
+    assert name == (
+        "neuron.tau-3.0+optimizer.weight_decay-0.0+optimizer-adamw+scheduler.T_max-10+seed-0+trainer.max_epochs-3"
+    )
+    assert len(calls) <= 5, len(calls)
+
+
 def test_every_committed_run_is_found_by_its_command():
     """Rerunning the command of a committed run (its recorded overrides) names the run's own folder, and the config
     it composes is the recorded one (keys added to fsnn's configs since aside), so the rerun finds it finished.
