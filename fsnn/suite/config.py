@@ -40,6 +40,7 @@ from fsnn.records import is_folder_name
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (
     EarlyStoppingSchema,
+    LauncherSchema,
     LoggerSchema,
     OptimizerSchema,
     PathsSchema,
@@ -284,6 +285,14 @@ def check_config(cfg: DictConfig, schema: type[Schema] = RunSchema, *, results: 
     check_logger_library(values.get("logger"))
     check_logger_folders(values.get("logger"))
     return values
+
+
+def check_launcher(cfg: DictConfig) -> None:
+    """The settings of a multirun's launcher (``hydra.launcher.*`` of ``cfg``, the config with Hydra's node) that
+    :class:`fsnn.suite.schemas.LauncherSchema` declares, checked before the launcher starts any job."""
+    launcher = OmegaConf.select(cfg, "hydra.launcher") or {}
+    values = {key: _container(launcher, key) for key in LauncherSchema.model_fields if key in launcher}
+    _validate(LauncherSchema, values, "hydra.launcher.")
 
 
 def check_logger_folders(logger: dict | None) -> None:

@@ -70,7 +70,7 @@ from fsnn.suite.checkpoint import (
     result_config,
     strip_non_result,
 )
-from fsnn.suite.config import check_config
+from fsnn.suite.config import check_config, check_launcher
 from fsnn.suite.evaluate import check_eval_config, evaluate_run
 from fsnn.suite.overrides import is_group, swept_groups
 from fsnn.suite.runfiles import (
@@ -265,7 +265,9 @@ class CheckConfig(Callback):
 
     A multirun's base config (the values all its jobs share) is checked before the first job, though not the groups
     its sweep selects nor the pairing it may change; each job's own values are checked when it starts
-    (:func:`train`). The datasets its jobs read must be in ``paths.data_dir`` (:func:`check_sweep_data`)."""
+    (:func:`train`). Its launcher's settings are checked before the launcher starts
+    (:func:`fsnn.suite.config.check_launcher`), and the datasets its jobs read must be in ``paths.data_dir``
+    (:func:`check_sweep_data`)."""
 
     def __init__(self, app: str = "train"):
         self.app = app
@@ -275,6 +277,7 @@ class CheckConfig(Callback):
             if self.app == "eval":
                 check_eval_config(config)
             elif multirun:
+                check_launcher(config)  # first: checking the config makes the results folder, if writable
                 check_config(config, swept=swept_groups(config))
                 check_sweep_data(config)
             else:

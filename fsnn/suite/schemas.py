@@ -127,6 +127,21 @@ class LoggerSchema(BuiltSchema):
     class (:func:`check_arguments`)."""
 
 
+class LauncherSchema(Schema):
+    """``hydra.launcher.*``, the settings of a multirun's launcher (``conf/launcher/``) that fsnn's configs set: the
+    launcher's own plugin takes them unchecked, and a job would fail only once submitted."""
+
+    n_jobs: integer("an integer other than 0 (-1: one job per core)", lambda v: v != 0) | None = None  # joblib
+    # submitit (slurm, submitit_local)
+    timeout_min: Count | None = None
+    max_num_timeout: NonNegativeInt | None = None
+    nodes: Count | None = None
+    tasks_per_node: Count | None = None
+    gpus_per_node: NonNegativeInt | None = None
+    cpus_per_task: Count | None = None
+    mem_gb: Count | None = None
+
+
 def _strategy(value: str) -> str:
     from lightning.pytorch.strategies import StrategyRegistry
 

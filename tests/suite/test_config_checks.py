@@ -488,6 +488,46 @@ def test_bad_value_exits_2_with_one_line_before_any_folder_is_made(tmp_path, arg
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*"))
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["launcher=submitit_local", "hydra.launcher.timeout_min=0"],
+            "hydra.launcher.timeout_min: expected an integer >= 1, got 0",
+        ),
+        (
+            ["launcher=slurm", "hydra.launcher.cpus_per_task=0"],
+            "hydra.launcher.cpus_per_task: expected an integer >= 1, got 0",
+        ),
+        (
+            ["launcher=slurm", "hydra.launcher.gpus_per_node=-1"],
+            "hydra.launcher.gpus_per_node: expected an integer >= 0, got -1",
+        ),
+        (
+            ["launcher=joblib", "hydra.launcher.n_jobs=0"],
+            "hydra.launcher.n_jobs: expected an integer other than 0 (-1: one job per core), got 0",
+        ),
+    ],
+)
+def test_a_launchers_settings_are_checked(compose_cfg, overrides, message):
+    from fsnn.suite.config import check_launcher
+
+    for launcher in ("basic", "joblib", "slurm", "submitit_local"):
+        check_launcher(compose_cfg(f"launcher={launcher}"))
+    with pytest.raises(ConfigError) as error:
+        check_launcher(compose_cfg(*overrides))
+    assert str(error.value) == message
+
+
+def test_a_bad_launcher_setting_stops_a_multirun_before_its_launcher_starts_or_a_folder_is_made(tmp_path):
+    proc = run_app("train.py", "-m", "launcher=submitit_local", "hydra.launcher.timeout_min=0", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == [
+        "fsnn: error: hydra.launcher.timeout_min: expected an integer >= 1, got 0"
+    ]
+    assert not (tmp_path / "runs").exists()
+
+
 def test_evaluate_checks_its_values_before_hydra_makes_a_folder(tmp_path):
     proc = run_app("evaluate.py", f"run_dir={tmp_path / 'nosuch'}", cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and proc.stderr.startswith("fsnn: error: run_dir: expected the folder of a train.py")
