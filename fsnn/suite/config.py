@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 import yaml
@@ -39,6 +40,7 @@ from fsnn.neurons.registry import NEURONS
 from fsnn.records import is_folder_name
 from fsnn.registry import UnknownNameError, did_you_mean
 from fsnn.suite.schemas import (
+    BuiltSchema,
     EarlyStoppingSchema,
     LauncherSchema,
     LoggerSchema,
@@ -205,18 +207,26 @@ def run_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
-def check_run_keys(values: dict) -> None:
-    """Refuse a top-level key of a run's config that is not in :func:`run_keys`, naming the group option it may have
-    meant (``alpha`` -> ``neuron.alpha``)."""
+@functools.cache
+def app_keys(config_name: str) -> frozenset[str]:
+    """The top-level keys of the app config ``conf/<config_name>.yaml`` (``eval`` for ``evaluate.py``): its own keys
+    and the groups of its defaults list."""
+    config = yaml.safe_load((config_root() / f"{config_name}.yaml").read_text()) or {}
+    groups = {next(iter(entry)) for entry in config.get("defaults", []) if isinstance(entry, dict)}
+    return frozenset(set(config) - {"defaults", "hydra"} | groups)
+
+
+def check_run_keys(values: dict, allowed: Collection[str] | None = None) -> None:
+    """Refuse a top-level key of an app's config that is not ``allowed`` (default: :func:`run_keys`, a run's), naming
+    the group option it may have meant (``alpha`` -> ``neuron.alpha``)."""
+    listed = ", ".join(RunSchema.model_fields if allowed is None else sorted(allowed))
+    allowed = run_keys() if allowed is None else allowed
     for key in values:
-        if key in run_keys():
+        if key in allowed:
             continue
         meant = [f"{group}.{key}" for group, options in values.items() if isinstance(options, dict) and key in options]
-        hint = f"; did you mean {' or '.join(meant)}?" if meant else did_you_mean(key, sorted(run_keys()))
-        raise ConfigError(
-            f"{key}: expected a key of the run's config (a config group or one of {', '.join(RunSchema.model_fields)})"
-            f", got {key!r}{hint}"
-        )
+        hint = f"; did you mean {' or '.join(meant)}?" if meant else did_you_mean(key, sorted(allowed))
+        raise ConfigError(f"{key}: expected a key of the config (a config group or one of {listed}), got {key!r}{hint}")
 
 
 def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
@@ -235,6 +245,14 @@ def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -
             continue
         if group in COMPONENTS:
             _check_component(group, values[group])
+        elif issubclass(RUN_GROUPS.get(group, Schema), BuiltSchema) and "_target_" not in values[group]:
+            # an option added to a group whose choice builds nothing (early_stopping=none): nothing would read it
+            key = next(iter(values[group]))
+            builders = sorted(p.stem for p in (config_root() / group).glob("*.yaml") if p.stem != "none")
+            raise ConfigError(
+                f"{group}.{key}: expected no option ({group} has no _target_: it builds nothing, and nothing reads "
+                f"{key}; choose one that builds: {group}={' or '.join(builders)}), got {key!r}"
+            )
         else:
             _validate(RUN_GROUPS.get(group, Schema), values[group], f"{group}.")
             check_arguments(group, values[group])

@@ -105,7 +105,7 @@ def test_every_bad_value_is_one_line_naming_its_key(compose_cfg, tmp_path, overr
 @pytest.mark.parametrize(
     "override, says",
     [
-        ("+alpha=0.3", "alpha: expected a key of the run's config (a config group or one of seed, task_name,"),
+        ("+alpha=0.3", "alpha: expected a key of the config (a config group or one of seed, task_name,"),
         ("+alpha=0.3", "got 'alpha'; did you mean neuron.alpha?"),
         ("+sed=3", "got 'sed'; did you mean 'seed'?"),
         ("+foo=1", "got 'foo'"),
@@ -532,6 +532,28 @@ def test_evaluate_checks_its_values_before_hydra_makes_a_folder(tmp_path):
     proc = run_app("evaluate.py", f"run_dir={tmp_path / 'nosuch'}", cwd=tmp_path, timeout=300)
     assert proc.returncode == 2 and proc.stderr.startswith("fsnn: error: run_dir: expected the folder of a train.py")
     assert not (tmp_path / "nosuch").exists()
+
+
+def test_evaluate_refuses_a_top_level_key_its_config_does_not_set(tmp_path):
+    proc = run_app("evaluate.py", f"run_dir={tmp_path / 'nosuch'}", "+studdy=energy", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "fsnn: error: studdy: expected a key of the config (a config group or one of accelerator, allow_unfinished, "
+        "checkpoint, limit_test_batches, paths, robustness, run_dir, seed, study), got 'studdy'; did you mean 'study'?"
+    ]
+    assert not (tmp_path / "nosuch").exists()
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [(["+early_stopping.patience=5"], "patience"), (["scheduler=none", "+scheduler.T_max=3"], "T_max")],
+)
+def test_an_option_of_a_group_whose_choice_builds_nothing_is_refused_by_name(compose_cfg, tmp_path, overrides, key):
+    """``early_stopping=none`` (the default) or ``scheduler=none`` builds nothing: an option added there would be
+    ignored."""
+    message = _config_error(compose_cfg(*overrides, f"paths.results_dir={tmp_path}"))
+    group = overrides[-1][1:].split(".")[0]
+    assert message.startswith(f"{group}.{key}: expected no option ({group} has no _target_") and "\n" not in message
+    assert message.endswith(f"got {key!r}"), message
 
 
 def test_a_bug_in_a_multirun_job_is_one_line_and_its_traceback_goes_to_the_log(compose_cfg, tmp_path, capsys):
