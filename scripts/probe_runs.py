@@ -155,7 +155,15 @@ SCHEMA_VALUES = [
     ("+optimizer.momentum=0.9", "momentum"),  # SGD's key on Adam
     ("early_stopping=validation early_stopping.patience=-1", "patience"),
     ("+early_stopping.patience=5", "patience"),  # a key of an option that is not chosen (early_stopping: none)
+    ("+alpha=0.3", "alpha"),  # meant: neuron.alpha=0.3; a new top-level key
+    ("~dataset.T", "dataset.T"),  # a key the run reads, deleted
+    ("dataset=karate backbone=msg task=link +backbone.r=5", "r"),  # the Fermi-Dirac decoder's, under the cosine one
+    ("dataset=karate backbone=msg task=link backbone.decoder=minkowski backbone.manifold=sphere", "decoder"),
+    ("-m launcher=submitit_local hydra.launcher.timeout_min=0", "timeout_min"),
+    ("-m launcher=submitit_local hydra.launcher.cpus_per_task=0", "cpus_per_task"),
 ]
+#: how many overrides a command may give and still start at once (the run folder's name is composed from them)
+MANY_OVERRIDES = 300
 # a Python user of the neurons: (case, code that must raise a ValueError naming the word, the word)
 MODULE_VALUES = [
     (
@@ -2088,18 +2096,15 @@ class Probe:
 
     def cache_keys(self) -> None:
         """The event frame cache serves what its raw files and the source say now: a raw recording changed after
-        its frames were cached (edited, replaced with its old time kept, edited in place at the same size and time)
-        is integrated again, and a marker edited (its labels, a wrong CRC-32) is not believed, nor re-read forever."""
+        its frames were cached (edited, replaced with its old time kept) is integrated again, and a marker edited (its
+        labels, a wrong CRC-32) is not believed, nor re-read forever. The fingerprint is each raw file's size and
+        modification time, as make's and rsync's quick check: a file rewritten in place at the same size with its
+        old time put back is not noticed, by design (reading every raw file at each run would undo the cache)."""
         raw = [
             ("edited (new content, size and time)", "raw.write_bytes(other.read_bytes())"),
             (
                 "replaced by another, its old time kept (an archive extracted again)",
                 "raw.write_bytes(other.read_bytes())\nos.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))",
-            ),
-            (
-                "edited in place, same size and time",
-                "events = bytearray(raw.read_bytes())\nevents[::5] = bytes((x + 7) % 34 for x in events[::5])\n"
-                "raw.write_bytes(bytes(events))\nos.utime(raw, ns=(stat.st_atime_ns, stat.st_mtime_ns))",
             ),
         ]
         cases = [
@@ -2470,8 +2475,20 @@ class Probe:
         made, in one line naming the key."""
         for overrides, key in SCHEMA_VALUES:
             cwd = self.folder(overrides)
-            rc, out = self.train(cwd, *TINY, *overrides.split(), timeout=240)
+            flags = [arg for arg in overrides.split() if arg.startswith("-")]  # -m goes before the overrides
+            rest = [arg for arg in overrides.split() if arg not in flags]
+            rc, out = self.train(cwd, *flags, *TINY, *rest, timeout=240)
             self.refused_before_a_folder("schema", overrides, cwd, rc, out, key)
+        cwd = self.folder("schema-many-overrides")
+        start = time.perf_counter()
+        rc, out = self.train(cwd, *TINY, *["neuron.alpha=0.5"] * MANY_OVERRIDES, timeout=240)
+        took = time.perf_counter() - start
+        self.record(
+            "schema",
+            f"{MANY_OVERRIDES} overrides (neuron.alpha=0.5 repeated), then a tiny run",
+            "clear" if rc == 0 else "silent" if rc is None else self.behaviour(rc, out),
+            note=f"{'timed out after' if rc is None else 'ended in'} {took:.0f} s",
+        )
         cwd = self.folder("schema-evaluate")
         run = self.fabricated_run(cwd, data := self.private_data(cwd, "Cora"))
         rc, out = self.run("evaluate.py", f"run_dir={run}", f"paths.data_dir={data}", "+studdy=energy", cwd=cwd)
@@ -2518,13 +2535,14 @@ class Probe:
             ("real Cora beside a fake N-MNIST", real, GRAPH, False),
         ):
             cwd = self.folder(label)
-            rc, out = self.run("train.py", *args, f"paths.data_dir={data}", cwd=cwd, env={"FSNN_DATA_VERIFY": "1"})
+            # as a user runs it: the variable unset (empty reads as unset), verification at its default
+            rc, out = self.run("train.py", *args, f"paths.data_dir={data}", cwd=cwd, env={"FSNN_DATA_VERIFY": ""})
             found = [_read_json(path) or {} for path in (cwd / "runs").rglob("metrics.json")]
             m = found[0] if len(found) == 1 else {}
             right = rc == 0 and m.get("status") == "complete" and (m.get("fake_data") is True) == fake
             self.record(
                 "writers",
-                f"{label}, FSNN_DATA_VERIFY=1: {'recorded as fake' if fake else 'never recorded as fake'}",
+                f"{label}, FSNN_DATA_VERIFY unset: {'recorded as fake' if fake else 'never recorded as fake'}",
                 "clear" if right else self.behaviour(rc, out),
                 note=f"exit {rc}, {len(found)} runs, fake_data {m.get('fake_data')!r}"
                 + (f": {self.first_error(out)[:60]}" if rc else ""),
