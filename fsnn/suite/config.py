@@ -229,6 +229,16 @@ def check_run_keys(values: dict, allowed: Collection[str] | None = None) -> None
         raise ConfigError(f"{key}: expected a key of the config (a config group or one of {listed}), got {key!r}{hint}")
 
 
+def _added_to_nothing(group: str, options: dict) -> bool:
+    """Whether ``options``, a built group's without ``_target_``, were added to a choice that builds nothing
+    (``+early_stopping.patience=5`` under ``early_stopping=none``: nothing would read them) rather than left by
+    deleting the ``_target_`` of one that builds (``~optimizer._target_``, which holds the rest of its file)."""
+    if "_target_" in options:
+        return False
+    files = (yaml.safe_load(path.read_text()) or {} for path in (config_root() / group).glob("*.yaml"))
+    return not any(keys and keys <= set(options) for keys in (set(file) - {"_target_", "defaults"} for file in files))
+
+
 def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
     check_targets(values)
     if schema is RunSchema:
@@ -245,8 +255,7 @@ def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -
             continue
         if group in COMPONENTS:
             _check_component(group, values[group])
-        elif issubclass(RUN_GROUPS.get(group, Schema), BuiltSchema) and "_target_" not in values[group]:
-            # an option added to a group whose choice builds nothing (early_stopping=none): nothing would read it
+        elif issubclass(RUN_GROUPS.get(group, Schema), BuiltSchema) and _added_to_nothing(group, values[group]):
             key = next(iter(values[group]))
             builders = sorted(p.stem for p in (config_root() / group).glob("*.yaml") if p.stem != "none")
             raise ConfigError(
