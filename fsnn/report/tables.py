@@ -286,7 +286,7 @@ def build_table(
 ) -> dict:
     """Fill one paper table from the runs of one ``recipe``: per cell mean/std/n over matching runs, the paper's
     value and the difference; ``duplicates``: the runs left out as copies of another (:func:`distinct_runs`),
-    ``commits``: the fsnn commits its runs were made from. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
+    ``commits``: the fsnn commits its runs were made from, ``fake``: how many ran on fake data. A table of another recipe than the matched one gets the id ``<id>_<recipe>``.
     ``epochs``: ``None`` takes every run; :data:`PAPER_EPOCHS` only the runs trained for the paper's epochs, a
     number only those trained for that many epochs where the paper's differ (id ``<id>[_<recipe>]_<E>ep``)."""
 
@@ -329,6 +329,7 @@ def build_table(
                 "values": [],
                 "duplicates": [],
                 "commits": [],
+                "fake": 0,
             }
             if source is not None:
                 pool, failed_pool = [r for r in runs if matches(r, match)], [r for r in failed if matches(r, match)]
@@ -340,6 +341,7 @@ def build_table(
                 found = [(r, v) for r in pool if (v := _value(r, source)) is not None]
                 values, cell["duplicates"] = distinct_runs(found)
                 cell["commits"] = sorted({commit_of(r) for r, _ in values})
+                cell["fake"] = sum(r.get("fake_data") is True for r, _ in values)  # smoke runs on fsnn-fixtures
                 numbers = [v * scale for _, v in values]
                 cell["n"] = len(numbers)
                 cell["values"] = numbers
@@ -409,11 +411,13 @@ def has_paper_values(spec: dict) -> bool:
 
 
 def _provenance_note(cell: dict) -> str:
-    """``, 2 commits, 3 copies left out``: what a cell's runs pool (:func:`build_table`), where it is not one commit's
-    distinct runs."""
-    commits, copies = len(cell.get("commits", ())), len(cell.get("duplicates", ()))
-    return (f", {commits} commits" if commits > 1 else "") + (
-        f", {copies} {'copy' if copies == 1 else 'copies'} left out" if copies else ""
+    """``, 2 commits, 3 copies left out, 4 on fake data``: what a cell's runs pool (:func:`build_table`), where it is
+    not one commit's distinct runs on real data (a run on a fake that ``fsnn-fixtures`` wrote records ``fake_data``)."""
+    commits, copies, fake = len(cell.get("commits", ())), len(cell.get("duplicates", ())), cell.get("fake", 0)
+    return (
+        (f", {commits} commits" if commits > 1 else "")
+        + (f", {copies} {'copy' if copies == 1 else 'copies'} left out" if copies else "")
+        + (f", {fake} on fake data" if fake else "")
     )
 
 

@@ -665,3 +665,16 @@ def test_copies_of_a_run_count_once_and_a_cell_says_what_it_pools(tmp_path):
     cell = table_cell(tables.build_table(spec, collect.scan_runs(root).complete), "SGCN (f-SNN)", "Cora")
     assert cell["n"] == 4 and 90.0 not in cell["values"] and len(cell["duplicates"]) == 4
     assert len(cell["commits"]) == 2 and "(n=4, 2 commits, 4 copies left out)" in tables.cell_text(cell)
+
+
+def test_a_cell_says_how_many_of_its_runs_trained_on_fake_data(tmp_path):
+    """A smoke run on ``fsnn-fixtures``' fakes records ``fake_data``: its cell says so, real runs' cells do not."""
+    root = tmp_path / "results"
+    for seed in range(3):
+        record = run_record(T2, f"flif{seed}", "cora", "sgcn", "flif", seed, 0.8)
+        write_record(root, {**record, "fake_data": seed < 2})
+    cell = table_cell(
+        tables.build_table(paper_spec("node_classification"), collect.scan_runs(root).complete), "SGCN (f-SNN)", "Cora"
+    )
+    assert cell["fake"] == 2 and "(n=3, 2 on fake data)" in tables.cell_text(cell)
+    assert "fake" not in tables.cell_text({**cell, "fake": 0})
