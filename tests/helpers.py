@@ -266,3 +266,8 @@ RESUMED_KEYS = (
     "split_sizes",
     "alphas",
 )
+
+
+def one_run_cells(table: str) -> int:
+    """How many cells of a Markdown table hold one run: ``(n=1)``, or ``(n=1, 1 on fake data)`` for a smoke run's."""
+    return len(re.findall(r"\(n=1[,)]", table))

@@ -15,7 +15,7 @@ from pathlib import Path
 import lightning as L
 import pytest
 import torch
-from helpers import CONF, run_app
+from helpers import CONF, one_run_cells, run_app
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
@@ -456,7 +456,7 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     assert (tmp_path / "tables" / "neuromorphic.md").exists() and (tmp_path / "tables" / "neuromorphic.tex").exists()
     md = (tmp_path / "tables" / "neuromorphic.md").read_text()
-    assert md.count("(n=1)") == 8 * 4  # every cell of Table 1 filled by exactly one smoke run
+    assert one_run_cells(md) == 8 * 4  # every cell of Table 1 filled by exactly one smoke run
 
     # the energy table from the layer-wise count of one Spikformer run
     run = tmp_path / "runs" / "table1_neuromorphic_smoke" / "neuron-flif+seed-0+setup-dvsgesture_transformer"
@@ -473,7 +473,7 @@ def test_table1_smoke_sweep_then_table(tmp_path, data_root):
     assert "E_overall" in proc.stdout and (run / "energy.json").exists()
     make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     energy = (tmp_path / "tables" / "energy.md").read_text()
-    assert energy.count("(n=1)") == 4  # the f-LIF row: synaptic, neuron, total, share
+    assert one_run_cells(energy) == 4  # the f-LIF row: synaptic, neuron, total, share
 
 
 @pytest.mark.slow
@@ -492,4 +492,4 @@ def test_table2_smoke_sweep_then_table(tmp_path, data_root):
 
     make_tables(tmp_path / "runs", tmp_path / "tables", echo=lambda *a, **k: None)
     md = (tmp_path / "tables" / "node_classification.md").read_text()
-    assert md.count("(n=1)") == 6 * 2 * 4  # SGCN/DRSGNN x 4 neurons x 6 datasets, one seed each
+    assert one_run_cells(md) == 6 * 2 * 4  # SGCN/DRSGNN x 4 neurons x 6 datasets, one seed each
