@@ -52,21 +52,15 @@ def recipe_switch_options(root: Path | None = None) -> dict[str, list[str]]:
     }
 
 
-def register_recipe_switches(root: Path | None = None) -> None:
+def register_recipe_switches() -> None:
     """Make ``+recipe_switch=<neuron>/<switch>`` select the common switch with ``neuron=<neuron>``, for every neuron
-    and every switch of :func:`recipe_switch_options` that has no file of its own, in Hydra's config store (once per
-    process: the store keeps them). One switch is then one file, and a sweep pairs it with a neuron in one value
-    (``+recipe_switch: flif/none,sj_lif/reset``), as a multirun's product of two lists cannot."""
-    from hydra.core.config_store import ConfigStore
+    and every switch of :func:`recipe_switch_options` that has no file of its own, by registering their config source
+    (:mod:`fsnn.recipe_switch_source`) with Hydra (once per process: Hydra keeps it). One switch is then one file, and
+    a sweep pairs it with a neuron in one value (``+recipe_switch: flif/none,sj_lif/reset``), as a multirun's product
+    of two lists cannot."""
+    from hydra.core.plugins import Plugins
 
-    store = ConfigStore.instance()
-    folder = (root or config_root()) / "recipe_switch"
-    for neuron, switches in recipe_switch_options(root).items():
-        for switch in switches:
-            if not (folder / neuron / f"{switch}.yaml").is_file():
-                store.store(
-                    group=f"recipe_switch/{neuron}",
-                    name=switch,
-                    package="_global_",
-                    node={"defaults": [f"/recipe_switch/{COMMON_SWITCHES}/{switch}", {"override /neuron": neuron}]},
-                )
+    from fsnn.recipe_switch_source import RecipeSwitchSearchPath, RecipeSwitchSource
+
+    for plugin in (RecipeSwitchSource, RecipeSwitchSearchPath):
+        Plugins.instance().register(plugin)

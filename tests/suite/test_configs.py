@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 from helpers import CONF
+from hydra import initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
 
 from fsnn.configs import recipe_switch_options
+from fsnn.recipe_switch_source import RecipeSwitchSource
 
 SWITCHES = recipe_switch_options(CONF)
 
@@ -27,6 +32,42 @@ def test_a_switch_composes_for_its_neuron(compose_cfg, neuron):
         # the same switch with the neuron given apart is the same run
         if (CONF / "recipe_switch" / "common" / f"{switch}.yaml").is_file():
             apart = compose_cfg("dataset=cora", "backbone=sgcn", f"neuron={neuron}", f"+recipe_switch=common/{switch}")
-            assert apart.neuron == cfg.neuron and apart.dataset == cfg.dataset and apart.recipe == cfg.recipe
+            assert _without_hydra(apart) == _without_hydra(cfg), switch
     none = compose_cfg("dataset=cora", "backbone=sgcn", f"+recipe_switch={neuron}/none")
     assert none.neuron == base.neuron and none.dataset == base.dataset
+
+
+def _without_hydra(cfg) -> dict:
+    return {key: value for key, value in OmegaConf.to_container(cfg, resolve=False).items() if key != "hydra"}
+
+
+def test_hydra_lists_every_switch_of_every_neuron():
+    """What ``--help`` and the typo check list: the switch files and the generated switches, together."""
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        assert loader.get_group_options("recipe_switch", results_filter=None) == sorted({"common", *SWITCHES})
+        for neuron, switches in SWITCHES.items():
+            assert loader.get_group_options(f"recipe_switch/{neuron}") == switches, neuron
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def test_the_generated_switches_are_names_until_loaded():
+    """Hydra deep-copies every config source before each look-up of a group's options (``--help`` makes over 200):
+    the generated switches are not in the config store, whose source carries its config nodes into every copy, and
+    their own source holds names only."""
+    assert "recipe_switch" not in ConfigStore.instance().repo
+    source = RecipeSwitchSource("fsnn", f"{RecipeSwitchSource.scheme()}://{CONF}")
+    assert all(isinstance(leaf, str) for leaf in _leaves(vars(source)))
+    assert sum(map(len, source.switches.values())) > 100  # every neuron's common switches, as names
