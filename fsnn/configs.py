@@ -1,6 +1,7 @@
 """fsnn's Hydra configs as everything that composes them sees them (the commands, the reports' estimates, the
 tests): where they are (:func:`config_root`), the ``${fsnn.env:...}`` resolver (:func:`register_resolvers`) and the
-recipe switches of every neuron (:func:`register_recipe_switches`)."""
+recipe switches of every neuron (:func:`recipe_switch_options`; Hydra reads them through
+:mod:`fsnn.recipe_switches`)."""
 
 from __future__ import annotations
 
@@ -50,17 +51,3 @@ def recipe_switch_options(root: Path | None = None) -> dict[str, list[str]]:
         neuron.stem: sorted({*common, *(p.stem for p in (folder / neuron.stem).glob("*.yaml"))})
         for neuron in sorted((folder.parent / "neuron").glob("*.yaml"))
     }
-
-
-def register_recipe_switches() -> None:
-    """Make ``+recipe_switch=<neuron>/<switch>`` select the common switch with ``neuron=<neuron>``, for every neuron
-    and every switch of :func:`recipe_switch_options` that has no file of its own, by registering their config source
-    (:mod:`fsnn.recipe_switch_source`) with Hydra (once per process: Hydra keeps it). One switch is then one file, and
-    a sweep pairs it with a neuron in one value (``+recipe_switch: flif/none,sj_lif/reset``), as a multirun's product
-    of two lists cannot."""
-    from hydra.core.plugins import Plugins
-
-    from fsnn.recipe_switch_source import RecipeSwitchSearchPath, RecipeSwitchSource
-
-    for plugin in (RecipeSwitchSource, RecipeSwitchSearchPath):
-        Plugins.instance().register(plugin)

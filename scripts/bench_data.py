@@ -64,8 +64,9 @@ def configurations() -> list[dict]:
     Optuna search, by its own config): ``{dataset, backbone, channels, T, size, batch, experiments, overrides}``."""
     from hydra import compose, initialize_config_dir
 
-    from fsnn.configs import config_root, register_recipe_switches
+    from fsnn.configs import config_root
     from fsnn.data.registry import dataset_info
+    from fsnn.recipe_switches import register_recipe_switches
     from fsnn.report.estimates import jobs
 
     register_recipe_switches()
@@ -173,8 +174,9 @@ def child_step(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fsnn.configs import config_root, register_recipe_switches
+    from fsnn.configs import config_root
     from fsnn.data.registry import dataset_info
+    from fsnn.recipe_switches import register_recipe_switches
     from fsnn.suite.tasks import build_task
 
     register_recipe_switches()

@@ -12,7 +12,7 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
-from fsnn.configs import config_root, register_recipe_switches
+from fsnn.configs import config_root
 from fsnn.records import results_root
 from fsnn.report.collect import (
     INTEGER,
@@ -203,6 +203,8 @@ def jobs(experiment: str) -> list[dict]:
     compose it, the neurons it runs and how many jobs it stands for (neuron options x seeds). Neuron options (``neuron``, ``neuron.*``,
     ``neuron_variant``) and seeds do not change dataset, backbone or epochs, so they are counted, not composed."""
     from hydra import compose, initialize_config_dir
+
+    from fsnn.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
     params = sweep(experiment)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fsnn.configs import config_root, register_recipe_switches, register_resolvers
+from fsnn.configs import config_root, register_resolvers
 from fsnn.registry import MissingExtraError
 
 #: where the commands read their configs (see the module's docstring)
@@ -47,6 +47,7 @@ def _run(config_name: str, command: str) -> None:
         import hydra
         from omegaconf import OmegaConf
 
+        from fsnn.recipe_switches import register_recipe_switches
         from fsnn.suite.overrides import check_command_line
     except ImportError as error:
         _missing_extra(error, command)

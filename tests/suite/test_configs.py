@@ -10,7 +10,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from fsnn.configs import recipe_switch_options
-from fsnn.recipe_switch_source import RecipeSwitchSource
+from fsnn.recipe_switches import RecipeSwitchSource
 
 SWITCHES = recipe_switch_options(CONF)
 

@@ -1,5 +1,5 @@
-"""The generated recipe switches (:func:`fsnn.configs.register_recipe_switches`) as Hydra sees them: a config source
-of their own, on the search path of every app that composes in a process that registered them.
+"""The generated recipe switches as Hydra sees them (:func:`register_recipe_switches`): a config source of their own,
+on the search path of every app that composes in a process that registered them.
 
 Hydra deep-copies every config source before each look-up of a group's options (``--help`` makes over 200), and the
 config store's source carries every stored node with it; this source holds the names only and makes a switch's node
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.core.object_type import ObjectType
+from hydra.core.plugins import Plugins
 from hydra.plugins.config_source import ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
@@ -88,3 +89,13 @@ class RecipeSwitchSearchPath(SearchPathPlugin):
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         search_path.append("fsnn-recipe-switch", f"{RecipeSwitchSource.scheme()}://{config_root()}")
+
+
+def register_recipe_switches() -> None:
+    """Make ``+recipe_switch=<neuron>/<switch>`` select the common switch with ``neuron=<neuron>``, for every neuron
+    and every switch of :func:`fsnn.configs.recipe_switch_options` that has no file of its own, by registering their config source
+    (:class:`RecipeSwitchSource`) with Hydra (once per process: Hydra keeps it). One switch is then one file, and
+    a sweep pairs it with a neuron in one value (``+recipe_switch: flif/none,sj_lif/reset``), as a multirun's product
+    of two lists cannot."""
+    for plugin in (RecipeSwitchSource, RecipeSwitchSearchPath):
+        Plugins.instance().register(plugin)
