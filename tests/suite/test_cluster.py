@@ -251,9 +251,10 @@ def test_two_ddp_ranks_on_a_cold_cache_build_it_once_and_train_on_their_shares(t
         assert len({w["pid"] for w in written}) == 1
         marked = (folder / MARKER).stat().st_mtime_ns
         assert max(Path(f).stat().st_mtime_ns for f in files) <= marked
-        # the other rank asked for the cache while it was being built, and had it once it was complete
+        # the other rank had the cache once it was complete: asked while it was being built, it waited; on a busy
+        # machine it can start after the build and find it whole (neither writes twice: checked above)
         (waited,) = [r for r in ensured if r["dir"] == str(folder) and r["pid"] != written[0]["pid"]]
-        assert waited["start"] < marked / 1e9 <= waited["end"], (waited, marked)
+        assert marked / 1e9 <= waited["end"], (waited, marked)
     output = proc.stdout + proc.stderr
     assert output.count("fsnn: integrating ") == 2 and "rebuilding" not in output
 
