@@ -1,7 +1,7 @@
 """The one reader of run records: every ``metrics.json`` under a results folder (with the ``robustness.json``
 and ``energy.json`` beside it), checked when read (a metric outside its documented range, a recipe that is not
 the suite's, an unreadable file set aside by name), and what a record says of itself (experiment, recipe,
-epochs).
+epochs, neuron, how it was trained).
 
 A results tree may be damaged or hostile, and every report reads it: a file that is not a record (a folder, a fifo,
 a link out of the tree, a name that is not UTF-8, JSON nested past any record's depth, a value of the wrong type
@@ -15,11 +15,13 @@ import os
 import re
 import stat
 import warnings
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from fsnn.configs import config_root
+from fsnn.neurons.registry import is_fractional
 from fsnn.records import is_earlier_generation
 
 # match keys that are not dotted paths into a run's resolved config
@@ -458,3 +460,33 @@ def content_key(record: dict) -> str:
 def commit_of(record: dict) -> str:
     """The fsnn commit a run was made from, as its record says (``"unknown"`` where it does not)."""
     return str((record.get("versions") or {}).get("fsnn_commit") or "unknown")
+
+
+def by_neuron(records: Iterable[dict]) -> dict[str, list[dict]]:
+    """Records by neuron name, fractional neurons first, then by name."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for record in records:
+        groups[neuron_name(record)].append(record)
+    return dict(sorted(groups.items(), key=lambda item: (not is_fractional(item[0]), item[0])))
+
+
+def test_percent(run: dict) -> float:
+    """A run's test value of its own metric (``metric``, default ``acc``), in percent."""
+    return 100.0 * run[f"test_{run.get('metric', 'acc')}"]
+
+
+def on_cpu(run: dict) -> bool:
+    """Whether a run trained on a CPU (its ``device``; a record without one did)."""
+    return str(run.get("device", "cpu")).startswith("cpu")
+
+
+def training_setting(run: dict) -> tuple:
+    """How a run was trained, less its neuron and seed: setting, recipe, epochs and Poisson steps; equal for runs
+    that one curve may compare."""
+    config = run.get("config") or {}
+    return (
+        dataset_backbone(run),
+        recipe_of(run),
+        (config.get("trainer") or {}).get("max_epochs"),
+        (config.get("dataset") or {}).get("T"),
+    )

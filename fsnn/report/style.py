@@ -10,6 +10,7 @@ from typing import Callable, Iterable
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
 from fsnn.atomic import write_atomic
 from fsnn.neurons.registry import is_fractional
@@ -114,3 +115,28 @@ def legend_below(
     height = legend.get_window_extent().height / fig.dpi + 0.1
     fig.set_size_inches(fig.get_figwidth(), axes_height + height)
     fig.tight_layout(rect=(0, height / (axes_height + height), 1, 1))
+
+
+def legend_text(label: str, runs: list) -> str:
+    """A legend entry with the number of runs behind it."""
+    return f"{label} (n={len(runs)})"
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value)."""
+    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else 0.0)
+
+
+def epochs_text(epochs: int | None) -> str:
+    """A number of training epochs in words (a record may lack it)."""
+    return "epochs not recorded" if epochs is None else f"{epochs} epochs"
+
+
+def plain_log_axis(axis, ticks=None) -> None:
+    """Log-axis ticks written as plain numbers (4, 8, 16; 2, 5, 10), not as powers."""
+    if ticks is not None:
+        axis.set_major_locator(FixedLocator(ticks))
+    else:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())

@@ -13,11 +13,8 @@ from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, NOT_DECIDED, REJE
 from fsnn.report.collect import (
     DEFAULT_RECIPE,
 )
-from fsnn.report.tables import (
-    has_paper_values,
-    paper_protocol,
-    trained_text,
-)
+from fsnn.report.table_formats import trained_text
+from fsnn.report.tables import has_paper_values, paper_protocol
 
 SIGMAS = 2.0  # a cell further than this many standard deviations from the paper is above or below it
 

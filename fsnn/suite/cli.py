@@ -33,9 +33,9 @@ def _missing_extra(error: ImportError, command: str):
 
 
 def _run_dir(run_name, overrides, *, _root_) -> str:
-    """The ``run_dir`` resolver of ``conf/hydra/default.yaml`` (:func:`fsnn.suite.run.run_dir_name`, which reads the
-    composed config, ``_root_``): only a run resolves its folder, so Lightning is loaded here, not for ``--help``."""
-    from fsnn.suite.run import run_dir_name
+    """The ``run_dir`` resolver of ``conf/hydra/default.yaml`` (:func:`fsnn.suite.run_names.run_dir_name`, which reads
+    the composed config, ``_root_``): only a run resolves its folder, so Lightning is loaded here, not for ``--help``."""
+    from fsnn.suite.run_names import run_dir_name
 
     return run_dir_name(run_name, overrides, _root_)
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from fsnn.atomic import write_json_atomic
 from fsnn.records import GENERATION
 
 
@@ -38,24 +37,6 @@ def relative_to_run(node: Any, run_dir: str | Path) -> Any:
         return node
 
     return relative(node)
-
-
-def make_records_relative(results_dir: str | Path) -> list[Path]:
-    """Rewrite every ``metrics.json`` under ``results_dir`` whose config names its run folder by an absolute path
-    (records of fsnn before the logger's folder was recorded relative), with :func:`relative_to_run`; the record
-    keeps a note of it under ``rewritten``. Nothing else of a record changes; returns the files rewritten."""
-    done = []
-    for path in sorted(Path(results_dir).rglob("metrics.json")):
-        record = json.loads(path.read_text())
-        config = relative_to_run(record.get("config"), path.parent)
-        if config != record.get("config"):
-            record["config"] = config
-            record.setdefault("rewritten", []).append(
-                "absolute paths of the run folder in config made relative to it (fsnn.suite.runfiles.make_records_relative)"
-            )
-            write_json_atomic(path, record)
-            done.append(path)
-    return done
 
 
 def tree_changes(old: dict, new: dict, prefix: str = "", *, added: bool = True) -> list[str]:

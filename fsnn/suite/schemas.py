@@ -5,7 +5,7 @@ hardware and of a logger's library. :mod:`fsnn.suite.config` validates a config 
 from __future__ import annotations
 
 import importlib.util
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import lightning as L
 import torch
@@ -29,10 +29,6 @@ MAX_SEED = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything ke
 
 
 Seed = integer(f"an integer in [0, {MAX_SEED}]", lambda v: 0 <= v <= MAX_SEED)
-
-
-def _expect(expected: str, default: Any = None) -> Any:
-    return Field(default, description=expected)
 
 
 class Schema(BaseModel):
@@ -119,7 +115,9 @@ class EarlyStoppingSchema(BuiltSchema):
 
     patience: Count = None
     min_delta: NonNegative = None
-    metric: None = _expect("no value (the run gives it: the validation metric its best checkpoint is selected on)")
+    metric: None = Field(
+        None, description="no value (the run gives it: the validation metric its best checkpoint is selected on)"
+    )
 
 
 class LoggerSchema(BuiltSchema):

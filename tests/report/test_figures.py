@@ -14,6 +14,13 @@ from helpers import robustness_levels, run_app
 
 from fsnn.neurons.registry import neuron_label
 from fsnn.report import collect, figures, style, theory
+from fsnn.report.figures import (
+    alpha as alpha_figures,
+    claims as claims_figures,
+    firing_rates,
+    memory_horizon,
+    robustness,
+)
 from fsnn.suite.robustness import robustness_score
 
 LEVELS = robustness_levels("events")
@@ -23,13 +30,14 @@ LEVELS = robustness_levels("events")
 def drawn(monkeypatch):
     """``{name: Figure}`` of every figure saved while the test runs (the files are still written)."""
     seen = {}
-    save = figures.save
+    save = style.save
 
     def keep(fig, out, name):
         seen[name] = fig
         return save(fig, out, name)
 
-    for module in (figures, theory):  # each draws with the save it imported
+    # each draws with the save it imported
+    for module in (alpha_figures, claims_figures, firing_rates, memory_horizon, robustness, theory):
         monkeypatch.setattr(module, "save", keep)
     return seen
 
@@ -109,7 +117,7 @@ def test_theory_figures_are_computed_and_written(tmp_path, drawn):
 
 def test_robustness_figures_curves_and_radar(tmp_path, drawn):
     records = [_study("flif", 0.1), _study("flif", 0.2), _study("sj_lif", 0.5)]
-    paths = figures.robustness_figures(records, tmp_path, "study")
+    paths = robustness.robustness_figures(records, tmp_path, "study")
     assert [p.name for p in paths] == ["study_curves.png", "study_curves.pdf", "study_radar.png", "study_radar.pdf"]
     assert all(_is_figure(p) for p in paths)
     assert all(small_text(fig) == [] for fig in drawn.values())
@@ -117,10 +125,10 @@ def test_robustness_figures_curves_and_radar(tmp_path, drawn):
     # fewer than three corruptions: curves only, and a radar left from an earlier study is removed
     few = [_study("flif", 0.1, corruptions=("gaussian_noise", "frame_discard"))]
     messages = []
-    paths = figures.robustness_figures(few, tmp_path, "study", echo=messages.append)
+    paths = robustness.robustness_figures(few, tmp_path, "study", echo=messages.append)
     assert [p.name for p in paths] == ["study_curves.png", "study_curves.pdf"]
     assert not (tmp_path / "study_radar.png").exists() and "no radar" in messages[0]
-    assert figures.robustness_figures([], tmp_path) == []
+    assert robustness.robustness_figures([], tmp_path) == []
 
 
 def _graph_study(
@@ -149,7 +157,7 @@ def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
         _graph_study("flif", 0.1, "photo", corruption="edge_dropping"),
     ]  # another study
     captions = {}
-    paths = figures.graph_robustness_figure(records, "feature_masking", tmp_path, captions)
+    paths = robustness.graph_robustness_figure(records, "feature_masking", tmp_path, captions)
     assert [p.name for p in paths] == ["graph_feature_masking.png", "graph_feature_masking.pdf"]
     fig = drawn["graph_feature_masking"]
     assert [ax.get_title() for ax in fig.axes] == ["Cora / SGCN", "CiteSeer / DRSGNN"]
@@ -160,7 +168,7 @@ def test_graph_robustness_figure_panels_and_the_papers_claim(tmp_path, drawn):
     caption = captions["graph_feature_masking"]
     assert "The paper claims: f-SNN performs significantly better" in caption
     assert "cora/sgcn at 0.5: f-LIF 80.0 ± 7.1 (n=2), LIF (SpikingJelly) 65.0 ± 0.0 (n=2)" in caption
-    assert figures.graph_robustness_figure(records, "edge_dropping", tmp_path / "none") == []  # one run: no curve
+    assert robustness.graph_robustness_figure(records, "edge_dropping", tmp_path / "none") == []  # one run: no curve
 
 
 def test_labels_and_settings():
@@ -182,7 +190,7 @@ def test_firing_rate_figure(tmp_path, drawn):
         _run("lif", {"classifier.2": 0.01, "features.0.2": 0.3, "features.1.2": 0.2}, layer_order=order),
         _run("flif", {}, dataset="cora"),
     ]
-    paths = figures.firing_rate_figure(runs, tmp_path)
+    paths = firing_rates.firing_rate_figure(runs, tmp_path)
     assert [p.name for p in paths] == ["firing_rates.png", "firing_rates.pdf"] and all(map(_is_figure, paths))
     ax = drawn["firing_rates"].axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["features.0.2", "features.1.2", "classifier.2"]
@@ -193,7 +201,7 @@ def test_firing_rate_figure(tmp_path, drawn):
         np.isclose(np.ptp(seg[:, 1]), 2 * np.std([0.1, 0.3], ddof=1)) for seg in bars[0].lines[2][0].get_segments()
     )
     assert small_text(drawn["firing_rates"]) == []
-    assert figures.firing_rate_figure([_run("flif", {})], tmp_path / "none") == []
+    assert firing_rates.firing_rate_figure([_run("flif", {})], tmp_path / "none") == []
     assert not (tmp_path / "none").exists()
 
 
@@ -202,7 +210,7 @@ def test_firing_rate_panels_keep_one_colour_per_neuron(tmp_path, drawn):
     rates = {"features.0.2": 0.1}
     runs = [_run(n, rates, recipe=recipe) for n in ("flif", "sj_lif") for recipe in ("matched", "authors")]
     runs.append(_run("lif", rates))
-    figures.firing_rate_figure(runs, tmp_path)
+    firing_rates.firing_rate_figure(runs, tmp_path)
     colours = [
         {
             text.get_text(): handle.get_facecolor()
@@ -217,9 +225,9 @@ def test_firing_rate_panels_keep_one_colour_per_neuron(tmp_path, drawn):
 
 def test_network_order_is_the_recorded_one_else_the_names():
     recorded, layers = {"layer_order": ["encoder", "neuron"]}, ["neuron", "gone", "encoder", "a"]
-    assert figures.network_order([{}, recorded], layers) == ["encoder", "neuron", "a", "gone"]  # the rest by name
-    assert figures.network_order([{}, {"layer_order": []}], ["b", "a"]) == ["a", "b"]
-    assert figures.network_order([], ["b", "a"]) == ["a", "b"]
+    assert firing_rates.network_order([{}, recorded], layers) == ["encoder", "neuron", "a", "gone"]  # the rest by name
+    assert firing_rates.network_order([{}, {"layer_order": []}], ["b", "a"]) == ["a", "b"]
+    assert firing_rates.network_order([], ["b", "a"]) == ["a", "b"]
 
 
 def test_families_of_colours():
@@ -237,8 +245,8 @@ def test_families_of_colours():
 def test_saved_files_carry_no_date_or_version(tmp_path):
     fig = matplotlib.figure.Figure(figsize=(2, 2))
     fig.subplots().plot([0, 1], [1, 0])
-    first = [p.read_bytes() for p in figures.save(fig, tmp_path / "a", "f")]
-    second = [p.read_bytes() for p in figures.save(fig, tmp_path / "b", "f")]
+    first = [p.read_bytes() for p in style.save(fig, tmp_path / "a", "f")]
+    second = [p.read_bytes() for p in style.save(fig, tmp_path / "b", "f")]
     assert first == second
     pdf, png = first[1], first[0]
     assert b"CreationDate" not in pdf and b"Matplotlib v" not in pdf and b"Software" not in png
@@ -269,9 +277,10 @@ def test_alpha_curve_figure(tmp_path, drawn):
         _node_run("ablation_alpha_node", "flif", 0.5, alpha=0.3, recipe="authors"),
     ]
     captions = {}
-    paths = figures.alpha_curve_figure(sweep + table2 + other, tmp_path, captions=captions)
+    paths = alpha_figures.alpha_curve_figure(sweep + table2 + other, tmp_path, captions=captions)
     assert [p.name for p in paths] == ["alpha_cora_sgcn.png", "alpha_cora_sgcn.pdf"] and all(map(_is_figure, paths))
-    assert figures._comparable(table2[0], sweep[0]) and not figures._comparable(other[0], sweep[0])
+    assert collect.training_setting(table2[0]) == collect.training_setting(sweep[0])
+    assert collect.training_setting(other[0]) != collect.training_setting(sweep[0])
     fig = drawn["alpha_cora_sgcn"]
     labels = legend_texts(fig)
     # every mark is named: the dots, the mean with its error bars, each baseline's line and bar; no paper value on
@@ -282,7 +291,7 @@ def test_alpha_curve_figure(tmp_path, drawn):
     assert "paper's values (100 epochs) not drawn" in captions["alpha_cora_sgcn"]
     assert small_text(fig) == []
     # fewer than three alphas of the matched recipe: no curve
-    assert figures.alpha_curve_figure(sweep[:4] + other, tmp_path / "none") == []
+    assert alpha_figures.alpha_curve_figure(sweep[:4] + other, tmp_path / "none") == []
     assert not (tmp_path / "none").exists()
 
 
@@ -293,7 +302,7 @@ def test_alpha_curve_draws_the_paper_only_beside_its_protocol(tmp_path, drawn):
         for e in (4, 100)
     ]
     runs += [_node_run("table2_node_classification", "sj_lif", 0.84, epochs=e) for e in (4, 100)]
-    figures.alpha_curve_figure(runs, tmp_path)
+    alpha_figures.alpha_curve_figure(runs, tmp_path)
     fig = drawn["alpha_cora_sgcn"]
     short, full = fig.axes
     assert "4 epochs (paper: 100; its values not drawn)" == short.get_title()
@@ -328,17 +337,17 @@ def _horizon_run(variant: str, delay: int, seed: int, acc: float) -> dict:
 
 
 def test_memory_horizon_figure(tmp_path, drawn):
-    variants = list(figures._variant_labels("memory_horizon"))
+    variants = list(memory_horizon._variant_labels("memory_horizon"))
     runs = [
         _horizon_run(v, d, s, 0.9 - 0.1 * i / len(variants) - d / 100)
         for i, v in enumerate(variants)
         for d in (4, 8, 16, 32)
         for s in range(3)
     ]
-    figures.memory_horizon_figure(runs, tmp_path)
+    memory_horizon.memory_horizon_figure(runs, tmp_path)
     fig = drawn["memory_horizon"]
     ax_acc, ax_time = fig.axes
-    assert legend_texts(fig) == list(figures._variant_labels("memory_horizon").values())
+    assert legend_texts(fig) == list(memory_horizon._variant_labels("memory_horizon").values())
     # one series per variant: each its own colour and marker, f-LIF in the warm family, the others in the cool one
     lines = [c.lines[0] for c in ax_acc.containers]
     assert len({(line.get_color(), line.get_marker()) for line in lines}) == len(variants) == 12
@@ -474,20 +483,20 @@ def test_learned_tau_figure_draws_tau_per_epoch_per_delay(tmp_path, drawn):
 
     runs = [run(v, d, s, d / 4) for v in ("lif_learn_tau", "sj_plif") for d in (4, 8) for s in range(2)]
     runs.append(_horizon_run("lif", 4, 0, 0.3))  # nothing learned: no panel
-    assert [p.name for p in figures.learned_tau_figure(runs, tmp_path)] == [
+    assert [p.name for p in memory_horizon.learned_tau_figure(runs, tmp_path)] == [
         "memory_horizon_tau.png",
         "memory_horizon_tau.pdf",
     ]
     fig = drawn["memory_horizon_tau"]
     assert [ax.get_title() for ax in fig.axes] == [
-        figures._variant_labels("memory_horizon")[v] for v in ("lif_learn_tau", "sj_plif")
+        memory_horizon._variant_labels("memory_horizon")[v] for v in ("lif_learn_tau", "sj_plif")
     ]
     solid = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "-"]
     assert [line.get_label() for line in solid] == ["delay 4", "delay 8"]
     # the mean over seeds, epoch by epoch: 2 + grow * epoch + mean seed (0.5)
     assert list(solid[1].get_ydata()) == pytest.approx([2.5 + 2 * e for e in range(4)])
     assert legend_texts(fig) == ["delay 4", "delay 8"] and small_text(fig) == []
-    assert figures.learned_tau_figure([_horizon_run("lif", 4, 0, 0.3)], tmp_path / "none") == []
+    assert memory_horizon.learned_tau_figure([_horizon_run("lif", 4, 0, 0.3)], tmp_path / "none") == []
 
 
 def test_graph_robustness_caption_says_where_flif_is_the_integer_lif(tmp_path, drawn):
@@ -498,12 +507,12 @@ def test_graph_robustness_caption_says_where_flif_is_the_integer_lif(tmp_path, d
     for r in records:
         r["config"]["alpha_per_dataset"] = {"sgcn": {"photo": 1.0, "computers": 0.8}}
     captions = {}
-    figures.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
+    robustness.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
     assert "On photo/sgcn tab:alpha_gnn sets f-LIF's alpha to 1.0" in captions["graph_edge_dropping"]
     assert "computers/sgcn tab" not in captions["graph_edge_dropping"]
     for r in records:
         del r["config"]["alpha_per_dataset"]
-    figures.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
+    robustness.graph_robustness_figure(records, "edge_dropping", tmp_path, captions)
     assert "alpha to 1.0" not in captions["graph_edge_dropping"]
 
 
@@ -530,13 +539,13 @@ def test_a_figure_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fsnn.atomic, "open", lambda path, mode="r": io.BufferedWriter(Full(path, "wb")), raising=False)
     with pytest.raises(OSError, match=f"cannot write {out / 'f.png'}: No space left on device"):
-        figures.save(fig, out, "f")
+        style.save(fig, out, "f")
     assert (
         sorted(p.name for p in out.iterdir()) == ["f.pdf", "f.png"]
         and (out / "f.pdf").read_bytes() == b"the previous figure"
     )
     monkeypatch.undo()
-    figures.save(fig, out, "f")
+    style.save(fig, out, "f")
     assert not (out / "f.png").is_symlink() and elsewhere.read_bytes() == b"kept"
     assert (out / "f.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -572,8 +581,8 @@ def test_the_claims_figure_of_a_first_run_per_neuron(tmp_path, drawn):
     ]
     for i, run in enumerate(runs):
         run["_path"] = f"/r/{i}/metrics.json"
-    sections = figures.claim_sections(runs)
+    sections = claims_figures.claim_sections(runs)
     assert [c["size"].low for _, found in sections for c in found if c["size"]] == [None]
-    assert [p.name for p in figures.claims_figure(sections, tmp_path)] == ["claims.png", "claims.pdf"]
+    assert [p.name for p in claims_figures.claims_figure(sections, tmp_path)] == ["claims.png", "claims.pdf"]
     ax = drawn["claims"].axes[0]
     assert len(ax.lines) >= 2 and not ax.collections  # the point and the paper's cross; no interval's bar

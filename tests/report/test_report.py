@@ -18,7 +18,7 @@ import pytest
 from helpers import CHROMIUM, FLAGS, ROOT, T2, needs_chromium, run_app, run_record, write_record
 
 from fsnn.atomic import RunFileError
-from fsnn.report import cli, collect, estimates, outputs, page as report, tables, verdicts
+from fsnn.report import cli, collect, estimates, outputs, page as report, table_formats, tables, verdicts
 
 WIDTHS = (1024, 1440)
 PAGE_FACTS = """() => ({
@@ -365,8 +365,9 @@ def test_same_computation_cells_show_the_runs_they_share(tmp_path):
     on_citeseer = {row["label"]: row["cells"][citeseer] for row in shown["rows"]}
     assert on_citeseer["SGCN (fsnn LIF alpha=1)"]["n"] == 2
     assert "DIFFERENT on seed 0" in on_citeseer["SGCN (fsnn LIF alpha=1)"]["same"]
-    assert "[the runs of SGCN (fsnn LIF alpha=1): the same computation, identical on seed 0]" in tables.cell_text(
-        next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3]
+    assert (
+        "[the runs of SGCN (fsnn LIF alpha=1): the same computation, identical on seed 0]"
+        in table_formats.cell_text(next(r for r in table["rows"] if r["label"] == "SGCN (f-SNN)")["cells"][3])
     )
     # the verdict compares f-LIF (fsnn LIF's runs, 92 %) with SpikingJelly's own run on Photo (90 %), where the paper
     # has f-SNN above: one run of SpikingJelly's decides nothing (no interval), so the setting is undecided

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from helpers import paper_spec, table_cell, table_record
 
-from fsnn.report import tables
+from fsnn.report import table_formats, tables
 from fsnn.report.selection import select_on_validation
 
 
@@ -75,10 +75,10 @@ def test_the_tuned_gae_rows_show_the_chosen_rates_runs_and_their_epochs():
     table = tables.build_table(paper_spec("link_prediction"), [*runs, untuned, other_encoder])
     cell = table_cell(table, "GAE, two-layer GCN encoder, tuned on validation, matched split", "Photos")
     assert cell["n"] == 3 and cell["mean"] == pytest.approx(94.0) and not cell["mixed"]
-    text = tables.cell_text(cell)
+    text = table_formats.cell_text(cell)
     assert "[lr 0.005 of 0.005, 0.01 on validation (95.00, 90.00; seeds 0-2)]" in text
     assert "[early stopping: median 412 epochs, 300-905]" in text
     linear = table_cell(table, "GAE, linear encoder, tuned on validation, matched split", "Photos")
     assert linear["n"] == 1 and linear["mean"] == pytest.approx(50.0)
     old = table_cell(table, "GAE, two-layer GCN encoder, 200 epochs at lr 0.01 (not tuned), matched split", "Photos")
-    assert old["n"] == 1 and old["mean"] == pytest.approx(89.0) and "early stopping" not in tables.cell_text(old)
+    assert old["n"] == 1 and old["mean"] == pytest.approx(89.0) and "early stopping" not in table_formats.cell_text(old)

@@ -9,7 +9,7 @@ import statistics
 import pytest
 from helpers import paper_spec, table_cell, table_record, write_record
 
-from fsnn.report import collect, tables
+from fsnn.report import collect, table_formats, tables
 
 
 def _study(clean: float, noise: list[float]) -> dict:
@@ -67,8 +67,8 @@ def test_robustness_table_from_robustness_json(tmp_path):
     assert table_cell(table, "Original", "f-SNN")["mean"] == pytest.approx(94.0)
     for column in ("SJ", "snnTorch", "LIF (fsnn alpha=1)"):  # no (readable) robustness.json: no cells
         assert all(table_cell(table, row, column)["n"] == 0 for row in ("0.1", "Score", "Original"))
-    assert tables.cell_text(table_cell(table, "0.1", "SJ")) == "— / paper 92.36"
-    assert tables.cell_text(table_cell(table, "0.1", "LIF (fsnn alpha=1)")) == "—"
+    assert table_formats.cell_text(table_cell(table, "0.1", "SJ")) == "— / paper 92.36"
+    assert table_formats.cell_text(table_cell(table, "0.1", "LIF (fsnn alpha=1)")) == "—"
     # another corruption's table: no levels nor score (not run), only the clean accuracy of the same studies
     jitter = tables.build_table(paper_spec("robustness_temporal_jitter"), found.complete)
     assert all(c["n"] == 0 for r in jitter["rows"] if r["label"] != "Original" for c in r["cells"])
@@ -178,10 +178,10 @@ def test_reference_row_table_compares_switches_across_recipes(tmp_path):
     authors_row = next(row for row in spec["rows"] if row["match"] == {"recipe_switch": "authors"})
     authors = table_cell(table, authors_row["label"], table["columns"][0])
     assert authors["diff"] == pytest.approx(6.0) and authors["moved"]
-    assert "Δ +6.00 (moved)" in tables.cell_text(authors)
+    assert "Δ +6.00 (moved)" in table_formats.cell_text(authors)
     # Welch's t-test over the seeds: equal spreads 6 points apart (t = 6 / sqrt(2/3), 4 dof) against 0.5 points
     assert authors["p"] == pytest.approx(0.0018, abs=2e-4) and surrogate["p"] == pytest.approx(0.57, abs=0.01)
-    assert tables.cell_text(authors).endswith("p=0.0018") and none["cells"][0].get("p") is None
+    assert table_formats.cell_text(authors).endswith("p=0.0018") and none["cells"][0].get("p") is None
     assert tables.welch_p([1.0, 1.0], [1.0, 1.0]) == 1.0 and tables.welch_p([1.0], [2.0, 3.0]) is None
     assert table_cell(table, spec["rows"][3]["label"], table["columns"][1])["n"] == 0  # no sj_lif surrogate runs
-    assert "row `none`" in tables.to_markdown(table)
+    assert "row `none`" in table_formats.to_markdown(table)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, T2, paper_spec, run_app, run_record, table_cell, table_record, write_record
 
-from fsnn.report import collect, tables
+from fsnn.report import collect, table_formats, tables
 
 
 @pytest.fixture
@@ -117,11 +117,11 @@ def test_cells_mean_std_n(results):
     assert (sj["n"], sj["mean"], sj["std"]) == (2, pytest.approx(92.5), pytest.approx(0.7071068))
     leaky = table_cell(table, row, "LIF (snnTorch)")  # one complete, one failed, one running
     assert (leaky["n"], leaky["mean"], leaky["std"], leaky["failed"]) == (1, pytest.approx(88.0), None, 1)
-    assert "[1 failed]" in tables.cell_text(leaky)
+    assert "[1 failed]" in table_formats.cell_text(leaky)
     missing = table_cell(table, "N-MNIST / CNN (T=16)", "f-LIF (f-SNN)")
     assert missing["n"] == 0 and missing["mean"] is None
-    assert tables.cell_text(missing) == "— / paper 99.48"
-    assert tables.cell_text(table_cell(table, row, "LIF (fsnn alpha=1)")) == "—"  # no runs, no paper value
+    assert table_formats.cell_text(missing) == "— / paper 99.48"
+    assert table_formats.cell_text(table_cell(table, row, "LIF (fsnn alpha=1)")) == "—"  # no runs, no paper value
 
     nc = tables.build_table(paper_spec("node_classification"), found.complete)
     cora = table_cell(nc, "SGCN (f-SNN)", "Cora")
@@ -156,7 +156,7 @@ def test_mixed_configs_flagged(results):
     cell = table_cell(
         tables.build_table(paper_spec("neuromorphic"), runs), "DVS128 Gesture / CNN (T=16)", "f-LIF (f-SNN)"
     )
-    assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in tables.cell_text(cell)
+    assert cell["n"] == 4 and cell["mixed"] and "mixed configs" in table_formats.cell_text(cell)
 
 
 def test_a_group_switched_off_is_the_config_recorded_before_it_existed(results):
@@ -321,7 +321,7 @@ def test_every_paper_table_renders_empty(spec):
     for row in spec["rows"]:
         assert set(row.get("paper") or {}) <= set(keys), row["label"]
     assert all(c["n"] == 0 and c["mean"] is None for r in table["rows"] for c in r["cells"])
-    md, tex = tables.to_markdown(table), tables.to_latex(table)
+    md, tex = table_formats.to_markdown(table), table_formats.to_latex(table)
     assert "—" in md and "---" in tex and "—" not in tex
     assert len(md.strip().splitlines()) >= 4 + len(spec["rows"])
 
@@ -654,7 +654,7 @@ def test_copies_of_a_run_count_once_and_a_cell_says_what_it_pools(tmp_path):
     table = tables.build_table(spec, collect.scan_runs(root).complete)
     cell = table_cell(table, "SGCN (f-SNN)", "Cora")
     assert cell["n"] == 3 and sorted(cell["values"]) == pytest.approx([80.0, 81.0, 82.0])
-    assert len(cell["duplicates"]) == 3 and "(n=3, 3 copies left out)" in tables.cell_text(cell)
+    assert len(cell["duplicates"]) == 3 and "(n=3, 3 copies left out)" in table_formats.cell_text(cell)
     # a run of the same seed and configuration redone (other numbers) is that seed again, not a fourth run
     redo = run_record(T2, "flif1_redo", "cora", "sgcn", "flif", 1, 0.9)
     redo["versions"] = {"fsnn_commit": "fedcba9876543210fedc"}
@@ -664,7 +664,7 @@ def test_copies_of_a_run_count_once_and_a_cell_says_what_it_pools(tmp_path):
     write_record(root, other)
     cell = table_cell(tables.build_table(spec, collect.scan_runs(root).complete), "SGCN (f-SNN)", "Cora")
     assert cell["n"] == 4 and 90.0 not in cell["values"] and len(cell["duplicates"]) == 4
-    assert len(cell["commits"]) == 2 and "(n=4, 2 commits, 4 copies left out)" in tables.cell_text(cell)
+    assert len(cell["commits"]) == 2 and "(n=4, 2 commits, 4 copies left out)" in table_formats.cell_text(cell)
 
 
 def test_a_cell_says_how_many_of_its_runs_trained_on_fake_data(tmp_path):
@@ -676,5 +676,5 @@ def test_a_cell_says_how_many_of_its_runs_trained_on_fake_data(tmp_path):
     cell = table_cell(
         tables.build_table(paper_spec("node_classification"), collect.scan_runs(root).complete), "SGCN (f-SNN)", "Cora"
     )
-    assert cell["fake"] == 2 and "(n=3, 2 on fake data)" in tables.cell_text(cell)
-    assert "fake" not in tables.cell_text({**cell, "fake": 0})
+    assert cell["fake"] == 2 and "(n=3, 2 on fake data)" in table_formats.cell_text(cell)
+    assert "fake" not in table_formats.cell_text({**cell, "fake": 0})

@@ -118,7 +118,7 @@ def test_neurons_share_hyperparameters_except_the_neuron(compose_cfg):
 
 
 def test_run_folder_follows_the_command(compose_cfg):
-    from fsnn.suite.run import run_dir_name
+    from fsnn.suite.run_names import run_dir_name
 
     assert run_dir_name(None, []) == "default"
     assert run_dir_name(None, ["neuron=flif", "dataset=dvsgesture"]) == "dataset-dvsgesture+neuron-flif"

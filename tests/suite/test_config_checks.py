@@ -329,7 +329,7 @@ def test_an_option_of_another_mode_at_its_default_or_under_its_own_mode_passes(c
 
 def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
     # the keys left out of a run folder's name are the keys a finished run is not compared on
-    from fsnn.suite.run import run_dir_name
+    from fsnn.suite.run_names import run_dir_name
 
     ignored = [
         "paths.data_dir=/elsewhere",
@@ -370,7 +370,7 @@ def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, mon
 def _folder(*overrides: str) -> str:
     """The run folder name ``train.py <overrides>`` gets (a sweep's job: the overrides the sweeper gives it), from
     the config Hydra composes, as the ``run_dir`` resolver names it."""
-    from fsnn.suite.run import run_dir_name
+    from fsnn.suite.run_names import run_dir_name
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
@@ -397,7 +397,7 @@ def test_a_long_command_names_its_folder_with_a_bounded_number_of_compositions(m
     from hydra.core.override_parser.types import Override
     from omegaconf import OmegaConf
 
-    from fsnn.suite.run import _unchanged_keys, run_dir_name
+    from fsnn.suite.run_names import _unchanged_keys, run_dir_name
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
@@ -429,7 +429,7 @@ def test_every_committed_run_is_found_by_its_command():
     """Rerunning the command of a committed run (its recorded overrides) names the run's own folder, and the config
     it composes is the recorded one (keys added to fsnn's configs since aside), so the rerun finds it finished.
     Records whose overrides differ only in the values of swept keys share one composition."""
-    from fsnn.suite.run import folder_keys, rendered_run_name
+    from fsnn.suite.run_names import folder_keys, rendered_run_name
     from fsnn.suite.runfiles import tree_changes
 
     groups: dict[tuple, list[dict]] = {}

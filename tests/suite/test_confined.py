@@ -21,7 +21,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from fsnn.checks import ConfigError
 from fsnn.records import NAME_MAX, fitting_name
 from fsnn.suite.config import check_config
-from fsnn.suite.run import run_dir_name
+from fsnn.suite.run_names import run_dir_name
 
 # what a DVS run of the paper's settings is typed with: 18 overrides, 327 characters of folder name unshortened
 DVS = [

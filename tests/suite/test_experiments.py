@@ -165,7 +165,7 @@ def test_gae_reference_runs_on_both_splits_and_never_classifies_nodes(compose_cf
 
 def test_tuned_gae_is_the_reference_early_stopped_over_encoders_and_rates_in_a_folder_of_its_own(compose_cfg, tmp_path):
     from fsnn.suite.config import check_config
-    from fsnn.suite.run import run_dir_name
+    from fsnn.suite.run_names import run_dir_name
 
     sweep = _sweep(compose_cfg, "lp_gae_tuned")
     assert sweep == {

@@ -345,7 +345,9 @@ def test_a_resumed_run_keeps_the_learned_values_of_its_earlier_epochs(tmp_path, 
 
 
 def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path):
-    from fsnn.suite.runfiles import make_records_relative, relative_to_run
+    """``scripts/make_records_relative.py``, the migration of records written with the run folder's absolute path:
+    that path made relative, every other value kept, a note left, and nothing to do a second time."""
+    from fsnn.suite.runfiles import relative_to_run
 
     run = tmp_path / "results" / "memory_horizon" / "+seed-0"
     run.mkdir(parents=True)
@@ -359,11 +361,14 @@ def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path
         },
     }
     (run / "metrics.json").write_text(json.dumps(record))
-    assert make_records_relative(tmp_path / "results") == [run / "metrics.json"]
+    proc = run_app("scripts/make_records_relative.py", "results", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["rewrote", str(Path("results") / "memory_horizon" / "+seed-0" / "metrics.json")]
     m = json.loads((run / "metrics.json").read_text())
     assert m["config"] == {"logger": {"save_dir": "."}, "paths": {"data_dir": "/data/sets"}, "files": ["logs/v0"]}
     assert m["test_acc"] == 0.5 and len(m["rewritten"]) == 1
-    assert make_records_relative(tmp_path / "results") == []  # once is enough
+    proc = run_app("scripts/make_records_relative.py", "results", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == ""  # once is enough
     assert relative_to_run({"a": str(run / "x")}, run) == {"a": "x"}  # inside the folder where it is now
 
 
