@@ -161,7 +161,7 @@ def test_the_library_loads_neither_the_suite_nor_the_reports(package):
 
 
 def test_the_reports_load_no_part_of_the_suite():
-    report = sorted(module_name(p) for p in (PACKAGE / "report").glob("*.py") if p.stem != "__main__")
+    report = sorted(module_name(p) for p in (PACKAGE / "report").rglob("*.py") if p.stem != "__main__")
     held = loaded("; ".join(f"import {m}" for m in report))
     assert [m for m in held if m.startswith("fsnn.suite")] == []
 
