@@ -29,8 +29,9 @@ import numpy as np
 
 from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
-from fsnn.data.common import DatasetInfo, abspath
+from fsnn.data.environment import abspath
 from fsnn.data.frame_cache import EventSource, splits_from_sources
+from fsnn.data.info import DatasetInfo
 
 log = logging.getLogger(__name__)
 

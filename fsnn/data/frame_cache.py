@@ -34,8 +34,11 @@ from torch.utils.data import Dataset
 
 from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
-from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, stratified_split
+from fsnn.data.environment import abspath
+from fsnn.data.errors import DatasetMissingError
 from fsnn.data.event_frames import compact_counts, events_to_frames
+from fsnn.data.info import DatasetInfo
+from fsnn.data.splits import stratified_split
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ under ``<data_dir>/fsnn_cache/graphs/<name>/`` (:func:`fsnn.data.cache.cache_dir
 Every graph is returned with ``x`` float32 ``[N, F]``, ``edge_index`` ``[2, E]`` undirected (both directions),
 coalesced and without self loops, ``y`` long ``[N]``, and boolean ``train_mask`` / ``val_mask`` / ``test_mask``:
 ``split="ratio"`` is a per-class stratified, seeded split with ``ratios`` (default 0.7/0.2/0.1, the paper's,
-:func:`fsnn.data.common.stratified_split`); ``split="public"`` is the library's own split (Planetoid's
+:func:`fsnn.data.splits.stratified_split`); ``split="public"`` is the library's own split (Planetoid's
 20-per-class/500/1000, ogbn-arxiv's time split).
 """
 
@@ -40,16 +40,11 @@ import numpy as np
 import torch
 
 from fsnn.atomic import file_lock
-from fsnn.data.common import (
-    DatasetDamagedError,
-    DatasetInfo,
-    abspath,
-    dataset_missing,
-    resolve_download,
-    resolve_verify,
-    stratified_split,
-)
+from fsnn.data.environment import abspath, resolve_download, resolve_verify
+from fsnn.data.errors import DatasetDamagedError, dataset_missing
 from fsnn.data.graph_checks import check_graph, check_raw_files, damaged, record_processed, use_or_clear_processed
+from fsnn.data.info import DatasetInfo
+from fsnn.data.splits import stratified_split
 
 __all__ = ["PAPER_RATIOS", "build_graph", "make_synthetic_graph", "read_graph", "stratified_masks"]
 
@@ -108,7 +103,7 @@ def _check_ratios(ratios) -> tuple[float, float, float]:
 
 def stratified_masks(y, ratios=PAPER_RATIOS, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Boolean train/val/test masks, disjoint and covering all nodes, stratified per class: validation and test are
-    carved from the labels by :func:`fsnn.data.common.stratified_split` (seeded), training keeps the rest, so every
+    carved from the labels by :func:`fsnn.data.splits.stratified_split` (seeded), training keeps the rest, so every
     class's training and validation counts are within one node of ``ratios`` and every class keeps a training node
     where it has one to spare.
     """

@@ -26,8 +26,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fsnn.data.common import DatasetInfo, abspath, count_files, missing_in_folder
+from fsnn.data.environment import abspath
+from fsnn.data.errors import count_files, missing_in_folder
 from fsnn.data.frame_cache import EventReader, EventSource, splits_from_sources
+from fsnn.data.info import DatasetInfo
 
 #: the sensor's ``(H, W)`` (events are clipped into it)
 HARDVS_SENSOR = (260, 346)

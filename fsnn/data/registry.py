@@ -20,16 +20,10 @@ from fsnn.checks import (
 )
 from fsnn.data import digits_dvs, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
-from fsnn.data.common import (
-    DATA_KINDS,
-    DatasetInfo,
-    abspath,
-    resolve_download,
-    resolve_size,
-    resolve_verify,
-)
+from fsnn.data.environment import abspath, resolve_download, resolve_verify
 from fsnn.data.fakes import is_fake
 from fsnn.data.hardvs import build_hardvs
+from fsnn.data.info import DATA_KINDS, DatasetInfo, resolve_size
 from fsnn.data.tonic_datasets import build_tonic
 from fsnn.registry import Registry
 
@@ -118,11 +112,11 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None, options
     it with the arguments below, written here once; a builder's ``Args`` gives only what is particular to its dataset.
     Every builder of a kind takes the same arguments; one a dataset does not need is taken and not used.
 
-    * ``info``: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`): its name, kind, classes,
+    * ``info``: the dataset's registry entry (:class:`fsnn.data.info.DatasetInfo`): its name, kind, classes,
       default ``T`` and size, and ``directory``, its folder under ``data_dir``.
     * ``data_dir``: the root folder of the datasets, a path (the config's ``paths.data_dir``, default ``$FSNN_DATA``
       or ``./data``). Data that is missing, incomplete or unreadable there raises
-      :class:`fsnn.data.common.DatasetMissingError`, which names the dataset, the folder, the expected layout and
+      :class:`fsnn.data.errors.DatasetMissingError`, which names the dataset, the folder, the expected layout and
       where to get the files. A sequence task is generated: nothing is read from it, only the default cache lives
       under it.
     * ``T``: the number of time steps, an integer >= 1 (:func:`build_dataset` passes ``info.default_T``, the
@@ -137,9 +131,9 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None, options
       its validation images without augmentation.
     * ``download``: whether the upstream library (tonic, torchvision, PyG, OGB) may download missing files,
       ``True`` or ``False`` (the loaders resolve ``None`` from ``$FSNN_DATA_DOWNLOAD``, default on,
-      :func:`fsnn.data.common.resolve_download`).
+      :func:`fsnn.data.environment.resolve_download`).
     * ``verify``: whether the dataset's completeness checks run, ``True`` or ``False`` (resolved from
-      ``$FSNN_DATA_VERIFY``, default on, :func:`fsnn.data.common.resolve_verify`).
+      ``$FSNN_DATA_VERIFY``, default on, :func:`fsnn.data.environment.resolve_verify`).
     * ``num_workers``: the threads integrating event recordings into frames when the frame cache is first built, an
       integer >= 1 (:func:`build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers. Static
       images are decoded by the data loader's workers and use neither this nor ``cache_dir``.
@@ -151,8 +145,8 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None, options
       access; the paper's "ImageNet (spike encoder)" row); event data is already spikes.
 
     Args:
-        info: the dataset (:class:`fsnn.data.common.DatasetInfo`); its ``name`` is its name in :data:`DATASETS`
-            and its ``kind`` one of :data:`fsnn.data.common.DATA_KINDS`.
+        info: the dataset (:class:`fsnn.data.info.DatasetInfo`); its ``name`` is its name in :data:`DATASETS`
+            and its ``kind`` one of :data:`fsnn.data.info.DATA_KINDS`.
         builder: what loads it, taking the arguments above, or ``None`` (default: ``info.builder``).
         options: what declares its config options besides its kind's (:data:`OPTIONS`), e.g. a generator whose
             annotated keyword arguments are options; default none.

@@ -49,8 +49,9 @@ from fsnn.checks import (
     number,
 )
 from fsnn.data.cache import cached_tensor
-from fsnn.data.common import DatasetInfo, stratified_split
 from fsnn.data.frame_cache import SPLIT_SEED, TEST_FRACTION
+from fsnn.data.info import DatasetInfo
+from fsnn.data.splits import stratified_split
 from fsnn.registry import did_you_mean
 
 log = logging.getLogger(__name__)

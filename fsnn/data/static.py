@@ -18,7 +18,10 @@ import torch
 from torch.utils.data import Dataset
 
 from fsnn.checks import check_choice
-from fsnn.data.common import DatasetInfo, abspath, dataset_missing, stratified_split
+from fsnn.data.environment import abspath
+from fsnn.data.errors import dataset_missing
+from fsnn.data.info import DatasetInfo
+from fsnn.data.splits import stratified_split
 
 #: per-channel mean/std of the training sets (RGB)
 NORMALIZATION = {

@@ -30,8 +30,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsnn.data.common import DatasetInfo, abspath, count_files, missing_in_folder
+from fsnn.data.environment import abspath
+from fsnn.data.errors import count_files, missing_in_folder
 from fsnn.data.frame_cache import EventReader, EventSource, splits_from_sources
+from fsnn.data.info import DatasetInfo
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +205,7 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
 
     tonic's own ``_check_exists`` (archive present + file count) is skipped while constructing (a subclass overrides
     it), because the layout was checked here already (archives may be gone after extraction); tonic's parsing is
-    used unchanged. Raises :class:`fsnn.data.common.DatasetMissingError` when the data is missing/incomplete and
+    used unchanged. Raises :class:`fsnn.data.errors.DatasetMissingError` when the data is missing/incomplete and
     cannot be downloaded."""
     import tonic.datasets
 
@@ -253,7 +255,7 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
 def release_labels(spec: TonicSpec, location: Path, folders: list[str]) -> list[int]:
     """The labels of samples in the class ``folders`` named: their places in ``spec.classes``, the release's list,
     so that a copy missing a class folder labels the others as the full release does. A folder the release does not
-    have is a :class:`fsnn.data.common.DatasetMissingError` naming it."""
+    have is a :class:`fsnn.data.errors.DatasetMissingError` naming it."""
     index = {name: k for k, name in enumerate(spec.classes)}
     if unknown := sorted(set(folders) - set(index)):
         raise missing_in_folder(

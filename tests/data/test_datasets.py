@@ -35,14 +35,14 @@ from fsnn.data import (
     is_fake_dataset,
     tonic_datasets,
 )
-from fsnn.data.common import stratified_split
 from fsnn.data.fakes import FAKE_MARKER, fake_marker
-from fsnn.data.fixtures import (
+from fsnn.data.fakes.fixtures import (
     DVSLIP_WORDS,
     FIXTURE_NAMES,
     NCALTECH_CLASSES,
     write_fixtures,
 )
+from fsnn.data.splits import stratified_split
 from fsnn.data.static import NORMALIZATION
 from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
 
@@ -146,7 +146,7 @@ def test_fixtures_are_fast_and_deterministic(tmp_path):
 
 def test_make_fixtures_cli(tmp_path):
     proc = run_app(
-        "fsnn/data/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path, timeout=60
+        "fsnn/data/fakes/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "DVSGesture" / "ibmGestureTrain").rglob("*.npy"))) == 110
@@ -154,7 +154,7 @@ def test_make_fixtures_cli(tmp_path):
 
 
 def test_make_fixtures_on_a_file_or_an_unwritable_folder_is_one_line(tmp_path, monkeypatch, capsys):
-    from fsnn.data import make_fixtures
+    from fsnn.data.fakes import make_fixtures
 
     (afile := tmp_path / "afile").write_text("mine")
     with pytest.raises(SystemExit) as exit_:
@@ -173,7 +173,7 @@ def test_make_fixtures_on_a_file_or_an_unwritable_folder_is_one_line(tmp_path, m
 
 
 def test_fixtures_refuse_a_real_dataset_and_leave_it_as_it_was(tmp_path, capsys):
-    from fsnn.data import make_fixtures
+    from fsnn.data.fakes import make_fixtures
 
     shutil.copytree(
         ROOT / "tests" / "data" / "planetoid" / "Cora", tmp_path / "Cora"
@@ -191,8 +191,8 @@ def test_fixtures_refuse_a_real_dataset_and_leave_it_as_it_was(tmp_path, capsys)
 
 
 def test_a_fake_replaces_an_earlier_fake_whole_and_says_so(tmp_path, capsys):
-    from fsnn.data import make_fixtures
-    from fsnn.data.scaled_fixtures import scaled_plan
+    from fsnn.data.fakes import make_fixtures
+    from fsnn.data.fakes.scaled_fixtures import scaled_plan
 
     assert make_fixtures.main([str(tmp_path), "--scale", "0.004", "--only", "nmnist"]) == 0
     capsys.readouterr()
@@ -213,7 +213,7 @@ def test_a_write_that_fails_leaves_the_earlier_fake_and_no_part_of_the_new_one(t
     limit = (
         "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
         "resource.setrlimit(resource.RLIMIT_FSIZE, (30000, 30000)); "
-        "from fsnn.data.make_fixtures import main; sys.exit(main(sys.argv[1:]))"
+        "from fsnn.data.fakes.make_fixtures import main; sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", limit, str(tmp_path), "--only", "cora", "nmnist"],
@@ -232,7 +232,7 @@ def test_a_write_that_fails_leaves_the_earlier_fake_and_no_part_of_the_new_one(t
 def test_the_route_fsnn_fixtures_prints_trains_a_graph_and_records_the_fake(tmp_path):
     """``fsnn-fixtures DIR``, then a Table 2 run with ``paths.data_dir=DIR``, as printed: no switch to set (the Cora
     fake has 550 of the release's 2,708 nodes), and the run's record says it trained on a fake."""
-    proc = run_app("fsnn/data/make_fixtures.py", str(tmp_path / "fake"), "--only", "cora", cwd=tmp_path)
+    proc = run_app("fsnn/data/fakes/make_fixtures.py", str(tmp_path / "fake"), "--only", "cora", cwd=tmp_path)
     assert proc.returncode == 0 and f"paths.data_dir={tmp_path / 'fake'}" in proc.stdout, proc.stderr
     proc = run_app(
         "train.py",
