@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.checks import check_choice
+from fsnn.checks import Count, checked, one_of
 from fsnn.data.errors import dataset_missing
 from fsnn.data.info import BuilderArgs, DatasetInfo
 from fsnn.data.splits import stratified_split
@@ -43,22 +43,23 @@ class EncodedImages(Dataset):
     ``(float32 [T, 3, H, W], int)``; with ``counts`` the spike encoder's spikes stay ``uint8`` (:meth:`as_counts`).
     ``targets``: subset labels."""
 
+    @checked
     def __init__(
         self,
         base,
         indices,
         transform,
-        T: int,
+        T: Count,
         info: DatasetInfo | None = None,
-        encoder: str = "direct",
+        encoder: one_of(*ENCODERS) = "direct",
         counts: bool = False,
     ):
         self.base = base
         self.indices = [int(i) for i in indices]
         self.transform = transform
-        self.T = int(T)
+        self.T = T
         self.info = info
-        self.encoder = check_choice("encoder", encoder, ENCODERS)
+        self.encoder = encoder
         self.counts = bool(counts)
         targets = np.asarray(base.targets)
         self.targets = [int(v) for v in targets[self.indices]] if self.indices else []
