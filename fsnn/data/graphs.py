@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from fsnn.atomic import file_lock
+from fsnn.checks import checked, one_of
 from fsnn.data.environment import abspath, resolve_download, resolve_verify
 from fsnn.data.errors import DatasetDamagedError, dataset_missing
 from fsnn.data.graph_checks import check_graph, check_raw_files, damaged, record_processed, use_or_clear_processed
@@ -424,10 +425,11 @@ def read_graph(args: BuilderArgs, **options):
     return _load_pyg_files(info, args.data_dir, args.download)
 
 
+@checked
 def build_graph(
     info: DatasetInfo,
     data_dir: str | Path,
-    split: str = "ratio",
+    split: one_of("ratio", "public") = "ratio",
     seed: int = 0,
     ratios=PAPER_RATIOS,
     *,
@@ -438,8 +440,6 @@ def build_graph(
     and without self loops, ``y`` long, and the ``split``'s masks (see :func:`fsnn.data.load_graph`)."""
     from torch_geometric.data import Data
 
-    if split not in ("ratio", "public"):
-        raise ValueError(f"split must be 'ratio' or 'public', got {split!r}")
     if split == "public" and info.name not in PUBLIC_SPLITS:
         raise ValueError(f"graph dataset {info.name!r} has no public split; use split='ratio'")
     ratios = _check_ratios(ratios)

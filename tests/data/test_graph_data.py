@@ -57,6 +57,8 @@ def test_registry_and_info():
         build_dataset("cora")
     with pytest.raises(ValueError, match="build_dataset"):
         load_graph("digits_dvs")
+    with pytest.raises(ValueError, match="^split must be one of ratio, public, got 'random'$"):
+        load_graph("karate", split="random")
     with pytest.raises(Exception):
         info.num_classes = 3  # frozen
 
