@@ -1,7 +1,7 @@
-"""fsnn.data.fakes.scaled_fixtures, .scaled_events, .scaled_images and ``fsnn-fixtures --scale``: fakes at a fraction of the
-published size, file counts per split and class, events inside the sensor, spread statistics, balanced polarity,
-determinism, a class signal, and the suite's loaders (tonic's, SpikingJelly's and torchvision's classes) reading them,
-with verification at the published counts."""
+"""fsnn.data.fakes.scaled_fixtures, .scaled_events, .scaled_images and ``fsnn-fixtures --scale``: fakes at a
+fraction of the published size, file counts per split and class, events inside the sensor, spread statistics,
+balanced polarity, determinism, a class signal, and the suite's loaders (tonic's, SpikingJelly's and torchvision's
+classes) reading them, with verification at the published counts."""
 
 from __future__ import annotations
 
