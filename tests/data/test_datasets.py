@@ -3,6 +3,7 @@ missing-data errors, and the simulated digits_dvs dataset."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -26,6 +27,7 @@ from fsnn.data import (
     DATASETS,
     DatasetMissingError,
     build_dataset,
+    build_sequences,
     dataset_info,
     digits_dvs,
     events_to_frames,
@@ -42,6 +44,7 @@ from fsnn.data.fakes.fixtures import (
     NCALTECH_CLASSES,
     write_fixtures,
 )
+from fsnn.data.info import BuilderArgs
 from fsnn.data.splits import stratified_split
 from fsnn.data.static import NORMALIZATION
 from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
@@ -132,6 +135,44 @@ def test_registry_lists_every_dataset_with_its_info():
     assert dataset_info("cifar100").default_T == 4 and dataset_info("hardvs").num_classes == 300
     with pytest.raises(KeyError, match="dvsgesture"):
         dataset_info("nosuch")
+
+
+def test_every_loader_gives_its_builder_one_builder_args_resolved(tmp_path, monkeypatch):
+    """build_dataset and build_sequences fill one BuilderArgs: the dataset's default T, the size as a pair, the data
+    folder absolute, the cache under it, the switches resolved; a builder's own options come beside it."""
+    from fsnn.data import registry
+
+    calls = []
+
+    def capture(args, **options):
+        calls.append((args, options))
+        return "built"
+
+    def builder_of(name):
+        monkeypatch.setattr(registry, "dataset_info", lambda _: replace(DATASETS[name], builder=capture))
+
+    monkeypatch.chdir(tmp_path)
+    builder_of("nmnist")
+    assert build_dataset("nmnist", "data", size=20, seed=3, download=False, verify=False, num_workers=2) == "built"
+    args, options = calls.pop()
+    assert isinstance(args, BuilderArgs) and options == {}
+    assert (args.info.name, args.T, args.size, args.seed, args.val_fraction) == ("nmnist", 16, (20, 20), 3, 0.1)
+    assert (args.data_dir, args.cache_dir) == (tmp_path / "data", tmp_path / "data" / "fsnn_cache")
+    assert (args.download, args.verify, args.num_workers, args.encoder) == (False, False, 2, "direct")
+    builder_of("cifar10")
+    build_dataset("cifar10", tmp_path, T=2, encoder="spike")
+    assert (calls[-1][0].T, calls[-1][0].size, calls[-1][0].encoder) == (2, (32, 32), "spike")
+    builder_of("delayed_cue")
+    build_sequences("delayed_cue", tmp_path, seed=1, delay=4)
+    args, options = calls.pop()
+    assert (args.info.name, args.seed, args.cache_dir, options) == (
+        "delayed_cue",
+        1,
+        tmp_path / "fsnn_cache",
+        {"delay": 4},
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.seed = 2
 
 
 def test_fixtures_are_fast_and_deterministic(tmp_path):
