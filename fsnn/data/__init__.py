@@ -23,7 +23,7 @@ robustness study's corruptions of frames and graphs), :mod:`.fakes` (fake datase
 
 from fsnn.data.errors import DatasetDamagedError, DatasetMissingError
 from fsnn.data.event_frames import events_to_frames, frame_slices
-from fsnn.data.info import DatasetInfo
+from fsnn.data.info import BuilderArgs, DatasetInfo
 from fsnn.data.registry import (
     DATASETS,
     build_dataset,
@@ -37,6 +37,7 @@ from fsnn.data.splits import stratified_split
 
 __all__ = [
     "DATASETS",
+    "BuilderArgs",
     "DatasetDamagedError",
     "DatasetInfo",
     "DatasetMissingError",
