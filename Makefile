@@ -71,7 +71,7 @@ lock: $(STAMP)
 		> constraints.txt.new && mv constraints.txt.new constraints.txt
 
 fixtures: $(STAMP)
-	$(PY) -m fsnn.data.make_fixtures data/fixtures
+	$(PY) -m fsnn.data.fakes.make_fixtures data/fixtures
 
 clean:
 	rm -rf $(VENV) .pytest_cache site

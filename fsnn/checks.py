@@ -229,6 +229,7 @@ Positive = number("a number > 0", lambda v: v > 0)
 NonNegative = number("a number >= 0", lambda v: v >= 0)
 Fraction = number("a number in (0, 1)", lambda v: 0 < v < 1)  # a share carved from a whole, e.g. a validation split
 Probability = number("a number in [0, 1)", lambda v: 0 <= v < 1)  # a dropout or a background rate
+Ratio = number("in [0, 1]", lambda v: 0 <= v <= 1)  # the share of a whole that is taken, from none to all
 Count = integer("an integer >= 1", lambda v: v >= 1)
 NonNegativeInt = integer("an integer >= 0", lambda v: v >= 0)
 Flag = Annotated[bool, Check("true or false", coerce=_flag)]

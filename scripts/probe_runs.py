@@ -145,7 +145,7 @@ def main(argv=None) -> int:
         work, data = Path(tmp) / "runs", Path(tmp) / "data"
         work.mkdir()
         subprocess.run(
-            [sys.executable, "-m", "fsnn.data.make_fixtures", str(data)],
+            [sys.executable, "-m", "fsnn.data.fakes.make_fixtures", str(data)],
             check=True,
             env={**os.environ, "PYTHONPATH": str(root)},
             stdout=subprocess.DEVNULL,

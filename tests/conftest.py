@@ -57,7 +57,7 @@ def karate():
 @pytest.fixture(scope="session")
 def data_root(tmp_path_factory) -> Path:
     """A ``paths.data_dir`` holding tiny fakes of every dataset in its real on-disk layout."""
-    from fsnn.data.fixtures import write_fixtures
+    from fsnn.data.fakes.fixtures import write_fixtures
 
     root = tmp_path_factory.mktemp("data")
     write_fixtures(root)

@@ -12,16 +12,18 @@ frames by event count and cached under ``data_dir/fsnn_cache``; static ones (``c
 ``citeseer``, ``pubmed``, ``photo``, ``computers``, ``cs``, ``physics``, ``ogbn_arxiv``, ``karate``, ``synthetic``)
 come from PyG / OGB or are generated; sequence tasks (``delayed_cue``, ``seq_digits``: ``build_sequences``, items
 ``[T, C]``) are generated and cached. Modules:
-:mod:`.common` (the record, errors, splits), :mod:`.cache`, :mod:`.registry`, :mod:`.event_frames` (events ->
+:mod:`.info` (the record and its builder's arguments), :mod:`.errors`, :mod:`.environment` (the ``$FSNN_DATA_*``
+switches), :mod:`.splits`, :mod:`.cache`, :mod:`.registry`, :mod:`.event_frames` (events ->
 frames), :mod:`.frame_cache` (the frames on disk and the datasets served from them), :mod:`.tonic_datasets`,
 :mod:`.hardvs`, :mod:`.digits_dvs`, :mod:`.static`, :mod:`.sequences`, :mod:`.graphs`, :mod:`.graph_features` (sparse
 graph preprocessing), :mod:`.graph_checks` (graph files and caches checked before use), :mod:`.corruptions` (the
-robustness study's corruptions of frames and graphs), :mod:`.fixtures` and :mod:`.graph_fixtures` (tiny fakes in the
-real formats), :mod:`.make_fixtures` (the ``fsnn-fixtures DIR`` command).
+robustness study's corruptions of frames and graphs), :mod:`.fakes` (fake datasets in the real formats, and the
+``fsnn-fixtures DIR`` command that writes them).
 """
 
-from fsnn.data.common import DatasetDamagedError, DatasetInfo, DatasetMissingError, stratified_split
+from fsnn.data.errors import DatasetDamagedError, DatasetMissingError
 from fsnn.data.event_frames import events_to_frames, frame_slices
+from fsnn.data.info import BuilderArgs, DatasetInfo
 from fsnn.data.registry import (
     DATASETS,
     build_dataset,
@@ -31,9 +33,11 @@ from fsnn.data.registry import (
     load_graph,
     register_dataset,
 )
+from fsnn.data.splits import stratified_split
 
 __all__ = [
     "DATASETS",
+    "BuilderArgs",
     "DatasetDamagedError",
     "DatasetInfo",
     "DatasetMissingError",

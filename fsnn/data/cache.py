@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 from fsnn.atomic import content_digest, file_lock, write_atomic
-from fsnn.data.common import abspath
+from fsnn.data.environment import abspath
 
 CACHE_DIRNAME = "fsnn_cache"
 log = logging.getLogger(__name__)

@@ -42,9 +42,11 @@ import torch
 from torch.utils.data import Dataset
 
 from fsnn.checks import (
+    Ratio,
     as_generator,
     check_number,
-    check_ratio,
+    checked,
+    one_of,
     round_count,
     round_half_up,
 )
@@ -126,7 +128,8 @@ def gaussian_noise(x: torch.Tensor, level: float, generator=None, *, clamp_min: 
 # -- 2. center occlusion ----------------------------------------------------------------------
 
 
-def occlusion_box(height: int, width: int, ratio: float) -> tuple[int, int, int, int]:
+@checked
+def occlusion_box(height: int, width: int, ratio: Ratio) -> tuple[int, int, int, int]:
     """``(top, left, side_h, side_w)`` of the centered occluding block whose area is ``ratio`` of ``H x W``.
 
     The block is square with side ``s = round(sqrt(ratio * H * W))`` (round-half-up), so its area ``s^2`` is
@@ -136,13 +139,13 @@ def occlusion_box(height: int, width: int, ratio: float) -> tuple[int, int, int,
     ``H - side_h`` is odd the extra row goes below the block, likewise the extra column to the right).
     """
     h, w = int(height), int(width)
-    ratio = check_ratio("ratio", ratio)
     s = round_half_up(math.sqrt(ratio * h * w))
     sh, sw = min(s, h), min(s, w)
     return (h - sh) // 2, (w - sw) // 2, sh, sw
 
 
-def center_occlusion(x: torch.Tensor, level: float, generator=None, *, fill: float = 0.0) -> torch.Tensor:
+@checked
+def center_occlusion(x: torch.Tensor, level: Ratio, generator=None, *, fill: float = 0.0) -> torch.Tensor:
     """Zero (``fill``) a centered square block covering ``level`` of the frame area, in every step and channel.
 
     Paper (``ssec.robust``): "**Occlude Block:** ... we place square blocks of different sizes at the center of
@@ -167,7 +170,10 @@ def center_occlusion(x: torch.Tensor, level: float, generator=None, *, fill: flo
 # -- 3. temporal truncation -------------------------------------------------------------------
 
 
-def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: str = "tail") -> torch.Tensor:
+@checked
+def temporal_truncation(
+    x: torch.Tensor, level: Ratio, generator=None, *, mode: one_of("tail", "head", "random") = "tail"
+) -> torch.Tensor:
     """Truncate ``k = round(level * T)`` time steps, zeroing them (the tensor keeps its ``T`` steps).
 
     Paper (``ssec.robust``): "**Temporal Truncate:** Practical data collection often results in incomplete
@@ -192,10 +198,9 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
             ignored by ``"tail"`` and ``"head"``; default ``None``.
         mode: which steps are zeroed, ``"tail"`` (default), ``"head"`` or ``"random"`` (see above).
     """
-    ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
     t = xb.shape[1]
-    k = round_count(ratio, t)
+    k = round_count(level, t)
     out = xb.clone()
     if k == 0:
         return _restore(out, batched)
@@ -203,21 +208,22 @@ def temporal_truncation(x: torch.Tensor, level: float, generator=None, *, mode: 
         out[:, t - k :] = 0
     elif mode == "head":
         out[:, :k] = 0
-    elif mode == "random":
+    else:
         g = as_generator(generator)
         for b in range(out.shape[0]):
             start = int(torch.randint(0, k + 1, (1,), generator=g))
             out[b, :start] = 0
             out[b, start + t - k :] = 0
-    else:
-        raise ValueError(f"mode must be 'tail', 'head' or 'random', got {mode!r}")
     return _restore(out, batched)
 
 
 # -- 4. temporal jitter -----------------------------------------------------------------------
 
 
-def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: str = "clamp") -> torch.Tensor:
+@checked
+def temporal_jitter(
+    x: torch.Tensor, level: float, generator=None, *, boundary: one_of("clamp", "wrap") = "clamp"
+) -> torch.Tensor:
     """Move events in time by random integer offsets of at most ``m = round(level * T)`` steps; counts preserved.
 
     Paper (``ssec.robust``): "**Temporal Jitter:** Real systems often suffer from temporal synchronization
@@ -245,8 +251,6 @@ def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: 
             ``"wrap"`` (modulo ``T``).
     """
     lv = _check_level(level, "jitter level")
-    if boundary not in ("clamp", "wrap"):
-        raise ValueError(f"boundary must be 'clamp' or 'wrap', got {boundary!r}")
     xb, batched = _check_frames(x)
     t = xb.shape[1]
     m = round_count(lv, t)
@@ -265,7 +269,8 @@ def temporal_jitter(x: torch.Tensor, level: float, generator=None, *, boundary: 
 # -- 5. frame discard -------------------------------------------------------------------------
 
 
-def frame_discard(x: torch.Tensor, level: float, generator=None) -> torch.Tensor:
+@checked
+def frame_discard(x: torch.Tensor, level: Ratio, generator=None) -> torch.Tensor:
     """Zero ``k = round(level * T)`` whole frames (all channels and pixels) chosen uniformly without replacement.
 
     Paper (``ssec.robust``): "**Discard Frame:** Data transmission and processing systems frequently experience
@@ -280,10 +285,9 @@ def frame_discard(x: torch.Tensor, level: float, generator=None) -> torch.Tensor
             up); no default (``conf/robustness/events.yaml``: 0.1 .. 0.5).
         generator: as in :mod:`fsnn.data.corruptions`; default ``None``.
     """
-    ratio = check_ratio("ratio", level)
     xb, batched = _check_frames(x)
     t = xb.shape[1]
-    k = round_count(ratio, t)
+    k = round_count(level, t)
     out = xb.clone()
     if k:
         g = as_generator(generator)

@@ -29,8 +29,9 @@ import numpy as np
 
 from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
-from fsnn.data.common import DatasetInfo, abspath
+from fsnn.data.environment import abspath
 from fsnn.data.frame_cache import EventSource, splits_from_sources
+from fsnn.data.info import BuilderArgs
 
 log = logging.getLogger(__name__)
 
@@ -272,35 +273,21 @@ def digits_source(data_dir: Path) -> EventSource:
     return EventSource(FOLDER, "all", (S, S), keys, labels, reader, abspath(data_dir) / FOLDER)
 
 
-def build_digits_dvs(
-    info: DatasetInfo,
-    data_dir: Path,
-    T: int,
-    size,
-    seed: int,
-    val_fraction: float,
-    *,
-    download: bool,
-    verify: bool,
-    num_workers: int,
-    cache_dir: Path,
-):
+def build_digits_dvs(args: BuilderArgs):
     """``(train, val, test)``: fixed stratified 20 % test, ``val_fraction`` of the rest as validation.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="event"``, 10 classes.
-        data_dir: as in :func:`fsnn.data.register_dataset`; the simulated events are generated once into
-            ``<data_dir>/digits_dvs/`` (and again when that copy is missing, stale or fails its checksum).
-        T: as in :func:`fsnn.data.register_dataset`; default ``8`` (``info.default_T``,
-            ``conf/dataset/digits_dvs.yaml``).
-        size: as in :func:`fsnn.data.register_dataset`, binned from the simulated sensor's grid; default ``(32, 32)``.
-        seed: as in :func:`fsnn.data.register_dataset`; the test split is fixed whatever the seed.
-        val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the non-test recordings.
-        download: not used (the data is generated in code, nothing is downloaded).
-        verify: not used (the stored events carry their own checksum).
-        num_workers: as in :func:`fsnn.data.register_dataset`.
-        cache_dir: as in :func:`fsnn.data.register_dataset`; the recordings are one split, ``all``:
-            ``<cache_dir>/digits_dvs/T<T>_s<size>/all/``.
+        args: the :class:`fsnn.data.info.BuilderArgs` of the call, its fields read so:
+
+            * ``info``: ``kind="event"``, 10 classes.
+            * ``data_dir``: the simulated events are generated once into ``<data_dir>/digits_dvs/`` (and again when that
+              copy is missing, stale or fails its checksum).
+            * ``T``: default ``8`` (``info.default_T``, ``conf/dataset/digits_dvs.yaml``).
+            * ``size``: binned from the simulated sensor's grid; default ``(32, 32)``.
+            * ``seed``: the test split is fixed whatever the seed.
+            * ``val_fraction``: a share of the non-test recordings.
+            * ``download``: not used (the data is generated in code, nothing is downloaded).
+            * ``verify``: not used (the stored events carry their own checksum).
+            * ``cache_dir``: the recordings are one split, ``all``: ``<cache_dir>/digits_dvs/T<T>_s<size>/all/``.
     """
-    source = digits_source(data_dir)
-    return splits_from_sources(info, {"all": source}, cache_dir, T, size, seed, val_fraction, num_workers)
+    return splits_from_sources(args, {"all": digits_source(args.data_dir)})

@@ -34,8 +34,11 @@ from torch.utils.data import Dataset
 
 from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
-from fsnn.data.common import DatasetInfo, DatasetMissingError, abspath, stratified_split
+from fsnn.data.environment import abspath
+from fsnn.data.errors import DatasetMissingError
 from fsnn.data.event_frames import compact_counts, events_to_frames
+from fsnn.data.info import BuilderArgs, DatasetInfo
+from fsnn.data.splits import stratified_split
 
 log = logging.getLogger(__name__)
 
@@ -347,25 +350,19 @@ class FrameDataset(Dataset):
         return FrameDataset(self.cache, self.indices, self.info, counts=True)
 
 
-def splits_from_sources(
-    info: DatasetInfo,
-    sources: dict[str, EventSource],
-    cache_root: Path,
-    T: int,
-    size: tuple[int, int],
-    seed: int,
-    val_fraction: float,
-    num_workers: int,
-):
-    """``(train, val, test)`` :class:`FrameDataset` s from the official splits in ``sources``.
+def splits_from_sources(args: BuilderArgs, sources: dict[str, EventSource]):
+    """``(train, val, test)`` :class:`FrameDataset` s of the dataset ``args.info`` from the official splits in
+    ``sources``, integrated at ``args.T`` and ``args.size`` into the cache under ``args.cache_dir`` by
+    ``args.num_workers`` threads (:class:`fsnn.data.info.BuilderArgs`).
 
     ``{"train", "val", "test"}``: used as they are. ``{"train", "test"}``: val is a seeded, stratified
     ``val_fraction`` of train (:func:`stratified_split` with ``seed``). ``{"all"}``: a fixed stratified split
     (``SPLIT_SEED``) gives test = ``TEST_FRACTION`` of all, then val is carved from the rest as above.
     """
-    caches = {split: FrameCache(src, cache_root, T, size) for split, src in sources.items()}
+    info, seed, val_fraction = args.info, args.seed, args.val_fraction
+    caches = {split: FrameCache(src, args.cache_dir, args.T, args.size) for split, src in sources.items()}
     for cache in caches.values():
-        cache.ensure(num_workers)
+        cache.ensure(args.num_workers)
     if set(sources) == {"train", "val", "test"}:
         return tuple(FrameDataset(caches[s], range(len(sources[s])), info) for s in ("train", "val", "test"))
     if set(sources) == {"train", "test"}:

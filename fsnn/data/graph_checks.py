@@ -11,7 +11,7 @@
   (:func:`check_graph`): finite features, the dataset's feature and class counts (and, with
   ``FSNN_DATA_VERIFY`` on, its published node count), labels and edges that name existing classes and nodes.
 
-Every refusal is a :class:`fsnn.data.common.DatasetDamagedError`: one line naming the file (or the quantity) and what
+Every refusal is a :class:`fsnn.data.errors.DatasetDamagedError`: one line naming the file (or the quantity) and what
 to do.
 """
 
@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from fsnn.atomic import file_digest, write_text_atomic
-from fsnn.data.common import DatasetDamagedError, DatasetInfo
+from fsnn.data.errors import DatasetDamagedError
+from fsnn.data.info import DatasetInfo
 
 log = logging.getLogger(__name__)
 

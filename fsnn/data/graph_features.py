@@ -30,7 +30,7 @@ import scipy.sparse as sp
 import torch
 from scipy.sparse.csgraph import connected_components
 
-from fsnn.checks import as_generator, check_int, check_ratio, round_count
+from fsnn.checks import Count, NonNegativeInt, Ratio, as_generator, checked, one_of, round_count
 from fsnn.data.cache import cached_tensor
 
 __all__ = [
@@ -138,12 +138,12 @@ def normalized_adjacency(edge_index, num_nodes: int, *, self_loops: bool, dtype=
 # -- propagation and standardisation ----------------------------------------------------------
 
 
-def propagate(x: torch.Tensor, edge_index, hops: int = 1, num_nodes: int | None = None) -> torch.Tensor:
+@checked
+def propagate(x: torch.Tensor, edge_index, hops: NonNegativeInt = 1, num_nodes: int | None = None) -> torch.Tensor:
     """SGC features ``(D^-1/2 (A + I) D^-1/2)^hops X`` with a sparse operator (``hops=0`` returns a copy).
 
     ``x``: ``[N, F]`` floating tensor (float32 stays float32). Cost O(hops * nnz * F), memory O(nnz + N * F).
     """
-    hops = check_int("hops", hops, minimum=0)
     x = torch.as_tensor(x)
     if x.dim() != 2:
         raise ValueError(f"x must be [N, F], got {tuple(x.shape)}")
@@ -229,8 +229,15 @@ def _component_spectrum(s: sp.csr_matrix, dim: int, seed: int, tol: float) -> tu
     return lam[1 : dim + 1], vec[:, 1 : dim + 1]  # a connected component's zero eigenvalue is simple
 
 
+@checked
 def laplacian_pe(
-    edge_index, num_nodes: int, dim: int = 32, *, seed: int = 0, tol: float = 1e-8, return_eigenvalues: bool = False
+    edge_index,
+    num_nodes: int,
+    dim: NonNegativeInt = 32,
+    *,
+    seed: int = 0,
+    tol: float = 1e-8,
+    return_eigenvalues: bool = False,
 ):
     """Laplacian positional encoding: the eigenvectors of the ``dim`` smallest eigenvalues of the symmetric
     normalised Laplacian ``L = I - D^-1/2 A D^-1/2`` of the simple undirected graph left after each connected
@@ -249,7 +256,6 @@ def laplacian_pe(
     arbitrary (only the spanned subspace is defined). ``return_eigenvalues=True`` also returns the ``[dim]``
     eigenvalues of ``L`` (NaN for padded columns).
     """
-    dim = check_int("dim", dim, minimum=0)
     n = int(num_nodes)
     s = normalized_adjacency(edge_index, n, self_loops=False)
     count, labels = connected_components(s, directed=False)  # labelled in the order of their first nodes
@@ -407,13 +413,14 @@ def _rwpe_estimate(s: sp.csr_matrix, steps: int, num_probes: int, seed: int, wor
     return np.clip(pe, 0.0, 1.0, out=pe)  # return probabilities; removes negative estimates
 
 
+@checked
 def random_walk_pe(
     edge_index,
     num_nodes: int,
-    steps: int = 32,
+    steps: Count = 32,
     *,
-    method: str = "auto",
-    num_probes: int = 512,
+    method: one_of("auto", "exact", "estimate") = "auto",
+    num_probes: Count = 512,
     seed: int = 0,
     workers: int | None = None,
 ) -> torch.Tensor:
@@ -439,11 +446,7 @@ def random_walk_pe(
         estimate.
     ``workers``: threads for the block products (default: ``torch.get_num_threads()``).
     """
-    steps = check_int("steps", steps)
     n = int(num_nodes)
-    if method not in ("auto", "exact", "estimate"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'estimate', got {method!r}")
-    check_int("num_probes", num_probes)
     if n == 0:
         return torch.zeros(0, steps)
     s = normalized_adjacency(edge_index, n, self_loops=False)
@@ -464,12 +467,12 @@ def resolve_rwpe_method(edge_index, num_nodes: int, steps: int = 32, method: str
 # -- robustness perturbations (pure functions) ------------------------------------------------
 
 
-def drop_edges(edge_index: torch.Tensor, ratio: float, generator=None) -> torch.Tensor:
+@checked
+def drop_edges(edge_index: torch.Tensor, ratio: Ratio, generator=None) -> torch.Tensor:
     """Randomly remove ``round_count(ratio, U)`` of the ``U`` undirected edges ``{u, v}`` (both directions together)
     and return the remaining graph as a symmetric, coalesced ``[2, E']`` edge index. Self loops count as edges
     of their own. ``generator``: a ``torch.Generator``, an int seed, or ``None`` (seed 0). Does not modify the
     input."""
-    ratio = check_ratio("ratio", ratio)
     ei = torch.as_tensor(edge_index).to(torch.long)
     lo, hi = torch.minimum(ei[0], ei[1]), torch.maximum(ei[0], ei[1])
     pairs = torch.unique(torch.stack([lo, hi]), dim=1)  # sorted unique undirected pairs
@@ -485,12 +488,14 @@ def drop_edges(edge_index: torch.Tensor, ratio: float, generator=None) -> torch.
     return both[:, order].contiguous()
 
 
-def mask_features(x: torch.Tensor, ratio: float, generator=None, *, mode: str = "entry") -> torch.Tensor:
+@checked
+def mask_features(
+    x: torch.Tensor, ratio: Ratio, generator=None, *, mode: one_of("entry", "column") = "entry"
+) -> torch.Tensor:
     """Zero a random fraction ``ratio`` of the feature matrix and return the new tensor (input unchanged).
 
     ``mode="entry"``: exactly ``round_count(ratio, N * F)`` entries chosen uniformly; ``mode="column"``: exactly
     ``round_count(ratio, F)`` whole feature columns. ``generator``: ``torch.Generator``, int seed or ``None`` (0)."""
-    ratio = check_ratio("ratio", ratio)
     x = torch.as_tensor(x)
     out = x.clone(memory_format=torch.contiguous_format)
     g = as_generator(generator)
@@ -498,12 +503,10 @@ def mask_features(x: torch.Tensor, ratio: float, generator=None, *, mode: str = 
         k = round_count(ratio, x.numel())
         if k:
             out.view(-1)[torch.randperm(x.numel(), generator=g)[:k].to(x.device)] = 0
-    elif mode == "column":
+    else:
         k = round_count(ratio, x.size(-1))
         if k:
             out[..., torch.randperm(x.size(-1), generator=g)[:k].to(x.device)] = 0
-    else:
-        raise ValueError(f"mode must be 'entry' or 'column', got {mode!r}")
     return out
 
 

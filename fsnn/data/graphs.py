@@ -23,7 +23,7 @@ under ``<data_dir>/fsnn_cache/graphs/<name>/`` (:func:`fsnn.data.cache.cache_dir
 Every graph is returned with ``x`` float32 ``[N, F]``, ``edge_index`` ``[2, E]`` undirected (both directions),
 coalesced and without self loops, ``y`` long ``[N]``, and boolean ``train_mask`` / ``val_mask`` / ``test_mask``:
 ``split="ratio"`` is a per-class stratified, seeded split with ``ratios`` (default 0.7/0.2/0.1, the paper's,
-:func:`fsnn.data.common.stratified_split`); ``split="public"`` is the library's own split (Planetoid's
+:func:`fsnn.data.splits.stratified_split`); ``split="public"`` is the library's own split (Planetoid's
 20-per-class/500/1000, ogbn-arxiv's time split).
 """
 
@@ -40,16 +40,12 @@ import numpy as np
 import torch
 
 from fsnn.atomic import file_lock
-from fsnn.data.common import (
-    DatasetDamagedError,
-    DatasetInfo,
-    abspath,
-    dataset_missing,
-    resolve_download,
-    resolve_verify,
-    stratified_split,
-)
+from fsnn.checks import checked, one_of
+from fsnn.data.environment import abspath, resolve_download, resolve_verify
+from fsnn.data.errors import DatasetDamagedError, dataset_missing
 from fsnn.data.graph_checks import check_graph, check_raw_files, damaged, record_processed, use_or_clear_processed
+from fsnn.data.info import BuilderArgs, DatasetInfo
+from fsnn.data.splits import stratified_split
 
 __all__ = ["PAPER_RATIOS", "build_graph", "make_synthetic_graph", "read_graph", "stratified_masks"]
 
@@ -108,7 +104,7 @@ def _check_ratios(ratios) -> tuple[float, float, float]:
 
 def stratified_masks(y, ratios=PAPER_RATIOS, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Boolean train/val/test masks, disjoint and covering all nodes, stratified per class: validation and test are
-    carved from the labels by :func:`fsnn.data.common.stratified_split` (seeded), training keeps the rest, so every
+    carved from the labels by :func:`fsnn.data.splits.stratified_split` (seeded), training keeps the rest, so every
     class's training and validation counts are within one node of ``ratios`` and every class keeps a training node
     where it has one to spare.
     """
@@ -387,7 +383,7 @@ def _sources(info: DatasetInfo, root: Path) -> dict[str, list[Path]]:
     return {key: [raw_dir / name for name in names] for key, names in holds(info.directory.lower()).items()}
 
 
-def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
+def read_graph(args: BuilderArgs, **options):
     """The graph ``info`` as its library gives it (the ``builder`` of every graph in :data:`fsnn.data.DATASETS`).
     ``options`` are for ``synthetic`` only (:data:`SYNTHETIC_DEFAULTS`).
 
@@ -396,11 +392,9 @@ def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
     ``ogbn_arxiv`` are read from their files, ``karate`` and ``synthetic`` need none.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="graph"``, its ``library`` says what reads it.
-        data_dir: as in :func:`fsnn.data.register_dataset`, an absolute path; the layout of each graph's files is in this
-            module's docstring.
-        download: as in :func:`fsnn.data.register_dataset`: whether PyG / OGB may download missing files (:func:`build_graph`
-            resolves its ``None``). Ignored by ``karate`` and ``synthetic``.
+        args: the :class:`fsnn.data.info.BuilderArgs` of a graph: its ``info`` (``kind="graph"``, whose ``library``
+            says what reads it), ``data_dir`` (the layout of each graph's files is in this module's docstring) and
+            ``download`` (whether PyG / OGB may download missing files; ignored by ``karate`` and ``synthetic``).
         **options: ``synthetic`` only (any other graph refuses options with ``TypeError``), each optional:
             ``num_nodes`` (an integer >= 2; default ``2000``), ``num_classes`` (an integer >= 1; default ``5``),
             ``num_features`` (an integer >= 1; default ``64``), ``avg_degree`` (the mean degree, a number >= 0;
@@ -410,6 +404,7 @@ def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
             and ``graph_seed`` (the seed of the graph itself, an integer >= 0, independent of the split's seed;
             default ``0``); see :func:`make_synthetic_graph`.
     """
+    info = args.info
     if info.library == "synthetic":
         opts = _synthetic_options(options)
         return make_synthetic_graph(
@@ -424,16 +419,17 @@ def read_graph(info: DatasetInfo, data_dir: Path, download: bool, **options):
     if options:
         raise TypeError(f"graph dataset {info.name!r} takes no options, got {sorted(options)}")
     if info.library == "ogb":
-        return _load_ogb(info, data_dir, download)
+        return _load_ogb(info, args.data_dir, args.download)
     if info.library == "pyg":
         return _load_karate()
-    return _load_pyg_files(info, data_dir, download)
+    return _load_pyg_files(info, args.data_dir, args.download)
 
 
+@checked
 def build_graph(
     info: DatasetInfo,
     data_dir: str | Path,
-    split: str = "ratio",
+    split: one_of("ratio", "public") = "ratio",
     seed: int = 0,
     ratios=PAPER_RATIOS,
     *,
@@ -444,12 +440,12 @@ def build_graph(
     and without self loops, ``y`` long, and the ``split``'s masks (see :func:`fsnn.data.load_graph`)."""
     from torch_geometric.data import Data
 
-    if split not in ("ratio", "public"):
-        raise ValueError(f"split must be 'ratio' or 'public', got {split!r}")
     if split == "public" and info.name not in PUBLIC_SPLITS:
         raise ValueError(f"graph dataset {info.name!r} has no public split; use split='ratio'")
     ratios = _check_ratios(ratios)
-    raw = info.builder(info, abspath(data_dir), resolve_download(download), **options)
+    raw = info.builder(
+        BuilderArgs(info=info, data_dir=abspath(data_dir), seed=seed, download=resolve_download(download)), **options
+    )
     n = int(raw.num_nodes)
     x = torch.as_tensor(raw.x).to(torch.float32).contiguous()
     y = torch.as_tensor(raw.y).reshape(-1).to(torch.long)

@@ -26,8 +26,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fsnn.data.common import DatasetInfo, abspath, count_files, missing_in_folder
+from fsnn.data.environment import abspath
+from fsnn.data.errors import count_files, missing_in_folder
 from fsnn.data.frame_cache import EventReader, EventSource, splits_from_sources
+from fsnn.data.info import BuilderArgs, DatasetInfo
 
 #: the sensor's ``(H, W)`` (events are clipped into it)
 HARDVS_SENSOR = (260, 346)
@@ -156,38 +158,24 @@ def hardvs_sources(info: DatasetInfo, data_dir: Path, *, verify: bool) -> dict[s
     return sources
 
 
-def build_hardvs(
-    info: DatasetInfo,
-    data_dir: Path,
-    T: int,
-    size,
-    seed: int,
-    val_fraction: float,
-    *,
-    download: bool,
-    verify: bool,
-    num_workers: int,
-    cache_dir: Path,
-):
+def build_hardvs(args: BuilderArgs):
     """``(train, val, test)`` for HarDVS or MINI-HARDVS: the official three splits (``val_fraction`` is not used;
     neither can be downloaded automatically); each split a :class:`fsnn.data.frame_cache.FrameDataset` of
     ``(float32 [T, 2, H, W], label)``.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="event"``: ``hardvs`` or ``hardvs_mini``.
-        data_dir: as in :func:`fsnn.data.register_dataset`; the dataset's layout under it is in :data:`HARDVS_LAYOUT`.
-        T: as in :func:`fsnn.data.register_dataset`; default ``8`` (``info.default_T``, the paper's for HarDVS).
-        size: as in :func:`fsnn.data.register_dataset`; default ``(128, 128)`` (``info.size``).
-        seed: not used (the splits are official).
-        val_fraction: not used: HarDVS and MINI-HARDVS have an official validation split (``conf/dataset``:
-            ``0.1``).
-        download: not used: neither can be downloaded automatically; the error message says where to get the files
-            by hand.
-        verify: ``True`` checks every split's sample count (the full HarDVS: 64,522 / 10,734 / 32,390; MINI-HARDVS
-            against its label files); ``False`` accepts at least one sample per split (resolved as in
-            :func:`fsnn.data.register_dataset`).
-        num_workers: as in :func:`fsnn.data.register_dataset`.
-        cache_dir: as in :func:`fsnn.data.register_dataset`.
+        args: the :class:`fsnn.data.info.BuilderArgs` of the call, its fields read so:
+
+            * ``info``: ``kind="event"``: ``hardvs`` or ``hardvs_mini``.
+            * ``data_dir``: the dataset's layout under it is in :data:`HARDVS_LAYOUT`.
+            * ``T``: default ``8`` (``info.default_T``, the paper's for HarDVS).
+            * ``size``: default ``(128, 128)`` (``info.size``).
+            * ``seed``: not used (the splits are official).
+            * ``val_fraction``: not used: HarDVS and MINI-HARDVS have an official validation split (``conf/dataset``:
+              ``0.1``).
+            * ``download``: not used: neither can be downloaded automatically; the error message says where to get the
+              files by hand.
+            * ``verify``: ``True`` checks every split's sample count (the full HarDVS: 64,522 / 10,734 / 32,390;
+              MINI-HARDVS against its label files); ``False`` accepts at least one sample per split.
     """
-    sources = hardvs_sources(info, data_dir, verify=verify)
-    return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)
+    return splits_from_sources(args, hardvs_sources(args.info, args.data_dir, verify=args.verify))

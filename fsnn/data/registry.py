@@ -20,23 +20,17 @@ from fsnn.checks import (
 )
 from fsnn.data import digits_dvs, graphs, sequences, static
 from fsnn.data.cache import cache_dir as default_cache_dir
-from fsnn.data.common import (
-    DATA_KINDS,
-    DatasetInfo,
-    abspath,
-    resolve_download,
-    resolve_size,
-    resolve_verify,
-)
+from fsnn.data.environment import abspath, resolve_download, resolve_verify
 from fsnn.data.fakes import is_fake
 from fsnn.data.hardvs import build_hardvs
+from fsnn.data.info import DATA_KINDS, BuilderArgs, DatasetInfo, resolve_size
 from fsnn.data.tonic_datasets import build_tonic
 from fsnn.registry import Registry
 
-# what the loaders take from the run rather than from the dataset's config
+# a builder takes the run's arguments as one BuilderArgs, not from the dataset's config
 DATASETS = Registry(
     "dataset",
-    supplied=("info", "data_dir", "seed", "cache_dir"),
+    supplied=("args",),
     entries=(
         "a DatasetInfo with a callable builder",
         lambda entry: isinstance(entry, DatasetInfo) and callable(entry.builder),
@@ -109,51 +103,15 @@ OPTIONS = {
 def register_dataset(info: DatasetInfo, builder: Callable | None = None, options=()) -> DatasetInfo:
     """Add ``info`` (with ``builder``, if given, replacing ``info.builder``) to :data:`DATASETS`; returns it.
 
-    A frame dataset's ``builder(info, data_dir, T, size, seed, val_fraction, *, download, verify, num_workers,
-    cache_dir)`` (static images also take ``encoder``) returns ``(train, val, test)`` datasets whose items are
-    ``(float32 [T, C, H, W], int)``; a graph's ``builder(info, data_dir, download, **options)`` returns a PyG ``Data``
-    with ``x``, ``edge_index`` and ``y``; a sequence task's ``builder(info, data_dir, seed, val_fraction, *,
-    cache_dir, **options)`` returns ``(train, val, test)`` :class:`fsnn.data.sequences.SequenceDataset` s with items
-    ``(float32 [T, C], int)``. The loaders (:func:`build_dataset`, :func:`load_graph`, :func:`build_sequences`) call
-    it with the arguments below, written here once; a builder's ``Args`` gives only what is particular to its dataset.
-    Every builder of a kind takes the same arguments; one a dataset does not need is taken and not used.
-
-    * ``info``: the dataset's registry entry (:class:`fsnn.data.common.DatasetInfo`): its name, kind, classes,
-      default ``T`` and size, and ``directory``, its folder under ``data_dir``.
-    * ``data_dir``: the root folder of the datasets, a path (the config's ``paths.data_dir``, default ``$FSNN_DATA``
-      or ``./data``). Data that is missing, incomplete or unreadable there raises
-      :class:`fsnn.data.common.DatasetMissingError`, which names the dataset, the folder, the expected layout and
-      where to get the files. A sequence task is generated: nothing is read from it, only the default cache lives
-      under it.
-    * ``T``: the number of time steps, an integer >= 1 (:func:`build_dataset` passes ``info.default_T``, the
-      paper's, when not given): an event recording is integrated into ``T`` frames (split by event count), a static
-      image is presented at each of the ``T`` steps.
-    * ``size``: the frames' ``(H, W)``, a pair of integers >= 1 (events are binned from the sensor's grid onto it);
-      :func:`build_dataset` turns an int, or ``None`` (``info.size``), into the pair.
-    * ``seed``: the seed of the validation split carved from the training samples, an integer >= 0 (the run's
-      seed). A sequence task's data and test split do not depend on it.
-    * ``val_fraction``: the share of the training samples (those outside the test split) held out for validation,
-      stratified by class, a number in ``(0, 1)``; default ``0.1`` (``conf/dataset/*.yaml``). A static dataset serves
-      its validation images without augmentation.
-    * ``download``: whether the upstream library (tonic, torchvision, PyG, OGB) may download missing files,
-      ``True`` or ``False`` (the loaders resolve ``None`` from ``$FSNN_DATA_DOWNLOAD``, default on,
-      :func:`fsnn.data.common.resolve_download`).
-    * ``verify``: whether the dataset's completeness checks run, ``True`` or ``False`` (resolved from
-      ``$FSNN_DATA_VERIFY``, default on, :func:`fsnn.data.common.resolve_verify`).
-    * ``num_workers``: the threads integrating event recordings into frames when the frame cache is first built, an
-      integer >= 1 (:func:`build_dataset`'s default: ``min(8, cpu_count)``); not the data loader's workers. Static
-      images are decoded by the data loader's workers and use neither this nor ``cache_dir``.
-    * ``cache_dir``: the root of the cache, a path (default ``<data_dir>/fsnn_cache``, :mod:`fsnn.data.cache`): the
-      event frames of one ``T`` and size live in ``<cache_dir>/<name>/T<T>_s<size>/<split>/``, a sequence task's
-      tensors in ``<cache_dir>/<name>/<hash of the options>.pt`` (``None``: generated anew, not cached).
-    * ``encoder`` (static images): how an image becomes ``T`` steps: ``"direct"`` (default: the normalised image at
-      every step) or ``"spike"`` (Bernoulli spikes of the un-normalised intensities in ``[0, 1]``, drawn anew at each
-      access; the paper's "ImageNet (spike encoder)" row); event data is already spikes.
+    Every builder is called as ``builder(args, **options)`` with :class:`fsnn.data.info.BuilderArgs`, which says what
+    each kind of builder returns and what each argument means; the loaders (:func:`build_dataset`,
+    :func:`load_graph`, :func:`build_sequences`) fill it. ``options`` are a graph's or a sequence task's own (a
+    builder's ``Args`` gives only what is particular to its dataset).
 
     Args:
-        info: the dataset (:class:`fsnn.data.common.DatasetInfo`); its ``name`` is its name in :data:`DATASETS`
-            and its ``kind`` one of :data:`fsnn.data.common.DATA_KINDS`.
-        builder: what loads it, taking the arguments above, or ``None`` (default: ``info.builder``).
+        info: the dataset (:class:`fsnn.data.info.DatasetInfo`); its ``name`` is its name in :data:`DATASETS`
+            and its ``kind`` one of :data:`fsnn.data.info.DATA_KINDS`.
+        builder: what loads it, ``builder(args, **options)``, or ``None`` (default: ``info.builder``).
         options: what declares its config options besides its kind's (:data:`OPTIONS`), e.g. a generator whose
             annotated keyword arguments are options; default none.
     """
@@ -337,20 +295,20 @@ def build_dataset(
     cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
     if info.kind != "static" and encoder != "direct":
         raise ValueError(f"encoder={encoder!r} encodes static images; dataset {info.name!r} is {info.kind} data")
-    extra = {"encoder": encoder} if info.kind == "static" else {}
-    return info.builder(
-        info,
-        Path(data_dir),
-        T,
-        resolve_size(size, info.size),
-        int(seed),
-        val_fraction,
+    args = BuilderArgs(
+        info=info,
+        data_dir=abspath(data_dir),
+        seed=int(seed),
+        val_fraction=val_fraction,
+        T=T,
+        size=resolve_size(size, info.size),
         download=resolve_download(download),
         verify=resolve_verify(verify, Path(data_dir) / info.directory),
         num_workers=workers,
         cache_dir=cache,
-        **extra,
+        encoder=encoder,
     )
+    return info.builder(args)
 
 
 def load_graph(
@@ -399,4 +357,7 @@ def build_sequences(
     """
     info = _of_kind(name, "sequence")
     cache = default_cache_dir(data_dir) if cache_dir is None else abspath(cache_dir)
-    return info.builder(info, Path(data_dir), int(seed), val_fraction, cache_dir=cache, **options)
+    args = BuilderArgs(
+        info=info, data_dir=abspath(data_dir), seed=int(seed), val_fraction=val_fraction, cache_dir=cache
+    )
+    return info.builder(args, **options)

@@ -49,8 +49,9 @@ from fsnn.checks import (
     number,
 )
 from fsnn.data.cache import cached_tensor
-from fsnn.data.common import DatasetInfo, stratified_split
 from fsnn.data.frame_cache import SPLIT_SEED, TEST_FRACTION
+from fsnn.data.info import BuilderArgs, DatasetInfo
+from fsnn.data.splits import stratified_split
 from fsnn.registry import did_you_mean
 
 log = logging.getLogger(__name__)
@@ -185,25 +186,21 @@ def _cached(info: DatasetInfo, cache_dir: Path | None, params: dict, compute) ->
     return cached_tensor(folder, digest, generate)
 
 
-def _splits(info, x, y, num_classes, readout_steps, seed, val_fraction):
+def _splits(args: BuilderArgs, x, y, num_classes, readout_steps):
     test, pool = stratified_split(y.numpy(), [TEST_FRACTION], SPLIT_SEED)
-    val, train = stratified_split(y.numpy()[pool], [val_fraction], seed)
-    return tuple(SequenceDataset(x, y, idx, num_classes, readout_steps, info) for idx in (pool[train], pool[val], test))
+    val, train = stratified_split(y.numpy()[pool], [args.val_fraction], args.seed)
+    return tuple(
+        SequenceDataset(x, y, idx, num_classes, readout_steps, args.info) for idx in (pool[train], pool[val], test)
+    )
 
 
-def build_delayed_cue(
-    info: DatasetInfo, data_dir: Path, seed: int, val_fraction: float, *, cache_dir: Path | None, **options
-):
+def build_delayed_cue(args: BuilderArgs, **options):
     """``(train, val, test)`` of :func:`delayed_cue` with ``options`` (its arguments); read over the recall window.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="sequence"``, ``num_cues`` classes,
-            ``channels + 1`` inputs.
-        data_dir: as in :func:`fsnn.data.register_dataset`; not read (the task is generated).
-        seed: as in :func:`fsnn.data.register_dataset`.
-        val_fraction: as in :func:`fsnn.data.register_dataset`.
-        cache_dir: as in :func:`fsnn.data.register_dataset`:
-            ``<cache_dir>/delayed_cue/<hash of the options>.pt``, or ``None``.
+        args: :class:`fsnn.data.info.BuilderArgs` (``info``: ``kind="sequence"``, ``num_cues`` classes,
+            ``channels + 1`` inputs; ``data_dir`` is not read, the task is generated); the tensors are cached as
+            ``<cache_dir>/delayed_cue/<hash of the options>.pt``.
         **options: the arguments of :func:`delayed_cue`, each optional, with its range and default:
             ``num_samples`` (an integer >= ``num_cues``; default ``1000``), ``delay`` (the steps between the cue and
             the recall window, the task's horizon, an integer >= 0; default ``128``), ``num_cues`` (the classes, an
@@ -215,36 +212,24 @@ def build_delayed_cue(
             ``conf/cue_variant/`` variants) and ``data_seed`` (the cues, labels and noise, an integer >= 0; default
             ``0``). Any other key is a ``ValueError`` naming it.
     """
-    p = _options(info, options)
+    p = _options(args.info, options)
 
     def compute():
         x, y, templates = delayed_cue(**p)
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y), "templates": torch.from_numpy(templates)}
 
-    data = _cached(info, cache_dir, p, compute)
-    return _splits(info, data["x"], data["y"], p["num_cues"], p["recall_steps"], seed, val_fraction)
+    data = _cached(args.info, args.cache_dir, p, compute)
+    return _splits(args, data["x"], data["y"], p["num_cues"], p["recall_steps"])
 
 
-def build_seq_digits(
-    info: DatasetInfo,
-    data_dir: Path,
-    seed: int,
-    val_fraction: float,
-    *,
-    cache_dir: Path | None,
-    readout_steps: Count = 8,
-    **options,
-):
+def build_seq_digits(args: BuilderArgs, *, readout_steps: Count = 8, **options):
     """``(train, val, test)`` of :func:`seq_digits` with ``options`` (its arguments), read over the last
     ``readout_steps`` steps.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="sequence"``, 10 classes, 1 input channel.
-        data_dir: as in :func:`fsnn.data.register_dataset`; not read (the task is generated from sklearn's digits).
-        seed: as in :func:`fsnn.data.register_dataset`.
-        val_fraction: as in :func:`fsnn.data.register_dataset`.
-        cache_dir: as in :func:`fsnn.data.register_dataset`:
-            ``<cache_dir>/seq_digits/<hash of the options>.pt``, or ``None``.
+        args: :class:`fsnn.data.info.BuilderArgs` (``info``: ``kind="sequence"``, 10 classes, 1 input channel;
+            ``data_dir`` is not read, the task is generated from sklearn's digits); the tensors are cached as
+            ``<cache_dir>/seq_digits/<hash of the options>.pt``.
         readout_steps: the last steps the answer is read from (averaged), an integer from 1 to the sequence length
             ``64 * upsample``; default ``8``. It changes no data.
         **options: the arguments of :func:`seq_digits`, each optional: ``permute`` (a boolean; default ``False``:
@@ -252,7 +237,7 @@ def build_seq_digits(
             integer >= 1; default ``1``, ``T = 64 * upsample``) and ``data_seed`` (the permutation, an integer >= 0;
             default ``0``). Any other key is a ``ValueError`` naming it.
     """
-    p = _options(info, options)
+    p = _options(args.info, options)
     readout = check_arguments(build_seq_digits, {"readout_steps": readout_steps})["readout_steps"]
     if readout > DIGIT_PIXELS * p["upsample"]:
         raise ValueError(f"readout_steps must be <= the sequence length {DIGIT_PIXELS * p['upsample']}, got {readout}")
@@ -261,5 +246,5 @@ def build_seq_digits(
         x, y = seq_digits(**p)
         return {"x": torch.from_numpy(x), "y": torch.from_numpy(y)}
 
-    data = _cached(info, cache_dir, p, compute)  # where the answer is read changes no data
-    return _splits(info, data["x"], data["y"], 10, readout, seed, val_fraction)
+    data = _cached(args.info, args.cache_dir, p, compute)  # where the answer is read changes no data
+    return _splits(args, data["x"], data["y"], 10, readout)

@@ -17,8 +17,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fsnn.checks import check_choice
-from fsnn.data.common import DatasetInfo, abspath, dataset_missing, stratified_split
+from fsnn.checks import Count, checked, one_of
+from fsnn.data.errors import dataset_missing
+from fsnn.data.info import BuilderArgs, DatasetInfo
+from fsnn.data.splits import stratified_split
 
 #: per-channel mean/std of the training sets (RGB)
 NORMALIZATION = {
@@ -41,22 +43,23 @@ class EncodedImages(Dataset):
     ``(float32 [T, 3, H, W], int)``; with ``counts`` the spike encoder's spikes stay ``uint8`` (:meth:`as_counts`).
     ``targets``: subset labels."""
 
+    @checked
     def __init__(
         self,
         base,
         indices,
         transform,
-        T: int,
+        T: Count,
         info: DatasetInfo | None = None,
-        encoder: str = "direct",
+        encoder: one_of(*ENCODERS) = "direct",
         counts: bool = False,
     ):
         self.base = base
         self.indices = [int(i) for i in indices]
         self.transform = transform
-        self.T = int(T)
+        self.T = T
         self.info = info
-        self.encoder = check_choice("encoder", encoder, ENCODERS)
+        self.encoder = encoder
         self.counts = bool(counts)
         targets = np.asarray(base.targets)
         self.targets = [int(v) for v in targets[self.indices]] if self.indices else []
@@ -89,9 +92,10 @@ def bernoulli_spikes(x: torch.Tensor, T: int) -> torch.Tensor:
     return (torch.randint(0, 255, (T, *x.shape), dtype=torch.uint8) < levels).to(torch.uint8)
 
 
-def _splits(info, base_train, base_test, transforms, T, seed, val_fraction, encoder):
+def _splits(args: BuilderArgs, base_train, base_test, transforms):
     train_tf, eval_tf = transforms
-    val, train = stratified_split(np.asarray(base_train.targets), [val_fraction], seed)
+    val, train = stratified_split(np.asarray(base_train.targets), [args.val_fraction], args.seed)
+    T, info, encoder = args.T, args.info, args.encoder
     return (
         EncodedImages(base_train, train, train_tf, T, info, encoder),
         EncodedImages(base_train, val, eval_tf, T, info, encoder),
@@ -155,52 +159,39 @@ def cifar_transforms(name: str, size: tuple[int, int], encoder: str = "direct"):
     return train, tv.Compose(head + tail)
 
 
-def build_cifar(
-    info: DatasetInfo,
-    data_dir: Path,
-    T: int,
-    size,
-    seed: int,
-    val_fraction: float,
-    *,
-    download: bool,
-    verify: bool,
-    num_workers: int,
-    cache_dir: Path,
-    encoder: str = "direct",
-):
+def build_cifar(args: BuilderArgs):
     """``(train, val, test)`` for CIFAR-10/100 through ``torchvision.datasets.CIFAR10/100(root=<data_dir>)``.
 
     With ``verify`` torchvision's md5 checks run as usual; without, only the files' presence is checked (a subclass
     without md5 sums constructs the dataset; the pickles are parsed by torchvision unchanged).
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="static"``: ``cifar10`` or ``cifar100``, 10 or 100
-            classes.
-        data_dir: as in :func:`fsnn.data.register_dataset`, torchvision's ``root``: the pickles are in
-            ``<data_dir>/cifar-10-batches-py/`` (or ``cifar-100-python/``).
-        T: as in :func:`fsnn.data.register_dataset`; default ``4`` (``info.default_T``, the paper's,
-            ``conf/dataset/*.yaml``).
-        size: as in :func:`fsnn.data.register_dataset`; resized from 32 x 32 when different (the random crop's padding
-            scales with it); default ``(32, 32)``.
-        seed: as in :func:`fsnn.data.register_dataset`; validation is carved from the official training set.
-        val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the official training set.
-        download: as in :func:`fsnn.data.register_dataset`: whether torchvision may download missing files.
-        verify: ``True`` runs torchvision's md5 checks; ``False`` only checks that the files are there (resolved as in
-            :func:`fsnn.data.register_dataset`).
-        num_workers: not used by static images (:func:`fsnn.data.register_dataset`).
-        cache_dir: not used by static images (:func:`fsnn.data.register_dataset`).
-        encoder: as in :func:`fsnn.data.register_dataset`; default ``"direct"``.
+        args: the :class:`fsnn.data.info.BuilderArgs` of the call, its fields read so:
+
+            * ``info``: ``kind="static"``: ``cifar10`` or ``cifar100``, 10 or 100 classes.
+            * ``data_dir``: torchvision's ``root``: the pickles are in ``<data_dir>/cifar-10-batches-py/`` (or
+              ``cifar-100-python/``).
+            * ``T``: default ``4`` (``info.default_T``, the paper's, ``conf/dataset/*.yaml``).
+            * ``size``: resized from 32 x 32 when different (the random crop's padding scales with it); default
+              ``(32, 32)``.
+            * ``seed``: validation is carved from the official training set.
+            * ``val_fraction``: a share of the official training set.
+            * ``download``: whether torchvision may download missing files.
+            * ``verify``: ``True`` runs torchvision's md5 checks; ``False`` only checks that the files are there.
+            * ``num_workers``: not used by static images.
+            * ``cache_dir``: not used by static images.
+            * ``encoder``: default ``"direct"``.
     """
     import torchvision.datasets as tvd
 
+    info, verify = args.info, args.verify
     cls_name, folder, files, url = CIFAR[info.name]
     cls = getattr(tvd, cls_name)
-    root = abspath(data_dir)
+    root = args.data_dir
     location = root / folder
     missing = [f for f in files if not (location / f).is_file()]
     problem = f"missing {', '.join(missing)}" if missing else None
-    if problem and download:
+    if problem and args.download:
         try:
             cls(str(root), train=True, download=True)
             missing = [f for f in files if not (location / f).is_file()]
@@ -232,9 +223,7 @@ def build_cifar(
             layout,
             f"torchvision downloads it automatically when online; offline, download {url} and extract it into {root}",
         )
-    return _splits(
-        info, base_train, base_test, cifar_transforms(info.name, size, encoder), T, seed, val_fraction, encoder
-    )
+    return _splits(args, base_train, base_test, cifar_transforms(info.name, args.size, args.encoder))
 
 
 # -- ImageNet ----------------------------------------------------------------------------------
@@ -282,44 +271,31 @@ def imagenet_problem(location: Path, verify: bool) -> str | None:
     return None
 
 
-def build_imagenet(
-    info: DatasetInfo,
-    data_dir: Path,
-    T: int,
-    size,
-    seed: int,
-    val_fraction: float,
-    *,
-    download: bool,
-    verify: bool,
-    num_workers: int,
-    cache_dir: Path,
-    encoder: str = "direct",
-):
+def build_imagenet(args: BuilderArgs):
     """``(train, val, test)`` for ImageNet-1k through ``torchvision.datasets.ImageNet(root=<data_dir>/imagenet)``:
     val is carved from the official train split, test is the official val split.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="static"``, 1000 classes.
-        data_dir: as in :func:`fsnn.data.register_dataset`; ImageNet lives in ``<data_dir>/imagenet/`` (``meta.bin``
-            or the devkit, and ``train/``, ``val/`` or their archives).
-        T: as in :func:`fsnn.data.register_dataset`; default ``4`` (``info.default_T``, the paper's).
-        size: as in :func:`fsnn.data.register_dataset`; random resized crop for training, resize to ``size / 0.875`` and
-            centre crop for evaluation; default ``(160, 160)``, the paper's.
-        seed: as in :func:`fsnn.data.register_dataset`.
-        val_fraction: as in :func:`fsnn.data.register_dataset`, a share of the official training set;
-            ``conf/dataset/imagenet.yaml``: ``0.01``.
-        download: not used: ImageNet cannot be downloaded automatically (registration required).
-        verify: ``True`` requires all 1000 class folders in ``train/`` and ``val/``; ``False`` accepts a subset
-            (resolved as in :func:`fsnn.data.register_dataset`).
-        num_workers: not used by static images (:func:`fsnn.data.register_dataset`).
-        cache_dir: not used by static images (:func:`fsnn.data.register_dataset`).
-        encoder: as in :func:`fsnn.data.register_dataset`; default ``"direct"``.
+        args: the :class:`fsnn.data.info.BuilderArgs` of the call, its fields read so:
+
+            * ``info``: ``kind="static"``, 1000 classes.
+            * ``data_dir``: ImageNet lives in ``<data_dir>/imagenet/`` (``meta.bin`` or the devkit, and ``train/``,
+              ``val/`` or their archives).
+            * ``T``: default ``4`` (``info.default_T``, the paper's).
+            * ``size``: random resized crop for training, resize to ``size / 0.875`` and centre crop for evaluation;
+              default ``(160, 160)``, the paper's.
+            * ``val_fraction``: a share of the official training set; ``conf/dataset/imagenet.yaml``: ``0.01``.
+            * ``download``: not used: ImageNet cannot be downloaded automatically (registration required).
+            * ``verify``: ``True`` requires all 1000 class folders in ``train/`` and ``val/``; ``False`` accepts a
+              subset.
+            * ``num_workers``: not used by static images.
+            * ``cache_dir``: not used by static images.
+            * ``encoder``: default ``"direct"``.
     """
     from torchvision.datasets import ImageNet
 
-    location = abspath(data_dir) / IMAGENET_FOLDER
-    problem = imagenet_problem(location, verify)
+    location = args.data_dir / IMAGENET_FOLDER
+    problem = imagenet_problem(location, args.verify)
     if not problem:
         try:
             base_train = ImageNet(str(location), split="train")
@@ -343,4 +319,4 @@ def build_imagenet(
             "manual download only (registration required): https://image-net.org/download.php -> ILSVRC2012; put "
             f"the archives (or the extracted train/, val/ and meta.bin) in {location}",
         )
-    return _splits(info, base_train, base_test, imagenet_transforms(size, encoder), T, seed, val_fraction, encoder)
+    return _splits(args, base_train, base_test, imagenet_transforms(args.size, args.encoder))

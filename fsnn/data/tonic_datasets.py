@@ -30,8 +30,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsnn.data.common import DatasetInfo, abspath, count_files, missing_in_folder
+from fsnn.data.environment import abspath
+from fsnn.data.errors import count_files, missing_in_folder
 from fsnn.data.frame_cache import EventReader, EventSource, splits_from_sources
+from fsnn.data.info import BuilderArgs
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +205,7 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
 
     tonic's own ``_check_exists`` (archive present + file count) is skipped while constructing (a subclass overrides
     it), because the layout was checked here already (archives may be gone after extraction); tonic's parsing is
-    used unchanged. Raises :class:`fsnn.data.common.DatasetMissingError` when the data is missing/incomplete and
+    used unchanged. Raises :class:`fsnn.data.errors.DatasetMissingError` when the data is missing/incomplete and
     cannot be downloaded."""
     import tonic.datasets
 
@@ -253,7 +255,7 @@ def tonic_sources(spec: TonicSpec, data_dir: Path, *, download: bool, verify: bo
 def release_labels(spec: TonicSpec, location: Path, folders: list[str]) -> list[int]:
     """The labels of samples in the class ``folders`` named: their places in ``spec.classes``, the release's list,
     so that a copy missing a class folder labels the others as the full release does. A folder the release does not
-    have is a :class:`fsnn.data.common.DatasetMissingError` naming it."""
+    have is a :class:`fsnn.data.errors.DatasetMissingError` naming it."""
     index = {name: k for k, name in enumerate(spec.classes)}
     if unknown := sorted(set(folders) - set(index)):
         raise missing_in_folder(
@@ -267,40 +269,25 @@ def release_labels(spec: TonicSpec, location: Path, folders: list[str]) -> list[
     return [index[name] for name in folders]
 
 
-def build_tonic(
-    info: DatasetInfo,
-    data_dir: Path,
-    T: int,
-    size,
-    seed: int,
-    val_fraction: float,
-    *,
-    download: bool,
-    verify: bool,
-    num_workers: int,
-    cache_dir: Path,
-):
+def build_tonic(args: BuilderArgs):
     """``(train, val, test)`` for a tonic dataset (``info.name`` in :data:`TONIC_SPECS`): ``nmnist``,
     ``dvsgesture``, ``ncaltech101`` and ``dvslip``; each split a :class:`fsnn.data.frame_cache.FrameDataset` of
     ``(float32 [T, 2, H, W], label)``.
 
     Args:
-        info: as in :func:`fsnn.data.register_dataset`; ``kind="event"``, a dataset of :data:`TONIC_SPECS`.
-        data_dir: as in :func:`fsnn.data.register_dataset`; the dataset's layout under it is in :data:`TONIC_SPECS`.
-        T: as in :func:`fsnn.data.register_dataset`; default ``info.default_T``, the paper's ``16``.
-        size: as in :func:`fsnn.data.register_dataset`; default ``info.size``: ``(34, 34)`` for N-MNIST, ``(128, 128)``
-            for the others.
-        seed: as in :func:`fsnn.data.register_dataset`.
-        val_fraction: as in :func:`fsnn.data.register_dataset`. N-Caltech101 has no official split: a fixed 20 %
-            (:data:`fsnn.data.frame_cache.TEST_FRACTION`, seed :data:`fsnn.data.frame_cache.SPLIT_SEED`) is its test
-            set and validation is carved from the rest.
-        download: as in :func:`fsnn.data.register_dataset`: whether tonic may download missing files; DVS-Lip cannot be
-            downloaded automatically.
-        verify: ``True`` checks that every split holds the published number of files (e.g. DVS128 Gesture
-            1,077 / 264); ``False`` accepts the expected layout with at least one sample per split (subsets, tiny
-            fixtures). Resolved as in :func:`fsnn.data.register_dataset`.
-        num_workers: as in :func:`fsnn.data.register_dataset`.
-        cache_dir: as in :func:`fsnn.data.register_dataset`.
+        args: the :class:`fsnn.data.info.BuilderArgs` of the call, its fields read so:
+
+            * ``info``: ``kind="event"``, a dataset of :data:`TONIC_SPECS`.
+            * ``data_dir``: the dataset's layout under it is in :data:`TONIC_SPECS`.
+            * ``T``: default ``info.default_T``, the paper's ``16``.
+            * ``size``: default ``info.size``: ``(34, 34)`` for N-MNIST, ``(128, 128)`` for the others.
+            * ``val_fraction``: N-Caltech101 has no official split: a fixed 20 %
+              (:data:`fsnn.data.frame_cache.TEST_FRACTION`, seed :data:`fsnn.data.frame_cache.SPLIT_SEED`) is its test
+              set and validation is carved from the rest.
+            * ``download``: whether tonic may download missing files; DVS-Lip cannot be downloaded automatically.
+            * ``verify``: ``True`` checks that every split holds the published number of files (e.g. DVS128 Gesture
+              1,077 / 264); ``False`` accepts the expected layout with at least one sample per split (subsets, tiny
+              fixtures).
     """
-    sources = tonic_sources(TONIC_SPECS[info.name], data_dir, download=download, verify=verify)
-    return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)
+    sources = tonic_sources(TONIC_SPECS[args.info.name], args.data_dir, download=args.download, verify=args.verify)
+    return splits_from_sources(args, sources)

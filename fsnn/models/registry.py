@@ -49,7 +49,7 @@ def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static"
 
     Args:
         name: the backbone's name, the ``backbone`` config group's ``name``.
-        supports: the data kinds the backbone accepts (:data:`fsnn.data.common.DATA_KINDS`); a task refuses a
+        supports: the data kinds the backbone accepts (:data:`fsnn.data.info.DATA_KINDS`); a task refuses a
             dataset of another kind by name. Default: ``event`` and ``static``.
     """
     kinds = frozenset(supports)

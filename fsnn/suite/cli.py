@@ -1,6 +1,6 @@
 """The suite's commands: ``fsnn-train`` and ``fsnn-evaluate`` (``python train.py`` and ``python evaluate.py`` in a
-clone run the same functions), and ``fsnn-fixtures DIR`` (:mod:`fsnn.data.make_fixtures`), which writes fake copies
-of the datasets for smoke runs (``paths.data_dir=DIR``).
+clone run the same functions), and ``fsnn-fixtures DIR`` (:mod:`fsnn.data.fakes.make_fixtures`), which writes fake
+copies of the datasets for smoke runs (``paths.data_dir=DIR``).
 
 Their configs are :data:`CONFIG_DIR`: the clone's top-level ``conf/`` when this package sits in a clone (an editable
 install or ``python train.py``), else the copy of it that the wheel carries as ``fsnn/conf``. A folder of one's own

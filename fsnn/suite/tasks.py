@@ -1,7 +1,7 @@
 """Kinds of task behind one registry (:data:`TASKS`): ``vision`` (image and event-frame classification), ``node``
 (node classification), ``link`` (link prediction) and ``sequence`` (generated sequence tasks).
 
-A task is registered with the kinds of data it takes (``data``, :data:`fsnn.data.common.DATA_KINDS`) and whether it is
+A task is registered with the kinds of data it takes (``data``, :data:`fsnn.data.info.DATA_KINDS`) and whether it is
 the task of that data when the config's ``task`` is null (``default``); ``task=<name>`` asks for one by name
 (``task=link``). Its entry, a :class:`TaskKind`, names its metric and builds its Lightning module
 (:mod:`fsnn.suite.training`) and data module (:mod:`fsnn.data.datamodules`) from a config. It supports the post-training studies

@@ -179,7 +179,7 @@ runpy.run_module("fsnn.report", run_name="__main__")
 """
 
 # the commands run as modules: their names as a user types them
-MODULES = {"fsnn-report": "fsnn.report", "fsnn-fixtures": "fsnn.data.make_fixtures"}
+MODULES = {"fsnn-report": "fsnn.report", "fsnn-fixtures": "fsnn.data.fakes.make_fixtures"}
 
 # a link on the report page whose value starts with a scheme; data: (the icon, the figures) and the datasets' web
 # addresses are the page's own

@@ -100,7 +100,7 @@ def test_rejects_bad_levels():
     x = frames(T, C, H, W)
     for fn in (center_occlusion, temporal_truncation, frame_discard):
         for bad in (-0.1, 1.5, float("nan")):
-            with pytest.raises(ValueError):
+            with pytest.raises(ValueError, match=rf"^level must be in \[0, 1\], got {bad}$"):
                 fn(x, bad, 0)
     for fn in (gaussian_noise, temporal_jitter):
         with pytest.raises(ValueError):

@@ -11,7 +11,7 @@ from torch.utils.data import TensorDataset
 
 from fsnn.data import build_dataset
 from fsnn.data.datamodules import ShardSampler, SplitDataModule
-from fsnn.data.fixtures import write_fixtures
+from fsnn.data.fakes.fixtures import write_fixtures
 from fsnn.data.frame_cache import EventSource, FrameCache, FrameDataset
 
 

@@ -3,6 +3,7 @@ missing-data errors, and the simulated digits_dvs dataset."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -26,6 +27,7 @@ from fsnn.data import (
     DATASETS,
     DatasetMissingError,
     build_dataset,
+    build_sequences,
     dataset_info,
     digits_dvs,
     events_to_frames,
@@ -35,14 +37,15 @@ from fsnn.data import (
     is_fake_dataset,
     tonic_datasets,
 )
-from fsnn.data.common import stratified_split
 from fsnn.data.fakes import FAKE_MARKER, fake_marker
-from fsnn.data.fixtures import (
+from fsnn.data.fakes.fixtures import (
     DVSLIP_WORDS,
     FIXTURE_NAMES,
     NCALTECH_CLASSES,
     write_fixtures,
 )
+from fsnn.data.info import BuilderArgs
+from fsnn.data.splits import stratified_split
 from fsnn.data.static import NORMALIZATION
 from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
 
@@ -134,6 +137,44 @@ def test_registry_lists_every_dataset_with_its_info():
         dataset_info("nosuch")
 
 
+def test_every_loader_gives_its_builder_one_builder_args_resolved(tmp_path, monkeypatch):
+    """build_dataset and build_sequences fill one BuilderArgs: the dataset's default T, the size as a pair, the data
+    folder absolute, the cache under it, the switches resolved; a builder's own options come beside it."""
+    from fsnn.data import registry
+
+    calls = []
+
+    def capture(args, **options):
+        calls.append((args, options))
+        return "built"
+
+    def builder_of(name):
+        monkeypatch.setattr(registry, "dataset_info", lambda _: replace(DATASETS[name], builder=capture))
+
+    monkeypatch.chdir(tmp_path)
+    builder_of("nmnist")
+    assert build_dataset("nmnist", "data", size=20, seed=3, download=False, verify=False, num_workers=2) == "built"
+    args, options = calls.pop()
+    assert isinstance(args, BuilderArgs) and options == {}
+    assert (args.info.name, args.T, args.size, args.seed, args.val_fraction) == ("nmnist", 16, (20, 20), 3, 0.1)
+    assert (args.data_dir, args.cache_dir) == (tmp_path / "data", tmp_path / "data" / "fsnn_cache")
+    assert (args.download, args.verify, args.num_workers, args.encoder) == (False, False, 2, "direct")
+    builder_of("cifar10")
+    build_dataset("cifar10", tmp_path, T=2, encoder="spike")
+    assert (calls[-1][0].T, calls[-1][0].size, calls[-1][0].encoder) == (2, (32, 32), "spike")
+    builder_of("delayed_cue")
+    build_sequences("delayed_cue", tmp_path, seed=1, delay=4)
+    args, options = calls.pop()
+    assert (args.info.name, args.seed, args.cache_dir, options) == (
+        "delayed_cue",
+        1,
+        tmp_path / "fsnn_cache",
+        {"delay": 4},
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        args.seed = 2
+
+
 def test_fixtures_are_fast_and_deterministic(tmp_path):
     start = time.perf_counter()
     written = write_fixtures(tmp_path / "a")
@@ -146,7 +187,7 @@ def test_fixtures_are_fast_and_deterministic(tmp_path):
 
 def test_make_fixtures_cli(tmp_path):
     proc = run_app(
-        "fsnn/data/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path, timeout=60
+        "fsnn/data/fakes/make_fixtures.py", str(tmp_path), "--only", "dvsgesture", "cifar100", cwd=tmp_path, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "DVSGesture" / "ibmGestureTrain").rglob("*.npy"))) == 110
@@ -154,7 +195,7 @@ def test_make_fixtures_cli(tmp_path):
 
 
 def test_make_fixtures_on_a_file_or_an_unwritable_folder_is_one_line(tmp_path, monkeypatch, capsys):
-    from fsnn.data import make_fixtures
+    from fsnn.data.fakes import make_fixtures
 
     (afile := tmp_path / "afile").write_text("mine")
     with pytest.raises(SystemExit) as exit_:
@@ -173,7 +214,7 @@ def test_make_fixtures_on_a_file_or_an_unwritable_folder_is_one_line(tmp_path, m
 
 
 def test_fixtures_refuse_a_real_dataset_and_leave_it_as_it_was(tmp_path, capsys):
-    from fsnn.data import make_fixtures
+    from fsnn.data.fakes import make_fixtures
 
     shutil.copytree(
         ROOT / "tests" / "data" / "planetoid" / "Cora", tmp_path / "Cora"
@@ -191,8 +232,8 @@ def test_fixtures_refuse_a_real_dataset_and_leave_it_as_it_was(tmp_path, capsys)
 
 
 def test_a_fake_replaces_an_earlier_fake_whole_and_says_so(tmp_path, capsys):
-    from fsnn.data import make_fixtures
-    from fsnn.data.scaled_fixtures import scaled_plan
+    from fsnn.data.fakes import make_fixtures
+    from fsnn.data.fakes.scaled_fixtures import scaled_plan
 
     assert make_fixtures.main([str(tmp_path), "--scale", "0.004", "--only", "nmnist"]) == 0
     capsys.readouterr()
@@ -213,7 +254,7 @@ def test_a_write_that_fails_leaves_the_earlier_fake_and_no_part_of_the_new_one(t
     limit = (
         "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
         "resource.setrlimit(resource.RLIMIT_FSIZE, (30000, 30000)); "
-        "from fsnn.data.make_fixtures import main; sys.exit(main(sys.argv[1:]))"
+        "from fsnn.data.fakes.make_fixtures import main; sys.exit(main(sys.argv[1:]))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", limit, str(tmp_path), "--only", "cora", "nmnist"],
@@ -232,7 +273,7 @@ def test_a_write_that_fails_leaves_the_earlier_fake_and_no_part_of_the_new_one(t
 def test_the_route_fsnn_fixtures_prints_trains_a_graph_and_records_the_fake(tmp_path):
     """``fsnn-fixtures DIR``, then a Table 2 run with ``paths.data_dir=DIR``, as printed: no switch to set (the Cora
     fake has 550 of the release's 2,708 nodes), and the run's record says it trained on a fake."""
-    proc = run_app("fsnn/data/make_fixtures.py", str(tmp_path / "fake"), "--only", "cora", cwd=tmp_path)
+    proc = run_app("fsnn/data/fakes/make_fixtures.py", str(tmp_path / "fake"), "--only", "cora", cwd=tmp_path)
     assert proc.returncode == 0 and f"paths.data_dir={tmp_path / 'fake'}" in proc.stdout, proc.stderr
     proc = run_app(
         "train.py",

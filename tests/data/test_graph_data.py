@@ -26,8 +26,8 @@ from fsnn.data import (
     load_graph,
 )
 from fsnn.data.cache import cache_dir
-from fsnn.data.fixtures import write_fixtures
-from fsnn.data.graph_fixtures import GRAPH_FIXTURE_NAMES
+from fsnn.data.fakes.fixtures import write_fixtures
+from fsnn.data.fakes.graph_fixtures import GRAPH_FIXTURE_NAMES
 from fsnn.data.graphs import stratified_masks
 
 FILE_DATASETS = ["cora", "citeseer", "pubmed", "photo", "computers", "cs", "physics", "ogbn_arxiv"]
@@ -57,6 +57,8 @@ def test_registry_and_info():
         build_dataset("cora")
     with pytest.raises(ValueError, match="build_dataset"):
         load_graph("digits_dvs")
+    with pytest.raises(ValueError, match="^split must be one of ratio, public, got 'random'$"):
+        load_graph("karate", split="random")
     with pytest.raises(Exception):
         info.num_classes = 3  # frozen
 

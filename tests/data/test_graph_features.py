@@ -228,8 +228,22 @@ def test_mask_features():
     assert torch.equal(out, F.mask_features(x, 0.25, torch.Generator().manual_seed(0)))
     cols = F.mask_features(x, 0.5, 1, mode="column")
     assert int((cols == 0).all(0).sum()) == 10
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^ratio must be in \[0, 1\], got 1.5$"):
         F.mask_features(x, 1.5)
+    with pytest.raises(ValueError, match="^mode must be one of entry, column, got 'row'$"):
+        F.mask_features(x, 0.5, mode="row")
+
+
+def test_the_encodings_refuse_a_bad_option_naming_it():
+    edge_index = torch.tensor([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="^hops must be an integer >= 0, got -1$"):
+        F.propagate(torch.ones(2, 3), edge_index, hops=-1)
+    with pytest.raises(ValueError, match="^dim must be an integer >= 0, got 1.5$"):
+        F.laplacian_pe(edge_index, 2, dim=1.5)
+    with pytest.raises(ValueError, match="^method must be one of auto, exact, estimate, got 'fast'$"):
+        F.random_walk_pe(edge_index, 2, method="fast")
+    with pytest.raises(ValueError, match="^num_probes must be an integer >= 1, got 0$"):
+        F.random_walk_pe(edge_index, 2, num_probes=0)
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
-"""fsnn.data.scaled_fixtures, fsnn.data.scaled_images and ``fsnn-fixtures --scale``: fakes at a fraction of the
-published size, file counts per split and class, events inside the sensor, spread statistics, balanced polarity,
-determinism, a class signal, and the suite's loaders (tonic's, SpikingJelly's and torchvision's classes) reading them,
-with verification at the published counts."""
+"""fsnn.data.fakes.scaled_fixtures, .scaled_events, .scaled_images and ``fsnn-fixtures --scale``: fakes at a
+fraction of the published size, file counts per split and class, events inside the sensor, spread statistics,
+balanced polarity, determinism, a class signal, and the suite's loaders (tonic's, SpikingJelly's and torchvision's
+classes) reading them, with verification at the published counts."""
 
 from __future__ import annotations
 
@@ -14,16 +14,10 @@ import numpy as np
 import pytest
 from helpers import run_app
 
-from fsnn.data import (
-    build_dataset,
-    dataset_info,
-    make_fixtures,
-    scaled_fixtures as sf,
-    scaled_images as si,
-    tonic_datasets,
-)
-from fsnn.data.common import DatasetMissingError
-from fsnn.data.fixtures import FIXTURE_NAMES
+from fsnn.data import build_dataset, dataset_info, tonic_datasets
+from fsnn.data.errors import DatasetMissingError
+from fsnn.data.fakes import make_fixtures, scaled_events as se, scaled_fixtures as sf, scaled_images as si
+from fsnn.data.fakes.fixtures import FIXTURE_NAMES
 from fsnn.data.hardvs import HARDVS_SIZES
 from fsnn.data.static import NORMALIZATION
 from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
@@ -40,7 +34,7 @@ SENSORS = {
     "hardvs": (260, 346),
 }
 #: small HarDVS recordings and ImageNet images, for fakes the tests can write in seconds
-SMALL_FILES = {(sf, "HARDVS_EVENTS"): (300, 0.5, (100, 1000)), (si, "IMAGENET_LONG_SIDE"): (48.0, 0.2, (32, 64))}
+SMALL_FILES = {(se, "HARDVS_EVENTS"): (300, 0.5, (100, 1000)), (si, "IMAGENET_LONG_SIDE"): (48.0, 0.2, (32, 64))}
 
 
 @cache
@@ -105,21 +99,21 @@ def test_scale_one_has_the_published_files():
     }
     assert Counter(s.label for s in gesture) == {**{c: 122 for c in range(10)}, 10: 121}
     nmnist = sf.scaled_plan("nmnist", 1.0)
-    for split, counts in sf.MNIST_COUNTS.items():
+    for split, counts in se.MNIST_COUNTS.items():
         assert Counter(s.label for s in nmnist if s.split == split) == dict(enumerate(counts))
     caltech = sf.scaled_plan("ncaltech101", 1.0)
     folders = Counter(Path(s.path).parent.name for s in caltech)
-    assert len(folders) == 101 and folders == sf.NCALTECH_COUNTS and "Faces" not in folders
+    assert len(folders) == 101 and folders == se.NCALTECH_COUNTS and "Faces" not in folders
     assert folders["BACKGROUND_Google"] == 467 and sum(folders.values()) + 435 == 9144  # Caltech101 with Faces
     assert min(folders.values()) == 31 and max(folders.values()) == 800
-    assert list(NCALTECH101_CLASSES) == sorted(folders) == list(sf.NCALTECH_COUNTS)  # the release, in label order
+    assert list(NCALTECH101_CLASSES) == sorted(folders) == list(se.NCALTECH_COUNTS)  # the release, in label order
     assert all(NCALTECH101_CLASSES[s.label] == Path(s.path).parent.name for s in caltech)
     assert {Path(s.path).name for s in caltech if s.label == 0} == {f"image_{k:04d}.bin" for k in range(1, 468)}
     import tonic.datasets
 
     lip = sf.scaled_plan("dvslip", 1.0)
-    assert list(sf.DVSLIP_WORDS) == tonic.datasets.DVSLip.classes  # the loader's labels
-    assert all(sf.DVSLIP_WORDS[s.label] == Path(s.path).parent.name for s in lip)
+    assert list(se.DVSLIP_WORDS) == tonic.datasets.DVSLip.classes  # the loader's labels
+    assert all(se.DVSLIP_WORDS[s.label] == Path(s.path).parent.name for s in lip)
     for split, (most, fewest) in {"train": (149, 148), "test": (50, 49)}.items():
         per_word = Counter(s.label for s in lip if s.split == split)
         assert len(per_word) == 100 and set(per_word.values()) == {most, fewest}
@@ -168,7 +162,7 @@ def test_image_and_hardvs_plans_at_full_size():
     assert names[0] == ("tench", "Tinca tinca")
     imagenet = sf.scaled_plan("imagenet", 0.01)
     per_class = Counter((s.split, s.label) for s in imagenet)
-    assert [per_class[("train", c)] for c in range(1000)] == [sf.scaled_count(n, 0.01) for n in counts["train"]]
+    assert [per_class[("train", c)] for c in range(1000)] == [se.scaled_count(n, 0.01) for n in counts["train"]]
     assert counts["train"].count(1300) == 934 and {per_class[("val", c)] for c in range(1000)} == {1}
     val = [Path(s.path).name for s in imagenet if s.split == "val"]
     assert len(set(val)) == 1000 and max(val) <= "ILSVRC2012_val_00050000.JPEG"
@@ -187,7 +181,7 @@ def test_counts_per_split_and_class_follow_the_rounding_rule(scale):
         assert Counter((s.split, s.label) for s in plan) == {k: max(1, int(scale * n + 0.5)) for k, n in full.items()}
         if name != "imagenet":
             assert {s.path for s in plan} <= {s.path for s in full_plan(name)}
-    assert sf.scaled_count(98, 0.01) == 1 and sf.scaled_count(5923, 0.01) == 59 and sf.scaled_count(10, 0.25) == 3
+    assert se.scaled_count(98, 0.01) == 1 and se.scaled_count(5923, 0.01) == 59 and se.scaled_count(10, 0.25) == 3
 
 
 def test_written_files_match_the_plan(scaled_root, image_root):
@@ -237,18 +231,18 @@ def test_events_statistics(scaled_root, name, hw, duration_s):
 def test_event_counts_follow_the_tabled_distributions():
     """Medians of the drawn event counts and durations near the tabled ones (generated without writing)."""
     rng = np.random.default_rng(0)
-    gestures = [sf.gesture_events(rng, label) for label in range(11) for _ in range(4)]
+    gestures = [se.gesture_events(rng, label) for label in range(11) for _ in range(4)]
     assert 1.5e5 < np.median([len(g) for g in gestures]) < 2.7e5
     assert 6.0 < np.mean([g[:, 3].max() / 1e3 for g in gestures]) < 7.6
-    digits = [sf.nmnist_events(rng, d) for d in range(10) for _ in range(30)]
+    digits = [se.nmnist_events(rng, d) for d in range(10) for _ in range(30)]
     assert 3500 < np.median([len(d[0]) for d in digits]) < 4600
-    images = [sf.ncaltech_events(rng, c) for c in range(0, 101, 5) for _ in range(2)]
+    images = [se.ncaltech_events(rng, c) for c in range(0, 101, 5) for _ in range(2)]
     assert 8e4 < np.median([len(i[0]) for i in images]) < 1.25e5
     assert all(0.27 < i[2].max() / 1e6 < 0.33 for i in images)
-    lips = [sf.dvslip_events(rng, w) for w in range(100) for _ in range(2)]
+    lips = [se.dvslip_events(rng, w) for w in range(100) for _ in range(2)]
     assert 2.4e4 < np.median([len(w) for w in lips]) < 3.6e4
     assert 0.9 < np.mean([w["t"].max() / 1e6 for w in lips]) < 1.1
-    actions = [sf.hardvs_events(rng, c) for c in range(0, 300, 10)]
+    actions = [se.hardvs_events(rng, c) for c in range(0, 300, 10)]
     assert 3.5e4 < np.median([len(a[0]) for a in actions]) < 7e4
     assert 4.6 < np.mean([a[2].max() / 1e6 for a in actions]) < 5.4 and all(3 <= a[2].max() / 1e6 < 8 for a in actions)
     assert all(a[0].max() < 346 and a[1].max() < 260 and a[0].min() >= 0 and a[1].min() >= 0 for a in actions)
@@ -365,7 +359,7 @@ def test_fakes_are_deterministic_and_the_same_at_every_scale(tmp_path, scaled_ro
             shared += 1
     assert shared >= 40  # at least each (split, digit)'s first and last sample
     sample = sf.scaled_plan("dvsgesture", SCALE)[5]
-    again = sf.gesture_events(np.random.default_rng(sample.seed), sample.label)
+    again = se.gesture_events(np.random.default_rng(sample.seed), sample.label)
     assert np.array_equal(np.load(scaled_root / sample.path), again)
 
 
@@ -390,7 +384,7 @@ def test_image_and_hardvs_fakes_are_the_same_at_every_scale(tmp_path, image_root
     jpeg = si.imagenet_jpeg(np.random.default_rng(sample.seed), sample.label)
     assert jpeg == (image_root / sample.path).read_bytes()
     sample = sf.scaled_plan("hardvs", SMALLEST)[-1]
-    events = sf.hardvs_events(np.random.default_rng(sample.seed), sample.label)
+    events = se.hardvs_events(np.random.default_rng(sample.seed), sample.label)
     written = np.load(image_root / sample.path)
     assert all(np.array_equal(written[key], value) for key, value in zip("xytp", events))
 
@@ -461,7 +455,7 @@ def test_scaled_names_are_fixture_names_and_bad_arguments_are_refused(tmp_path):
 
 
 def test_cli_scale(tmp_path, capsys):
-    proc = run_app("fsnn/data/make_fixtures.py", "out", "--scale", "0.01", "--only", "dvsgesture", cwd=tmp_path)
+    proc = run_app("fsnn/data/fakes/make_fixtures.py", "out", "--scale", "0.01", "--only", "dvsgesture", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (
         len(list((tmp_path / "out" / "DVSGesture").rglob("*.npy"))) == 22 and not (tmp_path / "out" / "NMNIST").exists()

@@ -18,8 +18,8 @@ import pytest
 import torch
 from helpers import RESUMED_KEYS, ROOT, run_app, run_dir
 
+from fsnn.data.fakes.scaled_fixtures import write_scaled_fixtures
 from fsnn.data.frame_cache import MARKER
-from fsnn.data.scaled_fixtures import write_scaled_fixtures
 from fsnn.suite.checkpoint import load_checkpoint
 
 # Table 1's sweep restricted to two jobs of one setting, four short epochs each (the smoke settings' tiny inputs)

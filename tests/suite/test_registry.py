@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from fsnn.checks import ConfigError, Count, Positive, checked, one_of
-from fsnn.data.common import DATA_KINDS, DatasetInfo
+from fsnn.data.info import DATA_KINDS, DatasetInfo
 from fsnn.data.registry import register_dataset
 from fsnn.models import BACKBONES, register_backbone
 from fsnn.neurons import register_neuron

@@ -1,5 +1,5 @@
 """``fsnn-fixtures DIR``: write tiny fake copies of the vision and graph datasets, in their real on-disk formats, into
-``DIR`` (:func:`fsnn.data.fixtures.write_fixtures`), for smoke runs that need no download::
+``DIR`` (:func:`fsnn.data.fakes.fixtures.write_fixtures`), for smoke runs that need no download::
 
     fsnn-fixtures fake_data
     fsnn-train experiment=table2_node_classification_smoke paths.data_dir=fake_data
@@ -8,11 +8,11 @@ Each dataset folder is written whole and carries a marker (:mod:`fsnn.data.fakes
 completeness checks a fake cannot pass (file counts, md5 sums, node counts), and a run on it records ``"fake_data":
 true`` in its ``metrics.json``. A folder that holds anything but an earlier fake (a real dataset) is refused before
 anything is written; an earlier fake is replaced whole, and the command says so. ``python -m
-fsnn.data.make_fixtures DIR`` is the same command.
+fsnn.data.fakes.make_fixtures DIR`` is the same command.
 
 ``--scale FRACTION`` (a number in ``(0, 1]``) writes the event and image datasets of
-:data:`fsnn.data.scaled_fixtures.SCALED_NAMES` instead, at that fraction of their published size
-(:func:`fsnn.data.scaled_fixtures.write_scaled_fixtures`); at 1.0 they hold as many files as the releases. Without
+:data:`fsnn.data.fakes.scaled_fixtures.SCALED_NAMES` instead, at that fraction of their published size
+(:func:`fsnn.data.fakes.scaled_fixtures.write_scaled_fixtures`); at 1.0 they hold as many files as the releases. Without
 ``--only`` all of them are written: at 1.0 that includes ImageNet's 1.33 million JPEGs and HarDVS's 107,646
 recordings::
 
@@ -29,9 +29,9 @@ from pathlib import Path
 
 from fsnn.atomic import RunFileError
 from fsnn.data.fakes import NotAFakeError, fake_marker
-from fsnn.data.fixtures import FIXTURE_NAMES, write_fixtures
+from fsnn.data.fakes.fixtures import FIXTURE_NAMES, write_fixtures
+from fsnn.data.fakes.scaled_fixtures import SCALED_NAMES, check_scale, scaled_plan, write_scaled_fixtures
 from fsnn.data.registry import dataset_info
-from fsnn.data.scaled_fixtures import SCALED_NAMES, check_scale, scaled_plan, write_scaled_fixtures
 
 
 def _scale(text: str) -> float:

@@ -1,6 +1,7 @@
-"""Fake datasets that say they are fakes. ``fsnn-fixtures`` (:func:`fsnn.data.fixtures.write_fixtures`,
-:func:`fsnn.data.scaled_fixtures.write_scaled_fixtures`) writes each fake dataset's folder through
-:func:`write_fakes`, which
+"""Fake datasets, in the on-disk formats of the real ones, that say they are fakes: :mod:`.fixtures` (tiny copies
+of every downloadable dataset, with :mod:`.graph_fixtures` for the graphs), :mod:`.scaled_fixtures` (fakes at a
+fraction of the published size, with :mod:`.scaled_events` and :mod:`.scaled_images`) and :mod:`.make_fixtures`, the
+``fsnn-fixtures DIR`` command. Each writes a fake dataset's folder through :func:`write_fakes`, which
 
 * refuses a folder that holds anything but an earlier fake (a real dataset carries no marker), before writing
   anything;
@@ -10,7 +11,7 @@
 * puts :data:`FAKE_MARKER` in the folder, last.
 
 The loaders read a folder that carries the marker without the completeness checks a fake cannot pass (published file
-counts, md5 sums, node counts: :func:`fsnn.data.common.resolve_verify`), and a run on it records ``"fake_data":
+counts, md5 sums, node counts: :func:`fsnn.data.environment.resolve_verify`), and a run on it records ``"fake_data":
 true`` in its ``metrics.json``.
 """
 

@@ -1,43 +1,11 @@
-"""Fake datasets at a chosen fraction of their published size, in the on-disk formats their loaders read (those of
-:mod:`fsnn.data.fixtures`): ``write_scaled_fixtures(root, scale, names)``, or ``fsnn-fixtures DIR --scale FRACTION
-[--only NAME ...]``. The event datasets are here, the static images (CIFAR-10, CIFAR-100, ImageNet) in
-:mod:`fsnn.data.scaled_images`, planned and registered here.
+"""The event datasets' fakes at a chosen fraction of their published size (:mod:`.scaled_fixtures` writes them):
+how a scaled fake picks and seeds its samples (:class:`ScaledSample`, :func:`scaled_count`, :func:`class_plan`) and,
+for DVS128 Gesture, N-MNIST, N-Caltech101, DVS-Lip and HarDVS, the published counts, the file names and the events.
 
-At ``scale=1.0`` every split holds exactly the published number of files or images (for the tonic datasets the
-counts ``verify`` compares, :data:`fsnn.data.tonic_datasets.TONIC_SPECS`; for HarDVS
-:data:`fsnn.data.hardvs.HARDVS_SIZES`). Below 1.0 each (split, class) keeps ``max(1, floor(scale * n + 0.5))`` of its
-``n`` published samples (:func:`scaled_count`), picked evenly over the full-scale list (:func:`scaled_plan`). Every
-sample draws from its own seed, derived from the dataset, split, class and its index in the full-scale list, so a
-sample is identical at every scale and on every call, whatever ``--only`` selects. Events are drawn with numpy in
-whole arrays per sample (no loop per event): a class-dependent moving blob or stroke pattern (so a model can learn
-above chance), per-sample duration and event count drawn from the distributions tabled in :func:`gesture_events`,
-:func:`nmnist_events`, :func:`ncaltech_events`, :func:`dvslip_events` and :func:`hardvs_events`, polarities balanced
-(each event ON with probability 1/2); the images' statistics are tabled in :func:`fsnn.data.scaled_images.cifar_images`
-and :func:`fsnn.data.scaled_images.imagenet_image`. N-Caltech101 has one split, ``"all"`` (the loader draws its test
-set).
-
-Verification (:func:`passes_verification`): the fakes pass the completeness checks (``verify=True``) at 1.0, and
-ImageNet's at every scale (fsnn checks its 1000 class folders); CIFAR's never do (torchvision compares md5 sums). Each
-fake folder carries the fake marker (:mod:`fsnn.data.fakes`), with which the loaders skip those checks by default.
-
-===============  =================================================================  ==============================
-name             layout (relative to ``root``)                                      published files, classes; disk
-                                                                                    at 1.0 (about)
-===============  =================================================================  ==============================
-``dvsgesture``   ``DVSGesture/ibmGesture{Train,Test}/user<NN>_<lighting>/``         1,077 / 264, 11
-                 ``<label>.npy``
-``nmnist``       ``NMNIST/{Train,Test}/<digit>/<id>.bin``                           60,000 / 10,000, 10
-``ncaltech101``  ``NCALTECH101/Caltech101/<class>/image_<NNNN>.bin``                8,709 in all, 101
-``dvslip``       ``DVSLip/DVS-Lip/{train,test}/<word>/<n>.npy``                     14,896 / 4,975, 100
-``hardvs``       ``HARDVS/extract/action_<NNN>/dvSave-<date>_<time>.npz`` (keys t,  64,522 / 10,734 / 32,390,
-                 x, y, p) and ``HARDVS/extract/{train,val,test}_label.txt``         300; 200 GB
-``cifar10``      ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``  50,000 / 10,000 in 6 files,
-                 (latin1 pickles)                                                   10; 186 MB
-``cifar100``     ``cifar-100-python/{train,test,meta}`` (latin1 pickles, fine and   50,000 / 10,000 in 2 files,
-                 coarse labels)                                                     100 (20 superclasses); 186 MB
-``imagenet``     ``imagenet/meta.bin`` and ``imagenet/{train,val}/<wnid>/*.JPEG``   1,281,167 / 50,000, 1000;
-                                                                                    145 GB
-===============  =================================================================  ==============================
+Events are drawn with numpy in whole arrays per sample (no loop per event): a class-dependent moving blob or stroke
+pattern (so a model can learn above chance), per-sample duration and event count drawn from the distributions tabled
+in :func:`gesture_events`, :func:`nmnist_events`, :func:`ncaltech_events`, :func:`dvslip_events` and
+:func:`hardvs_events`, polarities balanced (each event ON with probability 1/2).
 """
 
 from __future__ import annotations
@@ -45,30 +13,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache, partial
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from fsnn.data.fakes import write_fakes
-from fsnn.data.fixtures import _save_events, encode_atis_bin
+from fsnn.data.fakes.fixtures import _save_events, encode_atis_bin
+from fsnn.data.fakes.scaled_images import IMAGE_SEEDS
 from fsnn.data.hardvs import HARDVS_SENSOR, HARDVS_SIZES, HARDVS_SPLITS
-from fsnn.data.registry import dataset_info
-from fsnn.data.scaled_images import (
-    IMAGE_NAMES,
-    IMAGE_SEEDS,
-    image_counts,
-    image_path,
-    write_cifar_file,
-    write_cifar_meta,
-    write_imagenet_meta,
-    write_imagenet_sample,
-)
 from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
-
-#: the fakes read by tonic, whose file counts ``verify`` compares (:data:`fsnn.data.tonic_datasets.TONIC_SPECS`)
-TONIC_NAMES = ("dvsgesture", "nmnist", "ncaltech101", "dvslip")
-SCALED_NAMES = (*TONIC_NAMES, "hardvs", *IMAGE_NAMES)
 
 #: base seed of each dataset's samples (a sample's seed is ``(base, split, class, index)``)
 SEEDS = {"dvsgesture": 1001, "nmnist": 1002, "ncaltech101": 1003, "dvslip": 1004, "hardvs": 1005, **IMAGE_SEEDS}
@@ -527,7 +480,7 @@ def _hardvs_plan(scale: float) -> list[ScaledSample]:
 
 
 def hardvs_events(rng: np.random.Generator, label: int):
-    """One fake HarDVS recording of action ``label``: ``(x, y, t, p)``, int64 (as :mod:`fsnn.data.fixtures` writes
+    """One fake HarDVS recording of action ``label``: ``(x, y, t, p)``, int64 (as :mod:`fsnn.data.fakes.fixtures` writes
     them), ``t`` in microseconds, sorted from 0.
 
     A person mid-frame (a Gaussian body, 30 % of the events) swings the action's limbs (three strokes,
@@ -550,7 +503,7 @@ def hardvs_events(rng: np.random.Generator, label: int):
                                                         ``action_001/dvSave-2021_10_15_19_18_02``); the
                                                         timestamps are fake (:func:`hardvs_path`)
     file                    npz of int64 arrays t, x,   the keys SpikingJelly's ``HARDVS`` reads; the dtypes as
-                            y, p (32 bytes per event)   :mod:`fsnn.data.fixtures` writes them (the release's are
+                            y, p (32 bytes per event)   :mod:`fsnn.data.fakes.fixtures` writes them (the release's are
                                                         not documented)
     duration                normal, mean 5 s, sd 0.8    assumed: one action of a few seconds per recording (no
                             s, clipped to [3, 8] s      published distribution)
@@ -586,100 +539,26 @@ def _write_hardvs(root: Path, sample: ScaledSample) -> None:
     _save_events(root / sample.path, *hardvs_events(np.random.default_rng(sample.seed), sample.label))
 
 
-def _write_hardvs_lists(root: Path, plan: list[ScaledSample]) -> None:
+def write_hardvs_lists(root: Path, plan: list[ScaledSample]) -> None:
     """The release's ``extract/{train,val,test}_label.txt``: a line ``action_<NNN>/<sample> <label>`` per recording."""
     for split in HARDVS_SPLITS:
         lines = [f"{Path(s.path).parent.name}/{Path(s.path).stem} {s.label}" for s in plan if s.split == split]
         (root / "HARDVS" / "extract" / f"{split}_label.txt").write_text("".join(f"{line}\n" for line in lines))
 
 
-# -- all ---------------------------------------------------------------------------------------
-
-
-def _image_plan(name: str, scale: float) -> list[ScaledSample]:
-    return class_plan(name, image_counts(name), partial(image_path, name), scale)
-
-
-PLANS = {
+#: ``plan(scale)`` of each event dataset
+EVENT_PLANS = {
     "dvsgesture": _gesture_plan,
     "nmnist": _nmnist_plan,
     "ncaltech101": _ncaltech_plan,
     "dvslip": _dvslip_plan,
     "hardvs": _hardvs_plan,
-    **{name: partial(_image_plan, name) for name in IMAGE_NAMES},
 }
-#: ``writer(root, sample)`` of the datasets with a file per sample
-SAMPLE_WRITERS = {
+#: ``writer(root, sample)`` of each event dataset
+EVENT_WRITERS = {
     "dvsgesture": _write_gesture,
     "nmnist": _write_nmnist,
     "ncaltech101": _write_ncaltech,
     "dvslip": _write_dvslip,
     "hardvs": _write_hardvs,
-    "imagenet": write_imagenet_sample,
 }
-#: ``writer(root, path, samples)`` of the datasets whose files hold many samples (CIFAR's batches)
-FILE_WRITERS = {name: partial(write_cifar_file, name) for name in ("cifar10", "cifar100")}
-#: ``finish(root, plan)``, run after the samples: the files that list or describe them
-FINISHERS = {
-    "hardvs": _write_hardvs_lists,
-    "cifar10": partial(write_cifar_meta, "cifar10"),
-    "cifar100": partial(write_cifar_meta, "cifar100"),
-    "imagenet": write_imagenet_meta,
-}
-
-
-def check_scale(scale) -> float:
-    """``scale`` as a float when it is a number in ``(0, 1]``; raises ``ValueError`` otherwise."""
-    try:
-        value = float(scale)
-    except (TypeError, ValueError):
-        raise ValueError(f"must be a number in (0, 1], got {scale!r}") from None
-    if not 0 < value <= 1:  # also false for nan
-        raise ValueError(f"must be a number in (0, 1], got {scale!r}")
-    return value
-
-
-def passes_verification(name: str, scale: float) -> bool:
-    """Whether a fake of ``name`` at ``scale`` passes the completeness checks (``verify=True``), as a real copy of
-    that size would: at full size, except CIFAR's (torchvision compares md5 sums), and ImageNet's at every scale (fsnn
-    checks its 1000 class folders, which every scale keeps)."""
-    if name in ("cifar10", "cifar100"):
-        return False
-    return name == "imagenet" or check_scale(scale) == 1
-
-
-def scaled_plan(name: str, scale: float) -> list[ScaledSample]:
-    """The files a fake of ``name`` (one of :data:`SCALED_NAMES`) at ``scale`` holds, without writing them."""
-    if name not in PLANS:
-        raise ValueError(f"no scaled fixture for {name!r}; available: {', '.join(SCALED_NAMES)}")
-    return PLANS[name](check_scale(scale))
-
-
-def write_scaled_fixtures(root: Path, scale: float, names=None, *, progress: bool = False) -> dict[str, Path]:
-    """Write fakes of ``names`` (default: all of :data:`SCALED_NAMES`) at ``scale`` (a number in ``(0, 1]``) under
-    ``root`` (usable as ``data_dir``); returns ``{name: dataset folder}``. ``progress`` shows a bar per dataset
-    (tqdm, on stderr). Raises ``ValueError`` for a bad ``scale`` or name before writing anything."""
-    scale = check_scale(scale)
-    names = SCALED_NAMES if names is None else tuple(names)
-    unknown = sorted(set(names) - set(PLANS))
-    if unknown:
-        raise ValueError(f"no scaled fixture for {unknown}; available: {', '.join(SCALED_NAMES)}")
-    from tqdm import tqdm
-
-    def write(staging: Path, name: str) -> None:
-        plan = PLANS[name](scale)
-        for folder in sorted({str(Path(s.path).parent) for s in plan}):
-            (staging / folder).mkdir(parents=True, exist_ok=True)
-        if name in FILE_WRITERS:
-            files = {}
-            for sample in plan:
-                files.setdefault(sample.path, []).append(sample)
-            for path, samples in tqdm(files.items(), desc=name, unit="file", disable=not progress):
-                FILE_WRITERS[name](staging, path, samples)
-        else:
-            for sample in tqdm(plan, desc=name, unit="file", disable=not progress):
-                SAMPLE_WRITERS[name](staging, sample)
-        if name in FINISHERS:
-            FINISHERS[name](staging, plan)
-
-    return write_fakes(root, {name: dataset_info(name).directory for name in names}, write, scale)

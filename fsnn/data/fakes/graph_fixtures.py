@@ -1,5 +1,5 @@
 """Tiny copies of the graph datasets in their real raw formats, for offline tests and demos; written by
-:func:`fsnn.data.fixtures.write_fixtures` with the others, under ``root`` (usable as ``data_dir`` of
+:func:`fsnn.data.fakes.fixtures.write_fixtures` with the others, under ``root`` (usable as ``data_dir`` of
 :func:`fsnn.data.load_graph`):
 
 * ``Cora/raw/ind.cora.*``, ``CiteSeer/raw/ind.citeseer.*``, ``PubMed/raw/ind.pubmed.*``: Planetoid pickles
@@ -180,7 +180,7 @@ def _write_ogbn_arxiv(root: Path, rng: np.random.Generator) -> Path:
     return folder
 
 
-#: name -> ``writer(root, rng) -> dataset folder``, for :func:`fsnn.data.fixtures.write_fixtures`
+#: name -> ``writer(root, rng) -> dataset folder``, for :func:`fsnn.data.fakes.fixtures.write_fixtures`
 GRAPH_WRITERS = {
     **{name: partial(_write_planetoid, name=name) for name in _PLANETOID},
     **{name: partial(_write_npz, name=name) for name in _NPZ},

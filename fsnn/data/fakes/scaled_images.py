@@ -1,8 +1,8 @@
 """Fake static image datasets at a chosen fraction of their published size, in the on-disk formats torchvision reads:
 CIFAR-10 and CIFAR-100 (latin1 pickles, one file per batch) and ImageNet-1k (a JPEG per image and ``meta.bin``).
 
-:mod:`fsnn.data.scaled_fixtures` plans, seeds and registers them (``write_scaled_fixtures(root, scale, ["cifar10"])``
-or ``fsnn-fixtures DIR --scale FRACTION --only cifar10``); this module holds what is particular to them: their
+:mod:`.scaled_fixtures` plans, seeds and registers them (``write_scaled_fixtures(root, scale, ["cifar10"])`` or
+``fsnn-fixtures DIR --scale FRACTION --only cifar10``); this module holds what is particular to them: their
 published counts and class names (:func:`image_counts`, :func:`image_path`), the images (:func:`cifar_images`,
 :func:`imagenet_image`, statistics tabled in their docstrings) and the writers. As for the event fakes, every image
 draws from its own seed, so it is the same at every scale, and carries a class-dependent colour and pattern (so a
