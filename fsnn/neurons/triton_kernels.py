@@ -182,37 +182,21 @@ if not _TRITON_MISSING:
         return out
 
     @triton.jit
-    def _forward_step(
-        s_ptr,
-        h_ptr,
-        v_ptr,
-        g_ptr,
-        kappa_ptr,
-        col,
-        mask,
-        k,
-        N,
-        reach,
-        x,
-        ring,
-        modes,
-        v_prev,
-        kap,
-        lam,
-        read,
-        drive,
-        k0,
-        theta,
-        v_reset,
-        v_init,
-        R: tl.constexpr,
-        W: tl.constexpr,
-        FAR: tl.constexpr,
-        LEAK: tl.constexpr,
-        HARD: tl.constexpr,
-        STORE_V: tl.constexpr,
-        DT: tl.constexpr,
-    ):
+    def _forward_step(where, consts, CFG: tl.constexpr, k, x, ring, modes, v_prev):
+        """One forward step at time ``k``. The arguments every step of a program shares travel as three tuples,
+        so that each call is written once: ``where`` (the buffers it writes, its neurons ``col`` and their
+        ``mask``, the sizes), ``consts`` (the loop's constants) and ``CFG``, the kernel's compile-time options,
+        read by index: a constexpr tuple unpacked in one assignment would give plain values. The compute dtype
+        is ``x``'s."""
+        s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, N, reach = where
+        kap, lam, read, drive, k0, theta, v_reset, v_init = consts
+        R: tl.constexpr = CFG[0]
+        W: tl.constexpr = CFG[1]
+        FAR: tl.constexpr = CFG[2]
+        LEAK: tl.constexpr = CFG[3]
+        HARD: tl.constexpr = CFG[4]
+        STORE_V: tl.constexpr = CFG[5]
+        DT = x.dtype
         row = tl.cast(k, col.dtype) * N
         y = _history(ring, modes, kap, read, R, W) + v_init
         if FAR:
@@ -274,115 +258,36 @@ if not _TRITON_MISSING:
         ring = (zero,) * R
         modes = (zero,) * W
         v_prev = zero + v_init
+        where = (s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, N, reach)
+        consts = (kap, lam, read, drive, k0, theta, v_reset, v_init)
+        CFG: tl.constexpr = (R, W, FAR, LEAK, HARD, STORE_V)
         full = (T // UNROLL) * UNROLL
         xs = _prefetch(x_ptr, col, mask, 0, 1, T, N, UNROLL, DT)
         for c in range(0, full, UNROLL):
             ahead = _prefetch(x_ptr, col, mask, c + UNROLL, 1, T, N, UNROLL, DT)
             for j in tl.static_range(UNROLL):
-                ring, modes, v_prev = _forward_step(
-                    s_ptr,
-                    h_ptr,
-                    v_ptr,
-                    g_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    c + j,
-                    N,
-                    reach,
-                    xs[j],
-                    ring,
-                    modes,
-                    v_prev,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    v_init,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    STORE_V,
-                    DT,
-                )
+                ring, modes, v_prev = _forward_step(where, consts, CFG, c + j, xs[j], ring, modes, v_prev)
             xs = ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
-                ring, modes, v_prev = _forward_step(
-                    s_ptr,
-                    h_ptr,
-                    v_ptr,
-                    g_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    full + j,
-                    N,
-                    reach,
-                    xs[j],
-                    ring,
-                    modes,
-                    v_prev,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    v_init,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    STORE_V,
-                    DT,
-                )
+                ring, modes, v_prev = _forward_step(where, consts, CFG, full + j, xs[j], ring, modes, v_prev)
 
     @triton.jit
-    def _backward_step(
-        gx_ptr,
-        u_ptr,
-        hb_ptr,
-        kappa_ptr,
-        col,
-        mask,
-        k,
-        T,
-        N,
-        reach,
-        h,
-        gs,
-        gv,
-        ring,
-        modes,
-        u_next,
-        kap,
-        lam,
-        read,
-        drive,
-        k0,
-        theta,
-        v_reset,
-        scale,
-        R: tl.constexpr,
-        W: tl.constexpr,
-        FAR: tl.constexpr,
-        LEAK: tl.constexpr,
-        HARD: tl.constexpr,
-        DETACH: tl.constexpr,
-        SURROGATE: tl.constexpr,
-        HAS_GS: tl.constexpr,
-        HAS_GV: tl.constexpr,
-        STORE_UH: tl.constexpr,
-        DT: tl.constexpr,
-    ):
+    def _backward_step(where, consts, CFG: tl.constexpr, k, h, gs, gv, ring, modes, u_next):
+        """One backward step at time ``k`` (reverse time), its arguments grouped as :func:`_forward_step`'s."""
+        gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T, N, reach = where
+        kap, lam, read, drive, k0, theta, v_reset, scale = consts
+        R: tl.constexpr = CFG[0]
+        W: tl.constexpr = CFG[1]
+        FAR: tl.constexpr = CFG[2]
+        LEAK: tl.constexpr = CFG[3]
+        HARD: tl.constexpr = CFG[4]
+        DETACH: tl.constexpr = CFG[5]
+        SURROGATE: tl.constexpr = CFG[6]
+        HAS_GS: tl.constexpr = CFG[7]
+        HAS_GV: tl.constexpr = CFG[8]
+        STORE_UH: tl.constexpr = CFG[9]
+        DT = h.dtype
         row = tl.cast(k, col.dtype) * N
         sg = _surrogate(h - theta, scale, SURROGATE)
         if HARD:
@@ -458,6 +363,9 @@ if not _TRITON_MISSING:
         ring = (zero,) * R
         modes = (zero,) * W
         u_next = zero
+        where = (gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T, N, reach)
+        consts = (kap, lam, read, drive, k0, theta, v_reset, scale)
+        CFG: tl.constexpr = (R, W, FAR, LEAK, HARD, DETACH, SURROGATE, HAS_GS, HAS_GV, STORE_UH)
         none = (zero,) * UNROLL
         full = (T // UNROLL) * UNROLL
         hs = _prefetch(h_ptr, col, mask, T - 1, -1, T, N, UNROLL, DT)
@@ -470,81 +378,13 @@ if not _TRITON_MISSING:
             gv_ahead = _prefetch(gv_ptr, col, mask, k, -1, T, N, UNROLL, DT) if HAS_GV else none
             for j in tl.static_range(UNROLL):
                 ring, modes, u_next = _backward_step(
-                    gx_ptr,
-                    u_ptr,
-                    hb_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    T - 1 - c - j,
-                    T,
-                    N,
-                    reach,
-                    hs[j],
-                    gss[j],
-                    gvs[j],
-                    ring,
-                    modes,
-                    u_next,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    scale,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    DETACH,
-                    SURROGATE,
-                    HAS_GS,
-                    HAS_GV,
-                    STORE_UH,
-                    DT,
+                    where, consts, CFG, T - 1 - c - j, hs[j], gss[j], gvs[j], ring, modes, u_next
                 )
             hs, gss, gvs = h_ahead, gs_ahead, gv_ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
                 ring, modes, u_next = _backward_step(
-                    gx_ptr,
-                    u_ptr,
-                    hb_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    T - 1 - full - j,
-                    T,
-                    N,
-                    reach,
-                    hs[j],
-                    gss[j],
-                    gvs[j],
-                    ring,
-                    modes,
-                    u_next,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    scale,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    DETACH,
-                    SURROGATE,
-                    HAS_GS,
-                    HAS_GV,
-                    STORE_UH,
-                    DT,
+                    where, consts, CFG, T - 1 - full - j, hs[j], gss[j], gvs[j], ring, modes, u_next
                 )
 
 
