@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-from fsnn.checks import Count, Probability, check_int
+from fsnn.checks import Count, Probability, check_int, checked
 from fsnn.models.layers import (
     SeqBatchNorm2d,
     SeqConv2d,
@@ -37,26 +37,22 @@ class DVSNet(nn.Module):
     ``num_blocks``; the flatten size is ``channels * h * w`` of the last map.
     """
 
+    @checked
     def __init__(
         self,
-        num_classes: int = 11,
-        in_channels: int = 2,
+        num_classes: Count = 11,
+        in_channels: Count = 2,
         input_size=(128, 128),
-        channels: int = 128,
-        num_blocks: int = 5,
-        hidden: int = 512,
-        dropout: float = 0.5,
-        voting: int = 10,
+        channels: Count = 128,
+        num_blocks: Count = 5,
+        hidden: Count = 512,
+        dropout: Probability = 0.5,
+        voting: Count = 10,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        self.num_classes = check_int("num_classes", num_classes)
-        self.in_channels = check_int("in_channels", in_channels)
-        channels = check_int("channels", channels)
-        num_blocks = check_int("num_blocks", num_blocks)
-        hidden = check_int("hidden", hidden)
-        voting = check_int("voting", voting)
+        self.num_classes, self.in_channels = num_classes, in_channels
         h, w = (check_int("input_size", s) for s in _pair(input_size))
         self.input_size = (h, w)
         self.neuron = neuron

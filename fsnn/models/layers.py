@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn.checks import check_int, check_ratio
+from fsnn.checks import Count, Probability, checked
 from fsnn.neurons.registry import build_neuron
 from fsnn.registry import require
 
@@ -100,9 +100,10 @@ class SeqDropout(nn.Module):
     Training: ``x * m / (1 - p)`` with ``m ~ Bernoulli(1 - p)`` of shape ``x.shape[1:]``; evaluation: identity.
     """
 
-    def __init__(self, p: float = 0.5):
+    @checked
+    def __init__(self, p: Probability = 0.5):
         super().__init__()
-        self.p = check_ratio("dropout p", p, below_one=True)
+        self.p = p
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -121,10 +122,11 @@ class SeqDropPath(nn.Module):
     timm draws one decision per entry of dim 0, which is ``T`` here; moving ``B`` to the front makes it per sample.
     """
 
-    def __init__(self, p: float = 0.0):
+    @checked
+    def __init__(self, p: Probability = 0.0):
         super().__init__()
         timm_layers = require("timm.layers", "SeqDropPath (timm's DropPath, in the Spikformer backbones)", "vision")
-        self.drop = timm_layers.DropPath(check_ratio("drop_path p", p, below_one=True))
+        self.drop = timm_layers.DropPath(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.drop.drop_prob == 0.0:
@@ -135,9 +137,10 @@ class SeqDropPath(nn.Module):
 class VotingLayer(nn.Module):
     """``[T, B, K*g] -> [T, B, K]``: mean over consecutive groups of ``g`` outputs (SpikingJelly ``VotingLayer``)."""
 
-    def __init__(self, group: int = 10):
+    @checked
+    def __init__(self, group: Count = 10):
         super().__init__()
-        self.group = check_int("voting group size", group)
+        self.group = group
 
     def extra_repr(self) -> str:
         return f"group={self.group}"

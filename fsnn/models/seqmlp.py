@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn.checks import Count, Flag, check_int
+from fsnn.checks import Count, Flag, checked
 from fsnn.models.layers import SeqBatchNorm1d, check_sequence, fresh_neuron
 from fsnn.models.registry import register_backbone
 
@@ -73,29 +73,24 @@ class SpikingLinear(nn.Module):
 class SeqMLP(nn.Module):
     """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring)."""
 
+    @checked
     def __init__(
         self,
-        in_features: int,
-        num_classes: int,
-        readout_steps: int = 1,
-        hidden: int = 64,
-        layers: int = 2,
-        recurrent: bool = False,
-        norm: bool = True,
+        in_features: Count,
+        num_classes: Count,
+        readout_steps: Count = 1,
+        hidden: Count = 64,
+        layers: Count = 2,
+        recurrent: Flag = False,
+        norm: Flag = True,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        self.in_features = check_int("in_features", in_features)
-        self.num_classes = check_int("num_classes", num_classes)
-        self.readout_steps = check_int("readout_steps", readout_steps)
-        hidden, layers = check_int("hidden", hidden), check_int("layers", layers)
+        self.in_features, self.num_classes, self.readout_steps = in_features, num_classes, readout_steps
         sizes = [self.in_features] + [hidden] * layers
         self.layers = nn.Sequential(
-            *(
-                SpikingLinear(a, b, neuron, neuron_kwargs, bool(recurrent), bool(norm))
-                for a, b in zip(sizes[:-1], sizes[1:])
-            )
+            *(SpikingLinear(a, b, neuron, neuron_kwargs, recurrent, norm) for a, b in zip(sizes[:-1], sizes[1:]))
         )
         self.readout = nn.Linear(hidden, self.num_classes)
 

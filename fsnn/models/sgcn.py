@@ -30,11 +30,11 @@ from fsnn.checks import (
     NonNegativeInt,
     Probability,
     check_int,
-    check_ratio,
+    checked,
     one_of,
 )
 from fsnn.models.energy import SynapticLayer
-from fsnn.models.poisson import PoissonEncoder, check_noise_std
+from fsnn.models.poisson import PoissonEncoder
 from fsnn.models.registry import register_backbone
 from fsnn.neurons.fractional import LEARNED_THRESHOLD, Confine, FractionalNeuron, inverse_softplus
 from fsnn.neurons.memory import history_kernel
@@ -101,10 +101,11 @@ class SpikingGCN(nn.Module):
 
     full_graph = False
 
+    @checked
     def __init__(
         self,
-        in_features: int,
-        num_classes: int,
+        in_features: Count,
+        num_classes: Count,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
         T: Count = 100,
@@ -116,16 +117,15 @@ class SpikingGCN(nn.Module):
         legacy_cumulated_readout: Flag = False,
     ):
         super().__init__()
-        self.in_features = check_int("in_features", in_features)
-        self.num_classes = check_int("num_classes", num_classes)
+        self.in_features, self.num_classes = in_features, num_classes
         self.encoder = PoissonEncoder(T, frozen=legacy_frozen_encoding)
         self.T = self.encoder.T
-        self.fc = nn.Linear(self.in_features, self.num_classes, bias=bool(bias))
-        self.dropout = check_ratio("dropout", dropout, below_one=True)
+        self.fc = nn.Linear(self.in_features, self.num_classes, bias=bias)
+        self.dropout = dropout
         self.neuron = build_neuron(neuron, **dict(neuron_kwargs or {}))
-        self.spike_noise_std = check_noise_std(spike_noise_std)
-        self.legacy_double_softmax = bool(legacy_double_softmax)
-        self.legacy_cumulated_readout = bool(legacy_cumulated_readout)
+        self.spike_noise_std = spike_noise_std
+        self.legacy_double_softmax = legacy_double_softmax
+        self.legacy_cumulated_readout = legacy_cumulated_readout
 
     def extra_repr(self) -> str:
         legacy = "".join(
@@ -207,10 +207,11 @@ class DRSGNN(SpikingGCN):
             ``legacy_*`` switches), with the same meaning, range and default.
     """
 
+    @checked
     def __init__(
         self,
-        in_features: int,
-        num_classes: int,
+        in_features: Count,
+        num_classes: Count,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
         T: Count = 100,
