@@ -37,8 +37,12 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from fsnn.neurons.engines import EngineConfig
 
 R_MAX = 64  # the longest exact history kept in registers; beyond it the direct engine reads G
 R_DIRECT = 32  # auto stays exact up to this many lags; beyond, the SOE's ~8 + 2W registers cost less
@@ -421,18 +425,19 @@ def _soe_arrays(decays, soe_w, k_head):
     return decays.contiguous(), soe_w.detach().contiguous(), decays.numel()
 
 
-def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_reset: float, store_v: bool):
-    """``(spikes [T, N] in x's dtype, H [T, N], V [T, N] or None)`` for a contiguous ``x [T, N]``."""
+def forward(x, tau, theta, k_head, soe_w, cfg: EngineConfig):
+    """``(spikes [T, N] in x's dtype, H [T, N], V [T, N] or None)`` for a contiguous ``x [T, N]``; ``V`` is kept when
+    ``cfg.return_state``."""
     T, N = x.shape
-    R, reach = ring_size(len(k_head), soe=decays is not None)
-    lam, w, W = _soe_arrays(decays, soe_w, k_head)
+    store_v = cfg.return_state
+    R, reach = ring_size(len(k_head), soe=cfg.decays is not None)
+    lam, w, W = _soe_arrays(cfg.decays, soe_w, k_head)
     state = _state_dtype(x)
     spikes = torch.empty_like(x)
     H = torch.empty(T, N, dtype=state, device=x.device)
     V = torch.empty(T, N, dtype=state, device=x.device) if store_v else H
     G = torch.empty(T, N, dtype=state, device=x.device) if reach else H
     block, warps, unroll = _launch_options()
-    v_init = v_reset if reset == "hard" else 0.0
     _forward_kernel[_launch_grid(N, block)](
         x,
         spikes,
@@ -445,15 +450,15 @@ def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_r
         w,
         tau.detach(),
         theta.detach(),
-        _constants_on(x.device, state, (float(v_reset), float(v_init), 0.0)),
+        _constants_on(x.device, state, (float(cfg.v_reset), float(cfg.v_init), 0.0)),
         T,
         N,
         reach,
         R=R,
         W=W,
         FAR=bool(reach),
-        LEAK=leak,
-        HARD=reset == "hard",
+        LEAK=cfg.leak,
+        HARD=cfg.reset == "hard",
         STORE_V=store_v,
         UNROLL=unroll,
         DT=_compute_dtype(x),
@@ -465,28 +470,12 @@ def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_r
 
 
 def backward(
-    grad_spikes,
-    grad_v,
-    H,
-    tau,
-    theta,
-    k_head,
-    soe_w,
-    decays,
-    *,
-    leak: bool,
-    reset: str,
-    v_reset: float,
-    detach_reset: bool,
-    surrogate: str,
-    scale: float,
-    x_dtype: torch.dtype,
-    need_uh: bool,
+    grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg: EngineConfig, *, x_dtype: torch.dtype, need_uh: bool
 ):
     """``(dL/dX, U, Hbar)``; ``U``/``Hbar`` are ``None`` unless ``need_uh``."""
     T, N = H.shape
-    R, reach = ring_size(len(k_head), soe=decays is not None)
-    lam, w, W = _soe_arrays(decays, soe_w, k_head)
+    R, reach = ring_size(len(k_head), soe=cfg.decays is not None)
+    lam, w, W = _soe_arrays(cfg.decays, soe_w, k_head)
     grad_x = torch.empty(T, N, dtype=x_dtype, device=H.device)
     U = torch.empty_like(H) if need_uh else H
     Hbar = torch.empty_like(H) if (need_uh or reach) else H
@@ -506,17 +495,17 @@ def backward(
         w,
         tau.detach(),
         theta.detach(),
-        _constants_on(H.device, H.dtype, (float(v_reset), 0.0, float(scale))),
+        _constants_on(H.device, H.dtype, (float(cfg.v_reset), 0.0, float(cfg.surrogate_scale))),
         T,
         N,
         reach,
         R=R,
         W=W,
         FAR=bool(reach),
-        LEAK=leak,
-        HARD=reset == "hard",
-        DETACH=detach_reset,
-        SURROGATE=SURROGATE_IDS[surrogate],
+        LEAK=cfg.leak,
+        HARD=cfg.reset == "hard",
+        DETACH=cfg.detach_reset,
+        SURROGATE=SURROGATE_IDS[cfg.surrogate],
         HAS_GS=grad_spikes is not None,
         HAS_GV=grad_v is not None,
         STORE_UH=need_uh,
