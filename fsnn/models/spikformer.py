@@ -36,7 +36,7 @@ from fsnn.models.layers import (
 )
 from fsnn.models.registry import register_backbone
 
-__all__ = ["MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "spikformer_imagenet"]
+__all__ = ["IMAGENET", "MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "spikformer_imagenet"]
 
 
 class SPS(nn.Module):
