@@ -37,12 +37,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import TYPE_CHECKING
 
 import torch
-
-if TYPE_CHECKING:
-    from fsnn.neurons.engines import EngineConfig
 
 R_MAX = 64  # the longest exact history kept in registers; beyond it the direct engine reads G
 R_DIRECT = 32  # auto stays exact up to this many lags; beyond, the SOE's ~8 + 2W registers cost less
@@ -425,9 +421,9 @@ def _soe_arrays(decays, soe_w, k_head):
     return decays.contiguous(), soe_w.detach().contiguous(), decays.numel()
 
 
-def forward(x, tau, theta, k_head, soe_w, cfg: EngineConfig):
-    """``(spikes [T, N] in x's dtype, H [T, N], V [T, N] or None)`` for a contiguous ``x [T, N]``; ``V`` is kept when
-    ``cfg.return_state``."""
+def forward(x, tau, theta, k_head, soe_w, cfg):
+    """``(spikes [T, N] in x's dtype, H [T, N], V [T, N] or None)`` for a contiguous ``x [T, N]``; ``cfg`` is the
+    call's :class:`fsnn.neurons.engines.EngineConfig` (``V`` is kept when ``cfg.return_state``)."""
     T, N = x.shape
     store_v = cfg.return_state
     R, reach = ring_size(len(k_head), soe=cfg.decays is not None)
@@ -469,10 +465,8 @@ def forward(x, tau, theta, k_head, soe_w, cfg: EngineConfig):
     return spikes, H, (V if store_v else None)
 
 
-def backward(
-    grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg: EngineConfig, *, x_dtype: torch.dtype, need_uh: bool
-):
-    """``(dL/dX, U, Hbar)``; ``U``/``Hbar`` are ``None`` unless ``need_uh``."""
+def backward(grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg, *, x_dtype: torch.dtype, need_uh: bool):
+    """``(dL/dX, U, Hbar)`` (``U``/``Hbar`` are ``None`` unless ``need_uh``); ``cfg`` as in :func:`forward`."""
     T, N = H.shape
     R, reach = ring_size(len(k_head), soe=cfg.decays is not None)
     lam, w, W = _soe_arrays(cfg.decays, soe_w, k_head)
