@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from fsnn.checks import Count, Flag, checked
-from fsnn.models.layers import SeqBatchNorm1d, check_sequence, fresh_neuron
+from fsnn.models.layers import SeqBatchNorm1d, check_sequence, factory_of, fresh_neuron
 from fsnn.models.registry import register_backbone
 
 __all__ = ["SeqMLP", "SpikingLinear", "seqmlp"]
@@ -71,7 +71,22 @@ class SpikingLinear(nn.Module):
 
 
 class SeqMLP(nn.Module):
-    """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring)."""
+    """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring).
+
+    Args:
+        in_features: supplied by the task (:func:`fsnn.models.register_backbone`); default ``17``
+            (``delayed_cue``'s 16 channels and "go").
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``4``.
+        readout_steps: supplied by the task (:func:`fsnn.models.register_backbone`); default ``1``.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
+        hidden: the width of every hidden layer, an integer >= 1; default ``64``.
+        layers: the number of hidden Linear-BN-neuron layers, an integer >= 1; default ``2``.
+        recurrent: ``True`` adds ``R s_{t-1}`` to every hidden layer's input (see the module docstring; SpikingJelly
+            and snnTorch neurons only, fsnn's refuse it); default ``False``.
+        norm: ``True`` (default) batch-normalises every hidden layer's currents over ``T * B`` (its Linear then has
+            no bias); ``False``: no normalisation, a Linear with bias.
+    """
 
     @checked
     def __init__(
@@ -104,45 +119,12 @@ class SeqMLP(nn.Module):
 
 
 @register_backbone("seqmlp", supports={"sequence"})
-def seqmlp(
-    in_features: int = 17,
-    num_classes: int = 4,
-    readout_steps: int = 1,
-    neuron: str = "flif",
-    neuron_kwargs: dict | None = None,
-    hidden: Count = 64,
-    layers: Count = 2,
-    recurrent: Flag = False,
-    norm: Flag = True,
-) -> SeqMLP:
+@factory_of(SeqMLP, {"in_features": 17, "num_classes": 4})
+def seqmlp(**options) -> SeqMLP:
     """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
     classes).
 
     Takes ``[T, B, in_features]`` sequences and returns the readout at each of the last ``readout_steps`` steps,
     ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.training.SpikingClassifier`).
-
-    Args:
-        in_features: supplied by the task (:func:`fsnn.models.register_backbone`); default ``17``
-            (``delayed_cue``'s 16 channels and "go").
-        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``4``.
-        readout_steps: supplied by the task (:func:`fsnn.models.register_backbone`); default ``1``.
-        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
-        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
-        hidden: the width of every hidden layer, an integer >= 1; default ``64``.
-        layers: the number of hidden Linear-BN-neuron layers, an integer >= 1; default ``2``.
-        recurrent: ``True`` adds ``R s_{t-1}`` to every hidden layer's input (see the module docstring; SpikingJelly
-            and snnTorch neurons only, fsnn's refuse it); default ``False``.
-        norm: ``True`` (default) batch-normalises every hidden layer's currents over ``T * B`` (its Linear then has
-            no bias); ``False``: no normalisation, a Linear with bias.
     """
-    return SeqMLP(
-        in_features=in_features,
-        num_classes=num_classes,
-        readout_steps=readout_steps,
-        hidden=hidden,
-        layers=layers,
-        recurrent=recurrent,
-        norm=norm,
-        neuron=neuron,
-        neuron_kwargs=neuron_kwargs,
-    )
+    return SeqMLP(**options)

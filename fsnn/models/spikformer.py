@@ -16,8 +16,6 @@ backbone) and ``spikformer_imagenet`` (Spikformer-8-512, 29.69M parameters for 1
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
@@ -31,6 +29,7 @@ from fsnn.models.layers import (
     SeqDropPath,
     SeqMaxPool2d,
     check_sequence,
+    factory_of,
     fresh_neuron,
     output_size,
 )
@@ -257,33 +256,8 @@ class Spikformer(nn.Module):
         return self.head(x.mean(-1))
 
 
-def _factory_of(cls: type, defaults: dict):
-    """Decorator: the decorated ``factory(**options)`` builds ``cls`` with ``defaults`` replacing its own. Its
-    signature (``cls``'s arguments, by keyword) and the ``Args:`` of its docstring say so, so that the registry reads
-    its options from it and its documentation lists them."""
-
-    def decorate(factory):
-        signature = inspect.signature(cls, eval_str=True)
-        parameters = [
-            p.replace(kind=p.KEYWORD_ONLY, default=defaults.get(name, p.default))
-            for name, p in signature.parameters.items()
-        ]
-        factory.__signature__ = signature.replace(parameters=parameters, return_annotation=cls)
-        factory.__doc__ = "\n".join(
-            [
-                inspect.cleandoc(factory.__doc__),
-                "",
-                "Args:",
-                *(f"    {p.name}: as in :class:`{cls.__name__}`; default ``{p.default!r}``." for p in parameters),
-            ]
-        )
-        return factory
-
-    return decorate
-
-
 @register_backbone("spikformer", supports={"event", "static"})
-@_factory_of(Spikformer, {})
+@factory_of(Spikformer, {})
 def spikformer(**options) -> Spikformer:
     """Neuromorphic Spikformer (2x128x128 -> 64 tokens, D 256, 16 heads, 2 blocks): 2,566,923 parameters, 11 classes.
 
@@ -305,7 +279,7 @@ IMAGENET = {
 
 
 @register_backbone("spikformer_imagenet", supports={"static", "event"})
-@_factory_of(Spikformer, IMAGENET)
+@factory_of(Spikformer, IMAGENET)
 def spikformer_imagenet(**options) -> Spikformer:
     """Spikformer-8-512 (the paper's 29.7M-parameter ImageNet model, 160x160 -> 10x10 tokens): 29,689,384 parameters.
 
@@ -313,4 +287,4 @@ def spikformer_imagenet(**options) -> Spikformer:
     heads, 8 blocks), its arguments by keyword. Takes ``[T, B, in_channels, H, W]`` frames and returns logits
     ``[T, B, num_classes]``.
     """
-    return Spikformer(**{**IMAGENET, **options})
+    return Spikformer(**options)
