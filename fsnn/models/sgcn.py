@@ -192,10 +192,8 @@ class DRSGNN(SpikingGCN):
 
     Args:
         in_features: as in :class:`SpikingGCN`, the positional-encoding columns included: ``F + pe_dim``.
-        num_classes: as in :class:`SpikingGCN`.
         neuron: as in :class:`SpikingGCN`; default ``"flif"``.
         neuron_kwargs: as in :class:`SpikingGCN`; default ``None``.
-        T: as in :class:`SpikingGCN`; default ``100``.
         pe: the positional encoding in the last ``pe_dim`` input columns: ``"lap"`` (default: Laplacian
             eigenvectors, LSPE, signs flipped at random in training), ``"rw"`` (random-walk landing probabilities,
             RWPE) or ``"none"``; ``"laplacian"``, ``"random_walk"`` and ``None`` are the same three.
@@ -203,18 +201,16 @@ class DRSGNN(SpikingGCN):
             (the paper's); ignored (0) with ``pe="none"``.
         threshold_mode: who learns the threshold: ``"auto"`` (default), ``"neuron"``, ``"scale"`` or ``"fixed"``
             (see above).
-        **kwargs: the other arguments of :class:`SpikingGCN` (``dropout``, ``bias``, ``spike_noise_std`` and the
-            ``legacy_*`` switches), with the same meaning, range and default.
+        **kwargs: the other arguments of :class:`SpikingGCN` (``num_classes``, ``T``, ``dropout``, ``bias``,
+            ``spike_noise_std`` and the ``legacy_*`` switches), with the same meaning, range and default.
     """
 
     @checked
     def __init__(
         self,
         in_features: Count,
-        num_classes: Count,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
-        T: Count = 100,
         pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap",
         pe_dim: NonNegativeInt = 32,
         threshold_mode: one_of(*THRESHOLD_MODES) = "auto",
@@ -235,7 +231,7 @@ class DRSGNN(SpikingGCN):
                 f"threshold_mode={threshold_mode!r} with learn_threshold=True would learn the threshold "
                 "twice (or not at all); drop learn_threshold or use threshold_mode='neuron'"
             )
-        super().__init__(in_features, num_classes, neuron, neuron_kwargs, T, **kwargs)
+        super().__init__(in_features, neuron=neuron, neuron_kwargs=neuron_kwargs, **kwargs)
         self.pe, self.pe_dim, self.threshold_mode = pe, pe_dim, threshold_mode
         self.threshold0 = float(neuron_kwargs.get("threshold", self._neuron_default_threshold()))
         if threshold_mode == "scale":
