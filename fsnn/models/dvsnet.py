@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-from fsnn.checks import Count, Probability, check_int
+from fsnn.checks import Count, Probability, check_int, checked
 from fsnn.models.layers import (
     SeqBatchNorm2d,
     SeqConv2d,
@@ -23,6 +23,7 @@ from fsnn.models.layers import (
     SeqMaxPool2d,
     VotingLayer,
     check_sequence,
+    factory_of,
     fresh_neuron,
 )
 from fsnn.models.registry import register_backbone
@@ -35,28 +36,41 @@ class DVSNet(nn.Module):
 
     A block max-pools (2x2) only while both spatial sides are >= 2, so small inputs (34x34 N-MNIST) work with any
     ``num_blocks``; the flatten size is ``channels * h * w`` of the last map.
+
+    Args:
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``.
+            The network is built for it (the flatten size depends on it): other inputs are refused.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
+        channels: the channels ``C`` of every convolution block, an integer >= 1; default ``128`` (the paper's
+            N-Caltech101 ablation also uses 256 and 512; ``conf/backbone/dvsnet_small.yaml``: 32).
+        num_blocks: the number of conv-BN-neuron-maxpool blocks, an integer >= 1; default ``5`` (a block pools only
+            while both sides are >= 2).
+        hidden: the width of the hidden fully connected layer, an integer >= 1; default ``512``.
+        dropout: the probability of both dropout layers of the classifier (one mask per sample for all steps,
+            training only), a number in ``[0, 1)``; default ``0.5``.
+        voting: the output neurons per class whose firing is averaged (SpikingJelly's voting head), an
+            integer >= 1; default ``10`` (``1``: one neuron per class, the authors' released HarDVS CNN).
     """
 
+    @checked
     def __init__(
         self,
-        num_classes: int = 11,
-        in_channels: int = 2,
+        num_classes: Count = 11,
+        in_channels: Count = 2,
         input_size=(128, 128),
-        channels: int = 128,
-        num_blocks: int = 5,
-        hidden: int = 512,
-        dropout: float = 0.5,
-        voting: int = 10,
+        channels: Count = 128,
+        num_blocks: Count = 5,
+        hidden: Count = 512,
+        dropout: Probability = 0.5,
+        voting: Count = 10,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        self.num_classes = check_int("num_classes", num_classes)
-        self.in_channels = check_int("in_channels", in_channels)
-        channels = check_int("channels", channels)
-        num_blocks = check_int("num_blocks", num_blocks)
-        hidden = check_int("hidden", hidden)
-        voting = check_int("voting", voting)
+        self.num_classes, self.in_channels = num_classes, in_channels
         h, w = (check_int("input_size", s) for s in _pair(input_size))
         self.input_size = (h, w)
         self.neuron = neuron
@@ -103,48 +117,10 @@ class DVSNet(nn.Module):
 
 
 @register_backbone("dvsnet", supports={"event", "static"})
-def dvsnet(
-    num_classes: int = 11,
-    in_channels: int = 2,
-    input_size=(128, 128),
-    neuron: str = "flif",
-    neuron_kwargs: dict | None = None,
-    channels: Count = 128,
-    num_blocks: Count = 5,
-    hidden: Count = 512,
-    dropout: Probability = 0.5,
-    voting: Count = 10,
-) -> DVSNet:
+@factory_of(DVSNet, {})
+def dvsnet(**options) -> DVSNet:
     """SpikingJelly ``DVSGestureNet`` (C=128, 5 blocks, FC 512, voting 10): 1,698,926 parameters for 11 classes.
 
     Takes ``[T, B, in_channels, H, W]`` frames and returns the voted firing rates ``[T, B, num_classes]``.
-
-    Args:
-        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
-        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
-        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``.
-            The network is built for it (the flatten size depends on it): other inputs are refused.
-        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
-        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
-        channels: the channels ``C`` of every convolution block, an integer >= 1; default ``128`` (the paper's
-            N-Caltech101 ablation also uses 256 and 512; ``conf/backbone/dvsnet_small.yaml``: 32).
-        num_blocks: the number of conv-BN-neuron-maxpool blocks, an integer >= 1; default ``5`` (a block pools only
-            while both sides are >= 2).
-        hidden: the width of the hidden fully connected layer, an integer >= 1; default ``512``.
-        dropout: the probability of both dropout layers of the classifier (one mask per sample for all steps,
-            training only), a number in ``[0, 1)``; default ``0.5``.
-        voting: the output neurons per class whose firing is averaged (SpikingJelly's voting head), an
-            integer >= 1; default ``10`` (``1``: one neuron per class, the authors' released HarDVS CNN).
     """
-    return DVSNet(
-        num_classes=num_classes,
-        in_channels=in_channels,
-        input_size=input_size,
-        channels=channels,
-        num_blocks=num_blocks,
-        hidden=hidden,
-        dropout=dropout,
-        voting=voting,
-        neuron=neuron,
-        neuron_kwargs=neuron_kwargs,
-    )
+    return DVSNet(**options)

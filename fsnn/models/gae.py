@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn.checks import Count, Flag, check_choice, check_int, one_of
+from fsnn.checks import Count, Flag, checked, one_of
 from fsnn.models.registry import register_backbone
 
 ENCODERS = ("gcn", "linear")  # GAE's encoders (see the module's docstring)
@@ -78,9 +78,10 @@ class GAE(nn.Module):
     full_graph = True
     link_only = True
 
+    @checked
     def __init__(
         self,
-        in_features: int,
+        in_features: Count,
         encoder: one_of(*ENCODERS) = "gcn",
         hidden: Count = 128,
         dim: Count = 64,
@@ -92,12 +93,8 @@ class GAE(nn.Module):
         super().__init__()
         from torch_geometric.nn import GAE as PygGAE
 
-        self.in_features = check_int("in_features", in_features)
-        self.encoder_kind = check_choice("encoder", encoder, ENCODERS)
-        self.normalize_features = bool(normalize_features)
-        self.gae = PygGAE(
-            _encoder(self.encoder_kind, self.in_features, check_int("hidden", hidden), check_int("dim", dim))
-        )
+        self.in_features, self.encoder_kind, self.normalize_features = in_features, encoder, normalize_features
+        self.gae = PygGAE(_encoder(encoder, in_features, hidden, dim))
 
     def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         """Node embeddings ``[N, dim]``; ``x`` ``[N, F]`` dense or sparse CSR."""

@@ -4,15 +4,18 @@ Stateless layers (Conv, BatchNorm, pooling) see the whole sequence at once by me
 (``[T*B, ...]``), as SpikingJelly's multi-step layers do; so BatchNorm statistics are taken over ``T*B`` samples.
 Dropout keeps one mask per sample for all time steps. Spiking nonlinearities come only from
 :func:`fsnn.neurons.registry.build_neuron` (:func:`fresh_neuron`), so that backbones never depend on a particular
-neuron library.
+neuron library. A backbone's registered factory is its class with a set of defaults (:func:`factory_of`), so that
+each option is declared once, by the class.
 """
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import nn
 
-from fsnn.checks import check_int, check_ratio
+from fsnn.checks import Count, Probability, checked
 from fsnn.neurons.registry import build_neuron
 from fsnn.registry import require
 
@@ -28,6 +31,7 @@ __all__ = [
     "SeqMaxPool2d",
     "VotingLayer",
     "check_sequence",
+    "factory_of",
     "fold",
     "fresh_neuron",
     "output_size",
@@ -100,9 +104,10 @@ class SeqDropout(nn.Module):
     Training: ``x * m / (1 - p)`` with ``m ~ Bernoulli(1 - p)`` of shape ``x.shape[1:]``; evaluation: identity.
     """
 
-    def __init__(self, p: float = 0.5):
+    @checked
+    def __init__(self, p: Probability = 0.5):
         super().__init__()
-        self.p = check_ratio("dropout p", p, below_one=True)
+        self.p = p
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -121,10 +126,11 @@ class SeqDropPath(nn.Module):
     timm draws one decision per entry of dim 0, which is ``T`` here; moving ``B`` to the front makes it per sample.
     """
 
-    def __init__(self, p: float = 0.0):
+    @checked
+    def __init__(self, p: Probability = 0.0):
         super().__init__()
         timm_layers = require("timm.layers", "SeqDropPath (timm's DropPath, in the Spikformer backbones)", "vision")
-        self.drop = timm_layers.DropPath(check_ratio("drop_path p", p, below_one=True))
+        self.drop = timm_layers.DropPath(p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.drop.drop_prob == 0.0:
@@ -135,9 +141,10 @@ class SeqDropPath(nn.Module):
 class VotingLayer(nn.Module):
     """``[T, B, K*g] -> [T, B, K]``: mean over consecutive groups of ``g`` outputs (SpikingJelly ``VotingLayer``)."""
 
-    def __init__(self, group: int = 10):
+    @checked
+    def __init__(self, group: Count = 10):
         super().__init__()
-        self.group = check_int("voting group size", group)
+        self.group = group
 
     def extra_repr(self) -> str:
         return f"group={self.group}"
@@ -158,3 +165,37 @@ def fresh_neuron(neuron: str, neuron_kwargs: dict | None = None, **override) -> 
 def output_size(size: int, kernel: int, stride: int, padding: int = 0) -> int:
     """Spatial size after a convolution / pooling window (floor mode)."""
     return (size + 2 * padding - kernel) // stride + 1
+
+
+def factory_of(cls: type, defaults: dict):
+    """Decorator of a backbone's factory ``factory(**options)``, which builds ``cls``: called, it is given ``options``
+    over ``defaults``. Its signature (``cls``'s arguments, by keyword, ``defaults`` replacing their defaults) and the
+    ``Args:`` of its docstring say so, so that the registry reads its options from it and its documentation lists
+    them: each option is declared once, by ``cls``."""
+    signature = inspect.signature(cls, eval_str=True)
+    parameters = [
+        p.replace(kind=p.KEYWORD_ONLY, default=defaults.get(name, p.default))
+        for name, p in signature.parameters.items()
+    ]
+
+    def decorate(factory):
+        def build(**options):
+            return factory(**{**defaults, **options})
+
+        build.__name__, build.__qualname__, build.__module__ = (
+            factory.__name__,
+            factory.__qualname__,
+            factory.__module__,
+        )
+        build.__signature__ = signature.replace(parameters=parameters, return_annotation=cls)
+        build.__doc__ = "\n".join(
+            [
+                inspect.cleandoc(factory.__doc__),
+                "",
+                "Args:",
+                *(f"    {p.name}: as in :class:`{cls.__name__}`; default ``{p.default!r}``." for p in parameters),
+            ]
+        )
+        return build
+
+    return decorate

@@ -24,14 +24,12 @@ from fsnn.checks import (
     Positive,
     Probability,
     Real,
-    check_int,
-    check_number,
-    check_ratio,
+    checked,
     one_of,
 )
 from fsnn.models.energy import SynapticLayer
 from fsnn.models.manifolds import GEOMETRIES
-from fsnn.models.poisson import add_spike_noise, check_noise_std
+from fsnn.models.poisson import add_spike_noise
 from fsnn.models.registry import register_backbone
 from fsnn.neurons.registry import build_neuron
 
@@ -181,9 +179,10 @@ class MSG(nn.Module):
                 options["decoder"],
             )
 
+    @checked
     def __init__(
         self,
-        in_features: int,
+        in_features: Count,
         num_classes: int | None = None,
         neuron: str = "fif",
         neuron_kwargs: dict | None = None,
@@ -203,20 +202,13 @@ class MSG(nn.Module):
         super().__init__()
         from torch_geometric.nn import GCNConv
 
-        if manifold not in GEOMETRIES:
-            raise ValueError(f"manifold must be one of {sorted(GEOMETRIES)}, got {manifold!r}")
-        if decoder not in DECODERS:
-            raise ValueError(f"decoder must be one of {list(DECODERS)}, got {decoder!r}")
         self.check_options({"decoder": decoder, "manifold": manifold})
-        self.in_features, self.T = check_int("in_features", in_features), check_int("T", T)
-        self.dim = check_int("dim", dim)
-        self.n_layers = check_int("n_layers", n_layers, minimum=0)
-        self.step_size = check_number("step_size", step_size, above=0.0, allowed="a number > 0")
-        self.dropout = check_ratio("dropout", dropout, below_one=True)
+        self.in_features, self.T, self.dim, self.n_layers = in_features, T, dim, n_layers
+        self.step_size, self.dropout = step_size, dropout
         neuron_kwargs = dict(neuron_kwargs or {})
         self.num_classes = int(num_classes) if num_classes else None
         self.manifold_name = manifold
-        self.decoder, self.r, self.t, self.temperature = decoder, float(r), float(t), float(temperature)
+        self.decoder, self.r, self.t, self.temperature = decoder, r, t, temperature
         self.geometry = GEOMETRIES[manifold](self.dim)
         self.encoder = GCNConv(self.in_features, self.dim, bias=False)
         self.encoder_neuron = build_neuron(neuron, **neuron_kwargs)
@@ -224,8 +216,8 @@ class MSG(nn.Module):
             _MSGLayer(self.dim, neuron, neuron_kwargs, self.step_size, self.dropout) for _ in range(self.n_layers)
         )
         self.head = nn.Linear(self.dim, self.num_classes) if self.num_classes else None
-        self.spike_noise_std = check_noise_std(spike_noise_std)
-        self.legacy_no_spike_gradient = bool(legacy_no_spike_gradient)
+        self.spike_noise_std = spike_noise_std
+        self.legacy_no_spike_gradient = legacy_no_spike_gradient
         self.avg_degree = 0.0  # in-degree (without self loops) of the last graph seen, for the energy estimate
         self._adjacency, self._features = _Cache(), _Cache()
 

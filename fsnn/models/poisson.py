@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fsnn.checks import check_int, check_number
+from fsnn.checks import Count, Flag, checked
 from fsnn.compiled import CompiledExtension
 from fsnn.neurons.engines import once_differentiable
 
@@ -261,8 +261,9 @@ def _noise_currents(T: int, rows: int, features: int, weight: torch.Tensor, std:
     return torch.cat(parts, 1)
 
 
+@checked
 def poisson_encode(
-    x: torch.Tensor, T: int, generator: torch.Generator | None = None, frozen: bool = False
+    x: torch.Tensor, T: Count, generator: torch.Generator | None = None, frozen: Flag = False
 ) -> PoissonSpikes:
     """:class:`PoissonSpikes` of ``x``: probability ``clamp(x, 0, 1)`` at each of ``T`` steps (SpikingJelly's
     ``PoissonEncoder``, ``rand <= x``, which on z-scored features is exactly this clamp: negative features never fire,
@@ -280,7 +281,7 @@ def poisson_encode(
             f"infinite of its {x.numel()} values (the first at index "
             f"{tuple((~finite).nonzero()[0].tolist())})"
         )
-    return PoissonSpikes(x.detach().clamp(0.0, 1.0), check_int("T", T), generator, frozen)
+    return PoissonSpikes(x.detach().clamp(0.0, 1.0), T, generator, frozen)
 
 
 class PoissonEncoder(nn.Module):
@@ -290,10 +291,10 @@ class PoissonEncoder(nn.Module):
 
     emits_spikes = True  # counted by fsnn.models.probes.SpikeRateMeter
 
-    def __init__(self, T: int, frozen: bool = False):
+    @checked
+    def __init__(self, T: Count, frozen: Flag = False):
         super().__init__()
-        self.T = check_int("T", T)
-        self.frozen = bool(frozen)
+        self.T, self.frozen = T, frozen
         self.generator: torch.Generator | None = None
         self.samplers: set[str] = set()
 
@@ -322,8 +323,3 @@ def add_spike_noise(spikes: torch.Tensor, std: float) -> torch.Tensor:
     if std <= 0.0:
         return spikes
     return spikes + std * torch.randn_like(spikes)
-
-
-def check_noise_std(std) -> float:
-    """``std`` of the spike-noise robustness test, a finite number >= 0."""
-    return check_number("spike_noise_std", std, at_least=0.0, allowed="a finite number >= 0")

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-from fsnn.checks import Count, Flag, check_int, one_of
+from fsnn.checks import Count, Flag, checked, one_of
 from fsnn.models.layers import (
     SeqAdaptiveAvgPool2d,
     SeqBatchNorm2d,
@@ -60,15 +60,16 @@ class BasicBlock(nn.Module):
 class SpikingResNet(nn.Module):
     """``[T, B, in_channels, H, W] -> [T, B, num_classes]`` logits (average over T for the prediction)."""
 
+    @checked
     def __init__(
         self,
         layers: Sequence[int] = (2, 2, 2, 2),
-        num_classes: int = 10,
-        in_channels: int = 3,
+        num_classes: Count = 10,
+        in_channels: Count = 3,
         input_size=(32, 32),
-        width: int = 64,
-        stem: str = "cifar",
-        zero_init_residual: bool = False,
+        width: Count = 64,
+        stem: one_of("cifar", "imagenet") = "cifar",
+        zero_init_residual: Flag = False,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
     ):
@@ -76,13 +77,8 @@ class SpikingResNet(nn.Module):
         layers = tuple(int(n) for n in layers)
         if not layers or min(layers) < 1:
             raise ValueError(f"layers must be a non-empty sequence of integers >= 1, got {layers}")
-        for name, value in (("num_classes", num_classes), ("in_channels", in_channels), ("width", width)):
-            check_int(name, value)
-        if stem not in ("cifar", "imagenet"):
-            raise ValueError(f"stem must be one of ['cifar', 'imagenet'], got {stem!r}")
-        self.num_classes, self.in_channels, self.input_size = int(num_classes), int(in_channels), _pair(input_size)
+        self.num_classes, self.in_channels, self.input_size = num_classes, in_channels, _pair(input_size)
         self.neuron = neuron
-        width = int(width)
 
         if stem == "cifar":
             self.conv1 = SeqConv2d(in_channels, width, 3, stride=1, padding=1, bias=False)

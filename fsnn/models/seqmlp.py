@@ -23,8 +23,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fsnn.checks import Count, Flag, check_int
-from fsnn.models.layers import SeqBatchNorm1d, check_sequence, fresh_neuron
+from fsnn.checks import Count, Flag, checked
+from fsnn.models.layers import SeqBatchNorm1d, check_sequence, factory_of, fresh_neuron
 from fsnn.models.registry import register_backbone
 
 __all__ = ["SeqMLP", "SpikingLinear", "seqmlp"]
@@ -71,60 +71,7 @@ class SpikingLinear(nn.Module):
 
 
 class SeqMLP(nn.Module):
-    """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring)."""
-
-    def __init__(
-        self,
-        in_features: int,
-        num_classes: int,
-        readout_steps: int = 1,
-        hidden: int = 64,
-        layers: int = 2,
-        recurrent: bool = False,
-        norm: bool = True,
-        neuron: str = "flif",
-        neuron_kwargs: dict | None = None,
-    ):
-        super().__init__()
-        self.in_features = check_int("in_features", in_features)
-        self.num_classes = check_int("num_classes", num_classes)
-        self.readout_steps = check_int("readout_steps", readout_steps)
-        hidden, layers = check_int("hidden", hidden), check_int("layers", layers)
-        sizes = [self.in_features] + [hidden] * layers
-        self.layers = nn.Sequential(
-            *(
-                SpikingLinear(a, b, neuron, neuron_kwargs, bool(recurrent), bool(norm))
-                for a, b in zip(sizes[:-1], sizes[1:])
-            )
-        )
-        self.readout = nn.Linear(hidden, self.num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_sequence(x, 3)
-        if x.shape[2] != self.in_features or x.shape[0] < self.readout_steps:
-            raise ValueError(
-                f"seqmlp was built for [T >= {self.readout_steps}, B, {self.in_features}] inputs, got {tuple(x.shape)}"
-            )
-        return self.readout(self.layers(x)[-self.readout_steps :])
-
-
-@register_backbone("seqmlp", supports={"sequence"})
-def seqmlp(
-    in_features: int = 17,
-    num_classes: int = 4,
-    readout_steps: int = 1,
-    neuron: str = "flif",
-    neuron_kwargs: dict | None = None,
-    hidden: Count = 64,
-    layers: Count = 2,
-    recurrent: Flag = False,
-    norm: Flag = True,
-) -> SeqMLP:
-    """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
-    classes).
-
-    Takes ``[T, B, in_features]`` sequences and returns the readout at each of the last ``readout_steps`` steps,
-    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.training.SpikingClassifier`).
+    """Spiking MLP for sequences ``[T, B, in_features] -> [readout_steps, B, num_classes]`` (module docstring).
 
     Args:
         in_features: supplied by the task (:func:`fsnn.models.register_backbone`); default ``17``
@@ -140,14 +87,44 @@ def seqmlp(
         norm: ``True`` (default) batch-normalises every hidden layer's currents over ``T * B`` (its Linear then has
             no bias); ``False``: no normalisation, a Linear with bias.
     """
-    return SeqMLP(
-        in_features=in_features,
-        num_classes=num_classes,
-        readout_steps=readout_steps,
-        hidden=hidden,
-        layers=layers,
-        recurrent=recurrent,
-        norm=norm,
-        neuron=neuron,
-        neuron_kwargs=neuron_kwargs,
-    )
+
+    @checked
+    def __init__(
+        self,
+        in_features: Count,
+        num_classes: Count,
+        readout_steps: Count = 1,
+        hidden: Count = 64,
+        layers: Count = 2,
+        recurrent: Flag = False,
+        norm: Flag = True,
+        neuron: str = "flif",
+        neuron_kwargs: dict | None = None,
+    ):
+        super().__init__()
+        self.in_features, self.num_classes, self.readout_steps = in_features, num_classes, readout_steps
+        sizes = [self.in_features] + [hidden] * layers
+        self.layers = nn.Sequential(
+            *(SpikingLinear(a, b, neuron, neuron_kwargs, recurrent, norm) for a, b in zip(sizes[:-1], sizes[1:]))
+        )
+        self.readout = nn.Linear(hidden, self.num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_sequence(x, 3)
+        if x.shape[2] != self.in_features or x.shape[0] < self.readout_steps:
+            raise ValueError(
+                f"seqmlp was built for [T >= {self.readout_steps}, B, {self.in_features}] inputs, got {tuple(x.shape)}"
+            )
+        return self.readout(self.layers(x)[-self.readout_steps :])
+
+
+@register_backbone("seqmlp", supports={"sequence"})
+@factory_of(SeqMLP, {"in_features": 17, "num_classes": 4})
+def seqmlp(**options) -> SeqMLP:
+    """:class:`SeqMLP`: two hidden layers of 64 by default (5,956 parameters for ``delayed_cue``'s 17 inputs and 4
+    classes).
+
+    Takes ``[T, B, in_features]`` sequences and returns the readout at each of the last ``readout_steps`` steps,
+    ``[readout_steps, B, num_classes]`` (averaged into the logits by :class:`fsnn.suite.training.SpikingClassifier`).
+    """
+    return SeqMLP(**options)

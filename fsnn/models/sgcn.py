@@ -30,11 +30,11 @@ from fsnn.checks import (
     NonNegativeInt,
     Probability,
     check_int,
-    check_ratio,
+    checked,
     one_of,
 )
 from fsnn.models.energy import SynapticLayer
-from fsnn.models.poisson import PoissonEncoder, check_noise_std
+from fsnn.models.poisson import PoissonEncoder
 from fsnn.models.registry import register_backbone
 from fsnn.neurons.fractional import LEARNED_THRESHOLD, Confine, FractionalNeuron, inverse_softplus
 from fsnn.neurons.memory import history_kernel
@@ -101,10 +101,11 @@ class SpikingGCN(nn.Module):
 
     full_graph = False
 
+    @checked
     def __init__(
         self,
-        in_features: int,
-        num_classes: int,
+        in_features: Count,
+        num_classes: Count,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
         T: Count = 100,
@@ -116,16 +117,15 @@ class SpikingGCN(nn.Module):
         legacy_cumulated_readout: Flag = False,
     ):
         super().__init__()
-        self.in_features = check_int("in_features", in_features)
-        self.num_classes = check_int("num_classes", num_classes)
+        self.in_features, self.num_classes = in_features, num_classes
         self.encoder = PoissonEncoder(T, frozen=legacy_frozen_encoding)
         self.T = self.encoder.T
-        self.fc = nn.Linear(self.in_features, self.num_classes, bias=bool(bias))
-        self.dropout = check_ratio("dropout", dropout, below_one=True)
+        self.fc = nn.Linear(self.in_features, self.num_classes, bias=bias)
+        self.dropout = dropout
         self.neuron = build_neuron(neuron, **dict(neuron_kwargs or {}))
-        self.spike_noise_std = check_noise_std(spike_noise_std)
-        self.legacy_double_softmax = bool(legacy_double_softmax)
-        self.legacy_cumulated_readout = bool(legacy_cumulated_readout)
+        self.spike_noise_std = spike_noise_std
+        self.legacy_double_softmax = legacy_double_softmax
+        self.legacy_cumulated_readout = legacy_cumulated_readout
 
     def extra_repr(self) -> str:
         legacy = "".join(
@@ -163,7 +163,7 @@ class SpikingGCN(nn.Module):
 # ------------------------------------------------------------------------------------------------------- DRSGNN
 THRESHOLD_MODES = ("auto", "neuron", "scale", "fixed")
 PE_KINDS = ("lap", "rw", "none")
-PE_ALIASES = {"laplacian": "lap", "random_walk": "rw", None: "none", "": "none"}  # fsnn.data.graph_features names
+PE_ALIASES = {"laplacian": "lap", "random_walk": "rw", None: "none"}  # fsnn.data.graph_features names
 
 
 @register_backbone("drsgnn", supports={"graph"})
@@ -192,10 +192,8 @@ class DRSGNN(SpikingGCN):
 
     Args:
         in_features: as in :class:`SpikingGCN`, the positional-encoding columns included: ``F + pe_dim``.
-        num_classes: as in :class:`SpikingGCN`.
         neuron: as in :class:`SpikingGCN`; default ``"flif"``.
         neuron_kwargs: as in :class:`SpikingGCN`; default ``None``.
-        T: as in :class:`SpikingGCN`; default ``100``.
         pe: the positional encoding in the last ``pe_dim`` input columns: ``"lap"`` (default: Laplacian
             eigenvectors, LSPE, signs flipped at random in training), ``"rw"`` (random-walk landing probabilities,
             RWPE) or ``"none"``; ``"laplacian"``, ``"random_walk"`` and ``None`` are the same three.
@@ -203,29 +201,22 @@ class DRSGNN(SpikingGCN):
             (the paper's); ignored (0) with ``pe="none"``.
         threshold_mode: who learns the threshold: ``"auto"`` (default), ``"neuron"``, ``"scale"`` or ``"fixed"``
             (see above).
-        **kwargs: the other arguments of :class:`SpikingGCN` (``dropout``, ``bias``, ``spike_noise_std`` and the
-            ``legacy_*`` switches), with the same meaning, range and default.
+        **kwargs: the other arguments of :class:`SpikingGCN` (``num_classes``, ``T``, ``dropout``, ``bias``,
+            ``spike_noise_std`` and the ``legacy_*`` switches), with the same meaning, range and default.
     """
 
+    @checked
     def __init__(
         self,
-        in_features: int,
-        num_classes: int,
+        in_features: Count,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
-        T: Count = 100,
         pe: one_of(*PE_KINDS, "laplacian", "random_walk") | None = "lap",
         pe_dim: NonNegativeInt = 32,
         threshold_mode: one_of(*THRESHOLD_MODES) = "auto",
         **kwargs,
     ):
         pe = PE_ALIASES.get(pe, pe)
-        if pe not in PE_KINDS:
-            raise ValueError(
-                f"pe must be one of {list(PE_KINDS)} (or {sorted(k for k in PE_ALIASES if k)}), got {pe!r}"
-            )
-        if threshold_mode not in THRESHOLD_MODES:
-            raise ValueError(f"threshold_mode must be one of {list(THRESHOLD_MODES)}, got {threshold_mode!r}")
         pe_dim = check_int("pe_dim", 0 if pe == "none" else pe_dim, minimum=0, below=in_features)
         neuron_kwargs = dict(neuron_kwargs or {})
         learns = "learn_threshold" in (neuron_params(neuron) or ())
@@ -240,7 +231,7 @@ class DRSGNN(SpikingGCN):
                 f"threshold_mode={threshold_mode!r} with learn_threshold=True would learn the threshold "
                 "twice (or not at all); drop learn_threshold or use threshold_mode='neuron'"
             )
-        super().__init__(in_features, num_classes, neuron, neuron_kwargs, T, **kwargs)
+        super().__init__(in_features, neuron=neuron, neuron_kwargs=neuron_kwargs, **kwargs)
         self.pe, self.pe_dim, self.threshold_mode = pe, pe_dim, threshold_mode
         self.threshold0 = float(neuron_kwargs.get("threshold", self._neuron_default_threshold()))
         if threshold_mode == "scale":

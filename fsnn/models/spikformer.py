@@ -11,7 +11,7 @@
 
 Factories: ``spikformer`` (neuromorphic: 2x128x128, D 256, 16 heads, depth 2: the paper's "Transformer-based"
 backbone) and ``spikformer_imagenet`` (Spikformer-8-512, 29.69M parameters for 1000 classes; the paper trains it at
-160x160).
+160x160): :class:`Spikformer` with two sets of defaults, each a factory whose signature is the class's.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-from fsnn.checks import Count, NonNegativeInt, Positive, Probability, check_int
+from fsnn.checks import Count, NonNegativeInt, Positive, Probability, checked
 from fsnn.models.layers import (
     SeqBatchNorm1d,
     SeqBatchNorm2d,
@@ -29,30 +29,31 @@ from fsnn.models.layers import (
     SeqDropPath,
     SeqMaxPool2d,
     check_sequence,
+    factory_of,
     fresh_neuron,
     output_size,
 )
 from fsnn.models.registry import register_backbone
 
-__all__ = ["MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "spikformer_imagenet"]
+__all__ = ["IMAGENET", "MLP", "SPS", "SSA", "Spikformer", "SpikformerBlock", "spikformer", "spikformer_imagenet"]
 
 
 class SPS(nn.Module):
     """Spiking patch splitting: ``[T, B, C, H, W] -> [T, B, D, N]`` tokens."""
 
+    @checked
     def __init__(
         self,
-        in_channels: int,
-        embed_dim: int,
-        stages: int = 4,
-        pool_stages: int | None = None,
+        in_channels: Count,
+        embed_dim: Count,
+        stages: Count = 4,
+        pool_stages: NonNegativeInt | None = None,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        stages = check_int("patch_stages", stages)
-        pool_stages = stages if pool_stages is None else int(pool_stages)
-        if not 0 <= pool_stages <= stages:
+        pool_stages = stages if pool_stages is None else pool_stages
+        if pool_stages > stages:
             raise ValueError(f"pool_stages must be in [0, patch_stages={stages}], got {pool_stages}")
         if embed_dim % 2 ** (stages - 1):
             raise ValueError(f"embed_dim {embed_dim} must be divisible by 2^(patch_stages-1) = {2 ** (stages - 1)}")
@@ -176,42 +177,55 @@ class SpikformerBlock(nn.Module):
 
 
 class Spikformer(nn.Module):
-    """``[T, B, in_channels, H, W] -> [T, B, num_classes]`` logits (average over T for the prediction)."""
+    """``[T, B, in_channels, H, W] -> [T, B, num_classes]`` logits (average over T for the prediction).
 
+    Args:
+        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
+        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
+        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``. The
+            patch splitting must leave at least one token (checked); the head averages the tokens.
+        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
+        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
+        embed_dim: the token dimension ``D``, an integer >= 1 divisible by ``num_heads`` and by
+            ``2^(patch_stages - 1)``; default ``256``.
+        num_heads: the attention heads, an integer >= 1 dividing ``embed_dim``; default ``16``.
+        depth: the number of Spikformer blocks (SSA + MLP), an integer >= 0; default ``2``.
+        mlp_ratio: the MLP's hidden width as a multiple of ``embed_dim``, a number > 0; default ``4.0``.
+        patch_stages: the conv-BN-neuron stages of the spiking patch splitting, an integer >= 1; default ``4``.
+        pool_stages: how many of the last patch stages max-pool (stride 2), an integer from 0 to ``patch_stages``,
+            or ``None`` (default: all of them).
+        scale: the factor of the attention product ``(q k^T) v`` (no softmax), a number > 0; default ``0.125``.
+        attn_threshold: the threshold of the attention neuron (it overrides the neuron's own), a number > 0;
+            default ``0.5`` (Spikformer's).
+        drop_path_rate: the stochastic-depth rate of the last block, rising linearly from 0 over the blocks
+            (training only), a number in ``[0, 1)``; default ``0.0``.
+    """
+
+    @checked
     def __init__(
         self,
-        num_classes: int = 11,
-        in_channels: int = 2,
+        num_classes: Count = 11,
+        in_channels: Count = 2,
         input_size=(128, 128),
-        embed_dim: int = 256,
-        num_heads: int = 16,
-        depth: int = 2,
-        mlp_ratio: float = 4.0,
-        patch_stages: int = 4,
-        pool_stages: int | None = None,
-        scale: float = 0.125,
-        attn_threshold: float = 0.5,
-        drop_path_rate: float = 0.0,
+        embed_dim: Count = 256,
+        num_heads: Count = 16,
+        depth: NonNegativeInt = 2,
+        mlp_ratio: Positive = 4.0,
+        patch_stages: Count = 4,
+        pool_stages: NonNegativeInt | None = None,
+        scale: Positive = 0.125,
+        attn_threshold: Positive = 0.5,
+        drop_path_rate: Probability = 0.0,
         neuron: str = "flif",
         neuron_kwargs: dict | None = None,
     ):
         super().__init__()
-        for name, value in (
-            ("num_classes", num_classes),
-            ("in_channels", in_channels),
-            ("embed_dim", embed_dim),
-            ("num_heads", num_heads),
-        ):
-            check_int(name, value)
-        check_int("depth", depth, minimum=0)
-        if not mlp_ratio > 0 or int(embed_dim * mlp_ratio) < 1:
-            raise ValueError(f"mlp_ratio must be > 0 (hidden width >= 1), got {mlp_ratio!r}")
-        if not scale > 0 or not attn_threshold > 0:
-            raise ValueError(f"scale and attn_threshold must be > 0, got {scale!r}, {attn_threshold!r}")
-        if not 0.0 <= drop_path_rate < 1.0:
-            raise ValueError(f"drop_path_rate must be in [0, 1), got {drop_path_rate!r}")
-        self.num_classes, self.in_channels = int(num_classes), int(in_channels)
-        self.input_size, self.embed_dim, self.neuron = _pair(input_size), int(embed_dim), neuron
+        if int(embed_dim * mlp_ratio) < 1:
+            raise ValueError(
+                f"mlp_ratio must leave an MLP hidden width >= 1 (embed_dim * mlp_ratio), got {mlp_ratio!r}"
+            )
+        self.num_classes, self.in_channels = num_classes, in_channels
+        self.input_size, self.embed_dim, self.neuron = _pair(input_size), embed_dim, neuron
 
         self.patch_embed = SPS(in_channels, embed_dim, patch_stages, pool_stages, neuron, neuron_kwargs)
         self.token_grid = self.patch_embed.token_grid(self.input_size)
@@ -243,116 +257,34 @@ class Spikformer(nn.Module):
 
 
 @register_backbone("spikformer", supports={"event", "static"})
-def spikformer(
-    num_classes: int = 11,
-    in_channels: int = 2,
-    input_size=(128, 128),
-    neuron: str = "flif",
-    neuron_kwargs: dict | None = None,
-    embed_dim: Count = 256,
-    num_heads: Count = 16,
-    depth: NonNegativeInt = 2,
-    mlp_ratio: Positive = 4.0,
-    patch_stages: Count = 4,
-    pool_stages: NonNegativeInt | None = None,
-    scale: Positive = 0.125,
-    attn_threshold: Positive = 0.5,
-    drop_path_rate: Probability = 0.0,
-) -> Spikformer:
+@factory_of(Spikformer, {})
+def spikformer(**options) -> Spikformer:
     """Neuromorphic Spikformer (2x128x128 -> 64 tokens, D 256, 16 heads, 2 blocks): 2,566,923 parameters, 11 classes.
 
-    Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``.
-
-    Args:
-        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``11``.
-        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``2``.
-        input_size: supplied by the task (:func:`fsnn.models.register_backbone`); default ``(128, 128)``. The
-            patch splitting must leave at least one token (checked); the head averages the tokens.
-        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
-        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
-        embed_dim: the token dimension ``D``, an integer >= 1 divisible by ``num_heads`` and by
-            ``2^(patch_stages - 1)``; default ``256``.
-        num_heads: the attention heads, an integer >= 1 dividing ``embed_dim``; default ``16``.
-        depth: the number of Spikformer blocks (SSA + MLP), an integer >= 0; default ``2``.
-        mlp_ratio: the MLP's hidden width as a multiple of ``embed_dim``, a number > 0; default ``4.0``.
-        patch_stages: the conv-BN-neuron stages of the spiking patch splitting, an integer >= 1; default ``4``.
-        pool_stages: how many of the last patch stages max-pool (stride 2), an integer from 0 to ``patch_stages``,
-            or ``None`` (default: all of them).
-        scale: the factor of the attention product ``(q k^T) v`` (no softmax), a number > 0; default ``0.125``.
-        attn_threshold: the threshold of the attention neuron (it overrides the neuron's own), a number > 0;
-            default ``0.5`` (Spikformer's).
-        drop_path_rate: the stochastic-depth rate of the last block, rising linearly from 0 over the blocks
-            (training only), a number in ``[0, 1)``; default ``0.0``.
+    :class:`Spikformer` with its defaults, its arguments by keyword. Takes ``[T, B, in_channels, H, W]`` frames and
+    returns logits ``[T, B, num_classes]``.
     """
-    return Spikformer(
-        num_classes,
-        in_channels,
-        input_size,
-        embed_dim,
-        num_heads,
-        depth,
-        mlp_ratio,
-        patch_stages,
-        pool_stages,
-        scale,
-        attn_threshold,
-        drop_path_rate,
-        neuron,
-        neuron_kwargs,
-    )
+    return Spikformer(**options)
+
+
+#: what Spikformer-8-512 (:func:`spikformer_imagenet`) changes of :func:`spikformer`'s defaults
+IMAGENET = {
+    "num_classes": 1000,
+    "in_channels": 3,
+    "input_size": (160, 160),
+    "embed_dim": 512,
+    "num_heads": 8,
+    "depth": 8,
+}
 
 
 @register_backbone("spikformer_imagenet", supports={"static", "event"})
-def spikformer_imagenet(
-    num_classes: int = 1000,
-    in_channels: int = 3,
-    input_size=(160, 160),
-    neuron: str = "flif",
-    neuron_kwargs: dict | None = None,
-    embed_dim: Count = 512,
-    num_heads: Count = 8,
-    depth: NonNegativeInt = 8,
-    mlp_ratio: Positive = 4.0,
-    patch_stages: Count = 4,
-    pool_stages: NonNegativeInt | None = None,
-    scale: Positive = 0.125,
-    attn_threshold: Positive = 0.5,
-    drop_path_rate: Probability = 0.0,
-) -> Spikformer:
+@factory_of(Spikformer, IMAGENET)
+def spikformer_imagenet(**options) -> Spikformer:
     """Spikformer-8-512 (the paper's 29.7M-parameter ImageNet model, 160x160 -> 10x10 tokens): 29,689,384 parameters.
 
-    Takes ``[T, B, in_channels, H, W]`` frames and returns logits ``[T, B, num_classes]``; its arguments mean
-    what :func:`spikformer`'s do, only some defaults differ.
-
-    Args:
-        num_classes: supplied by the task (:func:`fsnn.models.register_backbone`); default ``1000``.
-        in_channels: supplied by the task (:func:`fsnn.models.register_backbone`); default ``3``.
-        input_size: as in :func:`spikformer`; default ``(160, 160)``.
-        neuron: supplied by the task (:func:`fsnn.models.register_backbone`); default ``"flif"``.
-        neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
-        embed_dim: as in :func:`spikformer`; default ``512``.
-        num_heads: as in :func:`spikformer`; default ``8``.
-        depth: as in :func:`spikformer`; default ``8``.
-        mlp_ratio: as in :func:`spikformer`; default ``4.0``.
-        patch_stages: as in :func:`spikformer`; default ``4``.
-        pool_stages: as in :func:`spikformer`; default ``None`` (all of them).
-        scale: as in :func:`spikformer`; default ``0.125``.
-        attn_threshold: as in :func:`spikformer`; default ``0.5``.
-        drop_path_rate: as in :func:`spikformer`; default ``0.0``.
+    :class:`Spikformer` with the defaults of :data:`IMAGENET` (1000 classes, 3x160x160 inputs, ``embed_dim`` 512, 8
+    heads, 8 blocks), its arguments by keyword. Takes ``[T, B, in_channels, H, W]`` frames and returns logits
+    ``[T, B, num_classes]``.
     """
-    return Spikformer(
-        num_classes,
-        in_channels,
-        input_size,
-        embed_dim,
-        num_heads,
-        depth,
-        mlp_ratio,
-        patch_stages,
-        pool_stages,
-        scale,
-        attn_threshold,
-        drop_path_rate,
-        neuron,
-        neuron_kwargs,
-    )
+    return Spikformer(**options)

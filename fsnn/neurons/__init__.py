@@ -9,6 +9,7 @@ layers its own.
 - :mod:`~fsnn.neurons.surrogate`: the surrogate gradients of the spike;
 - :mod:`~fsnn.neurons.fractional`: the ``nn.Module`` s that hold the parameters (:class:`FractionalLIF`,
   :class:`FractionalIF`);
+- :mod:`~fsnn.neurons.dispatch`: which engine runs a call of theirs, and the call;
 - :mod:`~fsnn.neurons.registry`: the neuron registry (:func:`build_neuron`) and each neuron's label for a reader;
 - :mod:`~fsnn.neurons.baselines`: SpikingJelly's and snnTorch's neurons behind the same ``[T, B, ...]`` interface.
 

@@ -38,8 +38,8 @@ from spikingjelly.activation_based import neuron as sj_neuron, surrogate as sj_s
 from torch import nn
 
 from fsnn.checks import Flag, Positive, Real, check_spike_input, checked, number
-from fsnn.neurons.fractional import Reset, SpikingNeuron, Surrogate
-from fsnn.neurons.surrogate import check_surrogate, spike
+from fsnn.neurons.fractional import Reset, SpikingNeuron
+from fsnn.neurons.surrogate import Surrogate, check_surrogate, spike
 
 __all__ = ["SJLIF", "SJIF", "SJPLIF", "SnnTorchLeaky"]
 
@@ -145,19 +145,9 @@ class _SJNode(_MultiStep):
             node.step_mode = "m"
 
 
-class SJLIF(_SJNode):
-    r"""SpikingJelly 2.0.0 ``LIFNode`` (``step_mode='m'``), fresh state each call.
-
-    With ``V[-1] = V_reset`` (``V_reset = v_reset`` for ``reset='hard'``, 0 in the charge for ``'soft'``)::
-
-        decay_input=True :  H[t] = V[t-1] + (X[t] - (V[t-1] - V_reset)) / tau
-        decay_input=False:  H[t] = V[t-1] - (V[t-1] - V_reset) / tau + X[t]
-        S[t] = Heaviside(H[t] - threshold)          (fires on >=; surrogate gradient)
-        hard: V[t] = S[t] V_reset + (1 - S[t]) H[t]    soft: V[t] = H[t] - S[t] threshold
-
-    ``detach_reset=True`` detaches ``S`` in the reset term only. ``return_state=True`` gives ``V`` (post-reset, SJ's
-    ``v_seq``). SpikingJelly needs ``tau > 1``.
-    """
+class _SJLeaky(_SJNode):
+    """The options and the construction shared by SpikingJelly's leaky nodes, which differ in the node
+    (:meth:`_node`)."""
 
     @checked
     def __init__(
@@ -171,10 +161,12 @@ class SJLIF(_SJNode):
         detach_reset: Flag = False,
         decay_input: Flag = True,
     ):
-        """The options (module docstring), given to SpikingJelly's ``LIFNode``.
+        """The options (:class:`SJLIF`'s docstring), given to SpikingJelly's ``LIFNode`` (:class:`SJLIF`) or
+        ``ParametricLIFNode`` (:class:`SJPLIF`).
 
         Args:
-            tau: the membrane time constant, a number $> 1$ (SpikingJelly's ``LIFNode`` needs it); default ``2.0``.
+            tau: the membrane time constant (:class:`SJPLIF`: where the learned one starts), a number $> 1$
+                (SpikingJelly's ``LIFNode`` needs it); default ``2.0``.
             threshold: the firing threshold (SpikingJelly's ``v_threshold``), a number $> 0$; default ``1.0``.
             reset: ``"soft"`` (default: subtract the threshold, SpikingJelly's ``v_reset=None``) or ``"hard"``
                 (set the membrane to ``v_reset``).
@@ -190,9 +182,8 @@ class SJLIF(_SJNode):
                 does; ``False`` adds it undivided.
         """
         super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
-        self.tau = tau
-        self.node = sj_neuron.LIFNode(
-            tau=self.tau,
+        self.node = self._node(
+            tau,
             decay_input=decay_input,
             v_threshold=self.threshold,
             v_reset=self.v_reset,
@@ -202,47 +193,36 @@ class SJLIF(_SJNode):
             store_v_seq=True,
         )
 
+    def _node(self, tau: float, **options) -> nn.Module:  # pragma: no cover - abstract
+        raise NotImplementedError
 
-class SJPLIF(_SJNode):
+
+class SJLIF(_SJLeaky):
+    r"""SpikingJelly 2.0.0 ``LIFNode`` (``step_mode='m'``), fresh state each call.
+
+    With ``V[-1] = V_reset`` (``V_reset = v_reset`` for ``reset='hard'``, 0 in the charge for ``'soft'``)::
+
+        decay_input=True :  H[t] = V[t-1] + (X[t] - (V[t-1] - V_reset)) / tau
+        decay_input=False:  H[t] = V[t-1] - (V[t-1] - V_reset) / tau + X[t]
+        S[t] = Heaviside(H[t] - threshold)          (fires on >=; surrogate gradient)
+        hard: V[t] = S[t] V_reset + (1 - S[t]) H[t]    soft: V[t] = H[t] - S[t] threshold
+
+    ``detach_reset=True`` detaches ``S`` in the reset term only. ``return_state=True`` gives ``V`` (post-reset, SJ's
+    ``v_seq``). SpikingJelly needs ``tau > 1``.
+    """
+
+    def _node(self, tau: float, **options) -> nn.Module:
+        self.tau = tau
+        return sj_neuron.LIFNode(tau=tau, **options)
+
+
+class SJPLIF(_SJLeaky):
     r"""SpikingJelly 2.0.0 ``ParametricLIFNode`` (PLIF, Fang et al. 2021; ``step_mode='m'``), fresh state each call:
     :class:`SJLIF` whose time constant is learned, ``1 / tau = sigmoid(w)`` with ``w`` a parameter of the layer
     started at ``tau`` (so ``tau > 1`` throughout). ``tau`` reads the current value."""
 
-    @checked
-    def __init__(
-        self,
-        tau: Tau = 2.0,
-        threshold: Positive = 1.0,
-        reset: Reset = "soft",
-        v_reset: Real = 0.0,
-        surrogate: Surrogate = "sigmoid",
-        surrogate_scale: Positive | None = None,
-        detach_reset: Flag = False,
-        decay_input: Flag = True,
-    ):
-        """The options of :class:`SJLIF`, with the same meanings and defaults but ``tau``'s.
-
-        Args:
-            tau: where the learned time constant starts, a number $> 1$; default ``2.0``.
-            threshold: as in :class:`SJLIF`; default ``1.0``.
-            reset: as in :class:`SJLIF`; default ``"soft"``.
-            v_reset: as in :class:`SJLIF`; default ``0.0``.
-            surrogate: as in :class:`SJLIF`; default ``"sigmoid"``.
-            surrogate_scale: as in :class:`SJLIF`; default ``None``.
-            detach_reset: as in :class:`SJLIF`; default ``False``.
-            decay_input: as in :class:`SJLIF` (it divides by the learned ``tau``); default ``True``.
-        """
-        super().__init__(threshold, reset, v_reset, surrogate, surrogate_scale)
-        self.node = sj_neuron.ParametricLIFNode(
-            init_tau=tau,
-            decay_input=decay_input,
-            v_threshold=self.threshold,
-            v_reset=self.v_reset,
-            surrogate_function=_sj_surrogate(self.surrogate, self.surrogate_scale),
-            detach_reset=detach_reset,
-            step_mode="m",
-            store_v_seq=True,
-        )
+    def _node(self, tau: float, **options) -> nn.Module:
+        return sj_neuron.ParametricLIFNode(init_tau=tau, **options)
 
     @property
     def tau(self) -> float:

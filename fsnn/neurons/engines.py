@@ -178,18 +178,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
         ctx.cfg = cfg
         ctx.set_materialize_grads(False)  # an unused V output must not cost a zero [T, N] gradient
         if cfg.backend == "triton":
-            spikes, H, V = kernels.forward(
-                x,
-                tau,
-                theta,
-                k_head,
-                soe_w,
-                cfg.decays,
-                leak=cfg.leak,
-                reset=cfg.reset,
-                v_reset=cfg.v_reset,
-                store_v=cfg.return_state,
-            )
+            spikes, H, V = kernels.forward(x, tau, theta, k_head, soe_w, cfg)
             ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
             ctx.x_dtype = x.dtype
             return spikes, V if cfg.return_state else H[:0]
@@ -312,22 +301,7 @@ def _triton_backward(ctx, grad_spikes, grad_v):
     cfg = ctx.cfg
     need_params = any(ctx.needs_input_grad[1:5])
     grad_x, U, Hbar = kernels.backward(
-        grad_spikes,
-        grad_v,
-        H,
-        tau,
-        theta,
-        k_head,
-        soe_w,
-        cfg.decays,
-        leak=cfg.leak,
-        reset=cfg.reset,
-        v_reset=cfg.v_reset,
-        detach_reset=cfg.detach_reset,
-        surrogate=cfg.surrogate,
-        scale=cfg.surrogate_scale,
-        x_dtype=ctx.x_dtype,
-        need_uh=need_params,
+        grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg, x_dtype=ctx.x_dtype, need_uh=need_params
     )
     if not need_params:
         return grad_x, None, None, None, None, None

@@ -28,7 +28,7 @@ import math
 
 import torch
 
-from fsnn.checks import check_choice, check_number
+from fsnn.checks import Positive, checked, one_of
 
 SURROGATE_DEFAULT_SCALE: dict[str, float] = {
     "sigmoid": 5.0,
@@ -37,14 +37,13 @@ SURROGATE_DEFAULT_SCALE: dict[str, float] = {
     "gaussian": 1.0,
 }
 SURROGATES = tuple(SURROGATE_DEFAULT_SCALE)
+Surrogate = one_of(*SURROGATES)  # the option type of a neuron's surrogate
 
 
-def check_surrogate(name: str, scale: float | None) -> float:
-    """Validate a surrogate family and return its scale (the family default when ``None``)."""
-    check_choice("surrogate", name, SURROGATES)
-    if scale is None:
-        return SURROGATE_DEFAULT_SCALE[name]
-    return check_number("surrogate_scale", scale, above=0.0, allowed="None or a finite number > 0")
+@checked
+def check_surrogate(surrogate: Surrogate, surrogate_scale: Positive | None) -> float:
+    """The scale of surrogate family ``surrogate``: ``surrogate_scale``, or the family's default when ``None``."""
+    return SURROGATE_DEFAULT_SCALE[surrogate] if surrogate_scale is None else surrogate_scale
 
 
 def surrogate_derivative_(x: torch.Tensor, name: str, scale: float) -> torch.Tensor:

@@ -182,37 +182,21 @@ if not _TRITON_MISSING:
         return out
 
     @triton.jit
-    def _forward_step(
-        s_ptr,
-        h_ptr,
-        v_ptr,
-        g_ptr,
-        kappa_ptr,
-        col,
-        mask,
-        k,
-        N,
-        reach,
-        x,
-        ring,
-        modes,
-        v_prev,
-        kap,
-        lam,
-        read,
-        drive,
-        k0,
-        theta,
-        v_reset,
-        v_init,
-        R: tl.constexpr,
-        W: tl.constexpr,
-        FAR: tl.constexpr,
-        LEAK: tl.constexpr,
-        HARD: tl.constexpr,
-        STORE_V: tl.constexpr,
-        DT: tl.constexpr,
-    ):
+    def _forward_step(where, consts, CFG: tl.constexpr, k, x, ring, modes, v_prev):
+        """One forward step at time ``k``. The arguments every step of a program shares travel as three tuples,
+        so that each call is written once: ``where`` (the buffers it writes, its neurons ``col`` and their
+        ``mask``, the sizes), ``consts`` (the loop's constants) and ``CFG``, the kernel's compile-time options,
+        read by index: a constexpr tuple unpacked in one assignment would give plain values. The compute dtype
+        is ``x``'s."""
+        s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, N, reach = where
+        kap, lam, read, drive, k0, theta, v_reset, v_init = consts
+        R: tl.constexpr = CFG[0]
+        W: tl.constexpr = CFG[1]
+        FAR: tl.constexpr = CFG[2]
+        LEAK: tl.constexpr = CFG[3]
+        HARD: tl.constexpr = CFG[4]
+        STORE_V: tl.constexpr = CFG[5]
+        DT = x.dtype
         row = tl.cast(k, col.dtype) * N
         y = _history(ring, modes, kap, read, R, W) + v_init
         if FAR:
@@ -274,115 +258,36 @@ if not _TRITON_MISSING:
         ring = (zero,) * R
         modes = (zero,) * W
         v_prev = zero + v_init
+        where = (s_ptr, h_ptr, v_ptr, g_ptr, kappa_ptr, col, mask, N, reach)
+        consts = (kap, lam, read, drive, k0, theta, v_reset, v_init)
+        CFG: tl.constexpr = (R, W, FAR, LEAK, HARD, STORE_V)
         full = (T // UNROLL) * UNROLL
         xs = _prefetch(x_ptr, col, mask, 0, 1, T, N, UNROLL, DT)
         for c in range(0, full, UNROLL):
             ahead = _prefetch(x_ptr, col, mask, c + UNROLL, 1, T, N, UNROLL, DT)
             for j in tl.static_range(UNROLL):
-                ring, modes, v_prev = _forward_step(
-                    s_ptr,
-                    h_ptr,
-                    v_ptr,
-                    g_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    c + j,
-                    N,
-                    reach,
-                    xs[j],
-                    ring,
-                    modes,
-                    v_prev,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    v_init,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    STORE_V,
-                    DT,
-                )
+                ring, modes, v_prev = _forward_step(where, consts, CFG, c + j, xs[j], ring, modes, v_prev)
             xs = ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
-                ring, modes, v_prev = _forward_step(
-                    s_ptr,
-                    h_ptr,
-                    v_ptr,
-                    g_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    full + j,
-                    N,
-                    reach,
-                    xs[j],
-                    ring,
-                    modes,
-                    v_prev,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    v_init,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    STORE_V,
-                    DT,
-                )
+                ring, modes, v_prev = _forward_step(where, consts, CFG, full + j, xs[j], ring, modes, v_prev)
 
     @triton.jit
-    def _backward_step(
-        gx_ptr,
-        u_ptr,
-        hb_ptr,
-        kappa_ptr,
-        col,
-        mask,
-        k,
-        T,
-        N,
-        reach,
-        h,
-        gs,
-        gv,
-        ring,
-        modes,
-        u_next,
-        kap,
-        lam,
-        read,
-        drive,
-        k0,
-        theta,
-        v_reset,
-        scale,
-        R: tl.constexpr,
-        W: tl.constexpr,
-        FAR: tl.constexpr,
-        LEAK: tl.constexpr,
-        HARD: tl.constexpr,
-        DETACH: tl.constexpr,
-        SURROGATE: tl.constexpr,
-        HAS_GS: tl.constexpr,
-        HAS_GV: tl.constexpr,
-        STORE_UH: tl.constexpr,
-        DT: tl.constexpr,
-    ):
+    def _backward_step(where, consts, CFG: tl.constexpr, k, h, gs, gv, ring, modes, u_next):
+        """One backward step at time ``k`` (reverse time), its arguments grouped as :func:`_forward_step`'s."""
+        gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T, N, reach = where
+        kap, lam, read, drive, k0, theta, v_reset, scale = consts
+        R: tl.constexpr = CFG[0]
+        W: tl.constexpr = CFG[1]
+        FAR: tl.constexpr = CFG[2]
+        LEAK: tl.constexpr = CFG[3]
+        HARD: tl.constexpr = CFG[4]
+        DETACH: tl.constexpr = CFG[5]
+        SURROGATE: tl.constexpr = CFG[6]
+        HAS_GS: tl.constexpr = CFG[7]
+        HAS_GV: tl.constexpr = CFG[8]
+        STORE_UH: tl.constexpr = CFG[9]
+        DT = h.dtype
         row = tl.cast(k, col.dtype) * N
         sg = _surrogate(h - theta, scale, SURROGATE)
         if HARD:
@@ -458,6 +363,9 @@ if not _TRITON_MISSING:
         ring = (zero,) * R
         modes = (zero,) * W
         u_next = zero
+        where = (gx_ptr, u_ptr, hb_ptr, kappa_ptr, col, mask, T, N, reach)
+        consts = (kap, lam, read, drive, k0, theta, v_reset, scale)
+        CFG: tl.constexpr = (R, W, FAR, LEAK, HARD, DETACH, SURROGATE, HAS_GS, HAS_GV, STORE_UH)
         none = (zero,) * UNROLL
         full = (T // UNROLL) * UNROLL
         hs = _prefetch(h_ptr, col, mask, T - 1, -1, T, N, UNROLL, DT)
@@ -470,81 +378,13 @@ if not _TRITON_MISSING:
             gv_ahead = _prefetch(gv_ptr, col, mask, k, -1, T, N, UNROLL, DT) if HAS_GV else none
             for j in tl.static_range(UNROLL):
                 ring, modes, u_next = _backward_step(
-                    gx_ptr,
-                    u_ptr,
-                    hb_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    T - 1 - c - j,
-                    T,
-                    N,
-                    reach,
-                    hs[j],
-                    gss[j],
-                    gvs[j],
-                    ring,
-                    modes,
-                    u_next,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    scale,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    DETACH,
-                    SURROGATE,
-                    HAS_GS,
-                    HAS_GV,
-                    STORE_UH,
-                    DT,
+                    where, consts, CFG, T - 1 - c - j, hs[j], gss[j], gvs[j], ring, modes, u_next
                 )
             hs, gss, gvs = h_ahead, gs_ahead, gv_ahead
         for j in tl.static_range(UNROLL - 1):
             if full + j < T:
                 ring, modes, u_next = _backward_step(
-                    gx_ptr,
-                    u_ptr,
-                    hb_ptr,
-                    kappa_ptr,
-                    col,
-                    mask,
-                    T - 1 - full - j,
-                    T,
-                    N,
-                    reach,
-                    hs[j],
-                    gss[j],
-                    gvs[j],
-                    ring,
-                    modes,
-                    u_next,
-                    kap,
-                    lam,
-                    read,
-                    drive,
-                    k0,
-                    theta,
-                    v_reset,
-                    scale,
-                    R,
-                    W,
-                    FAR,
-                    LEAK,
-                    HARD,
-                    DETACH,
-                    SURROGATE,
-                    HAS_GS,
-                    HAS_GV,
-                    STORE_UH,
-                    DT,
+                    where, consts, CFG, T - 1 - full - j, hs[j], gss[j], gvs[j], ring, modes, u_next
                 )
 
 
@@ -581,18 +421,19 @@ def _soe_arrays(decays, soe_w, k_head):
     return decays.contiguous(), soe_w.detach().contiguous(), decays.numel()
 
 
-def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_reset: float, store_v: bool):
-    """``(spikes [T, N] in x's dtype, H [T, N], V [T, N] or None)`` for a contiguous ``x [T, N]``."""
+def forward(x, tau, theta, k_head, soe_w, cfg):
+    """``(spikes [T, N] in x's dtype, H [T, N], V [T, N] or None)`` for a contiguous ``x [T, N]``; ``cfg`` is the
+    call's :class:`fsnn.neurons.engines.EngineConfig` (``V`` is kept when ``cfg.return_state``)."""
     T, N = x.shape
-    R, reach = ring_size(len(k_head), soe=decays is not None)
-    lam, w, W = _soe_arrays(decays, soe_w, k_head)
+    store_v = cfg.return_state
+    R, reach = ring_size(len(k_head), soe=cfg.decays is not None)
+    lam, w, W = _soe_arrays(cfg.decays, soe_w, k_head)
     state = _state_dtype(x)
     spikes = torch.empty_like(x)
     H = torch.empty(T, N, dtype=state, device=x.device)
     V = torch.empty(T, N, dtype=state, device=x.device) if store_v else H
     G = torch.empty(T, N, dtype=state, device=x.device) if reach else H
     block, warps, unroll = _launch_options()
-    v_init = v_reset if reset == "hard" else 0.0
     _forward_kernel[_launch_grid(N, block)](
         x,
         spikes,
@@ -605,15 +446,15 @@ def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_r
         w,
         tau.detach(),
         theta.detach(),
-        _constants_on(x.device, state, (float(v_reset), float(v_init), 0.0)),
+        _constants_on(x.device, state, (float(cfg.v_reset), float(cfg.v_init), 0.0)),
         T,
         N,
         reach,
         R=R,
         W=W,
         FAR=bool(reach),
-        LEAK=leak,
-        HARD=reset == "hard",
+        LEAK=cfg.leak,
+        HARD=cfg.reset == "hard",
         STORE_V=store_v,
         UNROLL=unroll,
         DT=_compute_dtype(x),
@@ -624,29 +465,11 @@ def forward(x, tau, theta, k_head, soe_w, decays, *, leak: bool, reset: str, v_r
     return spikes, H, (V if store_v else None)
 
 
-def backward(
-    grad_spikes,
-    grad_v,
-    H,
-    tau,
-    theta,
-    k_head,
-    soe_w,
-    decays,
-    *,
-    leak: bool,
-    reset: str,
-    v_reset: float,
-    detach_reset: bool,
-    surrogate: str,
-    scale: float,
-    x_dtype: torch.dtype,
-    need_uh: bool,
-):
-    """``(dL/dX, U, Hbar)``; ``U``/``Hbar`` are ``None`` unless ``need_uh``."""
+def backward(grad_spikes, grad_v, H, tau, theta, k_head, soe_w, cfg, *, x_dtype: torch.dtype, need_uh: bool):
+    """``(dL/dX, U, Hbar)`` (``U``/``Hbar`` are ``None`` unless ``need_uh``); ``cfg`` as in :func:`forward`."""
     T, N = H.shape
-    R, reach = ring_size(len(k_head), soe=decays is not None)
-    lam, w, W = _soe_arrays(decays, soe_w, k_head)
+    R, reach = ring_size(len(k_head), soe=cfg.decays is not None)
+    lam, w, W = _soe_arrays(cfg.decays, soe_w, k_head)
     grad_x = torch.empty(T, N, dtype=x_dtype, device=H.device)
     U = torch.empty_like(H) if need_uh else H
     Hbar = torch.empty_like(H) if (need_uh or reach) else H
@@ -666,17 +489,17 @@ def backward(
         w,
         tau.detach(),
         theta.detach(),
-        _constants_on(H.device, H.dtype, (float(v_reset), 0.0, float(scale))),
+        _constants_on(H.device, H.dtype, (float(cfg.v_reset), 0.0, float(cfg.surrogate_scale))),
         T,
         N,
         reach,
         R=R,
         W=W,
         FAR=bool(reach),
-        LEAK=leak,
-        HARD=reset == "hard",
-        DETACH=detach_reset,
-        SURROGATE=SURROGATE_IDS[surrogate],
+        LEAK=cfg.leak,
+        HARD=cfg.reset == "hard",
+        DETACH=cfg.detach_reset,
+        SURROGATE=SURROGATE_IDS[cfg.surrogate],
         HAS_GS=grad_spikes is not None,
         HAS_GV=grad_v is not None,
         STORE_UH=need_uh,

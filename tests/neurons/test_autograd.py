@@ -196,7 +196,7 @@ def test_torch_compile_runs_a_network_with_a_graph_break_at_each_neuron():
     assert torch.equal(*outputs)
     assert all(torch.equal(a, b) for a, b in zip(*grads)) and all(g.abs().sum() > 0 for g in grads[0])
     breaks = counters["graph_break"]
-    assert breaks and all("FractionalNeuron._integrate" in reason for reason in breaks)  # only at the engines
+    assert breaks and all("EngineDispatch._integrate" in reason for reason in breaks)  # only at the engines
     assert any(node.target is torch._assert_async for graph in graphs for node in graph.graph.nodes)
     with pytest.raises(RuntimeError, match=r"x must be finite, got NaN or inf values"):
         compiled(torch.full_like(x, float("nan")))
