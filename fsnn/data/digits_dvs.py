@@ -304,3 +304,19 @@ def build_digits_dvs(
     """
     source = digits_source(data_dir)
     return splits_from_sources(info, {"all": source}, cache_dir, T, size, seed, val_fraction, num_workers)
+
+
+#: the dataset this module reads, registered by :mod:`fsnn.data.registry`
+INFOS = (
+    DatasetInfo(
+        name="digits_dvs",
+        kind="event",
+        num_classes=10,
+        in_channels=2,
+        size=(32, 32),
+        default_T=8,
+        library="fsnn (simulated from sklearn digits)",
+        directory="digits_dvs",
+        builder=build_digits_dvs,
+    ),
+)

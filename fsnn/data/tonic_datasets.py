@@ -304,3 +304,30 @@ def build_tonic(
     """
     sources = tonic_sources(TONIC_SPECS[info.name], data_dir, download=download, verify=verify)
     return splits_from_sources(info, sources, cache_dir, T, size, seed, val_fraction, num_workers)
+
+
+def _info(name: str, num_classes: int, size: tuple[int, int], default_T: int) -> DatasetInfo:
+    """The registry entry of the tonic dataset ``name``: its folder, reader class and published splits are
+    :data:`TONIC_SPECS`'s."""
+    spec = TONIC_SPECS[name]
+    return DatasetInfo(
+        name=name,
+        kind="event",
+        num_classes=num_classes,
+        in_channels=2,
+        size=size,
+        default_T=default_T,
+        library=f"tonic.datasets.{spec.cls_name}",
+        directory=spec.folder,
+        builder=build_tonic,
+        published=spec.published,
+    )
+
+
+#: the datasets this module reads, registered by :mod:`fsnn.data.registry`
+INFOS = (
+    _info("nmnist", 10, (34, 34), 16),
+    _info("dvsgesture", 11, (128, 128), 16),
+    _info("ncaltech101", 101, (128, 128), 16),
+    _info("dvslip", 100, (128, 128), 16),
+)

@@ -26,7 +26,7 @@ from fsnn.data.cache import cache_dir
 from fsnn.data.corruptions import CORRUPTIONS, CorruptedDataset
 from fsnn.data.datamodules import LinkDataModule, NodeDataModule, SplitDataModule
 from fsnn.data.graph_features import node_features
-from fsnn.models import BACKBONES, backbone_names, backbone_supports, build_backbone
+from fsnn.models import BACKBONES, backbone_supports, build_backbone
 from fsnn.models.registry import backbone_options
 from fsnn.registry import Registry, UnknownNameError
 from fsnn.suite.training import (
@@ -333,7 +333,7 @@ class LinkTask(TaskKind):
     name, metric = "link", "auc"
 
     def check(self, cfg) -> None:
-        decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.get(name), "decode")]
+        decoders = BACKBONES.names(supports="graph", decodes_links=True)
         if cfg.backbone.name not in decoders:
             raise ConfigError(
                 f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "
