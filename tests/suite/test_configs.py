@@ -71,3 +71,16 @@ def test_the_generated_switches_are_names_until_loaded():
     source = RecipeSwitchSource("fsnn", f"{RecipeSwitchSource.scheme()}://{CONF}")
     assert all(isinstance(leaf, str) for leaf in _leaves(vars(source)))
     assert sum(map(len, source.switches.values())) > 100  # every neuron's common switches, as names
+
+
+def test_a_dataset_config_reads_the_papers_T_and_size_from_the_registry_and_takes_an_override(compose_cfg):
+    from fsnn.configs import register_resolvers
+    from fsnn.data import dataset_info
+
+    register_resolvers()
+    for name in ("nmnist", "imagenet", "cora"):
+        info = dataset_info(name)
+        dataset = compose_cfg(f"dataset={name}").dataset
+        assert dataset.T == info.default_T and dataset.get("size") == (info.size[0] if info.size else None), name
+    assert compose_cfg("dataset=nmnist", "dataset.T=8", "dataset.size=28").dataset.T == 8
+    assert OmegaConf.select(compose_cfg("dataset=nmnist", "dataset.size=28"), "dataset.size") == 28
