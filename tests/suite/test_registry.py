@@ -30,7 +30,7 @@ def test_every_backbone_and_task_takes_known_kinds_of_data():
     for name in BACKBONES.names():
         assert BACKBONES.meta(name).supports <= set(DATA_KINDS), name
     for name in TASKS.names():
-        assert set(TASKS.meta(name)["data"]) <= set(DATA_KINDS), name
+        assert set(TASKS.meta(name).data) <= set(DATA_KINDS), name
 
 
 @pytest.mark.parametrize("what", KINDS)
