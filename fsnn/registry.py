@@ -205,10 +205,20 @@ class Registry(Mapping):
     # -- looking up -----------------------------------------------------------------------------------------------
     def names(self, pattern: str = "*", **meta) -> list[str]:
         """Registered names matching the shell wildcard ``pattern`` whose metadata match ``meta`` (a collection
-        matches when it holds the value asked for: ``names(supports="graph")``)."""
+        matches when it holds the value asked for: ``names(supports="graph")``); a field the registry's ``meta``
+        dataclass does not declare is a ``ValueError`` naming it."""
 
         def fits(have, want) -> bool:
             return want in have if isinstance(have, (set, frozenset, tuple, list)) else have == want
+
+        if self.meta_type is not None:
+            declared = [f.name for f in dataclasses.fields(self.meta_type)]
+            for key in meta:
+                if key not in declared:
+                    raise ValueError(
+                        f"{self.what} metadata has no field {key!r}{did_you_mean(key, declared)}; "
+                        f"{self.meta_type.__name__} declares {', '.join(declared)}"
+                    )
 
         def field_of(entry: _Entry, key: str):
             return entry.meta.get(key) if isinstance(entry.meta, dict) else getattr(entry.meta, key, None)

@@ -1,6 +1,8 @@
 """The dataset registry: name -> :class:`DatasetInfo` (with its kind and builder) for every dataset, frames, graphs and
 generated sequences alike, with the options of its ``dataset`` config group; :func:`build_dataset` loads frames,
-:func:`load_graph` graphs, :func:`build_sequences` sequences."""
+:func:`load_graph` graphs, :func:`build_sequences` sequences. Each reader module declares its datasets' infos beside
+its builder (its ``INFOS``: classes, channels, the paper's ``T`` and size, the published splits); this module
+registers them, and a dataset of one's own registers itself with :func:`register_dataset`."""
 
 from __future__ import annotations
 

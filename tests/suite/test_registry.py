@@ -253,3 +253,5 @@ def test_typed_metadata_is_read_by_field_and_filtered_by_names():
     assert all(NEURONS.meta(name).timed_as in NEURONS for name in NEURONS.names() if NEURONS.meta(name).timed_as)
     assert BACKBONES.names(supports="graph", decodes_links=True) == ["gae", "msg"]
     assert "sgcn" in BACKBONES.names(supports="graph") and not BACKBONES.meta("sgcn").decodes_links
+    with pytest.raises(ValueError, match=r"^backbone metadata has no field 'suports'; did you mean 'supports'\?"):
+        BACKBONES.names(suports="graph")
