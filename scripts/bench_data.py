@@ -64,13 +64,12 @@ def configurations() -> list[dict]:
     Optuna search, by its own config): ``{dataset, backbone, channels, T, size, batch, experiments, overrides}``."""
     from hydra import compose, initialize_config_dir
 
-    from fsnn.configs import config_root, register_resolvers
+    from fsnn.configs import config_root
     from fsnn.data.registry import dataset_info
     from fsnn.recipe_switches import register_recipe_switches
     from fsnn.report.estimates import jobs
 
     register_recipe_switches()
-    register_resolvers()
     found: dict[tuple, dict] = {}
     for path in sorted((config_root() / "experiment").glob("*.yaml")):
         if path.stem.endswith("_smoke"):
@@ -175,13 +174,12 @@ def child_step(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fsnn.configs import config_root, register_resolvers
+    from fsnn.configs import config_root
     from fsnn.data.registry import dataset_info
     from fsnn.recipe_switches import register_recipe_switches
     from fsnn.suite.tasks import build_task
 
     register_recipe_switches()
-    register_resolvers()
     out = {}
     for name, extra in (("config", []), ("dvsnet", ["backbone=dvsnet", "backbone.channels=128"])):
         with initialize_config_dir(str(config_root()), version_base="1.3"):

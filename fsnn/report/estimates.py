@@ -12,7 +12,7 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
-from fsnn.configs import config_root, register_resolvers
+from fsnn.configs import config_root
 from fsnn.neurons.registry import NEURONS
 from fsnn.records import results_root
 from fsnn.report.collect import (
@@ -205,7 +205,6 @@ def jobs(experiment: str) -> list[dict]:
     from fsnn.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
-    register_resolvers()
     params = sweep(experiment)
     counted = {k: v for k, v in params.items() if k == "seed" or k.lstrip("+").startswith("neuron")}
     composed = {k: v for k, v in params.items() if k not in counted}
