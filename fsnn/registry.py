@@ -2,7 +2,9 @@
 post-training studies are each a :class:`Registry`, looked up, listed, built and validated the same way.
 
 - ``register(name, entry=None, *, options=(), **meta)`` adds an entry (a decorator when ``entry`` is left out) with
-  its metadata (a backbone's ``supports``, a dataset's ``kind``, a corruption's ``family``);
+  its metadata (a neuron's ``label``, a backbone's ``supports``, a dataset's ``kind``). A registry that declares its
+  metadata as a dataclass (``Registry(..., meta=NeuronMeta)``, timm's ``PretrainedCfg``) builds it from ``**meta``
+  there, so a missing or unknown field is refused at registration with one error naming the entry and the field;
   ``lazy(name, "module:attribute", extra=...)`` lists one now and imports it when first used (optional libraries).
   Every registry takes the same names, identifiers (:data:`NAME_RULE`: a name becomes a config group's option, a
   ``conf/`` file name and part of a run folder's name), and entries of one kind (a callable unless the registry
@@ -27,6 +29,7 @@ line naming the ``fsnn[extra]`` to install (:class:`MissingExtraError`).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import fnmatch
 import functools
@@ -84,21 +87,43 @@ class UnknownNameError(KeyError, ValueError):
         return self.args[0]
 
 
+def build_meta(what: str, name: str, meta_type: type, fields: Mapping) -> Any:
+    """``meta_type(**fields)``, the metadata of the entry ``name`` of the registry of ``what``; a field ``meta_type``
+    does not declare, or one it needs that ``fields`` lacks, is a ``TypeError`` naming the entry, the field and the
+    fields it declares (an invalid value is the ``ValueError`` of its ``__post_init__``)."""
+    declared = {f.name: f for f in dataclasses.fields(meta_type) if f.init}
+    unknown = sorted(set(fields) - set(declared))
+    needed = sorted(
+        key
+        for key, f in declared.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and key not in fields
+    )
+    if unknown or needed:
+        problem = (
+            f"has no metadata field {unknown[0]!r}{did_you_mean(unknown[0], declared)}"
+            if unknown
+            else f"is registered without its {', '.join(map(repr, needed))}"
+        )
+        raise TypeError(f"{what} {name!r} {problem}; {meta_type.__name__} declares {', '.join(declared)}")
+    return meta_type(**fields)
+
+
 @dataclass
 class _Entry:
     obj: Any = None  # None while a lazy entry is not imported
     target: str | None = None  # a lazy entry's "module:attribute"
     extra: str | None = None  # the fsnn extra that installs a lazy entry's library
-    meta: dict = field(default_factory=dict)
+    meta: Any = field(default_factory=dict)  # the registry's metadata dataclass, or a dict where it declares none
     options: tuple = ()  # where its options are declared, when not in the entry's own signature
 
 
 class Registry(Mapping):
     """``name -> entry`` for one kind of component; ``what`` names it in messages. ``supplied``: arguments the code
     that builds an entry passes itself (a backbone's ``num_classes``), which are therefore no options of its config.
-    ``entries``: what an entry must be, ``(words, test)``; default: a callable (a class or a factory). A name is
-    registered as an identifier (:data:`NAME_RULE`) and looked up as written or with ``-`` for ``_`` and any case
-    (``ogbn-arxiv``)."""
+    ``entries``: what an entry must be, ``(words, test)``; default: a callable (a class or a factory). ``meta``: the
+    dataclass every entry's metadata is (:func:`build_meta`), or ``None`` (default: free keywords, kept as a dict). A
+    name is registered as an identifier (:data:`NAME_RULE`) and looked up as written or with ``-`` for ``_`` and any
+    case (``ogbn-arxiv``)."""
 
     def __init__(
         self,
@@ -106,8 +131,9 @@ class Registry(Mapping):
         *,
         supplied: Collection[str] = (),
         entries: tuple[str, Callable[[Any], bool]] = ("callable (a class or a function)", callable),
+        meta: type | None = None,
     ):
-        self.what, self.supplied = what, frozenset(supplied)
+        self.what, self.supplied, self.meta_type = what, frozenset(supplied), meta
         self.entry_rule, self._entry_test = entries
         self._entries: dict[str, _Entry] = {}
         self._schemas: dict[str, type] = {}
@@ -131,7 +157,10 @@ class Registry(Mapping):
             raise TypeError(f"{self.what} {name!r} must be {self.entry_rule}, got {entry!r}")
         return entry
 
-    def register(self, name: str, entry=None, *, options: Collection = (), **meta):
+    def _meta(self, name: str, fields: dict):
+        return dict(fields) if self.meta_type is None else build_meta(self.what, name, self.meta_type, fields)
+
+    def register(self, name: str, entry=None, /, *, options: Collection = (), **meta):
         """Add ``entry`` under ``name`` (as a decorator without ``entry``); a second, different entry for a name is
         refused.
 
@@ -142,18 +171,21 @@ class Registry(Mapping):
                 returns a decorator that registers what it decorates.
             options: the annotated callables or classes that declare its options, when its own signature does not;
                 default ``()`` (its signature).
-            **meta: what :meth:`names` filters on and :meth:`meta` returns (a backbone's ``supports``, ...).
+            **meta: the fields of its metadata (the registry's ``meta`` dataclass), what :meth:`names` filters on
+                and :meth:`meta` returns (a backbone's ``supports``, ...); a missing or unknown one is a
+                ``TypeError`` naming ``name`` and the field.
         """
 
         self.check_name(name)
 
         def add(obj):
             self.check_entry(name, obj)
+            built = self._meta(name, meta)
             key = self.key(name)
             old = self._entries.get(key)
             if old is not None and old.obj is not obj:
                 raise ValueError(f"{self.what} {name!r} is already registered")
-            self._entries[key] = _Entry(obj, meta=dict(meta), options=tuple(options))
+            self._entries[key] = _Entry(obj, meta=built, options=tuple(options))
             self._schemas.pop(key, None)
             return obj
 
@@ -162,25 +194,39 @@ class Registry(Mapping):
     def lazy(self, name: str, target: str, *, extra: str, **meta) -> None:
         """Register ``target`` (``"package.module:attribute"``), imported when ``name`` is first used; without its
         library that use fails with one message naming the ``fsnn[extra]`` to install. ``name`` follows
-        :data:`NAME_RULE`."""
+        :data:`NAME_RULE`; ``meta`` as in :meth:`register`."""
         self.check_name(name)
+        meta = self._meta(name, meta)
         module, _, attribute = str(target).partition(":")
         if not module or not attribute:
             raise ValueError(f"{self.what} {name!r}: target must be 'package.module:attribute', got {target!r}")
-        self._entries[self.key(name)] = _Entry(target=target, extra=extra, meta=dict(meta))
+        self._entries[self.key(name)] = _Entry(target=target, extra=extra, meta=meta)
 
     # -- looking up -----------------------------------------------------------------------------------------------
     def names(self, pattern: str = "*", **meta) -> list[str]:
         """Registered names matching the shell wildcard ``pattern`` whose metadata match ``meta`` (a collection
-        matches when it holds the value asked for: ``names(supports="graph")``)."""
+        matches when it holds the value asked for: ``names(supports="graph")``); a field the registry's ``meta``
+        dataclass does not declare is a ``ValueError`` naming it."""
 
         def fits(have, want) -> bool:
             return want in have if isinstance(have, (set, frozenset, tuple, list)) else have == want
 
+        if self.meta_type is not None:
+            declared = [f.name for f in dataclasses.fields(self.meta_type)]
+            for key in meta:
+                if key not in declared:
+                    raise ValueError(
+                        f"{self.what} metadata has no field {key!r}{did_you_mean(key, declared)}; "
+                        f"{self.meta_type.__name__} declares {', '.join(declared)}"
+                    )
+
+        def field_of(entry: _Entry, key: str):
+            return entry.meta.get(key) if isinstance(entry.meta, dict) else getattr(entry.meta, key, None)
+
         return sorted(
             name
             for name, entry in self._entries.items()
-            if fnmatch.fnmatchcase(name, pattern) and all(fits(entry.meta.get(k), v) for k, v in meta.items())
+            if fnmatch.fnmatchcase(name, pattern) and all(fits(field_of(entry, k), v) for k, v in meta.items())
         )
 
     def _entry(self, name) -> _Entry:
@@ -189,9 +235,11 @@ class Registry(Mapping):
             raise UnknownNameError(self.what, name, self._entries)
         return entry
 
-    def meta(self, name) -> dict:
-        """The metadata ``name`` was registered with (a copy)."""
-        return dict(self._entry(name).meta)
+    def meta(self, name):
+        """The metadata ``name`` was registered with: an instance of the registry's ``meta`` dataclass, or a copy of
+        the dict of its keywords where the registry declares none."""
+        meta = self._entry(name).meta
+        return dict(meta) if isinstance(meta, dict) else meta
 
     def get(self, name):
         """The entry of ``name``, imported if it is lazy; :class:`UnknownNameError` for an unknown name."""

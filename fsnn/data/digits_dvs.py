@@ -31,7 +31,7 @@ from fsnn.atomic import file_lock, write_atomic, write_json_atomic
 from fsnn.data.cache import read_json
 from fsnn.data.environment import abspath
 from fsnn.data.frame_cache import EventSource, splits_from_sources
-from fsnn.data.info import BuilderArgs
+from fsnn.data.info import BuilderArgs, DatasetInfo
 
 log = logging.getLogger(__name__)
 
@@ -291,3 +291,19 @@ def build_digits_dvs(args: BuilderArgs):
             * ``cache_dir``: the recordings are one split, ``all``: ``<cache_dir>/digits_dvs/T<T>_s<size>/all/``.
     """
     return splits_from_sources(args, {"all": digits_source(args.data_dir)})
+
+
+#: the dataset this module reads, registered by :mod:`fsnn.data.registry`
+INFOS = (
+    DatasetInfo(
+        name="digits_dvs",
+        kind="event",
+        num_classes=10,
+        in_channels=2,
+        size=(32, 32),
+        default_T=8,
+        library="fsnn (simulated from sklearn digits)",
+        directory="digits_dvs",
+        builder=build_digits_dvs,
+    ),
+)

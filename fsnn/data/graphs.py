@@ -459,3 +459,35 @@ def build_graph(
     return Data(
         x=x, edge_index=edge_index, y=y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], num_nodes=n
     )
+
+
+def _info(name, num_classes, num_features, library, directory="", num_nodes=None) -> DatasetInfo:
+    """The registry entry of the graph ``name``: ``library`` picks the loader of :func:`read_graph`, ``T`` is the
+    paper's Poisson steps."""
+    return DatasetInfo(
+        name=name,
+        kind="graph",
+        num_classes=num_classes,
+        in_channels=num_features,
+        size=None,
+        default_T=100,
+        library=library,
+        directory=directory,
+        builder=read_graph,
+        num_nodes=num_nodes,
+    )
+
+
+#: the graphs this module reads, registered by :mod:`fsnn.data.registry`, with their published node counts
+INFOS = (
+    _info("cora", 7, 1433, "planetoid", "Cora", 2_708),
+    _info("citeseer", 6, 3703, "planetoid", "CiteSeer", 3_327),
+    _info("pubmed", 3, 500, "planetoid", "PubMed", 19_717),
+    _info("photo", 8, 745, "amazon", "Photo", 7_650),
+    _info("computers", 10, 767, "amazon", "Computers", 13_752),
+    _info("cs", 15, 6805, "coauthor", "CS", 18_333),
+    _info("physics", 5, 8415, "coauthor", "Physics", 34_493),
+    _info("ogbn_arxiv", 40, 128, "ogb", "ogbn_arxiv", 169_343),
+    _info("karate", 4, 34, "pyg"),
+    _info("synthetic", SYNTHETIC_DEFAULTS["num_classes"], SYNTHETIC_DEFAULTS["num_features"], "synthetic"),
+)

@@ -179,3 +179,22 @@ def build_hardvs(args: BuilderArgs):
               MINI-HARDVS against its label files); ``False`` accepts at least one sample per split.
     """
     return splits_from_sources(args, hardvs_sources(args.info, args.data_dir, verify=args.verify))
+
+
+#: the datasets this module reads, registered by :mod:`fsnn.data.registry`: HarDVS with its published splits (its
+#: validation split is its own), MINI-HARDVS checked against its label lists
+INFOS = tuple(
+    DatasetInfo(
+        name=name,
+        kind="event",
+        num_classes=300,
+        in_channels=2,
+        size=(128, 128),
+        default_T=8,
+        library="spikingjelly.datasets.HARDVS",
+        directory=directory,
+        builder=build_hardvs,
+        published=published,
+    )
+    for name, directory, published in (("hardvs", "HARDVS", HARDVS_SIZES), ("hardvs_mini", "MINI_HARDVS", {}))
+)

@@ -16,7 +16,7 @@ import numpy as np
 DATA_KINDS = ("event", "static", "graph", "sequence")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DatasetInfo:
     """What a model needs to know about a dataset before loading it.
 
@@ -25,9 +25,13 @@ class DatasetInfo:
     ``"graph"`` (one graph whose nodes are classified or whose links are predicted); ``in_channels``: channels of a
     frame, or features of a node; ``size``: ``(H, W)`` of the frames fed to the model by default (``None`` for
     graphs); ``default_T``: time steps used in the paper; ``library``: what reads it; ``directory``: its folder under
-    ``data_dir`` (``""``: nothing on disk); ``num_nodes``: a graph's published node count. ``builder`` loads it,
-    through :func:`fsnn.data.build_dataset` for frames, :func:`fsnn.data.load_graph` for graphs and
-    :func:`fsnn.data.build_sequences` for sequences, as ``builder(args, **options)`` with :class:`BuilderArgs`.
+    ``data_dir`` (``""``: nothing on disk); ``num_nodes``: a graph's published node count; ``published``: the samples
+    of each split of the published release (``train``, ``val``, ``test``, or ``all`` where the release has no test
+    split; what the cost estimates count). ``builder`` loads it, through :func:`fsnn.data.build_dataset` for frames,
+    :func:`fsnn.data.load_graph` for graphs and :func:`fsnn.data.build_sequences` for sequences, as
+    ``builder(args, **options)`` with :class:`BuilderArgs`. ``options``: what declares its config options besides its
+    kind's (a generator whose annotated keyword arguments are options). Every field is given by keyword; the reader's
+    module declares its datasets' infos beside the builder.
     """
 
     name: str
@@ -40,6 +44,8 @@ class DatasetInfo:
     directory: str = ""
     builder: Callable | None = field(default=None, repr=False, compare=False)
     num_nodes: int | None = None  # a graph's published number of nodes (cost estimates; checked when verifying)
+    published: dict = field(default_factory=dict, compare=False)
+    options: tuple = field(default=(), repr=False, compare=False)
 
 
 def resolve_size(size, default: tuple[int, int]) -> tuple[int, int]:

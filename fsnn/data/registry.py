@@ -1,12 +1,14 @@
 """The dataset registry: name -> :class:`DatasetInfo` (with its kind and builder) for every dataset, frames, graphs and
 generated sequences alike, with the options of its ``dataset`` config group; :func:`build_dataset` loads frames,
-:func:`load_graph` graphs, :func:`build_sequences` sequences."""
+:func:`load_graph` graphs, :func:`build_sequences` sequences. Each reader module declares its datasets' infos beside
+its builder (its ``INFOS``: classes, channels, the paper's ``T`` and size, the published splits); this module
+registers them, and a dataset of one's own registers itself with :func:`register_dataset`."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Callable
+from typing import Annotated
 
 from fsnn.checks import (
     Check,
@@ -18,13 +20,11 @@ from fsnn.checks import (
     checked,
     one_of,
 )
-from fsnn.data import digits_dvs, graphs, sequences, static
+from fsnn.data import digits_dvs, graphs, hardvs, sequences, static, tonic_datasets
 from fsnn.data.cache import cache_dir as default_cache_dir
 from fsnn.data.environment import abspath, resolve_download, resolve_verify
 from fsnn.data.fakes import is_fake
-from fsnn.data.hardvs import build_hardvs
 from fsnn.data.info import DATA_KINDS, BuilderArgs, DatasetInfo, resolve_size
-from fsnn.data.tonic_datasets import build_tonic
 from fsnn.registry import Registry
 
 # a builder takes the run's arguments as one BuilderArgs, not from the dataset's config
@@ -100,8 +100,10 @@ OPTIONS = {
 }
 
 
-def register_dataset(info: DatasetInfo, builder: Callable | None = None, options=()) -> DatasetInfo:
-    """Add ``info`` (with ``builder``, if given, replacing ``info.builder``) to :data:`DATASETS`; returns it.
+def register_dataset(info: DatasetInfo) -> DatasetInfo:
+    """Add the dataset ``info`` (:class:`fsnn.data.info.DatasetInfo`, its facts given by keyword) to
+    :data:`DATASETS` under ``info.name``; returns it. A reader's module declares its datasets' infos beside its
+    builder (``INFOS``); one added outside fsnn calls this from its own module.
 
     Every builder is called as ``builder(args, **options)`` with :class:`fsnn.data.info.BuilderArgs`, which says what
     each kind of builder returns and what each argument means; the loaders (:func:`build_dataset`,
@@ -109,133 +111,21 @@ def register_dataset(info: DatasetInfo, builder: Callable | None = None, options
     builder's ``Args`` gives only what is particular to its dataset).
 
     Args:
-        info: the dataset (:class:`fsnn.data.info.DatasetInfo`); its ``name`` is its name in :data:`DATASETS`
-            and its ``kind`` one of :data:`fsnn.data.info.DATA_KINDS`.
-        builder: what loads it, ``builder(args, **options)``, or ``None`` (default: ``info.builder``).
-        options: what declares its config options besides its kind's (:data:`OPTIONS`), e.g. a generator whose
-            annotated keyword arguments are options; default none.
+        info: the dataset: its ``name`` is its name in :data:`DATASETS` (:data:`fsnn.registry.NAME_RULE`), its
+            ``kind`` one of :data:`fsnn.data.info.DATA_KINDS`, its ``builder`` what loads it (``builder(args, **options)``) and its ``options`` what declares its config options besides its kind's
+            (:data:`OPTIONS`). A ``TypeError`` or ``ValueError`` names the dataset and what is wrong.
     """
     if not isinstance(info, DatasetInfo):
         raise TypeError(f"register_dataset takes a DatasetInfo, got {info!r}")
     DATASETS.check_name(info.name)
-    if builder is not None:
-        info = DatasetInfo(**{**{f: getattr(info, f) for f in info.__dataclass_fields__}, "builder": builder})
-    if info.builder is None:
-        raise ValueError(f"dataset {info.name!r} has no builder")
     if info.kind not in DATA_KINDS:
-        raise ValueError(f"kind must be one of {list(DATA_KINDS)}, got {info.kind!r}")
-    return DATASETS.register(info.name, info, options=(*OPTIONS[info.kind], *options), kind=info.kind)
+        raise ValueError(f"dataset {info.name!r}: kind must be one of {list(DATA_KINDS)}, got {info.kind!r}")
+    return DATASETS.register(info.name, info, options=(*OPTIONS[info.kind], *info.options), kind=info.kind)
 
 
-_SYNTHETIC = graphs.SYNTHETIC_DEFAULTS
-for _info in (
-    DatasetInfo(
-        "digits_dvs",
-        "event",
-        10,
-        2,
-        (32, 32),
-        8,
-        "fsnn (simulated from sklearn digits)",
-        "digits_dvs",
-        digits_dvs.build_digits_dvs,
-    ),
-    DatasetInfo("nmnist", "event", 10, 2, (34, 34), 16, "tonic.datasets.NMNIST", "NMNIST", build_tonic),
-    DatasetInfo("dvsgesture", "event", 11, 2, (128, 128), 16, "tonic.datasets.DVSGesture", "DVSGesture", build_tonic),
-    DatasetInfo(
-        "ncaltech101", "event", 101, 2, (128, 128), 16, "tonic.datasets.NCALTECH101", "NCALTECH101", build_tonic
-    ),
-    DatasetInfo("dvslip", "event", 100, 2, (128, 128), 16, "tonic.datasets.DVSLip", "DVSLip", build_tonic),
-    DatasetInfo("hardvs", "event", 300, 2, (128, 128), 8, "spikingjelly.datasets.HARDVS", "HARDVS", build_hardvs),
-    DatasetInfo(
-        "hardvs_mini",
-        "event",
-        300,
-        2,
-        (128, 128),
-        8,
-        "spikingjelly.datasets.HARDVS",
-        "MINI_HARDVS",
-        build_hardvs,
-    ),
-    DatasetInfo(
-        "cifar10",
-        "static",
-        10,
-        3,
-        (32, 32),
-        4,
-        "torchvision.datasets.CIFAR10",
-        "cifar-10-batches-py",
-        static.build_cifar,
-    ),
-    DatasetInfo(
-        "cifar100",
-        "static",
-        100,
-        3,
-        (32, 32),
-        4,
-        "torchvision.datasets.CIFAR100",
-        "cifar-100-python",
-        static.build_cifar,
-    ),
-    DatasetInfo(
-        "imagenet", "static", 1000, 3, (160, 160), 4, "torchvision.datasets.ImageNet", "imagenet", static.build_imagenet
-    ),
-    # graphs: ``library`` picks the loader of :func:`fsnn.data.graphs.read_graph`; T is the Poisson steps
-    DatasetInfo("cora", "graph", 7, 1433, None, 100, "planetoid", "Cora", graphs.read_graph, num_nodes=2_708),
-    DatasetInfo("citeseer", "graph", 6, 3703, None, 100, "planetoid", "CiteSeer", graphs.read_graph, num_nodes=3_327),
-    DatasetInfo("pubmed", "graph", 3, 500, None, 100, "planetoid", "PubMed", graphs.read_graph, num_nodes=19_717),
-    DatasetInfo("photo", "graph", 8, 745, None, 100, "amazon", "Photo", graphs.read_graph, num_nodes=7_650),
-    DatasetInfo("computers", "graph", 10, 767, None, 100, "amazon", "Computers", graphs.read_graph, num_nodes=13_752),
-    DatasetInfo("cs", "graph", 15, 6805, None, 100, "coauthor", "CS", graphs.read_graph, num_nodes=18_333),
-    DatasetInfo("physics", "graph", 5, 8415, None, 100, "coauthor", "Physics", graphs.read_graph, num_nodes=34_493),
-    DatasetInfo("ogbn_arxiv", "graph", 40, 128, None, 100, "ogb", "ogbn_arxiv", graphs.read_graph, num_nodes=169_343),
-    DatasetInfo("karate", "graph", 4, 34, None, 100, "pyg", "", graphs.read_graph),
-    DatasetInfo(
-        "synthetic",
-        "graph",
-        _SYNTHETIC["num_classes"],
-        _SYNTHETIC["num_features"],
-        None,
-        100,
-        "synthetic",
-        "",
-        graphs.read_graph,
-    ),
-):
-    register_dataset(_info)
-# generated sequences: num_classes, in_channels and T of the default options (the options change them)
-_CUE = sequences.defaults(sequences.delayed_cue)
-register_dataset(
-    DatasetInfo(
-        "delayed_cue",
-        "sequence",
-        _CUE["num_cues"],
-        _CUE["channels"] + 1,
-        None,
-        _CUE["cue_steps"] + _CUE["delay"] + _CUE["recall_steps"],
-        "fsnn (generated)",
-        "",
-        sequences.build_delayed_cue,
-    ),
-    options=(sequences.delayed_cue,),
-)
-register_dataset(
-    DatasetInfo(
-        "seq_digits",
-        "sequence",
-        10,
-        1,
-        None,
-        sequences.DIGIT_PIXELS,
-        "fsnn (from sklearn digits)",
-        "",
-        sequences.build_seq_digits,
-    ),
-    options=(sequences.seq_digits, sequences.build_seq_digits),
-)
+for _reader in (digits_dvs, tonic_datasets, hardvs, static, graphs, sequences):
+    for _info in _reader.INFOS:
+        register_dataset(_info)
 
 
 def dataset_info(name: str) -> DatasetInfo:

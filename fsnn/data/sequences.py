@@ -248,3 +248,32 @@ def build_seq_digits(args: BuilderArgs, *, readout_steps: Count = 8, **options):
 
     data = _cached(args.info, args.cache_dir, p, compute)  # where the answer is read changes no data
     return _splits(args, data["x"], data["y"], 10, readout)
+
+
+_CUE = defaults(delayed_cue)
+#: the tasks this module generates, registered by :mod:`fsnn.data.registry`: classes, channels and ``T`` of their
+#: default options (the options change them, and are the generators' keyword arguments)
+INFOS = (
+    DatasetInfo(
+        name="delayed_cue",
+        kind="sequence",
+        num_classes=_CUE["num_cues"],
+        in_channels=_CUE["channels"] + 1,
+        size=None,
+        default_T=_CUE["cue_steps"] + _CUE["delay"] + _CUE["recall_steps"],
+        library="fsnn (generated)",
+        builder=build_delayed_cue,
+        options=(delayed_cue,),
+    ),
+    DatasetInfo(
+        name="seq_digits",
+        kind="sequence",
+        num_classes=10,
+        in_channels=1,
+        size=None,
+        default_T=DIGIT_PIXELS,
+        library="fsnn (from sklearn digits)",
+        builder=build_seq_digits,
+        options=(seq_digits, build_seq_digits),
+    ),
+)

@@ -320,3 +320,30 @@ def build_imagenet(args: BuilderArgs):
             f"the archives (or the extracted train/, val/ and meta.bin) in {location}",
         )
     return _splits(args, base_train, base_test, imagenet_transforms(args.size, args.encoder))
+
+
+def _info(name: str, num_classes: int, size: tuple[int, int], library: str, directory: str, builder) -> DatasetInfo:
+    """The registry entry of the torchvision dataset ``name``, with its published images (:data:`PUBLISHED_IMAGES`)."""
+    train, test = PUBLISHED_IMAGES[name]
+    return DatasetInfo(
+        name=name,
+        kind="static",
+        num_classes=num_classes,
+        in_channels=3,
+        size=size,
+        default_T=4,
+        library=f"torchvision.datasets.{library}",
+        directory=directory,
+        builder=builder,
+        published={"train": train, "test": test},
+    )
+
+
+#: the datasets this module reads, registered by :mod:`fsnn.data.registry`
+INFOS = (
+    *(
+        _info(name, classes, (32, 32), *CIFAR[name][:2], build_cifar)
+        for name, classes in (("cifar10", 10), ("cifar100", 100))
+    ),
+    _info("imagenet", 1000, (160, 160), "ImageNet", IMAGENET_FOLDER, build_imagenet),
+)

@@ -33,7 +33,7 @@ from pathlib import Path
 from fsnn.data.environment import abspath
 from fsnn.data.errors import count_files, missing_in_folder
 from fsnn.data.frame_cache import EventReader, EventSource, splits_from_sources
-from fsnn.data.info import BuilderArgs
+from fsnn.data.info import BuilderArgs, DatasetInfo
 
 log = logging.getLogger(__name__)
 
@@ -291,3 +291,30 @@ def build_tonic(args: BuilderArgs):
     """
     sources = tonic_sources(TONIC_SPECS[args.info.name], args.data_dir, download=args.download, verify=args.verify)
     return splits_from_sources(args, sources)
+
+
+def _info(name: str, num_classes: int, size: tuple[int, int], default_T: int) -> DatasetInfo:
+    """The registry entry of the tonic dataset ``name``: its folder, reader class and published splits are
+    :data:`TONIC_SPECS`'s."""
+    spec = TONIC_SPECS[name]
+    return DatasetInfo(
+        name=name,
+        kind="event",
+        num_classes=num_classes,
+        in_channels=2,
+        size=size,
+        default_T=default_T,
+        library=f"tonic.datasets.{spec.cls_name}",
+        directory=spec.folder,
+        builder=build_tonic,
+        published=spec.published,
+    )
+
+
+#: the datasets this module reads, registered by :mod:`fsnn.data.registry`
+INFOS = (
+    _info("nmnist", 10, (34, 34), 16),
+    _info("dvsgesture", 11, (128, 128), 16),
+    _info("ncaltech101", 101, (128, 128), 16),
+    _info("dvslip", 100, (128, 128), 16),
+)

@@ -47,7 +47,7 @@ def _encoder(kind: str, in_features: int, hidden: int, dim: int) -> nn.Module:
     return GCNConv(in_features, dim) if kind == "linear" else _GCNEncoder(in_features, hidden, dim)
 
 
-@register_backbone("gae", supports={"graph"})
+@register_backbone("gae", supports={"graph"}, decodes_links=True)
 class GAE(nn.Module):
     """Graph auto-encoder for link prediction (``task=link`` only: it has no classification head).
 

@@ -92,7 +92,7 @@ class _MSGLayer(nn.Module):
         return self.neuron(neuron_input(x)), geometry.move(z, y)
 
 
-@register_backbone("msg", supports={"graph"})
+@register_backbone("msg", supports={"graph"}, decodes_links=True)
 class MSG(nn.Module):
     """Manifold-valued spiking GNN (Sun et al. 2024) with any neuron.
 

@@ -8,6 +8,7 @@ Families register their factories with :func:`register_backbone` in their own mo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from torch import nn
 
@@ -15,12 +16,32 @@ from fsnn.registry import Registry
 
 # what the task gives a backbone from its data and its neuron: no options of the backbone's config
 SUPPLIED = ("num_classes", "in_channels", "input_size", "in_features", "readout_steps", "neuron", "neuron_kwargs")
-BACKBONES = Registry("backbone", supplied=SUPPLIED)
+
+
+@dataclass(frozen=True)
+class BackboneMeta:
+    """What a task asks of a backbone before it builds one, given at its registration (:func:`register_backbone`).
+
+    Args:
+        supports: the data kinds it takes (:data:`fsnn.data.info.DATA_KINDS`), a non-empty set of strings.
+        decodes_links: whether its model scores node pairs with ``decode(z, pairs)`` after ``encode(x,
+            edge_index)``, as ``task=link`` needs; default ``False``.
+    """
+
+    supports: frozenset
+    decodes_links: bool = False
+
+    def __post_init__(self):
+        if not self.supports or not all(isinstance(kind, str) for kind in self.supports):
+            raise ValueError(f"supports must name at least one kind of data, got {sorted(map(repr, self.supports))}")
+
+
+BACKBONES = Registry("backbone", supplied=SUPPLIED, meta=BackboneMeta)
 # arguments that, given as None, leave the factory's own default (a config's null, a builder's "not set")
 _DEFAULTED = ("num_classes", "in_channels", "input_size", "in_features", "neuron", "T")
 
 
-def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static")):
+def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static"), decodes_links: bool = False):
     """Decorator registering a backbone factory (a function or a class) under ``name``.
 
     The task calls the factory with the arguments below, taken from its dataset and its neuron (:data:`SUPPLIED`,
@@ -51,11 +72,10 @@ def register_backbone(name: str, *, supports: Iterable[str] = ("event", "static"
         name: the backbone's name, the ``backbone`` config group's ``name``.
         supports: the data kinds the backbone accepts (:data:`fsnn.data.info.DATA_KINDS`); a task refuses a
             dataset of another kind by name. Default: ``event`` and ``static``.
+        decodes_links: whether the model has ``encode(x, edge_index)`` and ``decode(z, pairs)``, the link scores
+            ``task=link`` trains (:class:`BackboneMeta`); default ``False``.
     """
-    kinds = frozenset(supports)
-    if not kinds or not all(isinstance(kind, str) for kind in kinds):
-        raise ValueError(f"supports must name at least one kind of data, got {sorted(map(repr, kinds))}")
-    return BACKBONES.register(name, supports=kinds)
+    return BACKBONES.register(name, supports=frozenset(supports), decodes_links=decodes_links)
 
 
 def backbone_names(kind: str | None = None) -> list[str]:
@@ -65,7 +85,7 @@ def backbone_names(kind: str | None = None) -> list[str]:
 
 def backbone_supports(name: str) -> set[str]:
     """Data kinds (``"event"``, ``"static"``, ``"graph"``, ``"sequence"``) that backbone ``name`` accepts."""
-    return set(BACKBONES.meta(name)["supports"])
+    return set(BACKBONES.meta(name).supports)
 
 
 def build_backbone(name: str, neuron_kwargs: Mapping | None = None, **kwargs) -> nn.Module:

@@ -8,13 +8,43 @@ when one is built), with each neuron's options (the annotated keyword arguments 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 
 from torch import nn
 
 from fsnn.neurons.fractional import FractionalIF, FractionalLIF, FractionalNeuron, SpikingNeuron
 from fsnn.registry import Registry, option_fields
 
-NEURONS = Registry("neuron")
+ORDERS = ("fractional", "integer")
+
+
+@dataclass(frozen=True)
+class NeuronMeta:
+    """What the tables, figures and report page read of a neuron, given at its registration
+    (``register_neuron("flif", label="f-LIF", order="fractional")``).
+
+    Args:
+        label: its name for a reader (``"f-LIF"``), a non-empty string.
+        order: ``"fractional"`` or ``"integer"`` (colours, and the fractional cell a verdict compares).
+        paper_baseline: whether it is an integer-order neuron the paper compares f-LIF and f-IF with; default
+            ``False``.
+        timed_as: the registered neuron whose measured train step stands for its own in the cost estimates, because
+            it runs the same kernels (``fif`` -> ``flif``); default ``None`` (timed itself, or not estimated).
+    """
+
+    label: str
+    order: str
+    paper_baseline: bool = False
+    timed_as: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.label, str) or not self.label:
+            raise ValueError(f"a neuron's label must be a non-empty string, got {self.label!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"a neuron's order must be one of {', '.join(ORDERS)}, got {self.order!r}")
+
+
+NEURONS = Registry("neuron", meta=NeuronMeta)
 register_neuron = NEURONS.register
 
 
@@ -55,11 +85,8 @@ def build_neuron(name: str, **kwargs) -> nn.Module:
     return NEURONS.create(name, **kwargs)
 
 
-# Each neuron's metadata, read by the tables, figures and report page: ``label``, its name for a reader; ``order``,
-# fractional or integer (colours and verdicts); ``paper_baseline``, an integer-order neuron the paper compares
-# f-LIF / f-IF with.
 register_neuron("flif", label="f-LIF", order="fractional")(FractionalLIF)
-register_neuron("fif", label="f-IF", order="fractional")(FractionalIF)
+register_neuron("fif", label="f-IF", order="fractional", timed_as="flif")(FractionalIF)
 
 
 def _arguments_but(cls: type, dropped: tuple[str, ...]) -> str:
@@ -112,7 +139,7 @@ def _first_order(cls: type[FractionalNeuron], name: str):
 
 
 register_neuron("lif", label="LIF (fsnn, alpha = 1)", order="integer")(_first_order(FractionalLIF, "lif"))
-register_neuron("if", label="IF (fsnn, alpha = 1)", order="integer")(_first_order(FractionalIF, "if"))
+register_neuron("if", label="IF (fsnn, alpha = 1)", order="integer", timed_as="lif")(_first_order(FractionalIF, "if"))
 # integer-order baselines (fsnn.neurons.baselines): listed always, their library imported only when one is built
 NEURONS.lazy(
     "sj_lif",
@@ -123,7 +150,12 @@ NEURONS.lazy(
     paper_baseline=True,
 )
 NEURONS.lazy(
-    "sj_plif", "fsnn.neurons.baselines:SJPLIF", extra="baselines", label="PLIF (SpikingJelly)", order="integer"
+    "sj_plif",
+    "fsnn.neurons.baselines:SJPLIF",
+    extra="baselines",
+    label="PLIF (SpikingJelly)",
+    order="integer",
+    timed_as="sj_lif",
 )
 NEURONS.lazy(
     "sj_if",
@@ -132,6 +164,7 @@ NEURONS.lazy(
     label="IF (SpikingJelly)",
     order="integer",
     paper_baseline=True,
+    timed_as="sj_lif",
 )
 NEURONS.lazy(
     "snntorch_leaky",
@@ -160,7 +193,7 @@ def neuron_label(name: str) -> str:
     if base is None:
         return str(name)
     suffix = NEURONS.key(name)[len(base) :].lstrip("_")
-    return NEURONS.meta(base)["label"] + (f" {suffix}" if suffix else "")
+    return NEURONS.meta(base).label + (f" {suffix}" if suffix else "")
 
 
 def is_fractional(name: str) -> bool:
@@ -170,7 +203,7 @@ def is_fractional(name: str) -> bool:
         name: a neuron name or a ``neuron_variant`` name that starts with one; an unknown name is not fractional.
     """
     base = _registered_prefix(name)
-    return base is not None and NEURONS.meta(base).get("order") == "fractional"
+    return base is not None and NEURONS.meta(base).order == "fractional"
 
 
 def paper_baselines() -> list[str]:

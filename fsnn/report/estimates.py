@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from fsnn.configs import config_root
+from fsnn.neurons.registry import NEURONS
 from fsnn.records import results_root
 from fsnn.report.collect import (
     INTEGER,
@@ -25,9 +26,6 @@ from fsnn.report.collect import (
     read_record,
     record_problem,
 )
-
-# a neuron with no timed train step of its own, timed as the neuron that runs the same kernels
-TIMED_AS = {"fif": "flif", "if": "lif", "sj_if": "sj_lif", "sj_plif": "sj_lif"}
 
 
 def _positive(value, below: float = math.inf) -> bool:
@@ -252,21 +250,19 @@ def step_costs(bench_dir: str | Path | None = None) -> list[dict]:
 
 
 def train_samples(cfg) -> int | None:
-    """Training samples per epoch of a composed config (the published split sizes, less validation), ``None`` where
-    fsnn does not know them."""
+    """Training samples per epoch of a composed config: the training split of the dataset's published release
+    (:attr:`fsnn.data.info.DatasetInfo.published`; a release of one pool loses its test share first), less the
+    validation share unless the release has its own validation split; ``None`` where none is registered."""
     from fsnn.data.frame_cache import TEST_FRACTION
-    from fsnn.data.hardvs import HARDVS_SIZES
-    from fsnn.data.static import PUBLISHED_IMAGES
-    from fsnn.data.tonic_datasets import TONIC_SPECS
+    from fsnn.data.registry import dataset_info
 
-    name = cfg.dataset.name
-    if name == "hardvs":
-        return HARDVS_SIZES["train"]
-    if name in TONIC_SPECS:
-        published = TONIC_SPECS[name].published
-        train = published.get("train") or round(published["all"] * (1 - TEST_FRACTION))
-    elif name in PUBLISHED_IMAGES:
-        train = PUBLISHED_IMAGES[name][0]
+    published = dataset_info(cfg.dataset.name).published
+    if "val" in published:
+        return published["train"]
+    if "train" in published:
+        train = published["train"]
+    elif "all" in published:
+        train = round(published["all"] * (1 - TEST_FRACTION))
     else:
         return None
     return round(train * (1 - float(cfg.dataset.get("val_fraction") or 0.0)))
@@ -366,7 +362,7 @@ def estimate(experiment: str, costs: list[dict], data: dict | None = None) -> di
         if note:
             notes.add(note)
         for neuron in job["neurons"]:
-            timed = neuron if neuron in bench["rates"] else TIMED_AS.get(neuron)
+            timed = neuron if neuron in bench["rates"] or neuron not in NEURONS else NEURONS.meta(neuron).timed_as
             if timed not in bench["rates"]:
                 unestimated[f"{neuron}: no measured step"] += job["jobs_per_neuron"]
                 continue
@@ -411,7 +407,7 @@ def evaluation_estimate(study: str, experiment: str, spec: dict, costs: list[dic
     the published test split, at the slowest measured neuron's test speed."""
     from omegaconf import OmegaConf
 
-    from fsnn.data.tonic_datasets import TONIC_SPECS
+    from fsnn.data.registry import dataset_info
 
     corruptions = OmegaConf.load(config_root() / "robustness" / f"{study}.yaml").corruptions
     passes = 1 + sum(len(c.levels) for c in corruptions.values())
@@ -424,10 +420,10 @@ def evaluation_estimate(study: str, experiment: str, spec: dict, costs: list[dic
         step = nearest_step(
             costs, cfg.backbone.name, cfg.backbone.get("channels"), cfg.dataset.T, cfg.dataset.get("size")
         )
-        published = TONIC_SPECS.get(cfg.dataset.name)
-        if step is None or published is None or "test" not in published.published:
+        test = dataset_info(cfg.dataset.name).published.get("test")
+        if step is None or test is None:
             continue
         bench, scale = step
         rate = min(r[1] for r in bench["rates"].values())
-        out.append(passes * published.published["test"] * scale / rate)
+        out.append(passes * test * scale / rate)
     return {"passes": passes, "seconds": max(out)} if out else None

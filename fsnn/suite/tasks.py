@@ -12,6 +12,7 @@ corrupted test set, energy when it can give a sample input for the layer-wise co
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -26,7 +27,7 @@ from fsnn.data.cache import cache_dir
 from fsnn.data.corruptions import CORRUPTIONS, CorruptedDataset
 from fsnn.data.datamodules import LinkDataModule, NodeDataModule, SplitDataModule
 from fsnn.data.graph_features import node_features
-from fsnn.models import BACKBONES, backbone_names, backbone_supports, build_backbone
+from fsnn.models import BACKBONES, backbone_supports, build_backbone
 from fsnn.models.registry import backbone_options
 from fsnn.registry import Registry, UnknownNameError
 from fsnn.suite.training import (
@@ -36,7 +37,25 @@ from fsnn.suite.training import (
     as_float,
 )
 
-TASKS = Registry("task", entries=("a TaskKind", lambda entry: isinstance(entry, TaskKind)))
+
+@dataclass(frozen=True)
+class TaskMeta:
+    """What picks a task for a run, given at its registration.
+
+    Args:
+        data: the data kinds it trains on (:data:`fsnn.data.info.DATA_KINDS`), a non-empty tuple of strings.
+        default: whether it is the task of a run of that data that names none (``task: null``).
+    """
+
+    data: tuple[str, ...]
+    default: bool
+
+    def __post_init__(self):
+        if not self.data or not all(isinstance(kind, str) for kind in self.data):
+            raise ValueError(f"a task's data must name at least one kind of data, got {self.data!r}")
+
+
+TASKS = Registry("task", entries=("a TaskKind", lambda entry: isinstance(entry, TaskKind)), meta=TaskMeta)
 
 
 class Task(NamedTuple):
@@ -333,7 +352,7 @@ class LinkTask(TaskKind):
     name, metric = "link", "auc"
 
     def check(self, cfg) -> None:
-        decoders = [name for name in backbone_names("graph") if hasattr(BACKBONES.get(name), "decode")]
+        decoders = BACKBONES.names(supports="graph", decodes_links=True)
         if cfg.backbone.name not in decoders:
             raise ConfigError(
                 f"task=link needs a backbone that decodes edges ({', '.join(decoders)}), "
@@ -378,7 +397,7 @@ def task_kind(cfg: DictConfig) -> TaskKind:
             raise ConfigError(
                 f"task: expected null or one of {', '.join(error.choices)}, got {name!r}{error.suggestion}"
             ) from None
-        if data not in TASKS.meta(name)["data"]:
+        if data not in TASKS.meta(name).data:
             raise ConfigError(f"task={name} takes no {data!r} data (dataset {cfg.dataset.name!r})")
     kind.check(cfg)
     return kind

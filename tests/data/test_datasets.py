@@ -49,8 +49,9 @@ from fsnn.data.splits import stratified_split
 from fsnn.data.static import NORMALIZATION
 from fsnn.data.tonic_datasets import NCALTECH101_CLASSES
 
-EVENT_FIXTURES = ["nmnist", "dvsgesture", "ncaltech101", "dvslip", "hardvs", "hardvs_mini"]
-STATIC_FIXTURES = ["cifar10", "cifar100", "imagenet"]
+# the faked frame datasets, by kind: a dataset with a fake is tested here without a list of its own
+EVENT_FIXTURES = [name for name in FIXTURE_NAMES if DATASETS[name].kind == "event"]
+STATIC_FIXTURES = [name for name in FIXTURE_NAMES if DATASETS[name].kind == "static"]
 OFFLINE = {"download": False, "verify": False}
 
 

@@ -86,7 +86,7 @@ def test_unknown_backbone_kwarg_is_value_error():
 
 def test_register_backbone_validates():
     with pytest.raises(ValueError, match="supports must name at least one kind of data"):
-        register_backbone("x_no_kind", supports=())
+        register_backbone("x_no_kind", supports=())(lambda **kw: nn.Identity())
     with pytest.raises(ValueError, match="already registered"):
         register_backbone("dvsnet")(lambda **kw: nn.Identity())
 

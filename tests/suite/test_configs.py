@@ -71,3 +71,13 @@ def test_the_generated_switches_are_names_until_loaded():
     source = RecipeSwitchSource("fsnn", f"{RecipeSwitchSource.scheme()}://{CONF}")
     assert all(isinstance(leaf, str) for leaf in _leaves(vars(source)))
     assert sum(map(len, source.switches.values())) > 100  # every neuron's common switches, as names
+
+
+def test_a_frame_dataset_config_gives_the_papers_T_and_size_of_its_registry_entry():
+    from fsnn.data import dataset_info
+
+    for path in sorted((CONF / "dataset").glob("*.yaml")):
+        config = OmegaConf.load(path)
+        info = dataset_info(config.name)
+        if info.kind in ("event", "static") and "T" in config:
+            assert (config.T, config.size) == (info.default_T, info.size[0]), path.name

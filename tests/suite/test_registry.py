@@ -28,9 +28,9 @@ def test_every_backbone_and_task_takes_known_kinds_of_data():
     from fsnn.suite.tasks import TASKS
 
     for name in BACKBONES.names():
-        assert BACKBONES.meta(name)["supports"] <= set(DATA_KINDS), name
+        assert BACKBONES.meta(name).supports <= set(DATA_KINDS), name
     for name in TASKS.names():
-        assert set(TASKS.meta(name)["data"]) <= set(DATA_KINDS), name
+        assert set(TASKS.meta(name).data) <= set(DATA_KINDS), name
 
 
 @pytest.mark.parametrize("what", KINDS)
@@ -208,15 +208,19 @@ def test_every_registry_refuses_an_entry_of_the_wrong_kind(what):
             components.check_entry(name, components.get(name))
 
 
+def _graph_info(name: str, builder) -> DatasetInfo:
+    return DatasetInfo(name=name, kind="graph", num_classes=2, in_channels=2, size=None, default_T=4, builder=builder)
+
+
 def test_register_neuron_and_register_dataset_check_the_name_and_the_entry():
     with pytest.raises(ValueError, match=r"^a neuron name must be an identifier .*, got '\.\./evil'$"):
         register_neuron("../evil")(nn.Identity)
     with pytest.raises(TypeError, match=r"^neuron 'not_callable' must be callable \(a class or a function\), got 3$"):
         register_neuron("not_callable")(3)
     with pytest.raises(ValueError, match=r"^a dataset name must be an identifier .*, got 'a b'$"):
-        register_dataset(DatasetInfo("a b", "graph", 2, 2, None, 4, builder=lambda *a, **k: None))
+        register_dataset(_graph_info("a b", builder=lambda *a, **k: None))
     with pytest.raises(TypeError, match=r"^dataset 'no_builder' must be a DatasetInfo with a callable builder"):
-        register_dataset(DatasetInfo("no_builder", "graph", 2, 2, None, 4, builder="not a function"))
+        register_dataset(_graph_info("no_builder", builder="not a function"))
     with pytest.raises(ValueError, match=r"^a backbone name must be an identifier .*, got ''$"):
         register_backbone("")(throwaway_net)
     assert not {"not_callable", "no_builder"} & set(registries()["neuron"].names() + registries()["dataset"].names())
@@ -229,3 +233,25 @@ def test_a_lazy_entry_is_checked_when_it_is_imported():
     components.lazy("pi", "math:pi", extra="baselines")
     with pytest.raises(TypeError, match=r"^neuron 'pi' must be callable \(a class or a function\), got 3\.14"):
         components.get("pi")
+
+
+def test_a_neuron_registered_without_its_metadata_fails_there_naming_it_and_the_field():
+    with pytest.raises(TypeError, match=r"^neuron 'unlabelled' is registered without its 'label'; NeuronMeta declares"):
+        register_neuron("unlabelled", order="integer")(nn.Identity)
+    with pytest.raises(TypeError, match=r"^neuron 'coloured' has no metadata field 'colour'; NeuronMeta declares"):
+        register_neuron("coloured", label="C", order="integer", colour="red")(nn.Identity)
+    with pytest.raises(ValueError, match=r"^a neuron's order must be one of fractional, integer, got 'half'$"):
+        register_neuron("halved", label="H", order="half")(nn.Identity)
+    assert not {"unlabelled", "coloured", "halved"} & set(registries()["neuron"].names())
+
+
+def test_typed_metadata_is_read_by_field_and_filtered_by_names():
+    from fsnn.neurons.registry import NEURONS
+
+    assert NEURONS.meta("fif").timed_as == "flif" and NEURONS.meta("flif").timed_as is None
+    assert NEURONS.names(order="fractional") == ["fif", "flif"]
+    assert all(NEURONS.meta(name).timed_as in NEURONS for name in NEURONS.names() if NEURONS.meta(name).timed_as)
+    assert BACKBONES.names(supports="graph", decodes_links=True) == ["gae", "msg"]
+    assert "sgcn" in BACKBONES.names(supports="graph") and not BACKBONES.meta("sgcn").decodes_links
+    with pytest.raises(ValueError, match=r"^backbone metadata has no field 'suports'; did you mean 'supports'\?"):
+        BACKBONES.names(suports="graph")
