@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -298,8 +299,27 @@ def frame_discard(x: torch.Tensor, level: Ratio, generator=None) -> torch.Tensor
 
 # -- registry ---------------------------------------------------------------------------------
 
-#: every corruption by name, with its ``family``: ``"vision"`` (event frames) or ``"graph"``
-CORRUPTIONS = Registry("corruption")
+
+@dataclass(frozen=True)
+class CorruptionMeta:
+    """What a study asks of a corruption, given at its registration.
+
+    Args:
+        family: what it corrupts, ``"vision"`` (event frames) or ``"graph"``.
+        probe: whether it is a probe of the model (its entry maps a level to the model's ``spike_noise_std``) rather
+            than a change of the data; default ``False``.
+    """
+
+    family: str
+    probe: bool = False
+
+    def __post_init__(self):
+        if self.family not in ("vision", "graph"):
+            raise ValueError(f"family must be 'vision' or 'graph', got {self.family!r}")
+
+
+#: every corruption by name, with its :class:`CorruptionMeta`
+CORRUPTIONS = Registry("corruption", meta=CorruptionMeta)
 for _fn in (gaussian_noise, center_occlusion, temporal_truncation, temporal_jitter, frame_discard):
     CORRUPTIONS.register(_fn.__name__, _fn, family="vision")
 

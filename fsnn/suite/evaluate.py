@@ -169,7 +169,7 @@ def evaluate_run(
     trainer.callbacks.append(counted)
     run = StudyRun(run_dir, run_cfg, kind, task, trainer, ckpt, seed, limit_test_batches, status)
     result: dict = {**run.about(), "metric_unit": METRIC_UNIT}
-    if asked is None or STUDIES.meta(asked[0])["retest"]:
+    if asked is None or STUDIES.meta(asked[0]).retest:
         test = run.test_pass()
         metric = task.metric
         run.clean = test[f"test/{metric}"]
@@ -234,7 +234,7 @@ def evaluate(cfg: DictConfig) -> dict:
     quiet_libraries()
     reuse_freed_memory()
     study = OmegaConf.to_container(cfg.study, resolve=True) if cfg.get("study") else None
-    outputs = ([] if study and not STUDIES.meta(study["name"])["retest"] else ["eval.json"]) + (
+    outputs = ([] if study and not STUDIES.meta(study["name"]).retest else ["eval.json"]) + (
         [f"{study['name']}.json"] if study else []
     )
     # a signal stops it with one line naming what it wrote (exit 128 + n), not a success without its outputs

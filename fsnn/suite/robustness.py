@@ -42,7 +42,7 @@ def check_corruption(family: str, name: str, levels, options: Mapping | None = N
         try:
             if family == "vision":
                 fn(torch.ones(2, 1, 2, 2), level, 0, **options)
-            elif CORRUPTIONS.meta(name).get("probe"):
+            elif CORRUPTIONS.meta(name).probe:
                 if options:
                     raise TypeError(f"takes no options, got {sorted(options)}")
                 fn(level)

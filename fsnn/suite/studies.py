@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +40,24 @@ from fsnn.suite.robustness import check_corruption, robustness_score
 from fsnn.suite.tasks import Task, TaskKind
 
 log = logging.getLogger("fsnn")
-STUDIES = Registry("study", supplied=("run",))
+
+
+@dataclass(frozen=True)
+class StudyMeta:
+    """How the suite runs a post-training study, given at its registration.
+
+    Args:
+        retest: whether the study needs the clean test metric of the run's checkpoint (its pass also writes
+            ``eval.json``).
+        prepare: ``prepare(kind, options) -> options``, run before any data is loaded to check and complete the
+            study's options for the run's task; default ``None`` (the options as given).
+    """
+
+    retest: bool
+    prepare: Callable | None = None
+
+
+STUDIES = Registry("study", supplied=("run",), meta=StudyMeta)
 
 
 @dataclass
@@ -236,5 +254,5 @@ def check_study(kind: TaskKind, study: dict | None) -> tuple[str, dict] | None:
     if name not in kind.studies:
         supported = ", ".join(kind.studies) or "none"
         raise ConfigError(f"study: expected a study the {kind.name} task supports ({supported}), got {name!r}")
-    prepare = STUDIES.meta(name).get("prepare")
+    prepare = STUDIES.meta(name).prepare
     return name, prepare(kind, options) if prepare else options

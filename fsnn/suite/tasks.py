@@ -327,7 +327,7 @@ class NodeTask(TaskKind):
         graph = load_split_graph(cfg)
 
         def test(name: str, level: float, corruption: dict) -> float:
-            if CORRUPTIONS.meta(name).get("probe"):
+            if CORRUPTIONS.meta(name).probe:
                 with spike_noise(module, CORRUPTIONS[name](level)):
                     return run_pass(data)
             corrupted = CORRUPTIONS[name](graph, level, seed, **corruption)

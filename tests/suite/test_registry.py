@@ -255,3 +255,20 @@ def test_typed_metadata_is_read_by_field_and_filtered_by_names():
     assert "sgcn" in BACKBONES.names(supports="graph") and not BACKBONES.meta("sgcn").decodes_links
     with pytest.raises(ValueError, match=r"^backbone metadata has no field 'suports'; did you mean 'supports'\?"):
         BACKBONES.names(suports="graph")
+
+
+def test_corruptions_and_studies_declare_their_metadata_and_refuse_an_entry_without_it():
+    from fsnn.data.corruptions import CORRUPTIONS
+    from fsnn.suite.studies import STUDIES
+
+    assert CORRUPTIONS.names(probe=True) == ["spike_noise"]
+    assert set(CORRUPTIONS.names(family="graph")) == {"feature_masking", "edge_dropping", "spike_noise"}
+    assert STUDIES.meta("robustness").retest and STUDIES.meta("robustness").prepare is not None
+    assert not STUDIES.meta("energy").retest and STUDIES.meta("energy").prepare is None
+    with pytest.raises(TypeError, match=r"^corruption 'blur' is registered without its 'family'; CorruptionMeta"):
+        CORRUPTIONS.register("blur", lambda x, level: x)
+    with pytest.raises(ValueError, match=r"^family must be 'vision' or 'graph', got 'audio'$"):
+        CORRUPTIONS.register("hiss", lambda x, level: x, family="audio")
+    with pytest.raises(TypeError, match=r"^study 'latency' is registered without its 'retest'; StudyMeta"):
+        STUDIES.register("latency", lambda run: {})
+    assert "blur" not in CORRUPTIONS and "hiss" not in CORRUPTIONS and "latency" not in STUDIES
