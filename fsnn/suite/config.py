@@ -216,7 +216,7 @@ def app_keys(config_name: str) -> frozenset[str]:
     return frozenset(set(config) - {"defaults", "hydra"} | groups)
 
 
-def check_run_keys(values: dict, allowed: Collection[str] | None = None) -> None:
+def check_top_level_keys(values: dict, allowed: Collection[str] | None = None) -> None:
     """Refuse a top-level key of an app's config that is not ``allowed`` (default: :func:`run_keys`, a run's), naming
     the group option it may have meant (``alpha`` -> ``neuron.alpha``)."""
     listed = ", ".join(RunSchema.model_fields if allowed is None else sorted(allowed))
@@ -242,7 +242,7 @@ def _added_to_nothing(group: str, options: dict) -> bool:
 def _validate_groups(values: dict, schema: type[Schema] = RunSchema, swept=()) -> None:
     check_targets(values)
     if schema is RunSchema:
-        check_run_keys(values)
+        check_top_level_keys(values)
     _validate(schema, values, "")
     task = values.get("task")
     if task is not None and task not in TASKS:

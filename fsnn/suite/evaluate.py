@@ -19,7 +19,7 @@ from fsnn.provenance import device_description
 from fsnn.records import METRIC_UNIT, read_run_record
 from fsnn.suite.callbacks import PercentProgressBar, SpeedMonitor
 from fsnn.suite.checkpoint import CheckpointError, check_fits, load_checkpoint, result_config
-from fsnn.suite.config import app_keys, check_config, check_run_config, check_run_keys, check_writable_folder
+from fsnn.suite.config import app_keys, check_config, check_run_config, check_top_level_keys, check_writable_folder
 from fsnn.suite.runfiles import RunLockedError, describe_holder, lock_holder
 from fsnn.suite.schemas import ACCELERATORS, Batches, Schema, Seed
 from fsnn.suite.studies import STUDIES, StudyRun, check_study
@@ -45,7 +45,7 @@ class EvalSchema(Schema):
 def check_eval_config(cfg: DictConfig) -> None:
     """Check a composed ``evaluate.py`` config; the run folder's own config is checked by :func:`open_run`."""
     values = check_config(cfg, EvalSchema, results=False)
-    check_run_keys(values, app_keys("eval"))  # +studdy=energy would be taken and ignored
+    check_top_level_keys(values, app_keys("eval"))  # +studdy=energy would be taken and ignored
     if not (Path(values["run_dir"]) / ".hydra" / "config.yaml").is_file():
         raise ConfigError(
             f"run_dir: expected the folder of a train.py run (with .hydra/config.yaml), got {values['run_dir']!r}"
