@@ -23,8 +23,8 @@ it without those checks (DVS128 Gesture's
 1,077 / 264 files, N-MNIST's 60,000 / 10,000, N-Caltech101's 8,709, DVS-Lip's 14,896 / 4,975, CIFAR's md5 sums,
 ImageNet's 1000 classes); DVSGesture has as many files as tonic's own minimum (110 per split). Fakes at a chosen
 fraction of the published size, up to all of it, are :mod:`fsnn.data.fakes.scaled_fixtures`'s. ``digits_dvs`` needs no
-fixture: it generates itself. The graphs' fixtures (:data:`GRAPH_FIXTURE_NAMES`, Planetoid / Amazon / Coauthor /
-OGB formats) are written by :mod:`fsnn.data.fakes.graph_fixtures`.
+fixture: it generates itself. The graphs' fixtures (Planetoid / Amazon / Coauthor / OGB formats) are written by
+:mod:`fsnn.data.fakes.graph_fixtures`.
 """
 
 from __future__ import annotations
@@ -35,21 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from fsnn.data.fakes import write_fakes
-from fsnn.data.fakes.graph_fixtures import GRAPH_FIXTURE_NAMES, GRAPH_WRITERS
+from fsnn.data.fakes.graph_fixtures import GRAPH_WRITERS
 from fsnn.data.registry import dataset_info
-
-FIXTURE_NAMES = (
-    "nmnist",
-    "dvsgesture",
-    "ncaltech101",
-    "dvslip",
-    "hardvs",
-    "hardvs_mini",
-    "cifar10",
-    "cifar100",
-    "imagenet",
-    *GRAPH_FIXTURE_NAMES,
-)
 
 NCALTECH_CLASSES = ("BACKGROUND_Google", "Faces_easy", "airplanes", "yin_yang")
 DVSLIP_WORDS = ("accused", "action", "allow", "young")
@@ -269,6 +256,8 @@ WRITERS = {
     "imagenet": _imagenet,
     **GRAPH_WRITERS,
 }
+#: every dataset with a fake, in the order that seeds their writers (a fake's seed is its index)
+FIXTURE_NAMES = tuple(WRITERS)
 
 
 def write_fixtures(root: Path, names=None) -> dict[str, Path]:
