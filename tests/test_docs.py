@@ -245,7 +245,6 @@ def run_page(page: Path, folder: Path, pythonpath: Path = ROOT) -> str:
     return "".join(printed)
 
 
-@pytest.mark.slow
 def test_own_neuron_how_to_runs_and_the_report_names_the_neuron_by_its_label(tmp_path):
     """The neuron registered without its label is refused there; the sweep trains it beside f-LIF and LIF under one
     recipe; the table of one's own shows the three, and its claims name the neuron by its registered label."""
@@ -285,7 +284,6 @@ def test_own_dataset_how_to_trains_a_dataset_of_one_module_and_one_yaml(tmp_path
     assert done.stdout.split() == [str(round(48 * 0.9))], done.stderr[-3000:]
 
 
-@pytest.mark.slow
 def test_new_table_how_to_fills_its_table_from_its_smoke_sweep(tmp_path):
     """In a copy of the checkout, the page's experiment and its smoke twin compose, the smoke sweep runs its four jobs
     on the fakes, and the table of the page's tables file shows one run in each of its four cells."""
