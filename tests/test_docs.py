@@ -4,9 +4,11 @@ as in test_report.py), every argument of the public API documented, and the tuto
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +212,87 @@ def test_tutorial_code_runs_and_f_lif_learns_the_cue():
     fractional, lif = namespace["results"]["f-LIF (alpha=0.5)"], namespace["results"]["LIF (alpha=1)"]
     assert fractional["last loss"] < fractional["first loss"] - 0.03
     assert fractional["test accuracy"] > max(lif["test accuracy"], 0.55)
+
+
+# -- the how-tos run as written ------------------------------------------------------------------------------------
+HOW_TO = ROOT / "docs" / "how-to"
+#: a fenced block: its language, its ``title`` (mkdocs-material's file name) and its text
+FENCE = re.compile(r'^```(\w+)(?: title="([^"]+)")?\n(.*?)^```$', flags=re.S | re.M)
+
+
+def run_page(page: Path, folder: Path, pythonpath: Path = ROOT) -> str:
+    """Do in ``folder`` what ``page`` tells a reader to, block by block: a block with a ``title`` is written to that
+    file, an untitled ``bash`` block is run by bash (stopping at its first failing command) and an untitled ``python``
+    block by python; the others (output, fragments) are only read. The commands find fsnn in ``pythonpath``, this
+    environment's commands first on the ``PATH``, one thread and no W&B. Returns what the blocks printed."""
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+        "PYTHONPATH": str(pythonpath),
+        "OMP_NUM_THREADS": "1",
+        "WANDB_MODE": "disabled",
+    }
+    printed = []
+    for number, (language, title, text) in enumerate(FENCE.findall(page.read_text()), 1):
+        if title:
+            (folder / title).parent.mkdir(parents=True, exist_ok=True)
+            (folder / title).write_text(text)
+        elif language in ("bash", "python"):
+            command = ["bash", "-euo", "pipefail", "-c", text] if language == "bash" else [sys.executable, "-c", text]
+            done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"{page.name}, block {number}:\n{text}\n{done.stderr[-3000:]}"
+            printed.append(done.stdout)
+    return "".join(printed)
+
+
+def test_own_neuron_how_to_runs_and_the_report_names_the_neuron_by_its_label(tmp_path):
+    """The neuron registered without its label is refused there; the sweep trains it beside f-LIF and LIF under one
+    recipe; the table of one's own shows the three, and its claims name the neuron by its registered label."""
+    printed = run_page(HOW_TO / "own-neuron.md", tmp_path)
+    assert "neuron 'exp_lif_unlabelled' is registered without its 'label'" in printed
+    records = {
+        path.parent.name: json.loads(path.read_text())
+        for path in (tmp_path / "runs" / "table1_neuromorphic_smoke").glob("*/metrics.json")
+    }
+    assert sorted(records) == [f"neuron-{n}+seed-0+setup-dvsgesture_cnn" for n in ("exp_lif", "flif", "lif")]
+    assert all(r["status"] == "complete" and 0.0 <= r["test_acc"] <= 1.0 for r in records.values())
+    configs = [r["config"] for r in records.values()]
+    assert [key for key in configs[0] if any(c[key] != configs[0][key] for c in configs)] == ["neuron"]
+    table = (tmp_path / "runs" / "tables" / "exp_lif_gesture.md").read_text()
+    assert table.count("(n=1") == 3
+    claims = (tmp_path / "runs" / "tables" / "claims.md").read_text()
+    assert "| LIF (exp decay) |" in claims and "| LIF (fsnn, alpha = 1) |" in claims
+
+
+def test_own_dataset_how_to_trains_a_dataset_of_one_module_and_one_yaml(tmp_path):
+    """The toy event dataset of the page, one module and one YAML with nothing in fsnn edited, trains through
+    ``fsnn-train`` on its fake, and the cost estimates count its registered training split less the validation share."""
+    run_page(HOW_TO / "own-dataset.md", tmp_path)
+    (path,) = (tmp_path / "runs" / "train").glob("*/metrics.json")
+    record = json.loads(path.read_text())
+    assert record["status"] == "complete" and 0.0 <= record["test_acc"] <= 1.0 and record["fake_data"] is True
+    assert record["config"]["dataset"]["name"] == "toy_events" and record["config"]["dataset"]["T"] == 4
+    count = "from omegaconf import OmegaConf; from fsnn.report.estimates import train_samples; import toy_events; "
+    count += "print(train_samples(OmegaConf.create({'dataset': {'name': 'toy_events', 'val_fraction': 0.1}})))"
+    done = subprocess.run(
+        [sys.executable, "-c", count],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout.split() == [str(round(48 * 0.9))], done.stderr[-3000:]
+
+
+def test_new_table_how_to_fills_its_table_from_its_smoke_sweep(tmp_path):
+    """In a copy of the checkout, the page's experiment and its smoke twin compose, the smoke sweep runs its four jobs
+    on the fakes, and the table of the page's tables file shows one run in each of its four cells."""
+    for part in ("fsnn", "conf"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "train.py", tmp_path)
+    run_page(HOW_TO / "new-table.md", tmp_path, pythonpath=tmp_path)
+    runs = sorted((tmp_path / "runs" / "time_steps_smoke").glob("*/metrics.json"))
+    assert len(runs) == 4 and all(json.loads(p.read_text())["status"] == "complete" for p in runs)
+    table = (tmp_path / "runs" / "tables" / "time_steps.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith(("| T=8 |", "| T=16 |"))]
+    assert len(rows) == 2 and all(row.count("(n=1") == 2 for row in rows)
