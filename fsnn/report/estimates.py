@@ -12,8 +12,6 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
-from fsnn.configs import config_root
-from fsnn.records import results_root
 from fsnn.report.collect import (
     INTEGER,
     OBJECT,
@@ -25,6 +23,8 @@ from fsnn.report.collect import (
     read_record,
     record_problem,
 )
+from fsnn.runs.configs import config_root
+from fsnn.runs.records import results_root
 
 # a neuron with no timed train step of its own, timed as the neuron that runs the same kernels
 TIMED_AS = {"fif": "flif", "if": "lif", "sj_if": "sj_lif", "sj_plif": "sj_lif"}
@@ -204,7 +204,7 @@ def jobs(experiment: str) -> list[dict]:
     ``neuron_variant``) and seeds do not change dataset, backbone or epochs, so they are counted, not composed."""
     from hydra import compose, initialize_config_dir
 
-    from fsnn.recipe_switches import register_recipe_switches
+    from fsnn.runs.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
     params = sweep(experiment)
