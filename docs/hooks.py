@@ -16,7 +16,7 @@ from pathlib import Path
 
 import griffe
 
-from fsnn.configs import recipe_switch_options
+from fsnn.runs.configs import recipe_switch_options
 
 log = logging.getLogger("mkdocs.plugins.fsnn")
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def _config_groups() -> str:
     rows = ["| group | options | what it sets |", "|---|---|---|"]
     for folder in sorted(p for p in CONF.iterdir() if p.is_dir()):
         options = [f"`{p.stem}`" for p in sorted(folder.glob("*.yaml"))]
-        if folder.name == "recipe_switch":  # <neuron>/<switch>: every neuron's switches (fsnn.configs)
+        if folder.name == "recipe_switch":  # <neuron>/<switch>: every neuron's switches (fsnn.runs.configs)
             switches = recipe_switch_options(CONF)
             common = set.intersection(*map(set, switches.values()))
             options = ["`common/` or `<neuron>/` x " + ", ".join(f"`{s}`" for s in sorted(common))]

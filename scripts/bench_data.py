@@ -50,7 +50,7 @@ from pathlib import Path
 from bench_tools import GIB, ROOT, extract_tree, watched
 
 from fsnn.atomic import write_json_atomic
-from fsnn.provenance import cpu_name, package_versions
+from fsnn.runs.provenance import cpu_name, package_versions
 
 OUT = ROOT / "results" / "bench" / "data_pipeline.json"
 MARK = "@@RESULT@@ "
@@ -64,10 +64,10 @@ def configurations() -> list[dict]:
     Optuna search, by its own config): ``{dataset, backbone, channels, T, size, batch, experiments, overrides}``."""
     from hydra import compose, initialize_config_dir
 
-    from fsnn.configs import config_root
     from fsnn.data.registry import dataset_info
-    from fsnn.recipe_switches import register_recipe_switches
     from fsnn.report.estimates import jobs
+    from fsnn.runs.configs import config_root
+    from fsnn.runs.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
     found: dict[tuple, dict] = {}
@@ -174,9 +174,9 @@ def child_step(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fsnn.configs import config_root
     from fsnn.data.registry import dataset_info
-    from fsnn.recipe_switches import register_recipe_switches
+    from fsnn.runs.configs import config_root
+    from fsnn.runs.recipe_switches import register_recipe_switches
     from fsnn.suite.tasks import build_task
 
     register_recipe_switches()

@@ -68,7 +68,7 @@ from fsnn.atomic import write_json_atomic
 from fsnn.data import graph_features as F
 from fsnn.data.graphs import make_synthetic_graph, stratified_masks
 from fsnn.data.registry import dataset_info
-from fsnn.provenance import package_versions
+from fsnn.runs.provenance import package_versions
 
 DEFAULT_OUT = Path("results") / "bench" / "graph.json"  # under the current directory (arxiv)
 GIB = 2**30

@@ -65,7 +65,7 @@ import time
 from pathlib import Path
 
 from fsnn.atomic import write_json_atomic
-from fsnn.provenance import package_versions
+from fsnn.runs.provenance import package_versions
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = Path("results") / "bench" / "neurons.json"  # under the current directory
@@ -440,7 +440,7 @@ def gpu_main(args) -> int:
     """Parent: one child process per neuron (SpikingJelly reads its dispatch choice at import)."""
     import torch
 
-    from fsnn.provenance import device_description
+    from fsnn.runs.provenance import device_description
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

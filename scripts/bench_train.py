@@ -162,7 +162,7 @@ def main() -> None:
         return
 
     from fsnn.atomic import write_json_atomic
-    from fsnn.provenance import device_description, package_versions
+    from fsnn.runs.provenance import device_description, package_versions
 
     on_gpu = args.device.startswith("cuda")
     if on_gpu:

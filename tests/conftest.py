@@ -12,8 +12,8 @@ from helpers import CONF
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from fsnn.configs import register_resolvers
-from fsnn.recipe_switches import register_recipe_switches
+from fsnn.runs.configs import register_resolvers
+from fsnn.runs.recipe_switches import register_recipe_switches
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("MPLBACKEND", "Agg")

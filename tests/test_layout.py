@@ -1,15 +1,20 @@
-"""The package's architecture, enforced: three layers with one-way imports, and a flat root by one rule.
+"""The package's architecture, enforced: three layers with one-way imports, the library's shared base flat and the
+app's a package.
 
-- the library: :mod:`fsnn.neurons`, :mod:`fsnn.models`, :mod:`fsnn.data` and the flat modules of ``fsnn/``; it
-  imports neither the suite nor the reports;
+- the library: :mod:`fsnn.neurons`, :mod:`fsnn.models`, :mod:`fsnn.data` and their shared base, the flat modules of
+  ``fsnn/``; it imports neither the app's shared base, nor the suite, nor the reports;
+- the app's shared base (:mod:`fsnn.runs`): the configs' location and recipe switches, the run records, provenance,
+  interrupts, the number formatter, which the commands and the reports share; it may import the library, never the
+  suite or the reports;
 - the suite (:mod:`fsnn.suite`): the commands, the run lifecycle, the tasks and studies; it may import the
-  library and the reports;
-- the reports (:mod:`fsnn.report`): tables, figures, the page; it imports the library, never the suite.
+  library, the app's shared base and the reports;
+- the reports (:mod:`fsnn.report`): tables, figures, the page; it imports the library and the app's shared base,
+  never the suite.
 
-The flat root: a module sits in ``fsnn/`` itself, beside the packages, when it belongs to none of them, that is,
-when two or more packages import it and it imports no package, only other flat modules. Any layer can then use it
-(argument checks, the registry API, atomic files, run records, the configs' location), and a module that serves one
-package lives in that package. ``fsnn/__init__.py`` is the library's public API and exempt.
+The library's shared base is flat: a module sits in ``fsnn/`` itself, beside the packages, when the library's
+packages import it (argument checks, the registry API, atomic files, compiled extensions) and it imports no
+package, only other flat modules; a module that serves one package lives in that package, and one that serves only
+the suite and the reports lives in :mod:`fsnn.runs`. ``fsnn/__init__.py`` is the library's public API and exempt.
 
 Checked twice: statically, over every import statement of the package (module level or inside a function), which
 also finds cycles; and by importing each package in a fresh interpreter and reading ``sys.modules``.
@@ -27,7 +32,7 @@ import pytest
 from helpers import ROOT
 
 PACKAGE = ROOT / "fsnn"
-PACKAGES = ("data", "models", "neurons", "report", "suite")
+PACKAGES = ("data", "models", "neurons", "report", "runs", "suite")
 LIBRARY = ("fsnn.neurons", "fsnn.models", "fsnn.data")
 HEAVY = ("hydra", "lightning", "pydantic", "omegaconf")
 
@@ -46,6 +51,8 @@ def layer(module: str) -> str:
         return "suite"
     if module.startswith("fsnn.report"):
         return "report"
+    if module.startswith("fsnn.runs"):
+        return "runs"
     return "library"
 
 
@@ -98,9 +105,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def upward(graph: dict[str, set[str]]) -> list[str]:
-    """Every import that goes against the layers: the library into the suite or the reports, the reports into the
-    suite."""
-    allowed = {"library": {"library"}, "report": {"library", "report"}, "suite": {"library", "report", "suite"}}
+    """Every import that goes against the layers: the library into the app's shared base, the suite or the reports;
+    the app's shared base into the suite or the reports; the reports into the suite."""
+    allowed = {
+        "library": {"library"},
+        "runs": {"library", "runs"},
+        "report": {"library", "runs", "report"},
+        "suite": {"library", "runs", "report", "suite"},
+    }
     return sorted(
         f"{source} -> {target}"
         for source, targets in graph.items()
@@ -126,15 +138,35 @@ def test_the_folder_tree_shows_the_layers():
     assert packages == list(PACKAGES)
 
 
-def test_a_flat_module_serves_two_packages_and_imports_none():
+def test_the_flat_modules_are_the_librarys_shared_base():
+    """A flat module is imported by a package of the library and serves two or more packages; it imports only other
+    flat modules."""
     graph = imports(modules())
     flat = [m for m in graph if m.count(".") == 1 and package_of(m) is None]
     assert flat, "no flat module found: the rule would hold for nothing"
     users = {m: {package_of(source) for source, targets in graph.items() if m in targets} - {None} for m in flat}
+    outside = {m: sorted(p) for m, p in users.items() if not p & {"neurons", "models", "data"}}
+    assert outside == {}, "a flat module no package of the library imports belongs in fsnn.runs, the app's base"
     serving_one = {m: sorted(p) for m, p in users.items() if len(p) < 2}
     assert serving_one == {}, "a flat module that serves fewer than two packages belongs in the one it serves"
     importing = {m: sorted(t for t in graph[m] if package_of(t)) for m in flat}
     assert {m: t for m, t in importing.items() if t} == {}, "a flat module imports only other flat modules"
+
+
+def test_the_apps_shared_base_is_a_package_both_the_suite_and_the_reports_use():
+    """Each module of :mod:`fsnn.runs` serves the suite and the reports, directly or through another of its
+    modules: one that serves only one of them belongs in it."""
+    graph = imports(modules())
+    app = sorted(m for m in graph if layer(m) == "runs" and m != "fsnn.runs")
+    assert app, "no module in fsnn.runs: the rule would hold for nothing"
+
+    def served(module: str, seen: frozenset = frozenset()) -> set[str]:
+        sources = {source for source, targets in graph.items() if module in targets and source not in seen}
+        return {layer(s) for s in sources if layer(s) in ("suite", "report")} | {
+            found for s in sources if layer(s) == "runs" for found in served(s, seen | {module})
+        }
+
+    assert {m: sorted(served(m)) for m in app if served(m) != {"suite", "report"}} == {}
 
 
 def loaded(statement: str) -> list[str]:

@@ -17,7 +17,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, Sampler, TensorDataset
 
-from fsnn.interrupts import leave_to_the_main_process
+from fsnn.scheduler_signals import leave_to_the_main_process
 
 
 class ShardSampler(Sampler[int]):

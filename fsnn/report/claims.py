@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsnn.formatting import DASH, format_number
 from fsnn.neurons.registry import NEURONS, is_fractional, neuron_label
+from fsnn.runs.formatting import DASH, format_number
 
 LEVEL = 0.95  # the confidence level of the interval; the detectable difference is for a test at 1 - LEVEL
 POWER = 0.8  # the power at which the detectable difference is found

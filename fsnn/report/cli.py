@@ -8,7 +8,7 @@
   ``<results>/report/index.html`` (:mod:`fsnn.report.page`).
 
 The results folder defaults to ``$FSNN_RESULTS`` where it is set (where runs are written then), else ``./results``,
-the runs behind a checkout's tables (:func:`fsnn.records.results_root`); ``--results runs`` reports one's own runs
+the runs behind a checkout's tables (:func:`fsnn.runs.records.results_root`); ``--results runs`` reports one's own runs
 (``paths.results_dir``'s default). On a signal each command says in one line what it
 wrote and exits 128 + n. A file that cannot be written (a full disk, a read-only folder, an output folder that a link
 leads out of the results folder) is one line ``fsnn: error: ...`` naming it, exit status 2; every file is written
@@ -21,9 +21,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from fsnn.interrupts import exit_on_interrupt
-from fsnn.records import results_root
 from fsnn.report.collect import printable
+from fsnn.runs.interrupts import exit_on_interrupt
+from fsnn.runs.records import results_root
 
 RESULTS_HELP = "results folder to read (default: $FSNN_RESULTS, else ./results; one's own runs: runs)"
 

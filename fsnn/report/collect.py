@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from fsnn.configs import config_root
 from fsnn.neurons.registry import is_fractional
-from fsnn.records import is_earlier_generation
+from fsnn.runs.configs import config_root
+from fsnn.runs.records import is_earlier_generation
 
 # match keys that are not dotted paths into a run's resolved config
 ALIASES = {

@@ -12,9 +12,7 @@ from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
 
-from fsnn.configs import config_root
 from fsnn.neurons.registry import NEURONS
-from fsnn.records import results_root
 from fsnn.report.collect import (
     INTEGER,
     OBJECT,
@@ -26,6 +24,8 @@ from fsnn.report.collect import (
     read_record,
     record_problem,
 )
+from fsnn.runs.configs import config_root
+from fsnn.runs.records import results_root
 
 
 def _positive(value, below: float = math.inf) -> bool:
@@ -202,7 +202,7 @@ def jobs(experiment: str) -> list[dict]:
     ``neuron_variant``) and seeds do not change dataset, backbone or epochs, so they are counted, not composed."""
     from hydra import compose, initialize_config_dir
 
-    from fsnn.recipe_switches import register_recipe_switches
+    from fsnn.runs.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
     params = sweep(experiment)

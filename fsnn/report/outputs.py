@@ -11,8 +11,8 @@ from typing import Any
 from urllib.parse import quote
 
 from fsnn.atomic import RunFileError
-from fsnn.records import is_folder_name
 from fsnn.report.collect import inside, printable, read_record
+from fsnn.runs.records import is_folder_name
 
 #: the characters a path segment of a URL holds as they are (RFC 3986's sub-delimiters and ``@``), which run folder
 #: names use (``+``, ``=``, ``,``); ``:`` is not one of them: in a relative link's first segment it makes a scheme

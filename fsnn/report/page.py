@@ -41,10 +41,6 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from fsnn.atomic import write_text_atomic
-from fsnn.configs import config_root
-from fsnn.formatting import format_percent
-from fsnn.provenance import source_commit
-from fsnn.records import results_root
 from fsnn.report.claims import COLUMNS, LEGEND, LEVEL, claim_cells, claims
 from fsnn.report.collect import (
     epochs_of,
@@ -79,6 +75,10 @@ from fsnn.report.tables import (
     table_variants,
 )
 from fsnn.report.verdicts import SIGMAS, seed_list, shown_table, verdict
+from fsnn.runs.configs import config_root
+from fsnn.runs.formatting import format_percent
+from fsnn.runs.provenance import source_commit
+from fsnn.runs.records import results_root
 
 TEMPLATE = "report.html.j2"  # package data of fsnn
 FIGURE_DPI = 150  # fsnn.report.style.save writes PNGs at this resolution

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from fsnn.formatting import format_number
+from fsnn.runs.formatting import format_number
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import statistics
 
-from fsnn.formatting import DASH, format_number
 from fsnn.report.claims import LEVEL
+from fsnn.runs.formatting import DASH, format_number
 
 
 def _provenance_note(cell: dict) -> str:

@@ -3,7 +3,7 @@
 
 ``fsnn-report tables [--results DIR] [--out DIR]`` (or ``fsnn-report tables``) prints every table and writes it
 as Markdown and LaTeX (booktabs) under ``<results>/tables/``; the results folder defaults to ``$FSNN_RESULTS``, else ``./results`` of the current
-directory (:func:`fsnn.records.results_root`). A cell is mean ± std (sample std, ddof=1) over the
+directory (:func:`fsnn.runs.records.results_root`). A cell is mean ± std (sample std, ddof=1) over the
 complete runs that match it, in percent, with n, the paper's value and the difference (ours - paper);
 a cell without runs shows ``—``. Corrupt or unreadable ``metrics.json`` files are reported and skipped.
 A table never mixes recipes (a run's ``recipe``: ``matched``, the default, or ``authors``, see ``conf/recipe/``):
@@ -33,8 +33,6 @@ from typing import Any
 import yaml
 
 from fsnn.atomic import RunFileError, write_text_atomic
-from fsnn.configs import config_root
-from fsnn.records import results_root
 from fsnn.report.claims import claims, claims_markdown, welch
 from fsnn.report.collect import (
     ALIASES,
@@ -51,6 +49,8 @@ from fsnn.report.outputs import listed_files, output_folder
 from fsnn.report.robustness_claims import graph_records, graph_robustness_claims, robustness_markdown
 from fsnn.report.selection import select_on_validation
 from fsnn.report.table_formats import to_latex, to_markdown
+from fsnn.runs.configs import config_root
+from fsnn.runs.records import results_root
 
 SPEC = "paper_tables.yaml"  # package data of fsnn: the paper's numbers, transcribed
 # config fields that do not make two runs different experiments (for the mixed-config flag): force only trains a run

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from fsnn.formatting import format_number
 from fsnn.neurons.registry import NEURONS, neuron_label, paper_baselines
 from fsnn.report.claims import CONFIRMED, INCONCLUSIVE, LEVEL, NOT_DECIDED, REJECTED, claims, decide, tally
 from fsnn.report.collect import (
@@ -15,6 +14,7 @@ from fsnn.report.collect import (
 )
 from fsnn.report.table_formats import trained_text
 from fsnn.report.tables import has_paper_values, paper_protocol
+from fsnn.runs.formatting import format_number
 
 SIGMAS = 2.0  # a cell further than this many standard deviations from the paper is above or below it
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from fsnn.configs import config_root, register_resolvers
 from fsnn.registry import MissingExtraError
+from fsnn.runs.configs import config_root, register_resolvers
 
 #: where the commands read their configs (see the module's docstring)
 CONFIG_DIR = str(config_root())
@@ -47,7 +47,7 @@ def _run(config_name: str, command: str) -> None:
         import hydra
         from omegaconf import OmegaConf
 
-        from fsnn.recipe_switches import register_recipe_switches
+        from fsnn.runs.recipe_switches import register_recipe_switches
         from fsnn.suite.overrides import check_command_line
     except ImportError as error:
         _missing_extra(error, command)

@@ -33,12 +33,12 @@ from fsnn.checks import (
     foreign_option,
     option_check,
 )
-from fsnn.configs import config_root, register_resolvers
 from fsnn.data.registry import DATASETS
 from fsnn.models.registry import BACKBONES
 from fsnn.neurons.registry import NEURONS
-from fsnn.records import is_folder_name
 from fsnn.registry import UnknownNameError, did_you_mean
+from fsnn.runs.configs import config_root, register_resolvers
+from fsnn.runs.records import is_folder_name
 from fsnn.suite.schemas import (
     BuiltSchema,
     EarlyStoppingSchema,

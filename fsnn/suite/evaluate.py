@@ -12,11 +12,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import write_json_atomic
 from fsnn.checks import ConfigError, Flag, one_of
-from fsnn.formatting import format_percent
-from fsnn.interrupts import exit_on_interrupt
 from fsnn.models.poisson import describe_encoders
-from fsnn.provenance import device_description
-from fsnn.records import METRIC_UNIT, read_run_record
+from fsnn.runs.formatting import format_percent
+from fsnn.runs.interrupts import exit_on_interrupt
+from fsnn.runs.provenance import device_description
+from fsnn.runs.records import METRIC_UNIT, read_run_record
 from fsnn.suite.callbacks import PercentProgressBar, SpeedMonitor
 from fsnn.suite.checkpoint import CheckpointError, check_fits, load_checkpoint, result_config
 from fsnn.suite.config import app_keys, check_config, check_run_config, check_top_level_keys, check_writable_folder

@@ -18,7 +18,7 @@ command of
 
 A run folder names its own files relative to itself (the checkpoints' state, ``metrics.json``), so a copied or
 moved folder resumes, tests and is evaluated from its own files. SIGTERM (a scheduler's preemption or time limit),
-SIGINT (Ctrl-C) and SIGHUP stop a run at once (:mod:`fsnn.interrupts`): ``metrics.json`` says ``interrupted``, the last
+SIGINT (Ctrl-C) and SIGHUP stop a run at once (:mod:`fsnn.runs.interrupts`): ``metrics.json`` says ``interrupted``, the last
 epoch's ``last.ckpt`` is what a rerun resumes from, and the process exits with 128 + the signal's number (143, 130).
 
 Every value is checked before any work (:mod:`fsnn.suite.config`); a failure never overwrites a complete ``metrics.json``.
@@ -48,13 +48,13 @@ from omegaconf import DictConfig, OmegaConf
 from fsnn.atomic import RunFileError, write_json_atomic, write_text_atomic
 from fsnn.checks import ConfigError
 from fsnn.data import DatasetDamagedError, DatasetMissingError, is_fake_dataset
-from fsnn.formatting import format_percent
-from fsnn.interrupts import Interrupted, interruptible, submitit_requeue
 from fsnn.models.poisson import describe_encoders
 from fsnn.neurons.fractional import collect_alphas
-from fsnn.provenance import device_description, package_versions
-from fsnn.records import METRIC_UNIT, fitting_name, read_run_record
 from fsnn.registry import MissingExtraError
+from fsnn.runs.formatting import format_percent
+from fsnn.runs.interrupts import Interrupted, interruptible, submitit_requeue
+from fsnn.runs.provenance import device_description, package_versions
+from fsnn.runs.records import METRIC_UNIT, fitting_name, read_run_record
 from fsnn.suite.callbacks import LearnedNeurons, PercentProgressBar, SpeedMonitor, describe_neurons
 from fsnn.suite.checkpoint import (
     CheckpointError,

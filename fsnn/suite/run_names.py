@@ -13,7 +13,7 @@ from hydra.core.override_parser.types import Override
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from fsnn.records import fitting_name
+from fsnn.runs.records import fitting_name
 from fsnn.suite.checkpoint import FOLDER_EXCLUDED, non_result, result_config
 from fsnn.suite.overrides import is_group
 
@@ -158,7 +158,7 @@ def _with_node_of(tree: dict, other: dict, key: str) -> dict:
 def run_dir_name(run_name: str | None, overrides, root: DictConfig | None = None) -> str:
     """Folder name of a run: :func:`rendered_run_name`, with :func:`folder_keys` of ``root`` (the composed config
     with its ``hydra`` node, as the ``run_dir`` resolver of ``conf/hydra/default.yaml`` sees it) when given, shortened
-    to a readable start and a hash where it is longer than a file system takes (:func:`fsnn.records.fitting_name`;
+    to a readable start and a hash where it is longer than a file system takes (:func:`fsnn.runs.records.fitting_name`;
     ``metrics.json`` records the whole name)."""
     keys = folder_keys(root, root.hydra) if root is not None and "hydra" in root else ()
     return fitting_name(rendered_run_name(run_name, overrides, *keys))

@@ -14,7 +14,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from fsnn.records import GENERATION
+from fsnn.runs.records import GENERATION
 
 
 def relative_to_run(node: Any, run_dir: str | Path) -> Any:

@@ -22,8 +22,8 @@ from fsnn.checks import (
     integer,
     one_of,
 )
-from fsnn.records import FolderName, FolderPath, RunName
 from fsnn.registry import accepted, did_you_mean
+from fsnn.runs.records import FolderName, FolderPath, RunName
 
 MAX_SEED = 2**32 - 1  # numpy's seed range, which Lightning's seed_everything keeps to
 

@@ -31,11 +31,11 @@ from tqdm import tqdm
 from fsnn.atomic import write_json_atomic
 from fsnn.checks import ConfigError, Count, Flag, Positive
 from fsnn.data.corruptions import CORRUPTIONS
-from fsnn.formatting import format_percent
 from fsnn.models.energy import energy_report, format_table
-from fsnn.provenance import device_description, package_versions
-from fsnn.records import METRIC_UNIT
 from fsnn.registry import Registry
+from fsnn.runs.formatting import format_percent
+from fsnn.runs.provenance import device_description, package_versions
+from fsnn.runs.records import METRIC_UNIT
 from fsnn.suite.robustness import check_corruption, robustness_score
 from fsnn.suite.tasks import Task, TaskKind
 

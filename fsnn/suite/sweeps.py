@@ -23,9 +23,9 @@ from omegaconf import DictConfig, OmegaConf
 from fsnn.atomic import RunFileError
 from fsnn.checks import ConfigError
 from fsnn.data import dataset_info
-from fsnn.formatting import format_percent
-from fsnn.interrupts import INTERRUPTING, Interrupted
-from fsnn.records import read_run_record
+from fsnn.runs.formatting import format_percent
+from fsnn.runs.interrupts import INTERRUPTING, Interrupted
+from fsnn.runs.records import read_run_record
 from fsnn.suite.overrides import distinct_jobs
 
 #: what a missing dataset's message adds: how to point a run at data, or make fake data for a smoke run
@@ -105,7 +105,7 @@ SWEEP_PARENT = "FSNN_SWEEP_PARENT"
 
 class StopJobs(Callback):
     """Hydra callback: a sweep whose launcher runs its jobs in processes of its own (joblib's loky workers, which
-    outlive their parent) stops them when it is stopped. On a signal of :data:`fsnn.interrupts.INTERRUPTING` it sends
+    outlive their parent) stops them when it is stopped. On a signal of :data:`fsnn.runs.interrupts.INTERRUPTING` it sends
     SIGTERM to each worker (its job records ``interrupted`` and the worker ends, :data:`SWEEP_PARENT`), kills what
     is left of them after :data:`JOB_GRACE_S` seconds (a worker would take the next job), says so in one line and
     exits with 128 + the signal's number. The basic launcher's jobs run in this process and stop as a single run does."""

@@ -351,7 +351,7 @@ def test_result_config_leaves_out_what_does_not_change_a_result(compose_cfg):
 
 @pytest.mark.parametrize("blank", ["", "  "])
 def test_an_environment_variable_set_to_nothing_counts_as_unset(compose_cfg, monkeypatch, tmp_path, blank):
-    from fsnn.records import results_root
+    from fsnn.runs.records import results_root
 
     for name in ("FSNN_RESULTS", "FSNN_DATA", "FSNN_SLURM_PARTITION", "WANDB_MODE"):
         monkeypatch.setenv(name, blank)

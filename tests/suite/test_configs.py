@@ -1,4 +1,4 @@
-"""fsnn.configs: every neuron's recipe switches compose, each as its one file says, with the neuron it names."""
+"""fsnn.runs.configs: every neuron's recipe switches compose, each as its one file says, with the neuron it names."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from fsnn.configs import recipe_switch_options
-from fsnn.recipe_switches import RecipeSwitchSource
+from fsnn.runs.configs import recipe_switch_options
+from fsnn.runs.recipe_switches import RecipeSwitchSource
 
 SWITCHES = recipe_switch_options(CONF)
 

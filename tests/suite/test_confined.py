@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from fsnn.checks import ConfigError
-from fsnn.records import NAME_MAX, fitting_name
+from fsnn.runs.records import NAME_MAX, fitting_name
 from fsnn.suite.config import check_config
 from fsnn.suite.run_names import run_dir_name
 

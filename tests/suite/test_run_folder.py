@@ -66,7 +66,7 @@ def test_run_lock_names_its_holder_and_is_taken_over_when_the_holder_dies(tmp_pa
 
 
 def test_sigterm_and_sigint_interrupt_once_and_handlers_are_restored():
-    from fsnn.interrupts import Interrupted, interruptible
+    from fsnn.runs.interrupts import Interrupted, interruptible
 
     # tests started as a background job inherit SIGINT ignored, which interruptible() keeps ignored (as it should):
     # start from Python's own handler, as in a foreground process
@@ -173,7 +173,7 @@ def test_a_moved_run_folder_completes_from_its_own_checkpoints(tmp_path, data_ro
 def test_a_schedulers_warning_signal_stops_a_command_unless_another_handler_takes_it():
     """SIGUSR1 and SIGUSR2 (SLURM's ``--signal``) would end the process without a word: they interrupt as SIGTERM
     does, except where a handler is already set (submitit's, which checkpoints and requeues), which stays."""
-    from fsnn.interrupts import Interrupted, interruptible
+    from fsnn.runs.interrupts import Interrupted, interruptible
 
     for signum in (signal.SIGUSR1, signal.SIGUSR2):
         with pytest.raises(Interrupted) as stopped:
@@ -225,7 +225,7 @@ def test_a_refused_resume_leaves_the_interrupted_runs_record_as_it_was(tmp_path,
 
 
 def test_an_ignored_signal_stays_ignored(monkeypatch):
-    from fsnn.interrupts import interruptible
+    from fsnn.runs.interrupts import interruptible
 
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as nohup starts a command
     try:

@@ -47,7 +47,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from fsnn.records import fitting_name
 from fsnn.report.collect import dataset_backbone, experiment_of, scan_runs
 from fsnn.report.figures.alpha import alpha_curve_figure
 from fsnn.report.figures.claims import claim_sections, claims_figure
@@ -58,6 +57,7 @@ from fsnn.report.outputs import output_folder
 from fsnn.report.robustness_claims import GRAPH_STUDIES, graph_records
 from fsnn.report.tables import has_paper_values, load_spec, remove_stale, suite_runs
 from fsnn.report.theory import kernel_figure, relaxation_figure
+from fsnn.runs.records import fitting_name
 
 MANIFEST = "figures.json"
 

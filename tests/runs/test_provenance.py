@@ -1,10 +1,10 @@
-"""What a run records about the machine it ran on (fsnn.provenance)."""
+"""What a run records about the machine it ran on (fsnn.runs.provenance)."""
 
 import platform
 
 import torch
 
-from fsnn.provenance import cpu_name, device_description
+from fsnn.runs.provenance import cpu_name, device_description
 
 
 def test_cpu_name_is_the_model_name_of_cpuinfo(tmp_path):

@@ -16,7 +16,7 @@ from hydra.plugins.config_source import ConfigResult, ConfigSource
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 from omegaconf import OmegaConf
 
-from fsnn.configs import COMMON_SWITCHES, config_root, recipe_switch_options
+from fsnn.runs.configs import COMMON_SWITCHES, config_root, recipe_switch_options
 
 #: the config group of the switches
 GROUP = "recipe_switch"
@@ -24,7 +24,7 @@ GROUP = "recipe_switch"
 
 class RecipeSwitchSource(ConfigSource):
     """``recipe_switch/<neuron>/<switch>`` for every neuron and every common switch of
-    :func:`fsnn.configs.recipe_switch_options` that has no file of its own, under the config root that is this
+    :func:`fsnn.runs.configs.recipe_switch_options` that has no file of its own, under the config root that is this
     source's path: the common switch with ``neuron=<neuron>``, in the package ``_global_``."""
 
     def __init__(self, provider: str, path: str) -> None:
@@ -85,7 +85,7 @@ class RecipeSwitchSource(ConfigSource):
 
 
 class RecipeSwitchSearchPath(SearchPathPlugin):
-    """Puts :class:`RecipeSwitchSource`, on :func:`fsnn.configs.config_root`, after the app's own configs."""
+    """Puts :class:`RecipeSwitchSource`, on :func:`fsnn.runs.configs.config_root`, after the app's own configs."""
 
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         search_path.append("fsnn-recipe-switch", f"{RecipeSwitchSource.scheme()}://{config_root()}")
@@ -93,7 +93,7 @@ class RecipeSwitchSearchPath(SearchPathPlugin):
 
 def register_recipe_switches() -> None:
     """Make ``+recipe_switch=<neuron>/<switch>`` select the common switch with ``neuron=<neuron>``, for every neuron
-    and every switch of :func:`fsnn.configs.recipe_switch_options` that has no file of its own, by registering their config source
+    and every switch of :func:`fsnn.runs.configs.recipe_switch_options` that has no file of its own, by registering their config source
     (:class:`RecipeSwitchSource`) with Hydra (once per process: Hydra keeps it). One switch is then one file, and
     a sweep pairs it with a neuron in one value (``+recipe_switch: flif/none,sj_lif/reset``), as a multirun's product
     of two lists cannot."""

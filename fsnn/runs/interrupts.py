@@ -14,12 +14,10 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from fsnn.scheduler_signals import SCHEDULER_WARNINGS
+
 #: the signals that stop a command: it says what it wrote and exits with 128 + the signal's number
 INTERRUPTING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-#: signals a scheduler sends ahead of a time limit (SLURM's ``--signal``: every process of the job gets it), whose
-#: default action ends a process without a word: they stop a command as :data:`INTERRUPTING` do, unless another
-#: handler is already set (submitit's SIGUSR2 handler checkpoints and requeues the job, and stays)
-UNLESS_HANDLED = tuple(getattr(signal, name) for name in ("SIGUSR1", "SIGUSR2") if hasattr(signal, name))
 
 
 class Interrupted(BaseException):
@@ -33,7 +31,8 @@ class Interrupted(BaseException):
 
 @contextlib.contextmanager
 def interruptible():
-    """The signals of :data:`INTERRUPTING`, and those of :data:`UNLESS_HANDLED` that no handler takes yet, raise
+    """The signals of :data:`INTERRUPTING`, and those of :data:`~fsnn.scheduler_signals.SCHEDULER_WARNINGS` that no
+    handler takes yet (submitit's SIGUSR2 handler checkpoints and requeues the job, and stays), raise
     :class:`Interrupted` in the block (once: a second signal while the command stops is ignored); a signal the
     process ignores (``nohup`` ignores SIGHUP, a shell's background job
     SIGINT) stays ignored. Lightning's own SIGTERM handler, set while it fits or tests, calls this one after its own
@@ -42,7 +41,7 @@ def interruptible():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.getsignal(signum) for signum in (*INTERRUPTING, *UNLESS_HANDLED)}
+    previous = {signum: signal.getsignal(signum) for signum in (*INTERRUPTING, *SCHEDULER_WARNINGS)}
     stopping = []
 
     def interrupt(signum, frame):
@@ -61,26 +60,19 @@ def interruptible():
 
 
 def submitit_requeue() -> Callable[[int, object], None] | None:
-    """The handler submitit set for its preemption signal (one of :data:`UNLESS_HANDLED`) in a job it runs: it
-    checkpoints the job's submission, requeues the job and exits; ``None`` outside a submitit job. A SIGTERM, SLURM's
+    """The handler submitit set for its preemption signal (one of
+    :data:`~fsnn.scheduler_signals.SCHEDULER_WARNINGS`) in a job it runs: it checkpoints the job's submission,
+    requeues the job and exits; ``None`` outside a submitit job. A SIGTERM, SLURM's
     preemption, is handed to it once the run has stopped (:func:`fsnn.suite.run.train`), so that a preempted job is
     requeued and resumes, where submitit alone would ignore the SIGTERM until SLURM kills the job."""
     module = sys.modules.get("submitit.core.job_environment")
     if module is None:
         return None
-    for signum in UNLESS_HANDLED:
+    for signum in SCHEDULER_WARNINGS:
         handler = signal.getsignal(signum)
         if isinstance(getattr(handler, "__self__", None), module.SignalHandler):
             return handler
     return None
-
-
-def leave_to_the_main_process(worker_id: int = 0) -> None:
-    """A data loader worker's ``worker_init_fn``: the signals of :data:`UNLESS_HANDLED`, which a scheduler sends to
-    every process of a job, are the main process's to handle (it stops the run, or submitit requeues it); by their
-    default action the worker would die first and the run fail with it."""
-    for signum in UNLESS_HANDLED:
-        signal.signal(signum, signal.SIG_IGN)
 
 
 def _files(folders: Iterable[Path]) -> dict[Path, int]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from fsnn.runs.configs import PACKAGE
+
 PACKAGES = (
     "fsnn",
     "torch",
@@ -42,19 +44,18 @@ def package_versions() -> dict[str, str | None]:
 def source_commit() -> str | None:
     """``git rev-parse HEAD`` of the checkout fsnn is imported from, with ``-dirty`` when its tracked files differ
     from that commit; ``None`` outside a git checkout (an installed wheel) or without git."""
-    here = Path(__file__).resolve().parent
     try:
         top, head = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "--show-toplevel", "HEAD"],
+            ["git", "-C", str(PACKAGE), "rev-parse", "--show-toplevel", "HEAD"],
             capture_output=True,
             text=True,
             timeout=10,
             check=True,
         ).stdout.split()
-        if Path(top).resolve() != here.parent:  # an installed copy inside some other repository
+        if Path(top).resolve() != PACKAGE.parent:  # an installed copy inside some other repository
             return None
         changed = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            ["git", "-C", str(PACKAGE), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
             timeout=10,

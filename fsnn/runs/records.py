@@ -12,7 +12,7 @@ from typing import Annotated
 
 from fsnn.atomic import RunFileError
 from fsnn.checks import Check
-from fsnn.configs import env_setting
+from fsnn.runs.configs import env_setting
 
 #: the results folder of a checkout: the runs behind its tables (their records in git), the tables, figures and page
 #: made from them; a run of one's own goes to ``paths.results_dir`` (``./runs``) instead
@@ -27,7 +27,7 @@ def results_root() -> Path:
 
 #: the unit of the metrics (accuracy, AUC) in ``metrics.json``, ``eval.json`` and ``robustness.json``, recorded in
 #: each as ``metric_unit``; what a person reads (console, tables, report) is in percent
-#: (:func:`fsnn.formatting.format_percent`)
+#: (:func:`fsnn.runs.formatting.format_percent`)
 METRIC_UNIT = "fraction"
 
 

@@ -1,15 +1,16 @@
 """fsnn's Hydra configs as everything that composes them sees them (the commands, the reports' estimates, the
 tests): where they are (:func:`config_root`), the ``${fsnn.env:...}`` resolver (:func:`register_resolvers`) and the
 recipe switches of every neuron (:func:`recipe_switch_options`; Hydra reads them through
-:mod:`fsnn.recipe_switches`)."""
+:mod:`fsnn.runs.recipe_switches`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-#: the fsnn package; in a checkout, the repository holds it beside ``conf/``
-PACKAGE = Path(__file__).resolve().parent
+#: the fsnn package (this module's package, :mod:`fsnn.runs`, sits inside it); in a checkout, the repository holds it
+#: beside ``conf/``
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def config_root() -> Path:
