@@ -66,10 +66,11 @@ def configurations() -> list[dict]:
 
     from fsnn.data.registry import dataset_info
     from fsnn.report.estimates import jobs
-    from fsnn.runs.configs import config_root
+    from fsnn.runs.configs import config_root, register_resolvers
     from fsnn.runs.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
+    register_resolvers()
     found: dict[tuple, dict] = {}
     for path in sorted((config_root() / "experiment").glob("*.yaml")):
         if path.stem.endswith("_smoke"):
@@ -175,11 +176,12 @@ def child_step(args) -> dict:
     from hydra import compose, initialize_config_dir
 
     from fsnn.data.registry import dataset_info
-    from fsnn.runs.configs import config_root
+    from fsnn.runs.configs import config_root, register_resolvers
     from fsnn.runs.recipe_switches import register_recipe_switches
     from fsnn.suite.tasks import build_task
 
     register_recipe_switches()
+    register_resolvers()
     out = {}
     for name, extra in (("config", []), ("dvsnet", ["backbone=dvsnet", "backbone.channels=128"])):
         with initialize_config_dir(str(config_root()), version_base="1.3"):

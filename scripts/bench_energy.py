@@ -53,6 +53,9 @@ def compose_config(args):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from fsnn.runs.configs import register_resolvers
+
+    register_resolvers()
     overrides = [f"backbone={args.backbone}", f"dataset={args.dataset}", f"neuron={args.neuron}"]
     if args.memory is not None:
         overrides.append(f"neuron.memory={args.memory}")

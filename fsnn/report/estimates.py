@@ -24,7 +24,7 @@ from fsnn.report.collect import (
     read_record,
     record_problem,
 )
-from fsnn.runs.configs import config_root
+from fsnn.runs.configs import config_root, register_resolvers
 from fsnn.runs.records import results_root
 
 
@@ -205,6 +205,7 @@ def jobs(experiment: str) -> list[dict]:
     from fsnn.runs.recipe_switches import register_recipe_switches
 
     register_recipe_switches()
+    register_resolvers()
     params = sweep(experiment)
     counted = {k: v for k, v in params.items() if k == "seed" or k.lstrip("+").startswith("neuron")}
     composed = {k: v for k, v in params.items() if k not in counted}

@@ -1,5 +1,6 @@
 """fsnn's Hydra configs as everything that composes them sees them (the commands, the reports' estimates, the
-tests): where they are (:func:`config_root`), the ``${fsnn.env:...}`` resolver (:func:`register_resolvers`) and the
+tests): where they are (:func:`config_root`), the ``${fsnn.env:...}`` and ``${fsnn.dataset:...}`` resolvers
+(:func:`register_resolvers`) and the
 recipe switches of every neuron (:func:`recipe_switch_options`; Hydra reads them through
 :mod:`fsnn.runs.recipe_switches`)."""
 
@@ -28,13 +29,32 @@ def env_setting(name: str, default=None):
     return value if value.strip() else default
 
 
+def dataset_setting(key: str, *, _parent_):
+    """``${fsnn.dataset:T}`` or ``${fsnn.dataset:size}`` in a ``dataset`` config: the paper's ``T`` or frame size of
+    the dataset the config names, read from its :class:`fsnn.data.info.DatasetInfo` (where they are written once); a
+    square size is one side, as a config gives it. A name no dataset has leaves it null: the check of
+    ``dataset.name`` names that error."""
+    from fsnn.data.registry import DATASETS, dataset_info  # torch, loaded only when a dataset config is resolved
+
+    if _parent_.name not in DATASETS:
+        return None
+    info = dataset_info(_parent_.name)
+    if key == "T":
+        return info.default_T
+    if key == "size" and info.size is not None:
+        height, width = info.size
+        return height if height == width else [height, width]
+    raise ValueError(f"${{fsnn.dataset:{key}}}: dataset {info.name!r} registers no {key}; give dataset.{key} itself")
+
+
 def register_resolvers() -> None:
-    """Make ``${fsnn.env:...}`` (:func:`env_setting`) known to OmegaConf, once: everything that resolves fsnn's
-    configs calls this first."""
+    """Make ``${fsnn.env:...}`` (:func:`env_setting`) and ``${fsnn.dataset:...}`` (:func:`dataset_setting`) known to
+    OmegaConf, once: everything that resolves fsnn's configs calls this first."""
     from omegaconf import OmegaConf
 
-    if not OmegaConf.has_resolver("fsnn.env"):
-        OmegaConf.register_new_resolver("fsnn.env", env_setting)
+    for name, resolver in (("fsnn.env", env_setting), ("fsnn.dataset", dataset_setting)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
 
 
 #: the switches that hold for every neuron, one file each: ``conf/recipe_switch/common/<switch>.yaml``

@@ -191,9 +191,11 @@ import sys, torch
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
+from fsnn.runs.configs import register_resolvers
 from fsnn.suite.checkpoint import result_config, save_checkpoint
 from fsnn.suite.tasks import build_task
 conf, run, shape = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+register_resolvers()
 with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
     cfg = compose("config", overrides=sys.argv[4:])
 (run / ".hydra").mkdir(parents=True)

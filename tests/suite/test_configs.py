@@ -73,11 +73,12 @@ def test_the_generated_switches_are_names_until_loaded():
     assert sum(map(len, source.switches.values())) > 100  # every neuron's common switches, as names
 
 
-def test_a_frame_dataset_config_gives_the_papers_T_and_size_of_its_registry_entry():
+def test_a_dataset_config_reads_the_papers_T_and_size_from_the_registry_and_takes_an_override(compose_cfg):
     from fsnn.data import dataset_info
 
-    for path in sorted((CONF / "dataset").glob("*.yaml")):
-        config = OmegaConf.load(path)
-        info = dataset_info(config.name)
-        if info.kind in ("event", "static") and "T" in config:
-            assert (config.T, config.size) == (info.default_T, info.size[0]), path.name
+    for name in ("nmnist", "imagenet", "cora"):
+        info = dataset_info(name)
+        dataset = compose_cfg(f"dataset={name}").dataset
+        assert dataset.T == info.default_T and dataset.get("size") == (info.size[0] if info.size else None), name
+    composed = compose_cfg("dataset=nmnist", "dataset.T=8", "dataset.size=28").dataset
+    assert (composed.T, composed.size) == (8, 28)
