@@ -3,7 +3,7 @@
 
 For each graph, the split of ``task=link`` (:class:`fsnn.data.datamodules.LinkDataModule`, seeded with ``--seed``) is
 built twice, the matched one (PyG's ``RandomLinkSplit``, fresh negatives) and the authors' one
-(``dataset.legacy_link_split=true dataset.legacy_link_negatives=true``: split by storage position, negatives from a
+(``dataset.authors_link_split=true dataset.authors_link_negatives=true``: split by storage position, negatives from a
 pool), and :func:`fsnn.data.datamodules.link_split_leaks` counts on each: the share of validation and test positives
 whose reverse edge is a training positive or passes messages when they are scored, the share of test negatives a
 training negative can be, and how many times one test negative is drawn as a training negative over ``--epochs``
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SPLITS = {"matched": {}, "authors": {"legacy_by_position": True, "legacy_negative_pool": True}}
+SPLITS = {"matched": {}, "authors": {"authors_by_position": True, "authors_negative_pool": True}}
 COLUMNS = {
     "val_reverse_in_train": "val +, reverse in train +",
     "val_reverse_in_messages": "val +, reverse passes messages",
@@ -45,8 +45,8 @@ def measure(dataset: str, data_dir: str, seed: int, epochs: int) -> dict[str, di
     split = OmegaConf.load(ROOT / "conf" / "dataset" / f"{dataset}.yaml").get("split", "ratio")
     graph = load_graph(dataset, data_dir=data_dir, split=split, seed=seed, download=False)
     leaks = {}
-    for name, legacy in SPLITS.items():
-        data = LinkDataModule(graph, seed=seed, **legacy)
+    for name, split in SPLITS.items():
+        data = LinkDataModule(graph, seed=seed, **split)
         data.setup()
         leaks[name] = link_split_leaks(data.splits, epochs=epochs)
     return leaks

@@ -160,8 +160,8 @@ def link_split(
     num_test: float = 0.1,
     seed: int = 0,
     *,
-    legacy_by_position: bool = False,
-    legacy_negative_pool: bool = False,
+    authors_by_position: bool = False,
+    authors_negative_pool: bool = False,
 ):
     """``(train, val, test)`` of PyG's ``RandomLinkSplit`` on an undirected graph, reproducible under ``seed``.
 
@@ -173,11 +173,11 @@ def link_split(
 
     Legacy switches of the authors' MSG code (``utils/data_utils.py``; off by default, for its comparison row):
 
-    * ``legacy_by_position``: no shuffling: the stored (directed) edges in order, the first ``num_val`` of them the
+    * ``authors_by_position``: no shuffling: the stored (directed) edges in order, the first ``num_val`` of them the
       validation positives, the next ``num_test`` the test ones, the rest the training positives, which alone (one
       direction each, as stored) pass messages in every split; one draw of as many negatives as stored edges, its
       first ``num_val`` for validation and the next ``num_test`` for test.
-    * ``legacy_negative_pool``: training negatives come from a fixed pool, one draw of as many negatives as stored
+    * ``authors_negative_pool``: training negatives come from a fixed pool, one draw of as many negatives as stored
       edges plus the validation and test negatives again (so training sees the evaluation negatives), sampled with
       replacement at each step (``negative_pool``, read by :func:`sample_train_negatives`).
     """
@@ -189,7 +189,7 @@ def link_split(
         random.seed(seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            if legacy_by_position:
+            if authors_by_position:
                 train, val, test = _split_by_position(data, num_val, num_test)
             else:
                 split = RandomLinkSplit(
@@ -202,7 +202,7 @@ def link_split(
                 )
                 train, val, test = split(copy.copy(data))  # shallow: the splits share x (1.2 GB on Physics)
             pool = None
-            if legacy_negative_pool:
+            if authors_negative_pool:
                 drawn = getattr(train, "drawn_negatives", None)
                 if drawn is None:
                     drawn = negative_sampling(data.edge_index, num_nodes=data.num_nodes)
@@ -221,7 +221,7 @@ def link_split(
 
 
 def _split_by_position(data, num_val: float, num_test: float):
-    """The authors' split (see :func:`link_split`'s ``legacy_by_position``)."""
+    """The authors' split (see :func:`link_split`'s ``authors_by_position``)."""
     from torch_geometric.utils import negative_sampling
 
     edges = data.edge_index
@@ -264,11 +264,11 @@ def sample_train_negatives(data, num: int | None = None) -> torch.Tensor:
     ones (up to three rounds), but it draws them one by one in Python (1.4 s a step on Physics); here the draws are
     vectorised: uniform draws with replacement, their distinct values (a uniformly random subset), the allowed ones
     (binary search), a uniformly random ``num`` of them. Fewer than ``num`` only where the graph has too few
-    non-edges. Where ``data`` carries a ``negative_pool`` (:func:`link_split`'s legacy switch), ``num`` columns of it
+    non-edges. Where ``data`` carries a ``negative_pool`` (:func:`link_split`'s ``authors_negative_pool``), ``num`` columns of it
     drawn with replacement instead."""
     num = data.pos_edge_label_index.shape[1] if num is None else int(num)
     pool = getattr(data, "negative_pool", None)
-    if pool is not None:  # the authors' fixed pool (link_split's legacy_negative_pool): with replacement
+    if pool is not None:  # the authors' fixed pool (link_split's authors_negative_pool): with replacement
         return pool[:, torch.randint(pool.shape[1], (num,), device=pool.device)]
     n, forbidden = data.num_nodes, data.forbidden_pairs
     population = n * (n - 1)
@@ -356,19 +356,19 @@ class LinkDataModule(L.LightningDataModule):
         num_test: float = 0.1,
         seed: int = 0,
         *,
-        legacy_by_position: bool = False,
-        legacy_negative_pool: bool = False,
+        authors_by_position: bool = False,
+        authors_negative_pool: bool = False,
     ):
         super().__init__()
         self.data, self.num_val, self.num_test, self.seed = data, num_val, num_test, seed
-        self.legacy = {"legacy_by_position": legacy_by_position, "legacy_negative_pool": legacy_negative_pool}
+        self.authors = {"authors_by_position": authors_by_position, "authors_negative_pool": authors_negative_pool}
         self.splits = None
 
     def setup(self, stage: str | None = None):
         if self.splits is None:
             from fsnn.data.graph_features import sparse_if_sparse
 
-            self.splits = link_split(self.data, self.num_val, self.num_test, self.seed, **self.legacy)
+            self.splits = link_split(self.data, self.num_val, self.num_test, self.seed, **self.authors)
             x = sparse_if_sparse(self.data.x)  # the splits share one x; mostly zero features as sparse CSR
             for part in self.splits:
                 part.x = x

@@ -76,10 +76,10 @@ class GraphOptions:
     test_repeats: Count  # Poisson re-samplings averaged at test time
     num_workers: NonNegativeInt = 0
     lr: Positive = None
-    # link prediction (task=link), legacy switches of the authors' MSG code (fsnn.data.datamodules.link_split): edges
+    # link prediction (task=link), switches to the authors' MSG code (fsnn.data.datamodules.link_split): edges
     # split by storage position, and training negatives from a fixed pool that holds the val/test negatives
-    legacy_link_split: Flag = False
-    legacy_link_negatives: Flag = False
+    authors_link_split: Flag = False
+    authors_link_negatives: Flag = False
 
 
 class SequenceOptions:

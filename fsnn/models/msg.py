@@ -117,7 +117,7 @@ class MSG(nn.Module):
     Gradients: plain backpropagation through time with the neurons' surrogate gradients, plus the exact autograd
     derivatives of the exponential/log maps (the state path). MSG's "differentiation via manifold", which blocks the
     gradient into the spikes, is not used by default: it makes the neuron (the only thing compared) irrelevant to
-    learning. ``legacy_no_spike_gradient=True`` restores it (the authors' fractional MSG, whose neuron's backward
+    learning. ``authors_no_spike_gradient=True`` restores it (the authors' fractional MSG, whose neuron's backward
     returns no gradient for its input): the parameters then learn only through the state path.
 
     The authors' fractional MSG decodes as MSG's released code does: ``decoder="cosine"`` with ``temperature=1``.
@@ -153,7 +153,7 @@ class MSG(nn.Module):
             divides by nothing). Used by ``decoder="cosine"`` only.
         spike_noise_std: the standard deviation of Gaussian noise added to the encoder's spikes (the robustness
             probe, ``corruption=spike_noise``), a finite number >= 0; default ``0.0`` (off).
-        legacy_no_spike_gradient: ``True`` blocks the gradient into the spikes (the authors' fractional MSG, see
+        authors_no_spike_gradient: ``True`` blocks the gradient into the spikes (the authors' fractional MSG, see
             above); default ``False``.
     """
 
@@ -197,7 +197,7 @@ class MSG(nn.Module):
         t: Positive = 1.0,
         temperature: Positive = 1.0,
         spike_noise_std: NonNegative = 0.0,
-        legacy_no_spike_gradient: Flag = False,
+        authors_no_spike_gradient: Flag = False,
     ):
         super().__init__()
         from torch_geometric.nn import GCNConv
@@ -217,7 +217,7 @@ class MSG(nn.Module):
         )
         self.head = nn.Linear(self.dim, self.num_classes) if self.num_classes else None
         self.spike_noise_std = spike_noise_std
-        self.legacy_no_spike_gradient = legacy_no_spike_gradient
+        self.authors_no_spike_gradient = authors_no_spike_gradient
         self.avg_degree = 0.0  # in-degree (without self loops) of the last graph seen, for the energy estimate
         self._adjacency, self._features = _Cache(), _Cache()
 
@@ -225,7 +225,7 @@ class MSG(nn.Module):
         return (
             f"T={self.T}, manifold={self.manifold_name}, step_size={self.step_size}, dropout={self.dropout}, "
             f"decoder={self.decoder}, spike_noise_std={self.spike_noise_std}"
-            + (", legacy_no_spike_gradient=True" if self.legacy_no_spike_gradient else "")
+            + (", authors_no_spike_gradient=True" if self.authors_no_spike_gradient else "")
         )
 
     def encode(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
@@ -244,9 +244,9 @@ class MSG(nn.Module):
         return z
 
     def _neuron_input(self, currents: torch.Tensor) -> torch.Tensor:
-        """What a neuron is fed: the currents, or (``legacy_no_spike_gradient``) the currents cut from the graph, so
+        """What a neuron is fed: the currents, or (``authors_no_spike_gradient``) the currents cut from the graph, so
         that no gradient flows through a spike (the authors' fractional neuron returns none for its input)."""
-        return currents.detach() if self.legacy_no_spike_gradient else currents
+        return currents.detach() if self.authors_no_spike_gradient else currents
 
     def _project(self, x: torch.Tensor) -> torch.Tensor:
         """The encoder's ``x W^T``: for sparse features (a sparse CSR ``x``, or a dense one that is mostly zeros,

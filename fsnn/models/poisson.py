@@ -46,10 +46,10 @@ CHUNK_ELEMENTS = 1 << 22
 # uncertain entry and output, so they break even near 0.4; Cora's z-scored features sit at 0.06 and Photo's at 2.1.
 DENSE_FROM = 0.5
 # The compiled sampler draws an encoding once this share of its entries is uncertain: Photo's and Computers' z-scored
-# features (27 % and 29 %; 94-97 % with the legacy two-hop unstandardised ones), where it costs a fraction of the
+# features (27 % and 29 %; 94-97 % with fspikeDE's two-hop unstandardised ones), where it costs a fraction of the
 # torch paths' random numbers, scatter and GEMM (results/bench/graph_runs.json). Below it the torch sampler draws,
 # and its stream is the one behind the committed Cora and CiteSeer runs (a sampler's stream is its own): their
-# z-scored features (0.8 % and 0.4 %, 1.7 % and 0.8 % with DRSGNN's positional encoding) and their legacy two-hop
+# z-scored features (0.8 % and 0.4 %, 1.7 % and 0.8 % with DRSGNN's positional encoding) and fspikeDE's two-hop
 # ones (19 % and 7 %).
 COMPILED_FROM = 0.22
 EXTENSION = CompiledExtension("fsnn_poisson_kernels", Path(__file__).with_name("poisson_kernels.cpp"))
@@ -60,7 +60,7 @@ class PoissonSpikes:
     each step, drawn once, when they are first used (:meth:`linear` or :meth:`dense`), in chunks whose size does not
     depend on the batch (:data:`CHUNK_ELEMENTS`).
 
-    ``frozen=True`` draws one pattern and repeats it at every step (a legacy of fspikeDE's SpikingJelly graph baseline,
+    ``frozen=True`` draws one pattern and repeats it at every step (as fspikeDE's SpikingJelly graph baseline does,
     whose encoder saw its own binary output from the second step on); the default draws anew at every step.
 
     A sample is used once: a second :meth:`linear` or :meth:`dense` raises, since the random numbers were spent (a

@@ -44,7 +44,7 @@ from fsnn.neurons.registry import build_neuron, neuron_params
 # ------------------------------------------------------------------------------------------------------- SGCN
 def cumulated_spike_readout(spikes: torch.Tensor, order: torch.Tensor | float, dt: float = 1.0) -> torch.Tensor:
     r"""fspikeDE's "cumulated spike" read-out of output spikes ``s_k`` (``[T, ...] -> [...]``): the state ``c`` of
-    ``D^beta c(t) = s(t)``, ``c(0) = 0`` (Caputo, order ``beta``), integrated with the rest of the state by its legacy
+    ``D^beta c(t) = s(t)``, ``c(0) = 0`` (Caputo, order ``beta``), integrated with the rest of the state by its
     adjoint solver's fractional Adams-Bashforth predictor (``fdeint_adjoint``, ``predictor-f``) and read at the end::
 
         c_T = dt^beta / Gamma(beta + 1) * sum_{k=0}^{T-1} [(T - k)^beta - (T - 1 - k)^beta] s_k
@@ -72,9 +72,9 @@ class SpikingGCN(nn.Module):
     dense spikes, without building them, so memory does not grow with the evaluation batch.
 
     Legacy switches of fspikeDE's graph code (off by default; for the recipe ablation, not for new work):
-    ``legacy_frozen_encoding`` feeds one spike pattern at all ``T`` steps (its SpikingJelly baseline);
-    ``legacy_double_softmax`` outputs ``softmax(rates)``, on which training's cross-entropy applies a second softmax;
-    ``legacy_cumulated_readout`` reads the output spikes out as the fractional integral of
+    ``authors_frozen_encoding`` feeds one spike pattern at all ``T`` steps (its SpikingJelly baseline);
+    ``authors_double_softmax`` outputs ``softmax(rates)``, on which training's cross-entropy applies a second softmax;
+    ``authors_cumulated_readout`` reads the output spikes out as the fractional integral of
     :func:`cumulated_spike_readout` (its f-SNN models, whose logs are the paper's f-SNN graph numbers) instead of the
     mean firing rate.
 
@@ -91,11 +91,11 @@ class SpikingGCN(nn.Module):
         bias: whether the ``Linear(F, C)`` layer has a bias; default ``True`` (the authors' logged runs).
         spike_noise_std: the standard deviation of Gaussian noise added to the input spikes (the robustness probe,
             ``corruption=spike_noise``), a finite number >= 0; default ``0.0`` (off).
-        legacy_frozen_encoding: ``True`` feeds one Poisson spike pattern at all ``T`` steps (fspikeDE's SpikingJelly
+        authors_frozen_encoding: ``True`` feeds one Poisson spike pattern at all ``T`` steps (fspikeDE's SpikingJelly
             baseline); default ``False`` (a new draw at every step).
-        legacy_double_softmax: ``True`` outputs ``softmax(rates)``, under a second softmax in the cross-entropy;
+        authors_double_softmax: ``True`` outputs ``softmax(rates)``, under a second softmax in the cross-entropy;
             default ``False``.
-        legacy_cumulated_readout: ``True`` reads the output spikes out as :func:`cumulated_spike_readout`, fspikeDE's
+        authors_cumulated_readout: ``True`` reads the output spikes out as :func:`cumulated_spike_readout`, fspikeDE's
             f-SNN read-out; default ``False`` (the mean firing rate).
     """
 
@@ -112,26 +112,26 @@ class SpikingGCN(nn.Module):
         dropout: Probability = 0.0,
         bias: Flag = True,
         spike_noise_std: NonNegative = 0.0,
-        legacy_frozen_encoding: Flag = False,
-        legacy_double_softmax: Flag = False,
-        legacy_cumulated_readout: Flag = False,
+        authors_frozen_encoding: Flag = False,
+        authors_double_softmax: Flag = False,
+        authors_cumulated_readout: Flag = False,
     ):
         super().__init__()
         self.in_features, self.num_classes = in_features, num_classes
-        self.encoder = PoissonEncoder(T, frozen=legacy_frozen_encoding)
+        self.encoder = PoissonEncoder(T, frozen=authors_frozen_encoding)
         self.T = self.encoder.T
         self.fc = nn.Linear(self.in_features, self.num_classes, bias=bias)
         self.dropout = dropout
         self.neuron = build_neuron(neuron, **dict(neuron_kwargs or {}))
         self.spike_noise_std = spike_noise_std
-        self.legacy_double_softmax = legacy_double_softmax
-        self.legacy_cumulated_readout = legacy_cumulated_readout
+        self.authors_double_softmax = authors_double_softmax
+        self.authors_cumulated_readout = authors_cumulated_readout
 
     def extra_repr(self) -> str:
-        legacy = "".join(
-            f", {name}=True" for name in ("legacy_double_softmax", "legacy_cumulated_readout") if getattr(self, name)
+        authors = "".join(
+            f", {name}=True" for name in ("authors_double_softmax", "authors_cumulated_readout") if getattr(self, name)
         )
-        return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}{legacy}"
+        return f"T={self.T}, dropout={self.dropout}, spike_noise_std={self.spike_noise_std}{authors}"
 
     # hooks for DRSGNN
     def prepare_input(self, x: torch.Tensor) -> torch.Tensor:
@@ -149,12 +149,12 @@ class SpikingGCN(nn.Module):
             keep = 1.0 - self.dropout
             currents = currents * torch.empty_like(currents[0]).bernoulli_(keep).div_(keep)
         spikes = self.neuron(self.scale_currents(currents))
-        if self.legacy_cumulated_readout:
+        if self.authors_cumulated_readout:
             order = self.neuron.alpha if isinstance(self.neuron, FractionalNeuron) else 1.0
             out = cumulated_spike_readout(spikes, order)
         else:
             out = spikes.mean(0)
-        return out.softmax(-1) if self.legacy_double_softmax else out
+        return out.softmax(-1) if self.authors_double_softmax else out
 
     def synaptic_layers(self) -> list[SynapticLayer]:
         return [SynapticLayer("fc", self.in_features * self.num_classes, source="encoder", target="neuron")]
@@ -202,7 +202,7 @@ class DRSGNN(SpikingGCN):
         threshold_mode: who learns the threshold: ``"auto"`` (default), ``"neuron"``, ``"scale"`` or ``"fixed"``
             (see above).
         **kwargs: the other arguments of :class:`SpikingGCN` (``num_classes``, ``T``, ``dropout``, ``bias``,
-            ``spike_noise_std`` and the ``legacy_*`` switches), with the same meaning, range and default.
+            ``spike_noise_std`` and the ``authors_*`` switches), with the same meaning, range and default.
     """
 
     @checked

@@ -23,6 +23,7 @@ from typing import Any, Iterable
 from fsnn.neurons.registry import is_fractional
 from fsnn.runs.configs import config_root
 from fsnn.runs.records import is_earlier_generation
+from fsnn.runs.renames import current_config
 
 # match keys that are not dotted paths into a run's resolved config
 ALIASES = {
@@ -300,6 +301,8 @@ def scan_runs(results_dir: str | Path) -> Collection:
             skip(path, reason)
             continue
         record["_path"] = str(path)
+        if isinstance(record.get("config"), dict):
+            record["config"] = current_config(record["config"])
         for name in SIBLINGS:
             sibling = path.with_name(f"{name}.json")
             if os.path.lexists(sibling) and (study := read(sibling, STUDIES[name])) is not None:

@@ -31,6 +31,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from fsnn.atomic import content_digest, write_atomic
+from fsnn.runs.renames import current_config
 from fsnn.suite.runfiles import tree_changes
 
 RECORD = "fsnn"  # the checkpoint key of the integrity record
@@ -117,8 +118,9 @@ def load_checkpoint(path: str | Path, config: dict | None = None, map_location: 
             "its content does not match the digest written with it (the file was altered "
             "after it was written, e.g. by disk or copy corruption)",
         )
-    if config is not None and record.get("config") != config:
-        changes = tree_changes(record.get("config") or {}, config)
+    recorded = current_config(record.get("config") or {})
+    if config is not None and recorded != config:
+        changes = tree_changes(recorded, config)
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
         raise CheckpointError(path, f"belongs to another run (its config differs: {shown})")
     return checkpoint

@@ -48,10 +48,12 @@ def _run(config_name: str, command: str) -> None:
         from omegaconf import OmegaConf
 
         from fsnn.runs.recipe_switches import register_recipe_switches
+        from fsnn.runs.renames import current_overrides
         from fsnn.suite.overrides import check_command_line
     except ImportError as error:
         _missing_extra(error, command)
     register_recipe_switches()
+    sys.argv[1:] = current_overrides(sys.argv[1:])
     # a typo: one line and exit 2, before Hydra makes anything and before the heavy libraries load
     if check_command_line(Path(CONFIG_DIR), config_name):
         try:  # here, so that a missing library is one line, not a traceback from Hydra's callbacks (fsnn.suite.run)

@@ -17,6 +17,7 @@ from fsnn.runs.formatting import format_percent
 from fsnn.runs.interrupts import exit_on_interrupt
 from fsnn.runs.provenance import device_description
 from fsnn.runs.records import METRIC_UNIT, read_run_record
+from fsnn.runs.renames import current_config
 from fsnn.suite.callbacks import PercentProgressBar, SpeedMonitor
 from fsnn.suite.checkpoint import CheckpointError, check_fits, load_checkpoint, result_config
 from fsnn.suite.config import app_keys, check_config, check_run_config, check_top_level_keys, check_writable_folder
@@ -96,6 +97,7 @@ def open_run(run_dir: Path | str, data_dir: str | None = None) -> tuple[DictConf
         raise ConfigError(f"run_dir: {saved} could not be read as YAML ({type(error).__name__}: {reason})") from None
     if not isinstance(run_cfg, DictConfig):
         raise ConfigError(f"run_dir: {saved}: holds no config of a train.py run (expected a mapping, got a list)")
+    run_cfg = OmegaConf.create(current_config(OmegaConf.to_container(run_cfg)))
     check_run_config(run_cfg, saved)
     if data_dir is not None:
         run_cfg.paths.data_dir = str(data_dir)

@@ -55,6 +55,7 @@ from fsnn.runs.formatting import format_percent
 from fsnn.runs.interrupts import Interrupted, interruptible, submitit_requeue
 from fsnn.runs.provenance import device_description, package_versions
 from fsnn.runs.records import METRIC_UNIT, fitting_name, read_run_record
+from fsnn.runs.renames import current_config
 from fsnn.suite.callbacks import LearnedNeurons, PercentProgressBar, SpeedMonitor, describe_neurons
 from fsnn.suite.checkpoint import (
     CheckpointError,
@@ -175,11 +176,11 @@ def _finished(run_dir: Path, cfg: DictConfig, config: dict) -> dict | None:
     """The record of a finished run of this config in ``run_dir`` whose checkpoints are intact, or ``None`` (nothing
     finished there, or ``force=true``). A finished run of another config is a :class:`ConfigError`. A key fsnn's
     configs gained after the run was recorded is no difference: a new key's default keeps what runs did before it
-    (``legacy_*`` switches off, ``tau_lr_scale`` 1), and a value given on the command line is in the folder's name."""
+    (``authors_*`` options off, ``tau_lr_scale`` 1), and a value given on the command line is in the folder's name."""
     record = read_run_record(run_dir)
     if record is None or record.get("status") != "complete" or cfg.get("force"):
         return None
-    changes = tree_changes(strip_non_result(record.get("config") or {}), config, added=False)
+    changes = tree_changes(strip_non_result(current_config(record.get("config") or {})), config, added=False)
     if changes:
         shown = "; ".join(changes[:3]) + (f"; and {len(changes) - 3} more" if len(changes) > 3 else "")
         raise ConfigError(

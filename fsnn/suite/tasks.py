@@ -286,7 +286,7 @@ class NodeTask(TaskKind):
     name, corruptions, robustness_plan = "node", "graph", "graph"
 
     def check(self, cfg) -> None:
-        link_only = [key for key in ("legacy_link_split", "legacy_link_negatives") if cfg.dataset.get(key)]
+        link_only = [key for key in ("authors_link_split", "authors_link_negatives") if cfg.dataset.get(key)]
         if link_only:
             raise ConfigError(
                 f"dataset.{link_only[0]}: a switch of link prediction (task=link), got true for node classification"
@@ -365,8 +365,8 @@ class LinkTask(TaskKind):
         data = LinkDataModule(
             graph,
             seed=cfg.seed,
-            legacy_by_position=cfg.dataset.get("legacy_link_split", False),
-            legacy_negative_pool=cfg.dataset.get("legacy_link_negatives", False),
+            authors_by_position=cfg.dataset.get("authors_link_split", False),
+            authors_negative_pool=cfg.dataset.get("authors_link_negatives", False),
         )
         return Task(GraphLinkPredictor(model, optimizer, scheduler), data, self.metric)
 

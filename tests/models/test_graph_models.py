@@ -156,7 +156,7 @@ def test_frozen_encoding_repeats_one_pattern():
     assert not torch.equal(fresh, fresh[:1].expand_as(fresh))
 
 
-def test_legacy_double_softmax_outputs_probabilities(karate):
+def test_authors_double_softmax_outputs_probabilities(karate):
     model = build_backbone(
         "sgcn",
         in_features=karate.features.shape[1],
@@ -164,7 +164,7 @@ def test_legacy_double_softmax_outputs_probabilities(karate):
         neuron="lif",
         neuron_kwargs={},
         T=T,
-        legacy_double_softmax=True,
+        authors_double_softmax=True,
     ).eval()
     out = model(karate.features)
     assert torch.allclose(out.sum(1), torch.ones(len(out))) and (out > 0).all()
@@ -185,7 +185,7 @@ def test_cumulated_spike_readout_by_hand():
 
 
 @pytest.mark.parametrize("neuron, kwargs", [("flif", {"alpha": 0.3, "learn_alpha": True}), ("sj_lif", {})])
-def test_legacy_cumulated_readout_integrates_the_output_spikes(karate, neuron, kwargs):
+def test_authors_cumulated_readout_integrates_the_output_spikes(karate, neuron, kwargs):
     """The switch reads the output spikes out with the neuron's alpha (1 for a first-order neuron) instead of their
     mean; the rest of the model is unchanged."""
     torch.manual_seed(0)
@@ -196,9 +196,9 @@ def test_legacy_cumulated_readout_integrates_the_output_spikes(karate, neuron, k
         neuron=neuron,
         neuron_kwargs=kwargs,
         T=T,
-        legacy_cumulated_readout=True,
+        authors_cumulated_readout=True,
     )
-    assert "legacy_cumulated_readout=True" in repr(model)
+    assert "authors_cumulated_readout=True" in repr(model)
     spikes = []
     model.neuron.register_forward_hook(lambda _m, _i, out: spikes.append(out))
     out = model(karate.features)
@@ -642,13 +642,13 @@ def test_train_negatives_are_distinct_and_uniform_over_the_allowed_pairs():
     assert len(set(got)) == len(got) and set(got) <= set(range(n * (n - 1))) - set(forbidden.tolist())
 
 
-def test_legacy_link_split_by_position_and_negative_pool():
+def test_authors_link_split_by_position_and_negative_pool():
     """The authors' MSG split: stored edges in order (val, then test, then train), the training positives alone pass
     messages, negatives from one draw; with the pool, each step's negatives come from it, val/test ones included."""
     data = random_graph(n=40, p=0.2)
     edges = data.edge_index
     n_val, n_test = int(0.1 * edges.shape[1]), int(0.2 * edges.shape[1])
-    train, val, test = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True)
+    train, val, test = link_split(data, num_val=0.1, num_test=0.2, seed=1, authors_by_position=True)
     assert torch.equal(val.pos_edge_label_index, edges[:, :n_val])
     assert torch.equal(test.pos_edge_label_index, edges[:, n_val : n_val + n_test])
     assert torch.equal(train.pos_edge_label_index, edges[:, n_val + n_test :])
@@ -656,9 +656,9 @@ def test_legacy_link_split_by_position_and_negative_pool():
     full = pairs(edges)
     assert not (pairs(val.neg_edge_label_index) | pairs(test.neg_edge_label_index)) & full
     assert not hasattr(train, "negative_pool") and "drawn_negatives" not in train
-    again = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True)
+    again = link_split(data, num_val=0.1, num_test=0.2, seed=1, authors_by_position=True)
     assert torch.equal(again[1].neg_edge_label_index, val.neg_edge_label_index)  # seeded
-    pooled = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_by_position=True, legacy_negative_pool=True)
+    pooled = link_split(data, num_val=0.1, num_test=0.2, seed=1, authors_by_position=True, authors_negative_pool=True)
     pool = pooled[0].negative_pool
     assert pool.shape[1] == edges.shape[1] + n_val + n_test  # one draw per stored edge, then the val/test negatives
     assert torch.equal(pool[:, -n_test:], pooled[2].neg_edge_label_index)
@@ -666,7 +666,7 @@ def test_legacy_link_split_by_position_and_negative_pool():
     seen = torch.cat([sample_train_negatives(pooled[0]) for _ in range(200)], dim=1)
     assert seen.shape[1] == 200 * train.pos_edge_label_index.shape[1]
     assert pairs(seen) <= pairs(pool) and pairs(pooled[1].neg_edge_label_index) & pairs(seen)  # leaked in
-    shuffled = link_split(data, num_val=0.1, num_test=0.2, seed=1, legacy_negative_pool=True)  # pool alone
+    shuffled = link_split(data, num_val=0.1, num_test=0.2, seed=1, authors_negative_pool=True)  # pool alone
     assert pairs(shuffled[1].neg_edge_label_index) <= pairs(shuffled[0].negative_pool)
 
 
@@ -683,7 +683,7 @@ def test_link_split_leaks_counted_on_hand_made_storage_orders():
     adjacent = Data(
         x=torch.zeros(60, 1), num_nodes=60, edge_index=torch.stack([upper, upper.flip(0)], 2).reshape(2, 80)
     )
-    authors = {"num_val": 0.1, "num_test": 0.2, "seed": 1, "legacy_by_position": True, "legacy_negative_pool": True}
+    authors = {"num_val": 0.1, "num_test": 0.2, "seed": 1, "authors_by_position": True, "authors_negative_pool": True}
     leaks = link_split_leaks(link_split(forward_then_reverse, **authors))
     assert link_split(forward_then_reverse, **authors)[0].negative_pool.shape[1] == 104
     assert leaks == pytest.approx(
@@ -703,11 +703,11 @@ def test_link_split_leaks_counted_on_hand_made_storage_orders():
     assert matched == {key: 0.0 for key in leaks}
 
 
-def test_msg_legacy_no_spike_gradient_feeds_the_neurons_detached_currents(karate):
+def test_msg_authors_no_spike_gradient_feeds_the_neurons_detached_currents(karate):
     """With the authors' switch no neuron's input carries a gradient, so the weights learn only through the manifold
     state; by default the spikes pass the surrogate gradient back."""
     fed = []
-    for legacy in (False, True):
+    for authors in (False, True):
         torch.manual_seed(0)
         model = build_backbone(
             "msg",
@@ -716,11 +716,11 @@ def test_msg_legacy_no_spike_gradient_feeds_the_neurons_detached_currents(karate
             neuron="fif",
             T=4,
             dim=8,
-            legacy_no_spike_gradient=legacy,
+            authors_no_spike_gradient=authors,
         )
-        assert ("legacy_no_spike_gradient=True" in repr(model)) == legacy
+        assert ("authors_no_spike_gradient=True" in repr(model)) == authors
         hooks = [
-            m.register_forward_hook(lambda _m, inputs, _o: fed.append((legacy, inputs[0].requires_grad)))
+            m.register_forward_hook(lambda _m, inputs, _o: fed.append((authors, inputs[0].requires_grad)))
             for m in (model.encoder_neuron, model.layers[0].neuron)
         ]
         model(karate.x, karate.edge_index).sum().backward()

@@ -578,7 +578,7 @@ def test_a_table_compared_with_its_own_row():
     assert got["kind"] == "measured" and "reproduce" not in got["sentence"]
     assert got["sentence"].startswith(
         '1 of 2 rows differ from the row "none (the matched recipe)" in a column (the 95% Welch interval of the '
-        "difference over the seeds excludes 0): recipe=authors (every non-legacy switch) (f-LIF +6.00, LIF "
+        "difference over the seeds excludes 0): recipe=authors (every switch but the fspikede_* ones) (f-LIF +6.00, LIF "
         "(SpikingJelly) +4.00). The others are not resolved from it (largest shift: surrogate: sigmoid 4 (SpikingJelly) "
         "/ arctan 5 (spikeDE) / LIF (SpikingJelly) -1.00). 6 cells measured;"
     ), got["sentence"]

@@ -169,6 +169,20 @@ def test_a_shared_run_folder_builds_nothing_outside_fsnn(tmp_path, compose_cfg):
     assert not marker.exists()
 
 
+def test_a_run_folder_saved_under_the_earlier_names_opens_with_the_current_ones(tmp_path, compose_cfg):
+    """A run trained before the ``authors_*`` options had their names is re-tested as it was trained."""
+    cfg = compose_cfg("logger=none", "dataset=cora", "backbone=sgcn", "+recipe_switch=flif/fspikede")
+    saved = {k: v for k, v in OmegaConf.to_container(cfg, resolve=False).items() if k != "hydra"}
+    current = dict(saved["backbone"])
+    saved["recipe_switch"] = "legacy"
+    saved["backbone"] = {key.replace("authors_", "legacy_"): value for key, value in current.items()}
+    (tmp_path / "run" / ".hydra").mkdir(parents=True)
+    OmegaConf.save(OmegaConf.create(saved), tmp_path / "run" / ".hydra" / "config.yaml")
+    run_cfg, _ = open_run(tmp_path / "run")
+    assert OmegaConf.to_container(run_cfg.backbone) == current and run_cfg.backbone.authors_frozen_encoding
+    assert run_cfg.recipe_switch == "fspikede"
+
+
 @pytest.mark.parametrize("payload", ["pickle", "target"])
 def test_energy_study_runs_no_payload_from_a_run_folder(tmp_path, compose_cfg, payload):
     cfg = OmegaConf.create({k: v for k, v in compose_cfg("logger=none").items() if k != "hydra"})

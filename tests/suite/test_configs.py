@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from fsnn.runs.configs import recipe_switch_options
 from fsnn.runs.recipe_switches import RecipeSwitchSource
+from fsnn.runs.renames import RENAMED_KEYS, RENAMED_SWITCHES, current_config, current_overrides
 
 SWITCHES = recipe_switch_options(CONF)
 
@@ -28,13 +29,41 @@ def test_a_switch_composes_for_its_neuron(compose_cfg, neuron):
     base = compose_cfg("dataset=cora", "backbone=sgcn", f"neuron={neuron}")
     for switch in SWITCHES[neuron]:
         cfg = compose_cfg("dataset=cora", "backbone=sgcn", f"+recipe_switch={neuron}/{switch}")
-        assert (cfg.neuron.name, cfg.recipe_switch) == (neuron, switch)
+        # an earlier name composes its switch, which answers with its name
+        assert (cfg.neuron.name, cfg.recipe_switch) == (neuron, RENAMED_SWITCHES.get(switch, switch))
         # the same switch with the neuron given apart is the same run
         if (CONF / "recipe_switch" / "common" / f"{switch}.yaml").is_file():
             apart = compose_cfg("dataset=cora", "backbone=sgcn", f"neuron={neuron}", f"+recipe_switch=common/{switch}")
             assert _without_hydra(apart) == _without_hydra(cfg), switch
     none = compose_cfg("dataset=cora", "backbone=sgcn", f"+recipe_switch={neuron}/none")
     assert none.neuron == base.neuron and none.dataset == base.dataset
+
+
+def test_an_earlier_name_composes_and_answers_with_its_name(compose_cfg, capsys):
+    """A recorded command's ``+recipe_switch=flif/legacy`` composes ``flif/fspikede``; a recorded config's
+    ``backbone.legacy_*`` keys and a command line's read as the ``authors_*`` ones, so that both equal a new run's."""
+    earlier = compose_cfg("dataset=cora", "backbone=sgcn", "+recipe_switch=flif/legacy")
+    current = compose_cfg("dataset=cora", "backbone=sgcn", "+recipe_switch=flif/fspikede")
+    assert earlier.recipe_switch == "fspikede" and _without_hydra(earlier) == _without_hydra(current)
+    assert current.backbone.authors_frozen_encoding and current.backbone.authors_double_softmax
+    recorded = _without_hydra(current)
+    recorded["recipe_switch"] = "legacy"
+    recorded["backbone"] = {key.replace("authors_", "legacy_"): value for key, value in recorded["backbone"].items()}
+    assert "legacy_frozen_encoding" in recorded["backbone"]
+    assert current_config(recorded) == _without_hydra(current) and recorded["recipe_switch"] == "legacy"
+    lines = ["+backbone.legacy_cumulated_readout=true", "dataset.legacy_link_split=true", "seed=1"]
+    assert current_overrides(lines) == [
+        "+backbone.authors_cumulated_readout=true",
+        "dataset.authors_link_split=true",
+        "seed=1",
+    ]
+    assert "backbone.legacy_cumulated_readout is read as backbone.authors_cumulated_readout" in capsys.readouterr().err
+    # every renamed key is an option of its group, and every earlier switch a file that composes the current one
+    files = [*(CONF / "backbone").glob("*.yaml"), *(CONF / "recipe_switch" / "common").glob("*.yaml")]
+    set_keys = {line.split(":")[0].strip() for path in files for line in path.read_text().splitlines()}
+    assert {name.partition(".")[2] for name in RENAMED_KEYS.values()} <= set_keys
+    for earlier, name in RENAMED_SWITCHES.items():
+        assert f"/recipe_switch/common/{name}" in (CONF / "recipe_switch" / "common" / f"{earlier}.yaml").read_text()
 
 
 def _without_hydra(cfg) -> dict:

@@ -60,7 +60,7 @@ def test_smoke_is_the_full_sweep_shrunk(compose_cfg, experiment):
 
 @pytest.mark.parametrize("neuron", ["fif", "sj_if"])
 def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
-    """The legacy row of the link-prediction table: every departure of the authors' MSG code switched on at once, the
+    """The msg_authors row of the link-prediction table: every departure of the authors' MSG code switched on at once, the
     rest of the experiment unchanged; the link switches are refused for node classification."""
     from fsnn.checks import ConfigError
     from fsnn.suite.config import check_config
@@ -71,11 +71,11 @@ def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
     assert (
         cfg.neuron.name,
         cfg.recipe_switch,
-        cfg.dataset.legacy_link_split,
-        cfg.dataset.legacy_link_negatives,
+        cfg.dataset.authors_link_split,
+        cfg.dataset.authors_link_negatives,
         cfg.backbone.decoder,
         cfg.backbone.temperature,
-        cfg.backbone.legacy_no_spike_gradient,
+        cfg.backbone.authors_no_spike_gradient,
     ) == (neuron, "msg_authors", True, True, "cosine", 1.0, True)
     assert (cfg.trainer.max_epochs, cfg.backbone.T, cfg.optimizer) == (
         base.trainer.max_epochs,
@@ -83,8 +83,8 @@ def test_link_prediction_as_the_authors_ran_it(compose_cfg, neuron):
         base.optimizer,
     )
     check_config(cfg)
-    node = compose_cfg("dataset=cora", "backbone=sgcn", "+dataset.legacy_link_split=true")
-    with pytest.raises(ConfigError, match="dataset.legacy_link_split: a switch of link prediction"):
+    node = compose_cfg("dataset=cora", "backbone=sgcn", "+dataset.authors_link_split=true")
+    with pytest.raises(ConfigError, match="dataset.authors_link_split: a switch of link prediction"):
         build_task(node)
 
 
@@ -104,9 +104,9 @@ LP_SWITCHES = {
 
 def _link_switches(cfg) -> tuple:
     return (
-        cfg.dataset.get("legacy_link_split", False),
-        cfg.dataset.get("legacy_link_negatives", False),
-        cfg.backbone.get("legacy_no_spike_gradient", False),
+        cfg.dataset.get("authors_link_split", False),
+        cfg.dataset.get("authors_link_negatives", False),
+        cfg.backbone.get("authors_no_spike_gradient", False),
         cfg.backbone.get("decoder"),
     )
 
@@ -133,12 +133,12 @@ def test_lp_switch_ablation_rows_switch_what_they_name_and_fill_its_table(compos
             cfg.trainer.max_epochs,
             cfg.optimizer,
             cfg.neuron,
-            {**cfg.backbone, "decoder": None, "legacy_no_spike_gradient": None},
+            {**cfg.backbone, "decoder": None, "authors_no_spike_gradient": None},
         ) == (
             matched.trainer.max_epochs,
             matched.optimizer,
             matched.neuron,
-            {**matched.backbone, "decoder": None, "legacy_no_spike_gradient": None},
+            {**matched.backbone, "decoder": None, "authors_no_spike_gradient": None},
         ), value
         check_config(cfg)
 
@@ -411,31 +411,31 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     assert changed("flif/surrogate") == {"neuron.surrogate", "neuron.surrogate_scale"}
     assert changed("sj_lif/surrogate") == {"neuron.surrogate_scale"}  # sigmoid already, its scale 5 -> 4
     assert changed("flif/batch_wd") == {"dataset.batch_size", "optimizer.weight_decay"}
-    assert changed("sj_lif/legacy_features") == {"dataset.hops", "dataset.zscore"}
-    assert changed("flif/legacy_frozen_encoding") == {"backbone.legacy_frozen_encoding"}
-    assert changed("sj_lif/legacy_double_softmax") == {"backbone.legacy_double_softmax"}
+    assert changed("sj_lif/fspikede_features") == {"dataset.hops", "dataset.zscore"}
+    assert changed("flif/fspikede_frozen_encoding") == {"backbone.authors_frozen_encoding"}
+    assert changed("sj_lif/fspikede_double_softmax") == {"backbone.authors_double_softmax"}
     assert {"scheduler._target_", "trainer.gradient_clip_val", "backbone.bias", "lr_monitor"} <= changed(
         "flif/schedule_clip_bias"
     )
-    assert changed("flif/legacy_readout") == {"backbone.legacy_cumulated_readout"}
-    assert changed("sj_lif/legacy") == {
+    assert changed("flif/fspikede_readout") == {"backbone.authors_cumulated_readout"}
+    assert changed("sj_lif/fspikede") == {
         "dataset.hops",
         "dataset.zscore",
-        "backbone.legacy_frozen_encoding",
-        "backbone.legacy_double_softmax",
+        "backbone.authors_frozen_encoding",
+        "backbone.authors_double_softmax",
     }
-    # recipe=authors, alone, with the legacy switches and with the read-out
-    authors = compose_cfg(*ABLATION, "+recipe_switch=sj_lif/authors_legacy")
+    # recipe=authors, alone, with the fspikeDE switches and with the read-out
+    authors = compose_cfg(*ABLATION, "+recipe_switch=sj_lif/authors_fspikede")
     assert (
         authors.recipe,
         authors.neuron.reset,
         authors.dataset.hops,
-        authors.backbone.legacy_frozen_encoding,
-        authors.backbone.legacy_double_softmax,
+        authors.backbone.authors_frozen_encoding,
+        authors.backbone.authors_double_softmax,
         authors.dataset.batch_size,
     ) == ("authors", "hard", 2, True, True, 512)
     readout = compose_cfg(*ABLATION, "+recipe_switch=flif/authors_readout")
-    assert (readout.recipe, readout.neuron.convention, readout.backbone.legacy_cumulated_readout) == (
+    assert (readout.recipe, readout.neuron.convention, readout.backbone.authors_cumulated_readout) == (
         "authors",
         "spikede",
         True,
@@ -444,8 +444,8 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     assert changed("flif/published") == {
         "dataset.hops",
         "dataset.zscore",
-        "backbone.legacy_cumulated_readout",
-        "backbone.legacy_double_softmax",
+        "backbone.authors_cumulated_readout",
+        "backbone.authors_double_softmax",
         "neuron.convention",
         "neuron.learn_tau",
         "neuron.tau",
@@ -454,8 +454,8 @@ def test_recipe_ablation_switches_one_setting_each(compose_cfg):
     assert changed("sj_lif/published") == {
         "dataset.hops",
         "dataset.zscore",
-        "backbone.legacy_frozen_encoding",
-        "backbone.legacy_double_softmax",
+        "backbone.authors_frozen_encoding",
+        "backbone.authors_double_softmax",
         "backbone.dropout",
         "neuron.decay_input",
         "neuron.reset",
