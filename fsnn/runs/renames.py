@@ -11,7 +11,8 @@ An option that does as the authors' code does is named ``authors_*`` (``backbone
   recorded under the current name;
 - a command line's ``backbone.legacy_*=...`` is read as the current key (:func:`current_overrides`, with a note);
 - an earlier switch, ``+recipe_switch=flif/legacy``, is a file of ``conf/recipe_switch/common/`` that composes the
-  current one, so that the recorded commands keep their folders' names.
+  current one, so that the recorded commands keep their folders' names; and a command that names the current switch
+  finds the folder of a run recorded under the earlier one (:func:`earlier_overrides`), so it does no work again.
 """
 
 from __future__ import annotations
@@ -67,3 +68,18 @@ def current_overrides(lines: list[str]) -> list[str]:
         print(f"fsnn: note: {key[len(prefix) :]} is read as {name}, its name", file=sys.stderr)
         renamed.append(f"{prefix}{name}{equal}{value}")
     return renamed
+
+
+def earlier_overrides(lines) -> list[str] | None:
+    """The overrides ``lines`` with every renamed recipe switch under its earlier name
+    (``+recipe_switch=flif/fspikede`` -> ``+recipe_switch=flif/legacy``), the command a run recorded under that name
+    has; ``None`` where no switch of ``lines`` was renamed."""
+    earlier = {name: old for old, name in RENAMED_SWITCHES.items()}
+    out, renamed = [], False
+    for line in lines:
+        key, equal, value = str(line).partition("=")
+        neuron, slash, switch = value.rpartition("/")
+        if key.lstrip("+~") == "recipe_switch" and switch in earlier:
+            line, renamed = f"{key}{equal}{neuron}{slash}{earlier[switch]}", True
+        out.append(line)
+    return out if renamed else None

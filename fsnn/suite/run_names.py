@@ -6,6 +6,7 @@ single run or a sweep and whichever keys at their default value the command give
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -14,6 +15,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from fsnn.runs.records import fitting_name
+from fsnn.runs.renames import earlier_overrides
 from fsnn.suite.checkpoint import FOLDER_EXCLUDED, non_result, result_config
 from fsnn.suite.overrides import is_group
 
@@ -159,6 +161,15 @@ def run_dir_name(run_name: str | None, overrides, root: DictConfig | None = None
     """Folder name of a run: :func:`rendered_run_name`, with :func:`folder_keys` of ``root`` (the composed config
     with its ``hydra`` node, as the ``run_dir`` resolver of ``conf/hydra/default.yaml`` sees it) when given, shortened
     to a readable start and a hash where it is longer than a file system takes (:func:`fsnn.runs.records.fitting_name`;
-    ``metrics.json`` records the whole name)."""
+    ``metrics.json`` records the whole name). A run recorded under a recipe switch's earlier name
+    (:func:`fsnn.runs.renames.earlier_overrides`) keeps its folder: where only that folder exists, it is the name."""
     keys = folder_keys(root, root.hydra) if root is not None and "hydra" in root else ()
-    return fitting_name(rendered_run_name(run_name, overrides, *keys))
+    name = fitting_name(rendered_run_name(run_name, overrides, *keys))
+    earlier = earlier_overrides(overrides) if run_name is None and root is not None else None
+    if earlier is not None:
+        # a run recorded under a switch's earlier name is this run: its folder is found, not trained again
+        parent = Path(str(root.paths.results_dir)) / str(root.task_name)
+        recorded = fitting_name(rendered_run_name(None, earlier, *keys))
+        if not (parent / name).exists() and (parent / recorded / "metrics.json").is_file():
+            return recorded
+    return name

@@ -469,6 +469,24 @@ def test_every_committed_run_is_found_by_its_command():
     GlobalHydra.instance().clear()
 
 
+def test_a_sweep_that_names_a_renamed_switch_finds_the_run_recorded_under_its_earlier_name(tmp_path):
+    """The recipe ablation sweeps ``flif/fspikede``; its committed runs were recorded as ``flif/legacy``: the sweep's
+    job names their folder, so it does no work again, and a results folder without them gets the current name."""
+    from fsnn.suite.run_names import run_dir_name
+
+    job = ["experiment=recipe_ablation_cora", "dataset=cora", "backbone=sgcn", "+recipe_switch=flif/fspikede", "seed=1"]
+    names = {}
+    for results in (ROOT / "results", tmp_path):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            cfg = compose("config", overrides=[*job, f"paths.results_dir={results}"], return_hydra_config=True)
+            names[results] = run_dir_name(None, job, cfg)
+    GlobalHydra.instance().clear()
+    recorded = "+recipe_switch-flif_legacy+backbone-sgcn+dataset-cora+seed-1"
+    assert (ROOT / "results" / "recipe_ablation_cora" / recorded / "metrics.json").is_file()
+    assert names == {ROOT / "results": recorded, tmp_path: recorded.replace("legacy", "fspikede")}
+
+
 @pytest.mark.parametrize(
     "args",
     [
