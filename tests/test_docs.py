@@ -259,7 +259,7 @@ def test_own_neuron_how_to_runs_and_the_report_names_the_neuron_by_its_label(tmp
     configs = [r["config"] for r in records.values()]
     assert [key for key in configs[0] if any(c[key] != configs[0][key] for c in configs)] == ["neuron"]
     table = (tmp_path / "runs" / "tables" / "exp_lif_gesture.md").read_text()
-    assert table.count("(n=1") == 3
+    assert table.count("(n=1") == 3 and "| LIF (exp decay) |" in table  # the column headed by its registered label
     claims = (tmp_path / "runs" / "tables" / "claims.md").read_text()
     assert "| LIF (exp decay) |" in claims and "| LIF (fsnn, alpha = 1) |" in claims
 

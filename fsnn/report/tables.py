@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from fsnn.atomic import RunFileError, write_text_atomic
+from fsnn.neurons.registry import neuron_label
 from fsnn.report.claims import claims, claims_markdown, welch
 from fsnn.report.collect import (
     ALIASES,
@@ -63,9 +64,23 @@ CLAIMS = "claims"  # <out>/claims.md: every table's claims, decided (fsnn.report
 
 
 def load_spec(path: str | Path | None = None) -> list[dict]:
-    """The paper tables of ``path``, by default the ones fsnn ships (:data:`SPEC`)."""
+    """The paper tables of ``path``, by default the ones fsnn ships (:data:`SPEC`). A column that matches one neuron
+    and gives no ``label`` is headed by the neuron's registered label (:func:`fsnn.neurons.registry.neuron_label`);
+    any other column without one is a ``ValueError`` naming the file, the table and the column."""
     text = resources.files("fsnn.report").joinpath(SPEC).read_text() if path is None else Path(path).read_text()
-    return yaml.safe_load(text)["tables"]
+    tables = yaml.safe_load(text)["tables"]
+    for table in tables:
+        for column in table["columns"]:
+            if "label" in column:
+                continue
+            neuron = (column.get("match") or {}).get("neuron")
+            if not isinstance(neuron, str):
+                raise ValueError(
+                    f"{path or SPEC}: table {table.get('id')!r}, column {column.get('key')!r}: a label is needed where "
+                    "a column matches no one neuron"
+                )
+            column["label"] = neuron_label(neuron)
+    return tables
 
 
 def _lookup(run: dict, key: str | list) -> tuple[bool, Any]:

@@ -678,3 +678,13 @@ def test_a_cell_says_how_many_of_its_runs_trained_on_fake_data(tmp_path):
     )
     assert cell["fake"] == 2 and "(n=3, 2 on fake data)" in table_formats.cell_text(cell)
     assert "fake" not in table_formats.cell_text({**cell, "fake": 0})
+
+
+def test_a_neuron_column_without_a_label_is_headed_by_the_neurons_registered_label(tmp_path):
+    spec = tmp_path / "tables.yaml"
+    columns = "[{key: a, match: {neuron: sj_lif}}, {key: b, label: Mine, match: {neuron: flif}}]"
+    spec.write_text(f"tables:\n  - {{id: t, columns: {columns}, rows: []}}\n")
+    assert [c["label"] for c in tables.load_spec(spec)[0]["columns"]] == ["LIF (SpikingJelly)", "Mine"]
+    spec.write_text("tables:\n  - {id: t, columns: [{key: a, match: {dataset: cora}}], rows: []}\n")
+    with pytest.raises(ValueError, match=r"tables.yaml: table 't', column 'a': a label is needed where a column"):
+        tables.load_spec(spec)
