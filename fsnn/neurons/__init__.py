@@ -16,7 +16,8 @@ layers its own.
 Nothing here imports the training suite or the reports.
 """
 
-from fsnn.neurons.fractional import FractionalIF, FractionalLIF, FractionalNeuron, SpikingNeuron, collect_alphas
+from fsnn.neurons.base import SpikingNeuron
+from fsnn.neurons.fractional import FractionalIF, FractionalLIF, FractionalNeuron, collect_alphas
 from fsnn.neurons.memory import history_kernel, soe_bank
 from fsnn.neurons.registry import build_neuron, neuron_names, neuron_params, register_neuron
 from fsnn.neurons.surrogate import SURROGATES, spike

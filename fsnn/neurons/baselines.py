@@ -38,7 +38,8 @@ from spikingjelly.activation_based import neuron as sj_neuron, surrogate as sj_s
 from torch import nn
 
 from fsnn.checks import Flag, Positive, Real, check_spike_input, checked, number
-from fsnn.neurons.fractional import Reset, SpikingNeuron
+from fsnn.neurons.base import SpikingNeuron
+from fsnn.neurons.fractional import Reset
 from fsnn.neurons.surrogate import Surrogate, check_surrogate, spike
 
 __all__ = ["SJLIF", "SJIF", "SJPLIF", "SnnTorchLeaky"]

@@ -13,13 +13,18 @@ parameters (``alpha``, ``tau``, ``threshold``) and their caches.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
-from fsnn.neurons import cpu_kernels, triton_kernels as kernels
+from fsnn.neurons import cpu_kernels, stepping, triton_kernels as kernels
 from fsnn.neurons.dynamics import spikede_sequence
 from fsnn.neurons.engines import EngineConfig, FractionalNeuronFunction
 from fsnn.neurons.memory import SOE_METHODS, kernel_for, soe_bank
+from fsnn.neurons.state import HistoryState
 
+#: the number of steps a stream's exponential bank is verified over (30 modes at alpha = 0.5 and the default tol)
+STREAM_HORIZON = 1 << 16
 #: why the engines run outside a torch.compile graph, and what that allows
 OUTSIDE_GRAPH = (
     "its engines run outside the graph (they read tau, the threshold and the kernel as numbers and run "
@@ -85,10 +90,7 @@ class EngineDispatch:
         # exact when the whole history is cheap: it fits the torch engine's two blocks, or the kernel's registers
         if want == "auto" and steps <= (kernels.R_DIRECT + 1 if fused else 2 * self.block):
             return prefix + "direct", None
-        head = min(self.soe_head, 2 * self.block)  # the torch engine reads exact lags from its first two blocks
-        bank = soe_bank(
-            self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1), self.dt, head, self.tol / 2
-        )
+        bank = self._soe_bank(alpha, steps)
         if bank is None:
             if want == "soe":
                 raise ValueError(
@@ -97,6 +99,13 @@ class EngineDispatch:
                 )
             return prefix + "direct", None
         return prefix + "soe", bank
+
+    def _soe_bank(self, alpha: float, steps: int):
+        """The exponential bank for sequences of up to ``steps`` steps (``None`` where none reaches ``tol``)."""
+        head = min(self.soe_head, 2 * self.block)  # the torch engine reads exact lags from its first two blocks
+        return soe_bank(
+            self.method, self._soe_alpha(alpha), max(steps, 2 * self.block + 1), self.dt, head, self.tol / 2
+        )
 
     def _history_tensors(self, steps: int, like: torch.Tensor):
         """``(engine, k_head, soe_w, decays, tau, theta)`` in ``like``'s device and dtype.
@@ -170,12 +179,167 @@ class EngineDispatch:
         kernel = kernel_for(self.method, self.alpha, steps, self.dt, flat)
         if steps < T:
             kernel = torch.cat([kernel, kernel.new_zeros(T - steps)])
-        return spikede_sequence(
-            flat,
-            kernel,
-            tau=self.tau.to(flat),
-            threshold=self.threshold.to(flat),
-            leak=self.leak,
-            surrogate=self.surrogate,
-            scale=self.surrogate_scale,
+        spikes, v, _ = spikede_sequence(flat, kernel, **self._spikede_options(flat))
+        return spikes, v
+
+    def _spikede_options(self, like: torch.Tensor) -> dict:
+        return {
+            "tau": self.tau.to(like),
+            "threshold": self.threshold.to(like),
+            "leak": self.leak,
+            "surrogate": self.surrogate,
+            "scale": self.surrogate_scale,
+        }
+
+    # -- a run continued from a state (fsnn.neurons.base, fsnn.neurons.stepping) -------------------------------------
+    def _state_kind(self) -> str:
+        """The kind of state this neuron keeps (:mod:`fsnn.neurons.state`): ``spikede`` for the toolbox's
+        convention, ``window`` with a ``memory``, ``soe`` where the engine is ``soe`` or ``auto`` can sum
+        exponentials (a stream has no end, so ``auto`` takes the constant state), ``exact`` otherwise."""
+        if self.convention == "spikede":
+            return "spikede"
+        if self.memory is not None:
+            return "window"
+        if self.engine == "soe" or (self.engine == "auto" and self.method in SOE_METHODS):
+            return "soe"
+        return "exact"
+
+    def initial_state(self, x: torch.Tensor, horizon: int | None = None) -> HistoryState:
+        """The state at rest for steps shaped, typed and placed like ``x`` (one step's input ``[B, ...]``).
+
+        Args:
+            x: one step's input (only its shape, dtype and device are read).
+            horizon: for the ``soe`` kind, the number of steps its exponential bank is verified over (relative
+                error within ``tol``); default ``None``: :data:`STREAM_HORIZON`. Past it the slowest mode still
+                decays, and the error grows slowly. A whole-sequence call of ``T`` steps uses the bank of
+                ``horizon=T``: a state made with it continues exactly that call.
+        """
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1:
+            got = f"shape {list(x.shape)}, dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"x must be one step's input, a floating tensor of shape [B, ...], got {got}")
+        self._check_runnable(x)
+        dtype = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+        n = x.numel()
+        v = torch.full((n,), self.v_reset if self.reset == "hard" else 0.0, dtype=dtype, device=x.device)
+        kind, bank, modes, rows = self._state_kind(), None, None, 0
+        if kind == "soe":
+            alpha = self._alpha_host if self._fixed else self._read_learned(self.alpha)
+            bank = self._soe_bank(alpha, horizon or STREAM_HORIZON)
+            if bank is None:
+                raise ValueError(
+                    f"no exponential bank reaches tol={self.tol} for alpha={alpha:.4g}: raise tol, or give the "
+                    "neuron engine='direct' (an exact state that grows with the steps)"
+                )
+            rows, modes = bank.head, v.new_zeros(bank.size, n)
+        elif kind == "window" or (kind == "spikede" and self.memory is not None):
+            rows = self.memory
+        return HistoryState(
+            shape=tuple(x.shape), steps=0, v=v, history=v.new_zeros(rows, n), modes=modes, kind=kind, bank=bank
         )
+
+    def _check_state_kind(self, state: HistoryState) -> None:
+        kind = self._state_kind()
+        fits = state.kind == kind and (
+            state.bank is None or (state.bank.method, state.bank.dt) == (self.method, self.dt)
+        )
+        if kind == "window" or (kind == "spikede" and self.memory is not None):
+            fits = fits and state.history.shape[0] == self.memory
+        if not fits:
+            raise ValueError(
+                f"state was made by a neuron with another history ({state.kind!r} state); this "
+                f"{type(self).__name__} keeps a {kind!r} state (engine={self.engine!r}, method={self.method!r}, "
+                f"memory={self.memory}): make one with its initial_state"
+            )
+
+    @torch.compiler.disable(reason=OUTSIDE_GRAPH)
+    def _chunk(self, x: torch.Tensor, state: HistoryState):
+        """``(spikes, v, state)`` of ``x`` ``[T, *state.shape]`` continued from ``state`` (module
+        :mod:`fsnn.neurons.stepping`): one step through :func:`fsnn.neurons.stepping.charge_fire_reset`, longer chunks
+        through the torch engines with the state's history as their prior."""
+        shape, in_dtype, T = x.shape, x.dtype, x.shape[0]
+        flat = x.reshape(T, -1).to(state.dtype)
+        self.last_engine = f"state-{state.kind}"
+        if state.kind == "spikede":
+            spikes, v, currents = self._spikede_chunk(flat, state)
+            history = currents[-state.history.shape[0] :] if self.memory is not None else currents
+            new = replace(state, steps=state.steps + T, v=v[-1], history=history)
+        else:
+            spikes, v, new = self._history_chunk(flat, state)
+        return spikes.reshape(shape).to(in_dtype), v.reshape(shape).to(in_dtype), new
+
+    def _spikede_chunk(self, flat: torch.Tensor, state: HistoryState):
+        if not self._fixed:
+            self._read_learned(self.alpha)
+        past = state.history.shape[0]
+        steps = past + flat.shape[0]
+        window = steps if self.memory is None else min(steps, self.memory)
+        kernel = kernel_for(self.method, self.alpha, window, self.dt, flat)
+        if window < steps:
+            kernel = torch.cat([kernel, kernel.new_zeros(steps - window)])
+        return spikede_sequence(flat, kernel, past=state.history, v=state.v, **self._spikede_options(flat))
+
+    def _history_chunk(self, flat: torch.Tensor, state: HistoryState):
+        T, rows = flat.shape[0], state.history.shape[0]
+        alpha = self.alpha
+        if not self._fixed:
+            self._read_learned(alpha)
+        tau, theta = self.tau.to(flat), self.threshold.to(flat)
+        bank = state.bank
+        if bank is not None:
+            k_head = kernel_for(self.method, alpha, bank.head, self.dt, flat)
+            soe_w, decays = bank.weights(alpha).to(flat), bank.decays(flat)
+            lags = torch.arange(bank.head, T + rows, device=flat.device, dtype=flat.dtype)
+            kernel = torch.cat([k_head, (decays[None, :] ** lags[:, None]) @ soe_w])[: max(T + rows, 1)]
+            read = stepping.mode_read(soe_w / k_head[0], decays, T)
+        else:
+            # the exact kernel, at a power-of-two length so that a fixed one is cached across steps
+            length = 1 << max(T + rows - 1, 1).bit_length()
+            if self.memory is not None:
+                length = min(length, self.memory + 1)
+            k_head = kernel_for(self.method, alpha, length, self.dt, flat)
+            kernel = torch.cat([k_head, k_head.new_zeros(max(0, T + rows - length))])
+            soe_w, decays, read = flat.new_zeros(0), None, None
+        k0 = kernel[0]
+        prior = stepping.prior(state.history, kernel / k0, T, state.modes, read)
+        v_init = self.v_reset if self.reset == "hard" else 0.0
+        if T == 1:
+            drive = k0 / tau
+            spikes, v, gamma = stepping.charge_fire_reset(
+                prior[0] + v_init,
+                flat[0],
+                state.v,
+                drive=drive,
+                offset=drive * v_init if self.leak else 0.0,
+                c_leak=drive if self.leak else None,
+                threshold=theta,
+                reset=self.reset,
+                v_reset=self.v_reset,
+                detach_reset=self.detach_reset,
+                surrogate=(self.surrogate, self.surrogate_scale),
+            )
+            spikes, v, gamma = spikes[None], v[None], gamma[None]
+        else:
+            cfg = EngineConfig(
+                leak=self.leak,
+                reset=self.reset,
+                v_reset=self.v_reset,
+                detach_reset=self.detach_reset,
+                surrogate=self.surrogate,
+                surrogate_scale=self.surrogate_scale,
+                block=self.block,
+                memory=self.memory,
+                decays=decays,
+                chunk=True,
+            )
+            head = k_head if bank is not None else k_head[: min(T, len(k_head))]
+            spikes, v, gamma = FractionalNeuronFunction.apply(
+                flat.contiguous(), tau, theta, head, soe_w, cfg, prior, state.v
+            )
+        past = torch.cat([state.history, gamma])
+        if bank is not None:
+            modes = stepping.advance_modes(state.modes, decays, past, rows)
+            new = replace(state, steps=state.steps + T, v=v[-1], history=past[-rows:], modes=modes)
+        else:
+            history = past if self.memory is None else past[-rows:]
+            new = replace(state, steps=state.steps + T, v=v[-1], history=history)
+        return spikes, v, new

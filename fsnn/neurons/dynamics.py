@@ -138,20 +138,26 @@ def threshold_grad(h, spikes, sg, v_bar, grad_spikes, threshold: float, cfg) -> 
     return grad
 
 
-def spikede_sequence(x, kernel, *, tau, threshold, leak: bool, surrogate: str, scale: float):
-    """The official toolbox's recursion (module docstring), differentiated by autograd."""
+def spikede_sequence(x, kernel, *, tau, threshold, leak: bool, surrogate: str, scale: float, past=None, v=None):
+    """The official toolbox's recursion (module docstring), differentiated by autograd: ``(spikes, v, currents)``.
+
+    ``past [L, N]``: currents of earlier steps (oldest first) and ``v [N]`` the membrane after them, to continue a
+    run (default: none, ``v = 0``); ``kernel`` needs lags up to ``L + T - 1``. ``currents`` are ``past`` followed
+    by the new ones."""
     T = x.shape[0]
-    v = torch.zeros_like(x[0])
-    currents, spikes, states = [], [], []
+    if v is None:
+        v = torch.zeros_like(x[0])
+    currents = [] if past is None else list(past.unbind(0))
+    spikes, states = [], []
     for k in range(T):
         drive = (x[k] - v) / tau if leak else x[k] / tau
         s = spike(v + drive - threshold, surrogate, scale)
         currents.append(drive - threshold * s.detach() / tau)
-        history = torch.stack(currents[::-1])  # f_k, f_{k-1}, ..., f_0
-        v = torch.tensordot(kernel[: k + 1], history, dims=1)
+        history = torch.stack(currents[::-1])  # the newest current first
+        v = torch.tensordot(kernel[: len(currents)], history, dims=1)
         spikes.append(s)
         states.append(v)
-    return torch.stack(spikes), torch.stack(states)
+    return torch.stack(spikes), torch.stack(states), torch.stack(currents)
 
 
 __all__ = [

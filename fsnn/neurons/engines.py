@@ -53,6 +53,7 @@ class EngineConfig:
     memory: int | None  # direct engine only
     decays: torch.Tensor | None  # SOE decay factors lam_i; None for the direct engine
     return_state: bool = True  # False: keep only the last potential (saves a [T, N] buffer)
+    chunk: bool = False  # a chunk continued from a state: takes prior and v0, returns the currents too (torch only)
     backend: str = "torch"  # "torch" | "triton" (fsnn.neurons.triton_kernels) | "cpp" (fsnn.neurons.cpu_kernels)
 
     @property
@@ -166,20 +167,26 @@ def _lag_correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 class FractionalNeuronFunction(torch.autograd.Function):
-    """``(x [T, N], tau, theta, k_head, soe_w, cfg) -> (spikes [T, N], v [T, N])``.
+    """``(x [T, N], tau, theta, k_head, soe_w, cfg[, prior, v0]) -> (spikes [T, N], v [T, N][, gamma [T, N]])``.
 
     ``k_head``: exact kernel lags ``0..len-1`` (the whole kernel for ``direct``); ``soe_w``: weights
     of ``cfg.decays`` for lags ``>= len(k_head)`` (empty for ``direct``).
+
+    A chunk continued from a state (``cfg.chunk``, torch backend): ``prior [T, N]`` is the history potential that
+    the steps before the chunk add to each of its steps (:mod:`fsnn.neurons.stepping`), ``v0 [N]`` the membrane
+    before its first step (the leak's ``V_{-1}``), and the currents ``gamma`` that enter the history are a third
+    output, for the next chunk's ``prior``. Gradients flow to ``prior`` (``dL/dY_k = Hbar_k``) and ``v0``
+    (``-c_leak U_0``), and from ``gamma`` (added to the history adjoint ``Gbar``).
     """
 
     @staticmethod
-    def forward(ctx, x, tau, theta, k_head, soe_w, cfg: EngineConfig):
+    def forward(ctx, x, tau, theta, k_head, soe_w, cfg: EngineConfig, prior=None, v0=None):
         need_x = tau.requires_grad or k_head.requires_grad or soe_w.requires_grad
         ctx.cfg = cfg
         ctx.set_materialize_grads(False)  # an unused V output must not cost a zero [T, N] gradient
         if cfg.backend == "triton":
             spikes, H, V = kernels.forward(x, tau, theta, k_head, soe_w, cfg)
-            ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
+            ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w, None)
             ctx.x_dtype = x.dtype
             return spikes, V if cfg.return_state else H[:0]
         T, N = x.shape
@@ -200,7 +207,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
                 v_init=cfg.v_init,
                 store_v=cfg.return_state,
             )
-            ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
+            ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w, None)
             ctx.kappa = kappa
             return (H >= theta_f).to(x.dtype), V
         if cfg.decays is not None:  # exact head, SOE values up to the largest in-block lag 2B - 1
@@ -215,7 +222,7 @@ class FractionalNeuronFunction(torch.autograd.Function):
         G = torch.empty_like(x)  # gamma_k = K0 g_k: the current that enters the history
         H = torch.empty_like(x)
         V = torch.empty_like(x) if cfg.return_state else x.new_empty(2, N)  # else: ping-pong rows
-        v_prev = x.new_full((N,), cfg.v_init)
+        v_prev = x.new_full((N,), cfg.v_init) if v0 is None else v0
         state: list = [None]
         B = cfg.block
         # the step loop is Python-bound for small N: rows as views made once, not indexed at every step
@@ -225,6 +232,8 @@ class FractionalNeuronFunction(torch.autograd.Function):
             e = min(s + B, T)
             far = hist.forward_far(s, e, G, state)
             y_far = far + cfg.v_init if far is not None else x.new_full((e - s, N), cfg.v_init)
+            if prior is not None:
+                y_far += prior[s:e]
             h_pre = torch.add(y_far, x[s:e], alpha=drive)
             if offset:
                 h_pre += offset
@@ -234,17 +243,19 @@ class FractionalNeuronFunction(torch.autograd.Function):
                 v_out = V_rows[k] if cfg.return_state else V_rows[k % 2]
                 v_prev = step(h_i, y_i, near, v_prev, H_rows[k], v_out, G_rows[k])
         spikes = (H >= theta_f).to(x.dtype)
-        ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w)
+        ctx.save_for_backward(H, x if need_x else None, tau, theta, k_head, soe_w, v0)
         ctx.hist = hist
+        if cfg.chunk:
+            return spikes, V, G
         return spikes, V if cfg.return_state else V[:0]
 
     @staticmethod
     @once_differentiable(NEURON_BACKWARD)
-    def backward(ctx, grad_spikes, grad_v):
+    def backward(ctx, grad_spikes, grad_v, grad_gamma=None):
         if ctx.cfg.backend == "triton":
             return _triton_backward(ctx, grad_spikes, grad_v)
         saved = ctx.saved_tensors  # read once: non-reentrant checkpointing unpacks each saved tensor only once
-        H, x, tau, theta, k_head, soe_w = saved
+        H, x, tau, theta, k_head, soe_w, v0 = saved
         cfg = ctx.cfg
         T, N = H.shape
         tau_f, theta_f, k0 = float(tau), float(theta), float(k_head[0])
@@ -268,14 +279,20 @@ class FractionalNeuronFunction(torch.autograd.Function):
         if cfg.backend == "cpp":
             cpu_kernels.backward(Hbar, U, ctx.kappa, c_leak)
         else:
-            _adjoint_recursion(ctx.hist, cfg, U, Hbar, c_leak)
-        grads = _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v)
-        grad_x = U.mul_(k0 / tau_f)
-        return (grad_x, *grads, None)
+            _adjoint_recursion(ctx.hist, cfg, U, Hbar, c_leak, grad_gamma)
+        grads = _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v, grad_gamma)
+        if not cfg.chunk:
+            return (U.mul_(k0 / tau_f), *grads, None)
+        grad_prior = Hbar if ctx.needs_input_grad[6] else None
+        grad_v0 = -c_leak * U[0] if ctx.needs_input_grad[7] else None
+        return (U.mul(k0 / tau_f), *grads, None, grad_prior, grad_v0)
 
 
-def _adjoint_recursion(hist: _History, cfg: EngineConfig, U: torch.Tensor, Hbar: torch.Tensor, c_leak: float):
-    """The torch engines' reverse-time loop: ``U`` (holding ``d``) and ``Hbar`` (holding ``c``) in place."""
+def _adjoint_recursion(
+    hist: _History, cfg: EngineConfig, U: torch.Tensor, Hbar: torch.Tensor, c_leak: float, grad_gamma=None
+):
+    """The torch engines' reverse-time loop: ``U`` (holding ``d``) and ``Hbar`` (holding ``c``) in place;
+    ``grad_gamma``: a gradient of the currents from outside the call (a later chunk's), added to ``Gbar``."""
     T, N = U.shape
     state: list = [None]
     B = cfg.block
@@ -289,6 +306,8 @@ def _adjoint_recursion(hist: _History, cfg: EngineConfig, U: torch.Tensor, Hbar:
         for i in reversed(range(e - s)):
             k = s + i
             gbar = far_rows[i] if far is not None else zero
+            if grad_gamma is not None:
+                gbar = gbar + grad_gamma[k]
             if i < e - s - 1:
                 gbar = torch.addmv(gbar, Hbar[k + 1 : e].t(), near_t[i, i + 1 : e - s])
             u_next = U_rows[k + 1] if (cfg.leak and k + 1 < T) else None
@@ -297,7 +316,7 @@ def _adjoint_recursion(hist: _History, cfg: EngineConfig, U: torch.Tensor, Hbar:
 
 def _triton_backward(ctx, grad_spikes, grad_v):
     saved = ctx.saved_tensors  # read once (see FractionalNeuronFunction.backward)
-    H, x, tau, theta, k_head, soe_w = saved
+    H, x, tau, theta, k_head, soe_w, _ = saved
     cfg = ctx.cfg
     need_params = any(ctx.needs_input_grad[1:5])
     grad_x, U, Hbar = kernels.backward(
@@ -311,9 +330,10 @@ def _triton_backward(ctx, grad_spikes, grad_v):
     return (grad_x, *grads, None)
 
 
-def _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v):
-    """Gradients for tau, theta, k_head, soe_w (``None`` where not required); ``saved``: ``ctx.saved_tensors``."""
-    H, x, tau, theta, k_head, soe_w = saved
+def _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v, grad_gamma=None):
+    """Gradients for tau, theta, k_head, soe_w (``None`` where not required); ``saved``: ``ctx.saved_tensors``;
+    ``grad_gamma``: the gradient of a chunk's currents from outside the call."""
+    H, x, tau, theta, k_head, soe_w, v0 = saved
     cfg = ctx.cfg
     need_tau, need_theta, need_k = ctx.needs_input_grad[1:4]
     need_w = ctx.needs_input_grad[4]
@@ -334,7 +354,8 @@ def _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v):
         g_theta = dynamics.threshold_grad(H, spikes, sg, v_bar, grad_spikes, theta_f, cfg)
         g_theta = g_theta.reshape(theta.shape).to(theta.dtype)
     if need_tau or need_k or need_w:
-        v_prev = torch.cat([v_post.new_full((1, v_post.shape[1]), cfg.v_init), v_post[:-1]])
+        first = v_post.new_full((1, v_post.shape[1]), cfg.v_init) if v0 is None else v0[None]
+        v_prev = torch.cat([first, v_post[:-1]])
         f = (x + (cfg.v_rest - v_prev) if cfg.leak else x) / tau_f
         if need_tau:
             g_tau = (-(k0 / tau_f) * (U * f).sum()).reshape(tau.shape).to(tau.dtype)
@@ -344,6 +365,8 @@ def _parameter_grads(ctx, saved, U, Hbar, grad_spikes, grad_v):
             if len(corr) < len(k_head):  # fewer steps than exact lags (the SOE head): the later lags never act
                 corr = torch.cat([corr, corr.new_zeros(len(k_head) - len(corr))])
             k_bar = corr[: len(k_head)].clone()
+            if grad_gamma is not None:  # K_0 acts through the call's own history sums, not a later chunk's
+                gamma_bar, Hbar = gamma_bar - grad_gamma, Hbar + grad_gamma
             k_bar[0] = (f * Hbar).sum() - ((v_post - H) * gamma_bar).sum() / k0
             g_k = k_bar.to(k_head.dtype)
             if need_w:

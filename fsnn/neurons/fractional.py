@@ -8,7 +8,8 @@ validates arguments and holds the (optionally learnable) parameters.
 ``tau D^alpha U = I`` (Caputo derivative of order ``alpha`` in (0, 1]); output step ``k``
 (0-based) is the state at ``t = (k + 1) dt``, with spikes at ``U >= threshold``. ``alpha = 1``
 is exactly SpikingJelly's ``LIFNode`` / ``IFNode`` (decay_input=True). Input ``[T, B, ...]`` -> spikes ``[T, B, ...]``; all state lives
-inside one call, so there is nothing to reset between batches.
+inside one call, so there is nothing to reset between batches. They also run one step or one chunk at a time from a
+state (:mod:`fsnn.neurons.base`, :mod:`fsnn.neurons.stepping`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from fsnn.checks import (
     OptionError,
     Positive,
     Real,
-    check_spike_input,
     checked,
     integer,
     number,
@@ -32,8 +32,10 @@ from fsnn.checks import (
     option_check,
 )
 from fsnn.neurons import cpu_kernels, triton_kernels as kernels
+from fsnn.neurons.base import SpikingNeuron
 from fsnn.neurons.dispatch import EngineDispatch
 from fsnn.neurons.memory import METHODS, SOE_METHODS, stable_tau
+from fsnn.neurons.state import HistoryState
 from fsnn.neurons.surrogate import SURROGATES, Surrogate, check_surrogate
 
 ENGINES = ("auto", "direct", "soe", "triton", "cpp")
@@ -100,24 +102,6 @@ class Confine(torch.autograd.Function):
         return grad.masked_fill((below & (grad > 0)) | (above & (grad < 0)), 0), None, None
 
 
-class SpikingNeuron(nn.Module):
-    """Base class of every multi-step neuron (``[T, B, ...] -> spikes [T, B, ...]``): firing-rate probes and the
-    energy count find neurons by this type. ``leak``: the membrane decays towards rest (LIF) or only integrates (IF)."""
-
-    leak: bool = True
-    #: the engine of the last forward (fsnn's neurons pick one per call; an adapter names its library's loop)
-    last_engine: str | None = None
-
-    def time_constant(self) -> torch.Tensor | None:
-        """The membrane time constant ``tau`` (any shape: one per layer or per channel), ``None`` without one."""
-        return None
-
-    def time_constant_parameters(self) -> list[nn.Parameter]:
-        """The parameters that ``tau`` is learned through (empty when it is fixed): they may get their own learning
-        rate (``tau_lr_scale``)."""
-        return []
-
-
 class FractionalNeuron(EngineDispatch, SpikingNeuron):
     """Shared implementation of :class:`FractionalLIF` (``leak=True``) and :class:`FractionalIF`: the options and the
     (optionally learned) parameters; :class:`fsnn.neurons.dispatch.EngineDispatch` picks and runs the engine."""
@@ -134,6 +118,8 @@ class FractionalNeuron(EngineDispatch, SpikingNeuron):
         "beta": "snnTorch's beta (the decay per step) is tau here: this LIF decays by 1 - 1/tau per step, so "
         "tau = 1 / (1 - beta) (and it divides the input by tau, which snnTorch does not)",
     }
+
+    state_type = HistoryState
 
     #: the hard reset's potential, which a soft reset ignores: a config's schema refuses it changed under a soft reset
     #: (fsnn.checks.check_mode_options)
@@ -497,18 +483,10 @@ class FractionalNeuron(EngineDispatch, SpikingNeuron):
             "a custom autograd Function); call the module eagerly"
         )
 
-    def forward(self, x: torch.Tensor, return_state: bool = False):
-        """Run the neuron over a whole sequence, from a fresh state (nothing to reset between calls).
-
-        Args:
-            x: the input currents, a floating tensor of shape ``[T, B, ...]`` (time first, any trailing shape), on
-                the CPU or a CUDA device; half precision is integrated in float32.
-            return_state: ``True`` also returns the membrane potential after each step's reset; default ``False``.
-
-        Returns:
-            The spikes, 0 or 1, with the shape, dtype and device of ``x``; with ``return_state``, ``(spikes, v)``
-                where ``v`` (same shape) is the membrane potential $V_k$ after step ``k``'s reset.
-        """
+    def _check_runnable(self, x) -> None:
+        """Refuse what the engines cannot run: a ``torch.func`` transform and the meta device (one error each)."""
+        if not isinstance(x, torch.Tensor):
+            return  # the input checks name what x must be
         # the engines read tau and the kernel as numbers (torch.compile has no functorch wrappers to look for)
         if not torch.compiler.is_compiling() and torch._C._functorch.is_functorch_wrapped_tensor(x):
             raise TypeError(
@@ -516,13 +494,15 @@ class FractionalNeuron(EngineDispatch, SpikingNeuron):
                 "...); use loss.backward(), and fold a mapped dimension into the batch: x of shape "
                 "[T, B * V, ...]"
             )
-        check_spike_input(x)
         if x.device.type == "meta":  # the engines read tau, the threshold and the kernel as numbers
             raise ValueError(
                 "x must hold values (a cpu or cuda tensor): the meta device is not supported by "
                 f"{type(self).__name__}, got device 'meta'"
             )
-        return self._integrate(x, return_state)
+
+    def _sequence(self, x: torch.Tensor, return_state: bool):
+        out = self._integrate(x, return_state)
+        return out if return_state else (out, None)
 
 
 class FractionalLIF(FractionalNeuron):
@@ -530,8 +510,9 @@ class FractionalLIF(FractionalNeuron):
     with the Caputo derivative $D^{\alpha}$ (discrete form in :mod:`fsnn.neurons.dynamics`).
 
     A multi-step module: ``neuron(x)`` takes input currents ``[T, B, ...]`` and returns spikes of the same shape.
-    The arguments below are keywords; all have defaults, so ``FractionalLIF()`` is the paper's f-LIF at
-    ``alpha = 0.5``.
+    It also runs step by step or chunk by chunk from a state, ``spikes, state = neuron(x, state)``
+    (:mod:`fsnn.neurons.base`). The arguments below are keywords; all have defaults, so ``FractionalLIF()`` is the
+    paper's f-LIF at ``alpha = 0.5``.
     """
 
     leak = True

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from fsnn.neurons.fractional import FractionalIF, FractionalLIF, FractionalNeuron, SpikingNeuron
+from fsnn.neurons.base import SpikingNeuron
+from fsnn.neurons.fractional import FractionalIF, FractionalLIF, FractionalNeuron
 from fsnn.registry import Registry, option_fields
 
 ORDERS = ("fractional", "integer")

@@ -13,7 +13,8 @@ from lightning.pytorch.callbacks import EarlyStopping as LightningEarlyStopping,
 from lightning.pytorch.callbacks.early_stopping import EarlyStoppingReason
 from torch import nn
 
-from fsnn.neurons.fractional import FractionalNeuron, SpikingNeuron
+from fsnn.neurons.base import SpikingNeuron
+from fsnn.neurons.fractional import FractionalNeuron
 
 
 class PercentProgressBar(TQDMProgressBar):

@@ -39,7 +39,7 @@ from fsnn.checks import (
 from fsnn.data.datamodules import sample_train_negatives
 from fsnn.models.energy import synaptic_energy
 from fsnn.models.probes import SpikeRateMeter
-from fsnn.neurons.fractional import SpikingNeuron
+from fsnn.neurons.base import SpikingNeuron
 
 
 class _DropLitLoggerTip(logging.Filter):
