@@ -10,12 +10,13 @@ layers are applied step by step and the readout sees only the last steps, so wha
 early input lives in the membranes (f-LIF's power-law history, LIF's exponential one).
 
 ``recurrent=True`` adds ``R s_{t-1}`` to every hidden layer's input current at step ``t``:
-``I_t = BN(W x_t) + R s_{t-1}``. That needs the neuron one step at a time with its state kept between steps, which
-the libraries' first-order neurons offer (SpikingJelly's nodes in single-step mode, snnTorch's ``Leaky``: the
-neurons of :mod:`fsnn.neurons.baselines`, through their adapters' ``single_step()``). fsnn's own
-neurons (``flif``, ``lif``, ...) are multi-step only: their state is the whole history that their engines process in
-blocks, so they refuse ``recurrent=True`` with one message rather than be stepped through an O(T^2) Python loop. The
-recurrent option is the first-order control "memory through the network" beside f-LIF's "memory in the neuron".
+``I_t = BN(W x_t) + R s_{t-1}``. The neuron then runs one step at a time with its state carried between steps
+(``s_t, state = neuron(I_t, state)``, :mod:`fsnn.neurons.base`), which every registered neuron offers: fsnn's
+fractional neurons keep their history in a state (a constant one for the sum of exponentials,
+:mod:`fsnn.neurons.state`), the SpikingJelly and snnTorch neurons their membrane. A step cannot be fused over time
+(the next input needs this step's spikes), so a recurrent layer costs one neuron step per time step: the
+per-step path of :mod:`fsnn.neurons.stepping`, not the whole-sequence engines. Recurrence is "memory through the
+network" beside f-LIF's "memory in the neuron".
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ __all__ = ["SeqMLP", "SpikingLinear", "seqmlp"]
 
 class SpikingLinear(nn.Module):
     """``[T, B, in] -> spikes [T, B, out]``: ``S = neuron(BN(W x))``, or with ``recurrent`` the step-by-step
-    ``S_t = neuron_t(BN(W x)_t + R S_{t-1})`` (``S_{-1} = 0``)."""
+    ``S_t, state = neuron(BN(W x)_t + R S_{t-1}, state)`` (``S_{-1} = 0``, the state from the neuron's
+    ``initial_state``), for any registered neuron."""
 
     def __init__(
         self,
@@ -48,25 +50,22 @@ class SpikingLinear(nn.Module):
         self.norm = SeqBatchNorm1d(out_features) if norm else nn.Identity()
         self.neuron = fresh_neuron(neuron, neuron_kwargs)
         self.recurrent = nn.Linear(out_features, out_features, bias=False) if recurrent else None
-        if recurrent and not hasattr(self.neuron, "single_step"):
+        if recurrent and not hasattr(self.neuron, "initial_state"):
             raise ValueError(
-                f"recurrent=True needs a neuron that can be stepped one time step at a time (sj_lif, sj_plif, sj_if, "
-                f"snntorch_leaky); neuron {neuron!r} is multi-step only (fsnn's neurons keep their whole history "
-                "inside one call); use recurrent=False"
+                f"recurrent=True needs a neuron that runs one step at a time from a state (initial_state, "
+                f"neuron(x_t, state)); neuron {neuron!r} has none; use recurrent=False"
             )
-        # a stepped neuron's forward hooks do not fire: the layer reports its spikes to firing-rate probes instead
-        self.emits_spikes = recurrent
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         current = self.norm(self.linear(x))
         if self.recurrent is None:
             return self.neuron(current)
+        state = self.neuron.initial_state(current[0])
+        s = current.new_zeros(current.shape[1:])
         spikes = []
-        with self.neuron.single_step() as step:
-            s = current.new_zeros(current.shape[1:])
-            for current_t in current:
-                s = step(current_t + self.recurrent(s))
-                spikes.append(s)
+        for current_t in current:
+            s, state = self.neuron(current_t + self.recurrent(s), state)
+            spikes.append(s)
         return torch.stack(spikes)
 
 
@@ -82,8 +81,8 @@ class SeqMLP(nn.Module):
         neuron_kwargs: supplied by the task (:func:`fsnn.models.register_backbone`); default ``None``.
         hidden: the width of every hidden layer, an integer >= 1; default ``64``.
         layers: the number of hidden Linear-BN-neuron layers, an integer >= 1; default ``2``.
-        recurrent: ``True`` adds ``R s_{t-1}`` to every hidden layer's input (see the module docstring; SpikingJelly
-            and snnTorch neurons only, fsnn's refuse it); default ``False``.
+        recurrent: ``True`` adds ``R s_{t-1}`` to every hidden layer's input, stepping its neuron (see the module
+            docstring); default ``False``.
         norm: ``True`` (default) batch-normalises every hidden layer's currents over ``T * B`` (its Linear then has
             no bias); ``False``: no normalisation, a Linear with bias.
     """

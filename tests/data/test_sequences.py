@@ -227,12 +227,13 @@ def test_seqmlp_without_recurrence_remembers_only_through_its_neurons():
             assert (not torch.equal(model(x), model(changed))) == remembers, neuron
 
 
-@pytest.mark.parametrize("neuron", ["sj_lif", "snntorch_leaky"])
+@pytest.mark.parametrize("neuron", ["flif", "lif", "sj_lif", "snntorch_leaky"])
 def test_recurrent_layer_steps_its_neuron(neuron):
+    from fsnn.models.probes import firing_rates
+
     torch.manual_seed(0)
-    options = dict(
-        in_features=17, num_classes=4, readout_steps=4, neuron=neuron, hidden=16, neuron_kwargs={"threshold": 0.3}
-    )
+    kwargs = {"threshold": 0.3, **({"engine": "direct"} if neuron in ("flif", "lif") else {})}  # exact as the plain
+    options = dict(in_features=17, num_classes=4, readout_steps=4, neuron=neuron, hidden=16, neuron_kwargs=kwargs)
     model = build_backbone("seqmlp", recurrent=True, **options)
     plain = build_backbone("seqmlp", **options)
     plain.load_state_dict({k: v for k, v in model.state_dict().items() if "recurrent" not in k})
@@ -240,19 +241,15 @@ def test_recurrent_layer_steps_its_neuron(neuron):
     for layer in model.layers:
         torch.nn.init.zeros_(layer.recurrent.weight)
     with torch.no_grad():  # training mode: BatchNorm normalises with the batch, so the layers spike
-        assert torch.equal(model(x), plain(x))  # R = 0: stepping gives the multi-step result exactly
+        with firing_rates(model) as stepped, firing_rates(plain) as whole:
+            assert torch.equal(model(x), plain(x))  # R = 0: stepping gives the multi-step result exactly
         assert plain.layers[1](plain.layers[0](x)).sum() > 0
         for layer in model.layers:
             torch.nn.init.normal_(layer.recurrent.weight, std=0.5)
         assert not torch.equal(model(x), plain(x))
+    assert stepped == whole and all(rate > 0 for rate in whole.values())  # the probes count every stepped neuron
     model(x).sum().backward()
     assert model.layers[0].recurrent.weight.grad.abs().sum() > 0
-    assert all(layer.emits_spikes for layer in model.layers)  # firing-rate probes count the stepped layers
-
-
-def test_recurrent_layer_refuses_a_multi_step_only_neuron():
-    with pytest.raises(ValueError, match=r"recurrent=True needs .*sj_lif.*'flif' is multi-step only"):
-        build_backbone("seqmlp", in_features=3, num_classes=2, neuron="flif", recurrent=True)
 
 
 # -- the task kind and the configs ------------------------------------------------------------------------------------
@@ -340,3 +337,30 @@ def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
         e["neurons"] for e in epochs[1:]
     ]  # "neurons" describes the best checkpoint, one of the epochs
     assert any(v["tau_mean"] != pytest.approx(2.0, abs=1e-4) for v in epochs[-1]["neurons"].values())  # it learned
+
+
+def test_a_recurrent_network_of_fractional_neurons_trains_through_fsnn_train(tmp_path):
+    import json
+
+    from helpers import run_app
+
+    proc = run_app(
+        "train.py",
+        "dataset=delayed_cue",
+        "backbone=seqmlp",
+        "backbone.recurrent=true",
+        "dataset.delay=4",
+        "+smoke=sequence",
+        "+neuron_variant=flif_learn_alpha",
+        "trainer.max_epochs=2",
+        f"paths.data_dir={tmp_path}",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
+    assert m["status"] == "complete" and m["config"]["backbone"]["recurrent"] is True
+    for entry in m["neurons"].values():  # stepped with the constant sum-of-exponentials state
+        assert entry["type"] == "FractionalLIF" and entry["engine"] == "state-soe" and entry["alpha_learned"]
+    epochs = m["neurons_by_epoch"]
+    assert all(v["alpha"] == pytest.approx(0.5) for v in epochs[0]["neurons"].values())  # where it started
+    assert any(v["alpha"] != pytest.approx(0.5, abs=1e-5) for v in epochs[-1]["neurons"].values())  # it learned
