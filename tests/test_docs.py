@@ -264,6 +264,21 @@ def test_own_neuron_how_to_runs_and_the_report_names_the_neuron_by_its_label(tmp
     assert "| LIF (exp decay) |" in claims and "| LIF (fsnn, alpha = 1) |" in claims
 
 
+def test_stepping_how_to_runs_and_shows_what_it_says(tmp_path):
+    """Steps and chunks equal the whole call, the stream's state stays one size, truncated BPTT trains, SpikingJelly's
+    own helpers step and reset a mixed network, and the recurrent f-LIF network trains through ``fsnn-train``."""
+    printed = run_page(HOW_TO / "stepping.md", tmp_path)
+    assert "step by step equals the whole call: True" in printed and "chunks equal the whole call: True" in printed
+    sizes = re.search(r"after 10, 100, 1000 steps: \[(\d+), (\d+), (\d+)\]", printed).groups()
+    assert len(set(sizes)) == 1, printed
+    assert "trained over 512 steps in chunks of 64" in printed
+    assert "stepped twice alike: True | stepped equals multi-step: True" in printed
+    (path,) = (tmp_path / "runs" / "train").glob("*/metrics.json")
+    record = json.loads(path.read_text())
+    assert record["status"] == "complete" and record["config"]["backbone"]["recurrent"] is True
+    assert {entry["engine"] for entry in record["neurons"].values()} == {"state-soe"}
+
+
 def test_own_dataset_how_to_trains_a_dataset_of_one_module_and_one_yaml(tmp_path):
     """The toy event dataset of the page, one module and one YAML with nothing in fsnn edited, trains through
     ``fsnn-train`` on its fake, and the cost estimates count its registered training split less the validation share."""
