@@ -183,7 +183,7 @@ def test_every_public_argument_is_documented():
 
 def test_the_neuron_page_explains_every_argument(site):
     """FractionalLIF's API page shows all 17 constructor arguments with a description (its parent's ``__init__``
-    docstring, merged) and the neurons' ``forward`` documents ``return_state``."""
+    docstring, merged) and the neurons' ``forward`` documents ``state`` and ``return_state``."""
     page = (site / "api" / "neurons.html").read_text()
     section = page[
         page.index('id="fsnn.neurons.fractional.FractionalLIF"') : page.index(
@@ -193,8 +193,9 @@ def test_the_neuron_page_explains_every_argument(site):
     for name in inspect.signature(__import__("fsnn").FractionalLIF).parameters:
         assert f"<code>{name}</code>" in section, name
     assert "a number in" in section  # the range of an opaque type, Alpha, in words
-    forward = page[page.index('id="fsnn.neurons.fractional.FractionalNeuron.forward"') :]
-    assert "<code>return_state</code>" in forward[: forward.index('class="doc doc-heading"', 100)]
+    forward = page[page.index('id="fsnn.neurons.base.SpikingNeuron.forward"') :]
+    forward = forward[: forward.index('class="doc doc-heading"', 100)]
+    assert "<code>return_state</code>" in forward and "<code>state</code>" in forward
 
 
 # -- the tutorial runs as written ------------------------------------------------------------------------------
