@@ -318,10 +318,12 @@ def test_alpha_curve_draws_the_paper_only_beside_its_protocol(tmp_path, drawn):
     assert any(abs(y - 81.81) < 1e-9 for line in full.get_lines() for y in np.atleast_1d(line.get_ydata()))
 
 
-def _horizon_run(variant: str, delay: int, seed: int, acc: float) -> dict:
+def _horizon_run(
+    variant: str, delay: int, seed: int, acc: float, task: str = "memory_horizon", recurrent: bool = False
+) -> dict:
     return {
         "status": "complete",
-        "task": "memory_horizon",
+        "task": task,
         "metric": "acc",
         "test_acc": acc,
         "seed": seed,
@@ -329,7 +331,7 @@ def _horizon_run(variant: str, delay: int, seed: int, acc: float) -> dict:
         "choices": {"neuron_variant": variant},
         "config": {
             "dataset": {"name": "delayed_cue", "delay": delay, "num_cues": 4},
-            "backbone": {"name": "seqmlp"},
+            "backbone": {"name": "seqmlp", "recurrent": recurrent},
             "neuron": {"name": "flif" if variant.startswith("flif") else "lif"},
             "trainer": {"max_epochs": 20},
         },
@@ -464,6 +466,37 @@ def test_a_figure_goes_with_its_runs(tmp_path):
         "mittag_leffler_relaxation.png",
     ]
     assert any("memory_horizon.png (its runs are gone)" in line for line in lines)
+
+
+def test_memory_horizon_long_figure_puts_feed_forward_beside_recurrent(tmp_path, drawn):
+    variants = ["flif_a05", "lif", "sj_plif"]
+    runs = [
+        _horizon_run(v, d, s, 0.25 + 0.1 * i + 0.2 * r, task="memory_horizon_long", recurrent=bool(r))
+        for i, v in enumerate(variants)
+        for d in (128, 256, 512, 1024)
+        for s in range(2)
+        for r in (0, 1)
+        if not (v == "sj_plif" and r)  # a variant with only feed-forward runs is drawn in one panel
+    ]
+    runs.append(_horizon_run("lif", 64, 0, 0.9))  # another experiment's run is left out
+    paths = memory_horizon.memory_horizon_long_figure(runs, tmp_path)
+    assert sorted(p.name for p in paths) == ["memory_horizon_long.pdf", "memory_horizon_long.png"]
+    fig = drawn["memory_horizon_long"]
+    forward, recurrent = fig.axes[:2]
+    assert (forward.get_title(), recurrent.get_title()) == ("feed-forward", "recurrent (R s_{t-1} in every layer)")
+    labels = memory_horizon._variant_labels("memory_horizon")
+    assert legend_texts(fig) == [labels[v] for v in variants]
+    means = {
+        (ax is recurrent, c.get_label()): list(c.lines[0].get_ydata())
+        for ax in (forward, recurrent)
+        for c in ax.containers
+    }
+    assert means[(False, labels["lif"])] == pytest.approx([35.0] * 4)
+    assert means[(True, labels["lif"])] == pytest.approx([55.0] * 4)
+    assert (True, labels["sj_plif"]) not in means
+    fig.draw_without_rendering()
+    assert [t.get_text() for t in forward.get_xticklabels()] == ["128", "256", "512", "1024"]
+    assert memory_horizon.memory_horizon_long_figure(runs[-1:], tmp_path / "none") == []
 
 
 def test_learned_tau_figure_draws_tau_per_epoch_per_delay(tmp_path, drawn):

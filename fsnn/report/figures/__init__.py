@@ -27,7 +27,8 @@ From runs (:func:`run_figures`; only runs of the suite's experiments, see :func:
   (:func:`~fsnn.report.figures.claims.claim_sections`).
 * :func:`~fsnn.report.figures.memory_horizon.memory_horizon_figure` (not in the paper): delayed-cue test accuracy
   against the delay, one line per neuron variant, chance marked, and the seconds per training epoch against the
-  delay, from the ``memory_horizon`` runs.
+  delay, from the ``memory_horizon`` runs; :func:`~fsnn.report.figures.memory_horizon.memory_horizon_long_figure` the
+  same past 128 steps, feed-forward beside recurrent, from the ``memory_horizon_long`` runs.
 * :func:`~fsnn.report.figures.alpha.alpha_curve_figure`: test accuracy against f-LIF's alpha from an alpha sweep
   (``ablation_alpha_node``), beside the other neurons' runs of Table 2 trained the same way, one panel per number of
   training epochs; the paper's Table 2 values only on a panel trained for the paper's epochs.
@@ -51,7 +52,7 @@ from fsnn.report.collect import dataset_backbone, experiment_of, scan_runs
 from fsnn.report.figures.alpha import alpha_curve_figure
 from fsnn.report.figures.claims import claim_sections, claims_figure
 from fsnn.report.figures.firing_rates import firing_rate_figure
-from fsnn.report.figures.memory_horizon import learned_tau_figure, memory_horizon_figure
+from fsnn.report.figures.memory_horizon import learned_tau_figure, memory_horizon_figure, memory_horizon_long_figure
 from fsnn.report.figures.robustness import graph_robustness_figure, robustness_figures
 from fsnn.report.outputs import output_folder
 from fsnn.report.robustness_claims import GRAPH_STUDIES, graph_records
@@ -121,6 +122,7 @@ def run_figures(
     paths += claims_figure(claim_sections(runs), out, captions=captions)
     horizon = memory_horizon_figure(runs, out, captions=captions)
     horizon += learned_tau_figure(runs, out, captions=captions)
+    horizon += memory_horizon_long_figure(runs, out, captions=captions)
     if not horizon:
         echo(
             f"no memory_horizon runs under {results_dir} (python train.py experiment=memory_horizon): "

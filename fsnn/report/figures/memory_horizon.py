@@ -50,25 +50,14 @@ def memory_horizon_figure(
     groups, order = _horizon_groups(runs)
     if not groups:
         return []
-    chance = {
-        100.0 / int(r["config"]["dataset"]["num_cues"])
-        for by_delay in groups.values()
-        for group in by_delay.values()
-        for r in group
-    }
     styles = family_styles(order)
     fig = Figure(figsize=(10, 4.4))
     ax_acc, ax_time = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     all_delays = sorted({d for v in groups.values() for d in v})
-    counts = set()
+    counts = _accuracy_panel(ax_acc, groups, order, labels, styles)
     for variant in order:
         delays = sorted(groups[variant])
-        stats = [mean_std([100 * r["test_acc"] for r in groups[variant][d]]) for d in delays]
-        counts |= {len(groups[variant][d]) for d in delays}
         style = {**styles[variant], "ls": "-" if is_fractional(variant) else "--", "ms": 5, "capsize": 2}
-        ax_acc.errorbar(
-            delays, [m for m, _ in stats], yerr=[s for _, s in stats], label=labels.get(variant, variant), **style
-        )
         # seconds on one kind of hardware only: the CPU's, where a sweep's long delays ran on a GPU
         times = [
             (d, mean_std([r["train_epoch_s"] for r in groups[variant][d]]))
@@ -79,35 +68,17 @@ def memory_horizon_figure(
             ax_time.errorbar(
                 [d for d, _ in times], [m for _, (m, _) in times], yerr=[s for _, (_, s) in times], **style
             )
-    for level in sorted(chance):  # the label sits right of the axes, where no data is drawn
-        ax_acc.axhline(level, color="0.3", ls=":", lw=1.2)
-        ax_acc.annotate(
-            f"chance\n{level:g} %",
-            (1.0, level),
-            xycoords=("axes fraction", "data"),
-            xytext=(4, 0),
-            textcoords="offset points",
-            va="center",
-            fontsize=MIN_FONT_PT,
-            color="0.3",
-        )
     n_text = "/".join(str(n) for n in sorted(counts))
-    ax_acc.set(
-        xlabel="delay between cue and recall (steps)",
-        ylabel="test accuracy (%)",
-        ylim=(0, 102),
-        title=f"delayed cue: accuracy (mean ± std, n={n_text} seeds)",
-    )
+    ax_acc.set_title(f"delayed cue: accuracy (mean ± std, n={n_text} seeds)")
     ax_time.set(
         yscale="log",
         xlabel="delay (steps)",
         ylabel="train steps, s / epoch",
         title="training time per epoch (CPU runs)",
     )
-    for ax in (ax_acc, ax_time):
-        ax.set_xscale("log", base=2)
-        plain_log_axis(ax.xaxis, all_delays)
-        ax.grid(alpha=0.3, which="both", lw=0.5)
+    ax_time.set_xscale("log", base=2)
+    plain_log_axis(ax_time.xaxis, all_delays)
+    ax_time.grid(alpha=0.3, which="both", lw=0.5)
     plain_log_axis(ax_time.yaxis)
     handles, names = ax_acc.get_legend_handles_labels()
     legend_below(
@@ -123,16 +94,100 @@ def memory_horizon_figure(
     return save(fig, out, name)
 
 
-def _horizon_groups(runs: list[dict], part: Callable[[dict], Any] = lambda run: run):
+def _accuracy_panel(ax, groups: dict, order: list[str], labels: dict[str, str], styles: dict) -> set[int]:
+    """Test accuracy (%) against the delay on ``ax``: one line per variant of ``order`` (mean ± std over seeds),
+    chance dotted and labelled right of the axes, the delay on a log axis; returns the seed counts drawn."""
+    counts, chance = set(), set()
+    for variant in order:
+        delays = sorted(groups[variant])
+        stats = [mean_std([100 * r["test_acc"] for r in groups[variant][d]]) for d in delays]
+        counts |= {len(groups[variant][d]) for d in delays}
+        chance |= {100.0 / int(r["config"]["dataset"]["num_cues"]) for d in delays for r in groups[variant][d]}
+        style = {**styles[variant], "ls": "-" if is_fractional(variant) else "--", "ms": 5, "capsize": 2}
+        ax.errorbar(
+            delays, [m for m, _ in stats], yerr=[s for _, s in stats], label=labels.get(variant, variant), **style
+        )
+    for level in sorted(chance):  # the label sits right of the axes, where no data is drawn
+        ax.axhline(level, color="0.3", ls=":", lw=1.2)
+        ax.annotate(
+            f"chance\n{level:g} %",
+            (1.0, level),
+            xycoords=("axes fraction", "data"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=MIN_FONT_PT,
+            color="0.3",
+        )
+    delays = sorted({d for variant in order for d in groups[variant]})
+    ax.set(xlabel="delay between cue and recall (steps)", ylabel="test accuracy (%)", ylim=(0, 102))
+    ax.set_xscale("log", base=2)
+    plain_log_axis(ax.xaxis, delays)
+    ax.grid(alpha=0.3, which="both", lw=0.5)
+    return counts
+
+
+def _horizon_groups(
+    runs: list[dict],
+    part: Callable[[dict], Any] = lambda run: run,
+    experiment: str = "memory_horizon",
+    keep: Callable[[dict], bool] = lambda run: True,
+):
     """``({neuron_variant: {delay: [part(run), ...]}}, variants in the table's row order)`` of the complete
-    ``memory_horizon`` runs among ``runs`` whose ``part`` is not empty."""
+    ``experiment`` runs among ``runs`` that ``keep`` keeps and whose ``part`` is not empty."""
     labels = _variant_labels("memory_horizon")
     groups: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         variant = (run.get("choices") or {}).get("neuron_variant")
-        if experiment_of(run) == "memory_horizon" and variant is not None and (value := part(run)):
+        if experiment_of(run) == experiment and variant is not None and keep(run) and (value := part(run)):
             groups[variant][int(run["config"]["dataset"]["delay"])].append(value)
     return groups, [v for v in labels if v in groups] + sorted(set(groups) - set(labels))
+
+
+@styled
+def memory_horizon_long_figure(
+    runs: list[dict], out: str | Path, name: str = "memory_horizon_long", captions: dict | None = None
+) -> list[Path]:
+    """Delayed cue past 128 steps: test accuracy (%) against the delay, feed-forward (left) and recurrent (right)
+    SeqMLP, one line per neuron variant (mean ± std over seeds). ``runs``: complete ``metrics.json`` records; those
+    of the ``memory_horizon_long`` experiment are used. Nothing is written (``[]``) without such runs."""
+    labels = _variant_labels("memory_horizon")
+    panels = {
+        recurrent: _horizon_groups(
+            runs,
+            experiment="memory_horizon_long",
+            keep=lambda run, r=recurrent: bool(run["config"]["backbone"].get("recurrent")) == r,
+        )
+        for recurrent in (False, True)
+    }
+    if not any(groups for groups, _ in panels.values()):
+        return []
+    styles = family_styles(sorted({v for _, order in panels.values() for v in order}))
+    fig = Figure(figsize=(10, 4.4))
+    axes = fig.subplots(1, 2, sharey=True)
+    counts = set()
+    for ax, (recurrent, (groups, order)) in zip(axes, panels.items()):
+        counts |= _accuracy_panel(ax, groups, order, labels, styles) if groups else set()
+        ax.set_title("recurrent (R s_{t-1} in every layer)" if recurrent else "feed-forward")
+    n_text = "/".join(str(n) for n in sorted(counts))
+    handles = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    legend_below(
+        fig,
+        list(handles.values()),
+        list(handles),
+        ncol=3,
+        title="warm, solid: fractional order (f-LIF); cool, dashed: first order (LIF)",
+    )
+    add_caption(
+        captions,
+        name,
+        "Delayed cue past 128 steps (not in the paper): test accuracy against the delay, feed-forward and recurrent "
+        f"SeqMLP, mean ± std over seeds (n={n_text} per point), chance dotted.",
+    )
+    return save(fig, out, name)
 
 
 @styled
