@@ -308,3 +308,16 @@ def test_a_state_of_another_history_is_refused():
         make("flif", dict(engine="direct", memory=5))(x, make("flif", dict(memory=7)).initial_state(x[0]))
     with pytest.raises(ValueError, match="state must be a HistoryState"):
         FractionalLIF().double()(x, make("sj_lif", {}).initial_state(x[0]))
+
+
+@pytest.mark.parametrize("name", neuron_names("sj_*"))
+def test_spikingjelly_chunks_in_float32_keep_the_graph_through_the_state(name):
+    """float32 runs SpikingJelly's own fused multi-step op (float64 its torch reference): the chunk still
+    differentiates through the state's ``v``."""
+    neuron = build_neuron(name)
+    x, w = (t.float() for t in inputs())
+    x = x.detach().requires_grad_()
+    ref_s, ref_v = neuron(x, return_state=True)
+    spikes, v, _ = run_chunks(neuron, x, (7,), neuron.initial_state(x[0]))
+    assert torch.equal(spikes, ref_s)
+    assert_grads_close(grads(neuron, x, loss(spikes, v, w)), grads(neuron, x, loss(ref_s, ref_v, w)), 1e-5)
