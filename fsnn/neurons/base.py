@@ -32,6 +32,14 @@ from fsnn.neurons.state import NeuronState
 STEP_MODES = ("m", "s")
 
 
+def check_step_input(x) -> None:
+    """Refuse, with one ``ValueError``, an ``x`` that is not one step's input (a floating tensor ``[B, ...]``) that
+    :meth:`SpikingNeuron.initial_state` could make a state for."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1:
+        got = f"shape {list(x.shape)}, dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be one step's input, a floating tensor of shape [B, ...], got {got}")
+
+
 class SpikingNeuron(nn.Module):
     """Base class of every neuron (module docstring): firing-rate probes and the energy count find neurons by this
     type. ``leak``: the membrane decays towards rest (LIF) or only integrates (IF).
@@ -171,4 +179,4 @@ class SpikingNeuron(nn.Module):
         """Refuse a state of the right type that this neuron cannot continue (one ``ValueError``)."""
 
 
-__all__ = ["STEP_MODES", "SpikingNeuron"]
+__all__ = ["STEP_MODES", "SpikingNeuron", "check_step_input"]

@@ -1,13 +1,17 @@
-"""Integer-order baseline neurons (SpikingJelly 2.0.0, snnTorch 1.0.0) behind fsnn's multi-step interface.
+"""Integer-order baseline neurons (SpikingJelly 2.0.0, snnTorch 1.0.0) behind fsnn's neuron interface.
 
-Every adapter is an ``nn.Module`` whose ``forward(x)`` takes ``x`` of shape ``[T, B, ...]`` and returns spikes of
-the same shape, dtype and device; ``forward(x, return_state=True)`` returns ``(spikes, v)`` with ``v`` the membrane
-trace ``[T, B, ...]``. State lives only inside one call: each forward starts from a fresh state and drops it on
-return, so no ``reset_net`` / ``utils.reset`` is ever needed (snnTorch's ``utils.reset`` is never used).
-:mod:`fsnn.neurons.registry` registers them as ``sj_lif``, ``sj_plif``, ``sj_if`` and ``snntorch_leaky`` and imports this module
-(and so SpikingJelly and snnTorch, the ``fsnn[baselines]`` extra) only when one is built. Unlike fsnn's neurons these
-can also be stepped one time step at a time (``with neuron.single_step() as step: s_t = step(x_t)``), which a
-recurrent layer needs (:class:`fsnn.models.seqmlp.SpikingLinear`). Their options are keywords with defaults, named as
+Every adapter is a :class:`fsnn.neurons.base.SpikingNeuron`: ``forward(x)`` takes ``x`` of shape ``[T, B, ...]`` and
+returns spikes of the same shape, dtype and device (``return_state=True``: ``(spikes, v)`` with ``v`` the membrane
+trace ``[T, B, ...]``) from a fresh state that it drops on return, so no ``reset_net`` / ``utils.reset`` is needed
+between batches (snnTorch's ``utils.reset`` is never used). Like fsnn's neurons they also run one step or one chunk
+from an explicit :class:`fsnn.neurons.state.MembraneState` (SpikingJelly's ``v``, snnTorch's ``mem``: rest is
+``v_reset`` for a hard reset, else 0) or, with ``step_mode = "s"``, from a held one. A SpikingJelly node runs a chunk
+as its own multi-step loop from the state's ``v`` (the graph reaches back into it) and is reset afterwards; the
+adapter sets its node's step mode itself on every call, so ``functional.set_step_mode(net, "s")`` on an enclosing
+network steers the adapter, not the node. :mod:`fsnn.neurons.registry` registers them as ``sj_lif``, ``sj_plif``,
+``sj_if`` and ``snntorch_leaky`` and imports this module (and so SpikingJelly and snnTorch, the ``fsnn[baselines]``
+extra) only when one is built. ``with neuron.single_step() as step: s_t = step(x_t)`` steps one time step at a time
+for a recurrent layer (:class:`fsnn.models.seqmlp.SpikingLinear`). Their options are keywords with defaults, named as
 fsnn's neurons name them; the defaults (soft reset, sigmoid surrogate) match FractionalLIF's, so that a baseline
 differs from f-LIF only in the neuron given the same arguments.
 
@@ -37,9 +41,10 @@ from snntorch import surrogate as st_surrogate
 from spikingjelly.activation_based import neuron as sj_neuron, surrogate as sj_surrogate
 from torch import nn
 
-from fsnn.checks import Flag, Positive, Real, check_spike_input, checked, number
-from fsnn.neurons.base import SpikingNeuron
+from fsnn.checks import Flag, Positive, Real, checked, number
+from fsnn.neurons.base import SpikingNeuron, check_step_input
 from fsnn.neurons.fractional import Reset
+from fsnn.neurons.state import MembraneState
 from fsnn.neurons.surrogate import Surrogate, check_surrogate, spike
 
 __all__ = ["SJLIF", "SJIF", "SJPLIF", "SnnTorchLeaky"]
@@ -87,32 +92,25 @@ def _snntorch_surrogate(family: str, scale: float):
 
 
 # ------------------------------------------------------------------------------------------------------ adapters
-class _MultiStep(SpikingNeuron):
-    """Validates ``x`` and dispatches to ``_run(x, return_state) -> (spikes, v | None)``."""
+class _MembraneNeuron(SpikingNeuron):
+    """An adapter whose state is one membrane potential per neuron (:class:`fsnn.neurons.state.MembraneState`)."""
 
-    def forward(self, x: torch.Tensor, return_state: bool = False):
-        """Run the neuron over a whole sequence from a fresh state.
+    state_type = MembraneState
 
-        Args:
-            x: the input currents, a floating tensor ``[T, B, ...]`` (time first).
-            return_state: ``True`` also returns the membrane trace; default ``False``.
+    def _rest(self) -> float:
+        """The membrane potential a run starts from."""
+        return 0.0
 
-        Returns:
-            Spikes (0/1) shaped, typed and placed like ``x``; with ``return_state``, ``(spikes, v)``, ``v`` the
-                membrane after each step (see each class for before or after the reset).
-        """
-        check_spike_input(x)
-        spikes, v = self._run(x, return_state)
-        return (spikes, v) if return_state else spikes
-
-    def _run(self, x, return_state):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def initial_state(self, x: torch.Tensor) -> MembraneState:
+        """The state at rest (:meth:`_rest`) for steps shaped, typed and placed like ``x`` (one step ``[B, ...]``)."""
+        check_step_input(x)
+        return MembraneState(shape=tuple(x.shape), steps=0, v=torch.full_like(x, self._rest()))
 
 
-class _SJNode(_MultiStep):
+class _SJNode(_MembraneNeuron):
     def __init__(self, threshold, reset, v_reset, surrogate, surrogate_scale):
         super().__init__()
-        self.threshold, self.reset = threshold, reset
+        self.threshold, self.reset_mode = threshold, reset
         self.v_reset = v_reset if reset == "hard" else None
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
 
@@ -121,14 +119,29 @@ class _SJNode(_MultiStep):
     def time_constant(self) -> torch.Tensor | None:
         return torch.tensor(float(self.tau)) if self.leak else None  # IFNode has none
 
-    def _run(self, x, return_state):
+    def _rest(self) -> float:
+        return self.v_reset if self.reset_mode == "hard" else 0.0
+
+    def _sequence(self, x, return_state):
+        spikes, v, _ = self._run_node(x, None, return_state)
+        return spikes, v
+
+    def _chunk(self, x, state):
+        spikes, v, last = self._run_node(x, state.v, True)
+        return spikes, v, MembraneState(shape=state.shape, steps=state.steps + x.shape[0], v=last)
+
+    def _run_node(self, x, v0, return_state):
+        """``(spikes, v_seq or None, last v)`` of the node's multi-step loop over ``x`` from ``v0`` (``None``: rest);
+        the node keeps nothing afterwards. SpikingJelly's multi-step path keeps the graph from a tensor ``v0``."""
         node = self.node
         node.reset()
         node.step_mode = "m"  # functional.set_step_mode(net, "s") on an enclosing net must not break the adapter
         node.store_v_seq = return_state  # v_seq costs a [T, B, ...] buffer; keep it only when asked for
         try:
+            if v0 is not None:
+                node.v = v0
             spikes = node(x)
-            return spikes, node.v_seq
+            return spikes, node.v_seq, node.v
         finally:
             node.reset()  # drop v / v_seq (and their graphs) so nothing survives the call
 
@@ -277,7 +290,7 @@ class SJIF(_SJNode):
         )
 
 
-class SnnTorchLeaky(_MultiStep):
+class SnnTorchLeaky(_MembraneNeuron):
     r"""snnTorch 1.0.0 ``Leaky`` looped over T (``spk, mem = leaky(x[t], mem)``, ``mem`` starts at zeros).
 
     ``beta = 1 - 1/tau``; ``reset='soft'`` -> ``reset_mechanism='subtract'``, ``'hard'`` -> ``'zero'``. Per step,
@@ -320,7 +333,7 @@ class SnnTorchLeaky(_MultiStep):
                 the reset); default ``False`` (immediate reset, as SpikingJelly and fsnn).
         """
         super().__init__()
-        self.tau, self.threshold, self.reset = tau, threshold, reset
+        self.tau, self.threshold, self.reset_mode = tau, threshold, reset
         self.surrogate, self.surrogate_scale = surrogate, check_surrogate(surrogate, surrogate_scale)
         self.leaky = snntorch.Leaky(
             beta=1.0 - 1.0 / self.tau,
@@ -351,8 +364,16 @@ class SnnTorchLeaky(_MultiStep):
         finally:
             self.leaky.mem = torch.zeros(0)
 
-    def _run(self, x, return_state):
-        mem = torch.zeros_like(x[0])
+    def _sequence(self, x, return_state):
+        spikes, mems, _ = self._loop(x, torch.zeros_like(x[0]), return_state)
+        return spikes, mems
+
+    def _chunk(self, x, state):
+        spikes, mems, mem = self._loop(x, state.v, True)
+        return spikes, mems, MembraneState(shape=state.shape, steps=state.steps + x.shape[0], v=mem)
+
+    def _loop(self, x, mem, return_state):
+        """``(spikes, mem per step or None, last mem)`` of ``spk, mem = leaky(x_t, mem)`` over ``x`` from ``mem``."""
         spikes, mems = [], []
         try:
             for x_t in x:
@@ -363,4 +384,4 @@ class SnnTorchLeaky(_MultiStep):
         finally:
             self.leaky.mem = x.new_zeros(0)  # Leaky keeps the last mem (and its graph) in a buffer: drop it
         # snnTorch's own surrogates return fp32 (``.float()``): restore the input dtype
-        return torch.stack(spikes).to(x.dtype), (torch.stack(mems).to(x.dtype) if return_state else None)
+        return torch.stack(spikes).to(x.dtype), (torch.stack(mems).to(x.dtype) if return_state else None), mem

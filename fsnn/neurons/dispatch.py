@@ -18,6 +18,7 @@ from dataclasses import replace
 import torch
 
 from fsnn.neurons import cpu_kernels, stepping, triton_kernels as kernels
+from fsnn.neurons.base import check_step_input
 from fsnn.neurons.dynamics import spikede_sequence
 from fsnn.neurons.engines import EngineConfig, FractionalNeuronFunction
 from fsnn.neurons.memory import SOE_METHODS, kernel_for, soe_bank
@@ -151,7 +152,7 @@ class EngineDispatch:
             self.last_engine = engine
             cfg = EngineConfig(
                 leak=self.leak,
-                reset=self.reset,
+                reset=self.reset_mode,
                 v_reset=self.v_reset,
                 detach_reset=self.detach_reset,
                 surrogate=self.surrogate,
@@ -214,13 +215,11 @@ class EngineDispatch:
                 decays, and the error grows slowly. A whole-sequence call of ``T`` steps uses the bank of
                 ``horizon=T``: a state made with it continues exactly that call.
         """
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1:
-            got = f"shape {list(x.shape)}, dtype {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must be one step's input, a floating tensor of shape [B, ...], got {got}")
+        check_step_input(x)
         self._check_runnable(x)
         dtype = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
         n = x.numel()
-        v = torch.full((n,), self.v_reset if self.reset == "hard" else 0.0, dtype=dtype, device=x.device)
+        v = torch.full((n,), self.v_reset if self.reset_mode == "hard" else 0.0, dtype=dtype, device=x.device)
         kind, bank, modes, rows = self._state_kind(), None, None, 0
         if kind == "soe":
             alpha = self._alpha_host if self._fixed else self._read_learned(self.alpha)
@@ -301,7 +300,7 @@ class EngineDispatch:
             soe_w, decays, read = flat.new_zeros(0), None, None
         k0 = kernel[0]
         prior = stepping.prior(state.history, kernel / k0, T, state.modes, read)
-        v_init = self.v_reset if self.reset == "hard" else 0.0
+        v_init = self.v_reset if self.reset_mode == "hard" else 0.0
         if T == 1:
             drive = k0 / tau
             spikes, v, gamma = stepping.charge_fire_reset(
@@ -312,7 +311,7 @@ class EngineDispatch:
                 offset=drive * v_init if self.leak else 0.0,
                 c_leak=drive if self.leak else None,
                 threshold=theta,
-                reset=self.reset,
+                reset=self.reset_mode,
                 v_reset=self.v_reset,
                 detach_reset=self.detach_reset,
                 surrogate=(self.surrogate, self.surrogate_scale),
@@ -321,7 +320,7 @@ class EngineDispatch:
         else:
             cfg = EngineConfig(
                 leak=self.leak,
-                reset=self.reset,
+                reset=self.reset_mode,
                 v_reset=self.v_reset,
                 detach_reset=self.detach_reset,
                 surrogate=self.surrogate,

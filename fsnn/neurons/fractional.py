@@ -208,7 +208,7 @@ class FractionalNeuron(EngineDispatch, SpikingNeuron):
             }
         )
         self.v_reset = v_reset
-        self.reset, self.method, self.memory = reset, method, memory
+        self.reset_mode, self.method, self.memory = reset, method, memory
         self.engine, self.surrogate, self.convention = engine, surrogate, convention
         self.detach_reset = detach_reset
         self._alpha_host = None if learn_alpha else alpha  # fixed alpha as a float: no device sync per call
@@ -404,7 +404,7 @@ class FractionalNeuron(EngineDispatch, SpikingNeuron):
         kind = "learnable " if hasattr(self, "alpha_raw") else ""
         return (
             f"{kind}alpha={float(self.alpha.detach()):.4g}, tau={float(self.tau.detach()):.4g}, "
-            f"threshold={float(self.threshold.detach()):.4g}, reset={self.reset}, method={self.method}, "
+            f"threshold={float(self.threshold.detach()):.4g}, reset={self.reset_mode}, method={self.method}, "
             f"memory={self.memory}, engine={self.engine}, convention={self.convention}"
         )
 

@@ -80,7 +80,10 @@ def test_sj_adapters_match_raw_node(cls, kw, surrogate):
     _assert_same(_run(lambda z: adapter(z, return_state=True), x, gs, gv), ref)
     assert ref[0].sum() > 0 and (ref[0] == 0).any()  # the input actually makes it spike and reset
     assert torch.equal(adapter(x), ref[0])  # without return_state (no v_seq stored)
-    functional.set_step_mode(adapter, "s")  # an enclosing net switching step modes must not change the result
+    functional.set_step_mode(adapter, "s")  # an enclosing net's step mode steers the adapter, not its node
+    assert torch.equal(torch.stack([adapter(x_t) for x_t in x]), ref[0])
+    functional.reset_net(adapter)
+    functional.set_step_mode(adapter, "m")
     assert torch.equal(adapter(x), ref[0])
     # sigmoid / arctan / gaussian map to SJ built-ins (fused op path), piecewise_linear to a custom module
     builtin = type(adapter.node.surrogate_function).__module__ == "spikingjelly.activation_based.surrogate"

@@ -159,7 +159,7 @@ def _run_function(m, x, alpha, tau, theta):
         soe_w, decays = bank.weights(alpha), bank.decays(flat)
     cfg = EngineConfig(
         leak=m.leak,
-        reset=m.reset,
+        reset=m.reset_mode,
         v_reset=m.v_reset,
         detach_reset=m.detach_reset,
         surrogate=m.surrogate,
