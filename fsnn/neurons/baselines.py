@@ -10,8 +10,7 @@ as its own multi-step loop from the state's ``v`` (the graph reaches back into i
 adapter sets its node's step mode itself on every call, so ``functional.set_step_mode(net, "s")`` on an enclosing
 network steers the adapter, not the node. :mod:`fsnn.neurons.registry` registers them as ``sj_lif``, ``sj_plif``,
 ``sj_if`` and ``snntorch_leaky`` and imports this module (and so SpikingJelly and snnTorch, the ``fsnn[baselines]``
-extra) only when one is built. ``with neuron.single_step() as step: s_t = step(x_t)`` steps one time step at a time
-for a recurrent layer (:class:`fsnn.models.seqmlp.SpikingLinear`). Their options are keywords with defaults, named as
+extra) only when one is built. Their options are keywords with defaults, named as
 fsnn's neurons name them; the defaults (soft reset, sigmoid surrogate) match FractionalLIF's, so that a baseline
 differs from f-LIF only in the neuron given the same arguments.
 
@@ -33,7 +32,6 @@ Heaviside forward: SpikingJelly fires on ``x >= 0``, snnTorch on ``x > 0`` (kept
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import snntorch
 import torch
@@ -144,19 +142,6 @@ class _SJNode(_MembraneNeuron):
             return spikes, node.v_seq, node.v
         finally:
             node.reset()  # drop v / v_seq (and their graphs) so nothing survives the call
-
-    @contextmanager
-    def single_step(self):
-        """``with neuron.single_step() as step:`` ``step(x_t) -> spikes_t`` advances the node by one time step
-        (``x_t``: ``[B, ...]``), keeping its state from call to call; the state is dropped on exit."""
-        node = self.node
-        node.reset()
-        node.step_mode, node.store_v_seq = "s", False
-        try:
-            yield node
-        finally:
-            node.reset()
-            node.step_mode = "m"
 
 
 class _SJLeaky(_SJNode):
@@ -347,22 +332,6 @@ class SnnTorchLeaky(_MembraneNeuron):
 
     def time_constant(self) -> torch.Tensor:
         return torch.tensor(float(self.tau))
-
-    @contextmanager
-    def single_step(self):
-        """``with neuron.single_step() as step:`` ``step(x_t) -> spikes_t`` advances ``Leaky`` by one time step from
-        ``mem = 0``, keeping ``mem`` from call to call; it is dropped on exit."""
-        mem = None
-
-        def step(x_t: torch.Tensor) -> torch.Tensor:
-            nonlocal mem
-            spk, mem = self.leaky(x_t, torch.zeros_like(x_t) if mem is None else mem)
-            return spk.to(x_t.dtype)
-
-        try:
-            yield step
-        finally:
-            self.leaky.mem = torch.zeros(0)
 
     def _sequence(self, x, return_state):
         spikes, mems, _ = self._loop(x, torch.zeros_like(x[0]), return_state)

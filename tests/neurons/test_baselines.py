@@ -153,32 +153,6 @@ def test_plif_learns_its_time_constant():
     assert plif.tau < 3.0
 
 
-@pytest.mark.parametrize(
-    "make",
-    [
-        lambda: SJLIF(),
-        lambda: SJPLIF(tau=3.0),
-        lambda: SJIF(reset="hard"),
-        lambda: SnnTorchLeaky(),
-        lambda: SnnTorchLeaky(surrogate="arctan"),
-    ],
-)
-def test_single_step_equals_the_multi_step_call(make):
-    # what a recurrent layer relies on: stepping keeps the state, and leaves nothing behind
-    adapter = make()
-    x, gs, _ = _inputs(seed=7)
-    x1 = x.clone().requires_grad_(True)
-    whole = adapter(x1)
-    (whole * gs).sum().backward()
-    x2 = x.clone().requires_grad_(True)
-    with adapter.single_step() as step:
-        stepped = torch.stack([step(x_t) for x_t in x2])
-    (stepped * gs).sum().backward()
-    assert whole.sum() > 0 and torch.equal(whole, stepped)
-    torch.testing.assert_close(x1.grad, x2.grad)
-    assert torch.equal(adapter(x), whole)  # multi-step again, from a fresh state
-
-
 # ------------------------------------------------------------------------------------------------------ state isolation
 @pytest.mark.parametrize(
     "make",
