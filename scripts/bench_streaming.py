@@ -51,7 +51,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_tools import ROOT, extract_tree
+from bench_tools import ROOT, cpu_model, extract_tree
 
 DEFAULT_OUT = Path("results") / "bench" / "streaming.json"
 NEURONS = ["flif_soe", "flif_exact", "lif", "sj_lif"]
@@ -210,17 +210,6 @@ def child(spec: dict) -> dict:
 
 
 # -- parent side -------------------------------------------------------------------------------------------------
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def spawn(spec: dict, tree: Path) -> dict:
     env = {
         **os.environ,
@@ -373,7 +362,7 @@ def main(argv=None) -> int:
             "grad": "forward of every step then (spikes + v).sum() backward once; median of 3, µs per step",
         },
         "codes": [*trees],
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "logical_cpus": os.cpu_count(),
         "threads": 1,
         "torch_version": torch.__version__,
