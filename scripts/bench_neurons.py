@@ -64,6 +64,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench_tools import cpu_model
+
 from fsnn.atomic import write_json_atomic
 from fsnn.runs.provenance import package_versions
 
@@ -538,17 +540,6 @@ def gpu_main(args) -> int:
 # ----------------------------------------------------------------------------------------------------------------
 # parent side
 # ----------------------------------------------------------------------------------------------------------------
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _spawn(name: str, T: int, args, mode: str):
     """Run one pass of a cell in a fresh interpreter; kill it on timeout or when its RSS passes the cap.
 
@@ -850,7 +841,7 @@ def main(argv=None):
 
     print()
     print(
-        f"torch {torch.__version__}, {THREADS} threads, CPU: {_cpu_model()}; "
+        f"torch {torch.__version__}, {THREADS} threads, CPU: {cpu_model()}; "
         f"model Linear({FEATURES},{FEATURES}) + neuron on [T,{BATCH},{FEATURES}], fwd+bwd; "
         f"ratios vs {REFERENCE} at the same T"
     )
@@ -878,7 +869,7 @@ def main(argv=None):
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "torch_version": torch.__version__,
         "threads": THREADS,
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "logical_cpus": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -1,9 +1,10 @@
-"""What the benchmark scripts share: the code of another revision to compare with, and a child process timed and
-watched for memory."""
+"""What the benchmark scripts share: the code of another revision to compare with, a child process timed and
+watched for memory, and the name of the CPU."""
 
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import threading
 import time
@@ -68,3 +69,15 @@ def _rss(process: psutil.Process) -> int:
         return process.memory_info().rss
     except psutil.NoSuchProcess:  # a worker that ended between the listing and the reading
         return 0
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` knows of it elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -277,32 +277,49 @@ class EngineDispatch:
             kernel = torch.cat([kernel, kernel.new_zeros(steps - window)])
         return spikede_sequence(flat, kernel, past=state.history, v=state.v, **self._spikede_options(flat))
 
-    def _history_chunk(self, flat: torch.Tensor, state: HistoryState):
-        T, rows = flat.shape[0], state.history.shape[0]
+    def _chunk_tensors(self, T: int, rows: int, bank, like: torch.Tensor):
+        """``(k_head, soe_w, decays, tau, theta, drive, lags, read, shift)`` of a chunk of ``T`` steps after ``rows``
+        history rows (:mod:`fsnn.neurons.stepping`; ``read`` and ``shift`` only with a ``bank``), in ``like``'s
+        device and dtype. Made once per chunk size, history length, bank, device and dtype while nothing learns,
+        since a stream asks for the same ones at every step; with learned parameters each call builds them, so
+        that autograd reaches alpha, tau and the threshold."""
+        fixed = self._fixed
+        key = ("chunk", T, rows, bank, like.device, like.dtype)
+        if fixed and key in self._prepared:
+            return self._prepared[key]
         alpha = self.alpha
-        if not self._fixed:
+        if not fixed:
             self._read_learned(alpha)
-        tau, theta = self.tau.to(flat), self.threshold.to(flat)
-        bank = state.bank
+        tau, theta = self.tau.to(like), self.threshold.to(like)
         if bank is not None:
-            k_head = kernel_for(self.method, alpha, bank.head, self.dt, flat)
-            soe_w, decays = bank.weights(alpha).to(flat), bank.decays(flat)
-            lags = torch.arange(bank.head, T + rows, device=flat.device, dtype=flat.dtype)
+            k_head = kernel_for(self.method, alpha, bank.head, self.dt, like)
+            soe_w, decays = bank.weights(alpha).to(like), bank.decays(like)
+            lags = torch.arange(bank.head, T + rows, device=like.device, dtype=like.dtype)
             kernel = torch.cat([k_head, (decays[None, :] ** lags[:, None]) @ soe_w])[: max(T + rows, 1)]
             read = stepping.mode_read(soe_w / k_head[0], decays, T)
+            shift = stepping.mode_shift(decays, rows + T, rows)
         else:
             # the exact kernel, at a power-of-two length so that a fixed one is cached across steps
             length = 1 << max(T + rows - 1, 1).bit_length()
             if self.memory is not None:
                 length = min(length, self.memory + 1)
-            k_head = kernel_for(self.method, alpha, length, self.dt, flat)
+            k_head = kernel_for(self.method, alpha, length, self.dt, like)
             kernel = torch.cat([k_head, k_head.new_zeros(max(0, T + rows - length))])
-            soe_w, decays, read = flat.new_zeros(0), None, None
+            soe_w, decays, read, shift = like.new_zeros(0), None, None, None
         k0 = kernel[0]
-        prior = stepping.prior(state.history, kernel / k0, T, state.modes, read)
+        lags = stepping.toeplitz_rows(kernel / k0, T, rows)
+        out = (k_head, soe_w, decays, tau, theta, k0 / tau, lags, read, shift)
+        if fixed and (bank is not None or self.memory is not None):  # an exact history grows: a new key each step
+            self._prepared[key] = out
+        return out
+
+    def _history_chunk(self, flat: torch.Tensor, state: HistoryState):
+        T, rows = flat.shape[0], state.history.shape[0]
+        bank = state.bank
+        k_head, soe_w, decays, tau, theta, drive, lags, read, shift = self._chunk_tensors(T, rows, bank, flat)
+        prior = stepping.prior(state.history, lags, state.modes, read)
         v_init = self.v_reset if self.reset_mode == "hard" else 0.0
         if T == 1:
-            drive = k0 / tau
             spikes, v, gamma = stepping.charge_fire_reset(
                 prior[0] + v_init,
                 flat[0],
@@ -336,7 +353,7 @@ class EngineDispatch:
             )
         past = torch.cat([state.history, gamma])
         if bank is not None:
-            modes = stepping.advance_modes(state.modes, decays, past, rows)
+            modes = stepping.advance_modes(state.modes, shift, past)
             new = replace(state, steps=state.steps + T, v=v[-1], history=past[-rows:], modes=modes)
         else:
             history = past if self.memory is None else past[-rows:]

@@ -40,11 +40,15 @@ def toeplitz_rows(kappa: torch.Tensor, steps: int, rows: int) -> torch.Tensor:
     return kappa[k[:, None] + rows - r[None, :]]
 
 
-def prior(history: torch.Tensor, kappa: torch.Tensor, steps: int, modes=None, mode_read=None) -> torch.Tensor:
-    """``P [steps, N]`` of the module docstring: ``history [L, N]`` through the kernel ``kappa`` (lags
-    ``0 .. steps + L - 1``), plus, for the ``soe`` kind, ``mode_read [steps, W] @ modes [W, N]``."""
-    rows = history.shape[0]
-    out = toeplitz_rows(kappa, steps, rows) @ history if rows else history.new_zeros(steps, history.shape[1])
+def prior(history: torch.Tensor, lags: torch.Tensor, modes=None, mode_read=None) -> torch.Tensor:
+    """``P [steps, N]`` of the module docstring: ``history [L, N]`` through ``lags [steps, L]``
+    (:func:`toeplitz_rows` of the kernel), plus, for the ``soe`` kind, ``mode_read [steps, W] @ modes [W, N]``."""
+    if lags.shape[0] == 1:  # one step: matrix-vector products, about twice as fast on CPU as a [1, K] @ [K, N]
+        out = torch.mv(history.t(), lags[0]) if history.shape[0] else history.new_zeros(history.shape[1])
+        if modes is not None:
+            out = out.addmv_(modes.t(), mode_read[0]) if history.shape[0] else torch.mv(modes.t(), mode_read[0])
+        return out[None]
+    out = lags @ history if history.shape[0] else history.new_zeros(lags.shape[0], history.shape[1])
     if modes is not None:
         out = torch.addmm(out, mode_read, modes)
     return out
@@ -56,12 +60,19 @@ def mode_read(weights: torch.Tensor, decays: torch.Tensor, steps: int) -> torch.
     return weights[None, :] * decays[None, :] ** k[:, None]
 
 
-def advance_modes(modes: torch.Tensor, decays: torch.Tensor, rows: torch.Tensor, kept: int) -> torch.Tensor:
-    r"""$M'$ of the module docstring: ``modes [W, N]`` after the first ``len(rows) - kept`` rows of ``rows`` (the old
-    window and the chunk, oldest first) leave a window of ``kept`` rows."""
-    leaving = rows.shape[0] - kept
-    ages = torch.arange(rows.shape[0] - 1, kept - 1, -1, device=decays.device, dtype=decays.dtype)
-    return torch.addmm(modes * decays[:, None] ** leaving, decays[:, None] ** ages[None, :], rows[:leaving])
+def mode_shift(decays: torch.Tensor, total: int, kept: int) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""``(carry [W, 1], spread [W, total - kept])``: the factors $\lambda_i^{T}$ and $\lambda_i^{L + T - 1 - c}$ of
+    $M'$ (module docstring) when the first ``total - kept`` of ``total`` rows leave a window of ``kept`` rows."""
+    leaving = total - kept
+    ages = torch.arange(total - 1, kept - 1, -1, device=decays.device, dtype=decays.dtype)
+    return decays[:, None] ** leaving, decays[:, None] ** ages[None, :]
+
+
+def advance_modes(modes: torch.Tensor, shift: tuple[torch.Tensor, torch.Tensor], rows: torch.Tensor) -> torch.Tensor:
+    r"""$M'$ of the module docstring: ``modes [W, N]`` after the leading rows of ``rows`` (the old window and the chunk,
+    oldest first) leave the window, with ``shift`` the :func:`mode_shift` of those sizes."""
+    carry, spread = shift
+    return (modes * carry).addmm_(spread, rows[: spread.shape[1]])  # in place on the fresh product: one pass less
 
 
 def charge_fire_reset(
@@ -90,4 +101,4 @@ def charge_fire_reset(
     return s, v, v - y
 
 
-__all__ = ["advance_modes", "charge_fire_reset", "mode_read", "prior", "toeplitz_rows"]
+__all__ = ["advance_modes", "charge_fire_reset", "mode_read", "mode_shift", "prior", "toeplitz_rows"]
