@@ -132,6 +132,22 @@ class EngineDispatch:
             self._prepared[key] = out
         return out
 
+    def _engine_config(self, decays, **call) -> EngineConfig:
+        """The engines' configuration of this neuron's options, with the SOE ``decays`` (``None``: exact) and what
+        differs per call (``return_state``, ``backend``, ``chunk``)."""
+        return EngineConfig(
+            leak=self.leak,
+            reset=self.reset_mode,
+            v_reset=self.v_reset,
+            detach_reset=self.detach_reset,
+            surrogate=self.surrogate,
+            surrogate_scale=self.surrogate_scale,
+            block=self.block,
+            memory=self.memory,
+            decays=decays,
+            **call,
+        )
+
     @torch.compiler.disable(reason=OUTSIDE_GRAPH)
     def _integrate(self, x: torch.Tensor, return_state: bool):
         """:meth:`forward` past its checks: the engines, outside any ``torch.compile`` graph (they read parameters
@@ -150,19 +166,8 @@ class EngineDispatch:
             state = flat.dtype if flat.dtype in (torch.float32, torch.float64) else torch.float32
             engine, k_head, soe_w, decays, tau, theta = self._history_tensors(T, flat.new_empty(0, dtype=state))
             self.last_engine = engine
-            cfg = EngineConfig(
-                leak=self.leak,
-                reset=self.reset_mode,
-                v_reset=self.v_reset,
-                detach_reset=self.detach_reset,
-                surrogate=self.surrogate,
-                surrogate_scale=self.surrogate_scale,
-                block=self.block,
-                memory=self.memory,
-                decays=decays,
-                return_state=return_state,
-                backend="triton" if fused else "cpp" if engine.startswith("cpp-") else "torch",
-            )
+            backend = "triton" if fused else "cpp" if engine.startswith("cpp-") else "torch"
+            cfg = self._engine_config(decays, return_state=return_state, backend=backend)
             spikes, v = FractionalNeuronFunction.apply(flat.contiguous(), tau, theta, k_head, soe_w, cfg)
         spikes = spikes.reshape(shape).to(in_dtype)
         if return_state:
@@ -335,18 +340,7 @@ class EngineDispatch:
             )
             spikes, v, gamma = spikes[None], v[None], gamma[None]
         else:
-            cfg = EngineConfig(
-                leak=self.leak,
-                reset=self.reset_mode,
-                v_reset=self.v_reset,
-                detach_reset=self.detach_reset,
-                surrogate=self.surrogate,
-                surrogate_scale=self.surrogate_scale,
-                block=self.block,
-                memory=self.memory,
-                decays=decays,
-                chunk=True,
-            )
+            cfg = self._engine_config(decays, chunk=True)
             head = k_head if bank is not None else k_head[: min(T, len(k_head))]
             spikes, v, gamma = FractionalNeuronFunction.apply(
                 flat.contiguous(), tau, theta, head, soe_w, cfg, prior, state.v

@@ -303,12 +303,11 @@ def test_delayed_cue_variants_take_one_thing_away():
     assert np.array_equal(no_go[0], base[0][:, :, :C])  # the go channel, and only it, is gone
 
 
-def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
+def _trained_two_epochs(tmp_path, *overrides: str) -> dict:
+    """The ``metrics.json`` of a two-epoch smoke run of the delayed cue at delay 4 through ``train.py``."""
     import json
 
     from helpers import run_app
-
-    from fsnn.neurons import cpu_kernels
 
     proc = run_app(
         "train.py",
@@ -316,14 +315,19 @@ def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
         "backbone=seqmlp",
         "dataset.delay=4",
         "+smoke=sequence",
-        "+neuron_variant=lif_learn_tau",
         "trainer.max_epochs=2",
-        "tau_lr_scale=50",
+        *overrides,
         f"paths.data_dir={tmp_path}",
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    m = json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
+    return json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
+
+
+def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
+    from fsnn.neurons import cpu_kernels
+
+    m = _trained_two_epochs(tmp_path, "+neuron_variant=lif_learn_tau", "tau_lr_scale=50")
     assert set(m["neurons"]) == {"layers.0.neuron", "layers.1.neuron"}
     # the direct engine: the compiled CPU loops where they build (fsnn.neurons.cpu_kernels), else torch's
     direct = "cpp-direct" if cpu_kernels.unavailable_reason() is None else "direct"
@@ -340,24 +344,7 @@ def test_a_run_records_its_neurons_and_their_learned_values_per_epoch(tmp_path):
 
 
 def test_a_recurrent_network_of_fractional_neurons_trains_through_fsnn_train(tmp_path):
-    import json
-
-    from helpers import run_app
-
-    proc = run_app(
-        "train.py",
-        "dataset=delayed_cue",
-        "backbone=seqmlp",
-        "backbone.recurrent=true",
-        "dataset.delay=4",
-        "+smoke=sequence",
-        "+neuron_variant=flif_learn_alpha",
-        "trainer.max_epochs=2",
-        f"paths.data_dir={tmp_path}",
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    m = json.loads(next((tmp_path / "runs").rglob("metrics.json")).read_text())
+    m = _trained_two_epochs(tmp_path, "+neuron_variant=flif_learn_alpha", "backbone.recurrent=true")
     assert m["status"] == "complete" and m["config"]["backbone"]["recurrent"] is True
     for entry in m["neurons"].values():  # stepped with the constant sum-of-exponentials state
         assert entry["type"] == "FractionalLIF" and entry["engine"] == "state-soe" and entry["alpha_learned"]
