@@ -272,6 +272,10 @@ def test_stepping_how_to_runs_and_shows_what_it_says(tmp_path):
     assert "step by step equals the whole call: True" in printed and "chunks equal the whole call: True" in printed
     sizes = re.search(r"after 10, 100, 1000 steps: \[(\d+), (\d+), (\d+)\]", printed).groups()
     assert len(set(sizes)) == 1, printed
+    banks = re.findall(r"^(0\.\d) \| (\d+) \| (\d+) \| (\S+)$", printed, flags=re.M)
+    assert [alpha for alpha, *_ in banks] == ["0.2", "0.5", "0.8"], printed
+    for _, modes, numbers, error in banks:  # V, 9 exact currents and the modes; within the default tol
+        assert int(numbers) == int(modes) + 10 and float(error) <= 1e-6
     assert "trained over 512 steps in chunks of 64" in printed
     assert "stepped twice alike: True | stepped equals multi-step: True" in printed
     (path,) = (tmp_path / "runs" / "train").glob("*/metrics.json")
