@@ -359,6 +359,7 @@ def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path
             "paths": {"data_dir": "/data/sets"},
             "files": ["/elsewhere/results/memory_horizon/+seed-0/logs/v0"],
         },
+        "overrides": ["paths.data_dir=/data/sets", "seed=0"],
     }
     (run / "metrics.json").write_text(json.dumps(record))
     proc = run_app("scripts/make_records_relative.py", "results", cwd=tmp_path)
@@ -370,6 +371,14 @@ def test_records_with_the_run_folder_named_absolutely_are_made_relative(tmp_path
     proc = run_app("scripts/make_records_relative.py", "results", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == ""  # once is enough
     assert relative_to_run({"a": str(run / "x")}, run) == {"a": "x"}  # inside the folder where it is now
+    # a data folder given absolutely on the command line: recorded as the checkout-relative one, with a note
+    proc = run_app("scripts/make_records_relative.py", "results", "--path", "data_dir=data", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["config"]["paths"] == {"data_dir": "data"} and m["overrides"] == ["paths.data_dir=data", "seed=0"]
+    assert "/data/sets" not in json.dumps(m) and m["rewritten"][-1].startswith("paths.data_dir, given as an absolute")
+    proc = run_app("scripts/make_records_relative.py", "results", "--path", "data_dir=data", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == ""
 
 
 def test_every_committed_record_names_no_absolute_place():
